@@ -1,0 +1,15 @@
+"""cadmotion: mechanism simulation for CAD assemblies.
+
+``cadmotion.kernel`` compiles a :class:`~cadmotion.kernel.spec.MechanismSpec` into array
+models and solves kinematics; ``cadmotion.importers`` reads model files and CAD files into
+that spec; ``cadmotion.plugin`` holds the command line and writers.
+"""
+
+__version__ = "0.1.0"
+
+
+def load(path, **options):
+    """Read any supported model or CAD file into a MechanismSpec (see :mod:`cadmotion.importers`)."""
+    from .importers import load as _load
+
+    return _load(path, **options)
