@@ -176,7 +176,12 @@ class MechanismSpec:
     initial_velocities: Tuple[InitialVelocitySpec, ...] = ()
     name: str = "mechanism"
     source: str = ""
+    settings: Tuple[Tuple[str, Any], ...] = ()  # analysis defaults from the file (t_end, steps, ...)
     cad: Any = field(default=None, compare=False, hash=False, repr=False)
+
+    def setting(self, key, default=None):
+        """One entry of :attr:`settings`, or ``default``."""
+        return dict(self.settings).get(key, default)
 
     def part(self, name):
         """The part called ``name``; KeyError if there is none."""

@@ -1,0 +1,477 @@
+"""Read a cadmotion model file (TOML) into a MechanismSpec.
+
+The file describes a mechanism completely without CAD, or points at a STEP file for the
+parts (``step = "gripper.step"``). Keys (lengths in the file's ``units``, angles in rad)::
+
+    units = "m"                       # "m", "mm", "cm" or "in"
+    gravity = [0, -9.81, 0]           # m/s^2, optional
+    step = "assembly.step"            # optional: parts come from this STEP file
+    [simulation]                      # optional defaults for the command line
+    t_end = 2.0
+    steps = 200
+    [parts.crank]
+    fixed = false
+    position = [0, 0, 0]              # part frame origin, assembly frame, initial pose
+    orientation = [1, 0, 0, 0]        # unit quaternion w, x, y, z
+    mass = 1.0                        # kg
+    com = [0.05, 0, 0]                # part frame
+    inertia = [Ixx, Iyy, Izz] or [Ixx, Iyy, Izz, Ixy, Ixz, Iyz]   # kg m^2 about the com
+    color = [0.8, 0.2, 0.2]
+    density = 7850 / material = "steel"   # STEP parts: mass from geometry
+    [[joints]]
+    name = "crank_pivot"
+    type = "revolute"
+    parts = ["ground", "crank"]
+    origin = [0, 0, 0]                # joint frame, assembly frame, initial pose
+    axis = [0, 0, 1]                  # joint axis (z of the joint frame)
+    xaxis = [1, 0, 0]                 # optional reference direction (x of the joint frame)
+    axis2 = [1, 0, 0]                 # universal: cross axis fixed in the second part
+    points = [[..], [..]]             # distance: the two points (first part, second part)
+    length, angle, pitch, radius, ratio, joints = ["a", "b"], limits = {angle = [lo, hi]}
+    [[drivers]]
+    joint = "crank_pivot"             # or: part = "slider", coordinate = "x"
+    coordinate = "angle"              # optional for single-coordinate joints
+    expression = "t**2"               # or: table = [[t0, v0], [t1, v1], ...]
+
+A joint's frame is the same assembly-frame frame on both parts at the initial pose, so
+each joint coordinate is zero there. ``axis`` and ``origin`` may also be taken from
+STEP geometry: ``axis = { part = "crank", face = "cylinder", near = [x, y, z] }``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import ModelFileError
+from ..kernel.spec import (
+    DriverSpec,
+    ForceSpec,
+    Frame,
+    InitialVelocitySpec,
+    JointSpec,
+    MechanismSpec,
+    PartSpec,
+    TimeFunctionSpec,
+)
+
+try:  # Python 3.11+
+    import tomllib
+except ModuleNotFoundError:  # pragma: no cover - Python < 3.11
+    import tomli as tomllib
+
+__all__ = ["read_model_file", "parse_model", "UNITS", "joint_frame"]
+
+UNITS = {"m": 1.0, "mm": 1e-3, "cm": 1e-2, "in": 0.0254}
+
+_TOP_KEYS = {"units", "gravity", "step", "parts", "joints", "drivers", "forces", "initial_velocity",
+             "simulation", "name", "unreferenced_parts", "density", "material"}
+_PART_KEYS = {"fixed", "position", "orientation", "mass", "com", "inertia", "color", "density", "material"}
+_JOINT_KEYS = {"name", "type", "parts", "origin", "axis", "xaxis", "axis2", "points", "length", "angle",
+               "pitch", "radius", "ratio", "joints", "limits"}
+_DRIVER_KEYS = {"name", "joint", "part", "coordinate", "expression", "table"}
+_FORCE_KEYS = {"name", "type", "parts", "points", "joint", "expression", "stiffness", "damping",
+               "free_length", "preload", "origin", "axis", "force", "torque", "part", "point"}
+_SIM_KEYS = {"t_end", "steps", "t_start"}
+
+
+def read_model_file(path):
+    """Read a ``*.cadmotion.toml`` model file; returns a :class:`MechanismSpec` in SI units."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise ModelFileError(f"no such model file: {path}") from None
+    except OSError as exc:
+        raise ModelFileError(f"cannot read model file: {exc.strerror}", where=str(path)) from None
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ModelFileError(f"not UTF-8 text (byte {exc.start})", where=str(path)) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ModelFileError(f"TOML syntax error: {exc}", where=str(path),
+                             hint="see the model-file keys in the README") from None
+    return parse_model(data, source=str(path), base_dir=path.parent)
+
+
+class _Ctx:
+    def __init__(self, source, scale):
+        self.source = source
+        self.scale = scale
+
+    def err(self, item, message, hint=None):
+        return ModelFileError(message, where=f"{self.source}: {item}" if item else self.source, hint=hint)
+
+    def vec(self, item, key, value, n=3, length=True):
+        if not isinstance(value, (list, tuple)) or len(value) != n or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in value
+        ):
+            raise self.err(item, f"`{key}` must be a list of {n} numbers, got {value!r}")
+        arr = np.asarray(value, float)
+        if not np.all(np.isfinite(arr)):
+            raise self.err(item, f"`{key}` must be finite, got {value!r}")
+        return arr * (self.scale if length else 1.0)
+
+    def num(self, item, key, value, length=False, positive=False):
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
+            raise self.err(item, f"`{key}` must be a number, got {value!r}")
+        if positive and value <= 0:
+            raise self.err(item, f"`{key}` must be positive, got {value!r}")
+        return float(value) * (self.scale if length else 1.0)
+
+    def check_keys(self, item, table, allowed):
+        if not isinstance(table, dict):
+            raise self.err(item, f"expected a table, got {type(table).__name__}")
+        unknown = sorted(set(table) - allowed)
+        if unknown:
+            raise self.err(item, f"unknown key(s) {', '.join(map(repr, unknown))}",
+                           hint=f"known keys: {', '.join(sorted(allowed))}")
+
+
+def _quat_matrix(q):
+    w, x, y, z = q / np.linalg.norm(q)
+    return np.array([
+        [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+        [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+        [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
+    ])
+
+
+def joint_frame(origin, axis, xaxis=None):
+    """A world rotation (3, 3) whose z column is ``axis`` and x column follows ``xaxis``.
+
+    Without ``xaxis`` the x direction is the world axis least aligned with ``axis``,
+    made orthogonal to it.
+    """
+    z = np.asarray(axis, float)
+    nz = np.linalg.norm(z)
+    if nz < 1e-12:
+        raise ValueError("axis has zero length")
+    z = z / nz
+    if xaxis is None:
+        e = np.eye(3)[int(np.argmin(np.abs(z)))]
+    else:
+        e = np.asarray(xaxis, float)
+    x = e - np.dot(e, z) * z
+    nx = np.linalg.norm(x)
+    if nx < 1e-9:
+        raise ValueError("xaxis is parallel to axis")
+    x = x / nx
+    y = np.cross(z, x)
+    return np.column_stack([x, y, z])
+
+
+def _frame_in_part(part, origin_w, R_w):
+    """Express a world frame (origin, rotation) in the part's frame at its initial pose."""
+    Rp = _quat_matrix(np.asarray(part.orientation, float))
+    s = Rp.T @ (origin_w - np.asarray(part.position, float))
+    R = Rp.T @ R_w
+    return Frame(tuple(map(float, s)), tuple(tuple(map(float, r)) for r in R))
+
+
+def _inertia(ctx, item, value):
+    if not isinstance(value, (list, tuple)) or len(value) not in (3, 6):
+        raise ctx.err(item, f"`inertia` must be [Ixx, Iyy, Izz] or [Ixx, Iyy, Izz, Ixy, Ixz, Iyz], got {value!r}")
+    v = ctx.vec(item, "inertia", value, n=len(value), length=False) * ctx.scale**2
+    if len(v) == 3:
+        I = np.diag(v)
+    else:
+        ixx, iyy, izz, ixy, ixz, iyz = v
+        I = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
+    return tuple(tuple(map(float, r)) for r in I)
+
+
+def parse_model(data, source="<model>", base_dir="."):
+    """Build a MechanismSpec from parsed TOML ``data`` (a dict). See the module docstring."""
+    base_dir = Path(base_dir)
+    ctx0 = _Ctx(source, 1.0)
+    ctx0.check_keys("", data, _TOP_KEYS)
+    units = data.get("units", "m")
+    if units not in UNITS:
+        raise ctx0.err("units", f"unknown length unit {units!r}", hint=f"use one of {', '.join(UNITS)}")
+    ctx = _Ctx(source, UNITS[units])
+    gravity = tuple(ctx.vec("gravity", "gravity", data["gravity"], length=False)) if "gravity" in data else (0.0, 0.0, 0.0)
+    settings = {}
+    if "simulation" in data:
+        ctx.check_keys("[simulation]", data["simulation"], _SIM_KEYS)
+        for k, v in data["simulation"].items():
+            settings[k] = ctx.num("[simulation]", k, v)
+
+    cad = None
+    step_parts = {}
+    if "step" in data:
+        step_parts, cad = _step_parts(ctx, data, base_dir)
+
+    parts_table = data.get("parts", {})
+    if not isinstance(parts_table, dict):
+        raise ctx.err("parts", "`parts` must be a table of [parts.<name>] entries")
+    parts = {}
+    for name, entry in step_parts.items():
+        parts[name] = entry
+    for name, entry in parts_table.items():
+        item = f"[parts.{name}]"
+        ctx.check_keys(item, entry, _PART_KEYS)
+        base = parts.get(name)
+        if base is None and "step" in data and name not in step_parts:
+            raise ctx.err(item, f"part {name!r} is not in the STEP file",
+                          hint=f"STEP parts: {', '.join(list(step_parts)[:20])}")
+        kw = {}
+        if "fixed" in entry:
+            if not isinstance(entry["fixed"], bool):
+                raise ctx.err(item, "`fixed` must be true or false")
+            kw["fixed"] = entry["fixed"]
+        if "position" in entry:
+            kw["position"] = tuple(ctx.vec(item, "position", entry["position"]))
+        if "orientation" in entry:
+            q = ctx.vec(item, "orientation", entry["orientation"], n=4, length=False)
+            if abs(np.linalg.norm(q)) < 1e-12:
+                raise ctx.err(item, "`orientation` must be a non-zero quaternion [w, x, y, z]")
+            kw["orientation"] = tuple(q / np.linalg.norm(q))
+        if "mass" in entry:
+            kw["mass"] = ctx.num(item, "mass", entry["mass"], positive=True)
+        if "com" in entry:
+            kw["com"] = tuple(ctx.vec(item, "com", entry["com"]))
+        if "inertia" in entry:
+            kw["inertia"] = _inertia(ctx, item, entry["inertia"])
+        if "color" in entry:
+            c = entry["color"]
+            if not isinstance(c, list) or len(c) not in (3, 4):
+                raise ctx.err(item, "`color` must be [r, g, b] or [r, g, b, a] in 0..1")
+            kw["color"] = tuple(float(x) for x in c)
+        if base is None:
+            parts[name] = PartSpec(name=name, source=f"{source}: {item}", **kw)
+        else:
+            parts[name] = _replace(base, **kw)
+    if not parts:
+        raise ctx.err("", "the model has no parts", hint="add [parts.<name>] tables or a `step = \"...\"` file")
+
+    joints = [_joint(ctx, k, entry, parts, cad) for k, entry in enumerate(_array(ctx, data, "joints"))]
+    joint_types = {j.name: j.type for j in joints}
+    drivers = [_driver(ctx, k, entry, joint_types) for k, entry in enumerate(_array(ctx, data, "drivers"))]
+    forces = [_force(ctx, k, entry) for k, entry in enumerate(_array(ctx, data, "forces"))]
+    init_v = []
+    for name, entry in (data.get("initial_velocity") or {}).items():
+        item = f"[initial_velocity.{name}]"
+        ctx.check_keys(item, entry, {"velocity", "angular_velocity"})
+        if name not in parts:
+            raise ctx.err(item, f"unknown part {name!r}", hint=f"known parts: {', '.join(parts)}")
+        init_v.append(InitialVelocitySpec(
+            name,
+            tuple(ctx.vec(item, "velocity", entry.get("velocity", [0, 0, 0]))),
+            tuple(ctx.vec(item, "angular_velocity", entry.get("angular_velocity", [0, 0, 0]), length=False)),
+        ))
+    name = data.get("name") or Path(source).name.split(".")[0]
+    return MechanismSpec(parts=tuple(parts.values()), joints=tuple(joints), drivers=tuple(drivers),
+                         forces=tuple(forces), gravity=gravity, initial_velocities=tuple(init_v),
+                         name=str(name), source=source, cad=cad, settings=tuple(settings.items()))
+
+
+def _replace(part, **kw):
+    from dataclasses import replace
+
+    return replace(part, **kw)
+
+
+def _array(ctx, data, key):
+    value = data.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+        raise ctx.err(key, f"`{key}` must be an array of tables ([[{key}]])")
+    return value
+
+
+def _step_parts(ctx, data, base_dir):
+    """Parts from the STEP file named by ``step``; density/material overrides applied."""
+    from . import step as step_importer
+
+    step_path = base_dir / str(data["step"])
+    densities, materials = {}, {}
+    for name, entry in (data.get("parts") or {}).items():
+        if isinstance(entry, dict):
+            if "density" in entry:
+                densities[name] = ctx.num(f"[parts.{name}]", "density", entry["density"], positive=True)
+            if "material" in entry:
+                materials[name] = str(entry["material"])
+    kwargs = {}
+    if "density" in data:
+        kwargs["default_density"] = ctx.num("density", "density", data["density"], positive=True)
+    assembly = step_importer.read_step(step_path, densities=densities or None, materials=materials or None, **kwargs)
+    return {p.name: p for p in assembly.parts}, assembly
+
+
+def _resolve_geometry(ctx, item, key, value, cad, parts):
+    """A point and direction from a geometry reference table (STEP parts only)."""
+    if cad is None:
+        raise ctx.err(item, f"`{key}` refers to geometry, but the model has no `step` file",
+                      hint=f"give `{key}` as [x, y, z]")
+    from . import geometry_refs
+
+    ctx.check_keys(f"{item}.{key}", value, {"part", "face", "edge", "near"})
+    part = value.get("part")
+    if part not in parts:
+        raise ctx.err(item, f"`{key}` refers to unknown part {part!r}")
+    kind = value.get("face") or value.get("edge")
+    near = ctx.vec(item, f"{key}.near", value.get("near"))
+    try:
+        point, direction = geometry_refs.resolve_axis(geometry_refs.world_shape(parts[part]), kind, near)
+    except Exception as exc:  # the geometry module raises CadImportError with details
+        raise ctx.err(item, f"cannot take `{key}` from part {part!r}: {exc}") from None
+    return np.asarray(point, float), np.asarray(direction, float)
+
+
+def _joint(ctx, k, entry, parts, cad):
+    name = entry.get("name", f"joint{k + 1}")
+    item = f"[[joints]] #{k + 1} {name!r}"
+    ctx.check_keys(item, entry, _JOINT_KEYS)
+    jtype = entry.get("type")
+    if not isinstance(jtype, str):
+        raise ctx.err(item, "`type` is missing")
+    from ..kernel.symbolic.templates import COUPLER_TYPES, JOINT_TYPES
+
+    if jtype not in JOINT_TYPES + COUPLER_TYPES:
+        raise ctx.err(item, f"unknown joint type {jtype!r}", hint="known types: " + ", ".join(JOINT_TYPES + COUPLER_TYPES))
+    src = f"{ctx.source}: {item}"
+    params = []
+    for key in ("ratio",):
+        if key in entry:
+            params.append((key, ctx.num(item, key, entry[key])))
+    for key in ("length", "pitch", "radius"):
+        if key in entry:
+            params.append((key, ctx.num(item, key, entry[key], length=True)))
+    limits = []
+    for coord, lim in (entry.get("limits") or {}).items():
+        if coord not in ("angle", "disp") or not isinstance(lim, list) or len(lim) != 2:
+            raise ctx.err(item, "`limits` must look like {angle = [lo, hi]} or {disp = [lo, hi]}")
+        lo, hi = (ctx.num(item, "limits", v, length=coord == "disp") for v in lim)
+        limits.append((coord, (lo, hi)))
+    if jtype in COUPLER_TYPES:
+        refs = entry.get("joints")
+        if not isinstance(refs, list) or len(refs) != 2:
+            raise ctx.err(item, f"a {jtype} needs `joints = [first, second]`")
+        needed = {"gear": "ratio", "belt": "ratio", "rack-and-pinion": "radius"}[jtype]
+        if needed not in dict(params):
+            raise ctx.err(item, f"a {jtype} needs `{needed}`")
+        return JointSpec(name=name, type=jtype, joints=tuple(refs), params=tuple(params), limits=tuple(limits), source=src)
+
+    pnames = entry.get("parts")
+    if not isinstance(pnames, list) or len(pnames) != 2 or not all(isinstance(p, str) for p in pnames):
+        raise ctx.err(item, "`parts` must name two parts: parts = [\"a\", \"b\"]")
+    for p in pnames:
+        if p not in parts:
+            raise ctx.err(item, f"unknown part {p!r}", hint=f"known parts: {', '.join(parts)}")
+    pi, pj = parts[pnames[0]], parts[pnames[1]]
+
+    def point(key):
+        v = entry.get(key)
+        if isinstance(v, dict):
+            return _resolve_geometry(ctx, item, key, v, cad, parts)[0]
+        return ctx.vec(item, key, v)
+
+    def direction(key):
+        v = entry.get(key)
+        if isinstance(v, dict):
+            return _resolve_geometry(ctx, item, key, v, cad, parts)[1]
+        d = ctx.vec(item, key, v, length=False)
+        if np.linalg.norm(d) < 1e-12:
+            raise ctx.err(item, f"`{key}` has zero length")
+        return d / np.linalg.norm(d)
+
+    if jtype == "distance":
+        pts = entry.get("points")
+        if not isinstance(pts, list) or len(pts) != 2:
+            raise ctx.err(item, "a distance joint needs `points = [[x, y, z], [x, y, z]]` (on the first and second part)")
+        a, b = (ctx.vec(item, "points", p) for p in pts)
+        I3 = np.eye(3)
+        markers = (_frame_in_part(pi, a, I3), _frame_in_part(pj, b, I3))
+        return JointSpec(name, jtype, tuple(pnames), markers, params=tuple(params), limits=tuple(limits), source=src)
+
+    if "origin" not in entry:
+        raise ctx.err(item, "`origin` is missing (the joint frame origin in the assembly frame)")
+    origin = point("origin")
+    axis = direction("axis") if "axis" in entry else np.array([0.0, 0.0, 1.0])
+    xaxis = direction("xaxis") if "xaxis" in entry else None
+    try:
+        Ri = joint_frame(origin, axis, xaxis)
+    except ValueError as exc:
+        raise ctx.err(item, str(exc)) from None
+    Rj = Ri
+    if jtype in ("universal", "angle", "perpendicular"):
+        if "axis2" not in entry and jtype == "universal":
+            raise ctx.err(item, "a universal joint needs `axis2`, the cross axis fixed in the second part")
+        if "axis2" in entry:
+            Rj = joint_frame(origin, direction("axis2"))
+        if jtype == "angle":
+            if "angle" in entry:
+                params.append(("angle", ctx.num(item, "angle", entry["angle"])))
+            else:
+                c = float(np.clip(np.dot(Ri[:, 2], Rj[:, 2]), -1, 1))
+                params.append(("angle", math.acos(c)))
+    elif "axis2" in entry:
+        raise ctx.err(item, f"`axis2` is only for universal, angle and perpendicular joints, not {jtype}")
+    if jtype == "angle" and "angle" not in dict(params):
+        params.append(("angle", ctx.num(item, "angle", entry["angle"])))
+    if jtype == "screw" and "pitch" not in dict(params):
+        raise ctx.err(item, "a screw joint needs `pitch` (advance per revolution)")
+    markers = (_frame_in_part(pi, origin, Ri), _frame_in_part(pj, origin, Rj))
+    return JointSpec(name, jtype, tuple(pnames), markers, params=tuple(params), limits=tuple(limits), source=src)
+
+
+def _driver(ctx, k, entry, joint_types):
+    item = f"[[drivers]] #{k + 1}"
+    ctx.check_keys(item, entry, _DRIVER_KEYS)
+    joint, part = entry.get("joint"), entry.get("part")
+    if (joint is None) == (part is None):
+        raise ctx.err(item, "a driver needs either `joint` or `part` (with `coordinate`)")
+    name = entry.get("name") or (f"{joint}.driver" if joint else f"{part}.{entry.get('coordinate')}.driver")
+    coordinate = entry.get("coordinate")
+    if part is not None and coordinate not in ("x", "y", "z"):
+        raise ctx.err(item, "a part driver needs `coordinate = \"x\"`, \"y\" or \"z\"")
+    if joint is not None and coordinate not in (None, "angle", "disp"):
+        raise ctx.err(item, f"joint coordinate must be \"angle\" or \"disp\", got {coordinate!r}")
+    if joint is not None and coordinate is None and joint in joint_types:
+        from ..kernel.symbolic.templates import TEMPLATES
+
+        measures = TEMPLATES[joint_types[joint]].measures if joint_types[joint] in TEMPLATES else ()
+        coordinate = measures[0] if measures else None
+    length = part is not None or coordinate == "disp"
+    scale = ctx.scale if length else 1.0
+    if "expression" in entry and "table" in entry:
+        raise ctx.err(item, "give `expression` or `table`, not both")
+    if "expression" in entry:
+        if not isinstance(entry["expression"], str):
+            raise ctx.err(item, "`expression` must be a string, e.g. \"t**2\"")
+        fn = TimeFunctionSpec(expression=entry["expression"], scale=scale)
+    elif "table" in entry:
+        rows = entry["table"]
+        if not isinstance(rows, list) or not all(isinstance(r, list) and len(r) == 2 for r in rows):
+            raise ctx.err(item, "`table` must be [[t0, v0], [t1, v1], ...]")
+        fn = TimeFunctionSpec(table=tuple((float(a), float(b)) for a, b in rows), scale=scale)
+    else:
+        raise ctx.err(item, "a driver needs `expression` or `table`")
+    return DriverSpec(name=name, function=fn, joint=joint, part=part, coordinate=coordinate,
+                      source=f"{ctx.source}: {item}")
+
+
+def _force(ctx, k, entry):
+    item = f"[[forces]] #{k + 1}"
+    ctx.check_keys(item, entry, _FORCE_KEYS)
+    name = entry.get("name", f"force{k + 1}")
+    ftype = entry.get("type")
+    if not isinstance(ftype, str):
+        raise ctx.err(item, "`type` is missing")
+    pts = tuple(tuple(ctx.vec(item, "points", p)) for p in entry.get("points", []))
+    params = []
+    for key in ("stiffness", "damping", "preload"):
+        if key in entry:
+            params.append((key, ctx.num(item, key, entry[key])))
+    if "free_length" in entry:
+        params.append(("free_length", ctx.num(item, "free_length", entry["free_length"], length=True)))
+    return ForceSpec(name=name, type=ftype, parts=tuple(entry.get("parts", ())), points=pts, joint=entry.get("joint"),
+                     expression=entry.get("expression"), params=tuple(params), source=f"{ctx.source}: {item}")
+
+
+def is_model_file(path):
+    """True for ``*.toml`` paths."""
+    return os.fspath(path).lower().endswith(".toml")

@@ -1,0 +1,101 @@
+"""Rank, redundancy and mobility of a constraint Jacobian.
+
+The numerical rank of Φq (nc × nq) decides everything:
+
+    rank       = number of independent constraint equations
+    redundant  = nc − rank equations that are linear combinations of the others
+    mobility   = nq − rank (the mechanism's degrees of freedom, drivers counted as equations)
+
+Small systems use a dense QR factorisation of Φqᵀ with column pivoting (the pivot order
+picks independent rows). Large sparse systems find the left null space of Φq from the
+smallest eigenpairs of Φq Φqᵀ (shift-invert Lanczos) and pick redundant rows from it
+by a pivoted QR of that small basis — cost grows with nc, not nc³.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import List, Tuple
+
+import numpy as np
+import scipy.linalg as sla
+import scipy.sparse as sps
+
+__all__ = ["RankInfo", "rank_info", "DENSE_LIMIT"]
+
+DENSE_LIMIT = 1200  # rows + columns up to which dense QR is used
+
+
+@dataclass
+class RankInfo:
+    """Result of :func:`rank_info`: ``independent`` and ``redundant`` are row indices."""
+
+    rank: int
+    nc: int
+    nq: int
+    independent: np.ndarray
+    redundant: np.ndarray
+    smallest: float = 0.0  # smallest retained pivot / singular value, relative to the largest
+    notes: List[str] = field(default_factory=list)
+
+    @property
+    def dof(self):
+        """nq − rank."""
+        return self.nq - self.rank
+
+
+def _dense(J, rtol):
+    nc, nq = J.shape
+    if nc == 0:
+        return RankInfo(0, 0, nq, np.zeros(0, int), np.zeros(0, int), 1.0)
+    R, piv = sla.qr(J.T, mode="r", pivoting=True)
+    diag = np.abs(np.diag(R))
+    scale = diag[0] if diag.size and diag[0] > 0 else 1.0
+    rank = int(np.sum(diag > rtol * scale))
+    smallest = float(diag[rank - 1] / scale) if rank else 0.0
+    return RankInfo(rank, nc, nq, np.sort(piv[:rank]), np.sort(piv[rank:]), smallest)
+
+
+def _sparse(J, rtol):
+    from scipy.sparse.linalg import eigsh
+
+    nc, nq = J.shape
+    A = (J @ J.T).tocsc()
+    scale = float(abs(A).max()) or 1.0
+    tol = (rtol**2) * scale * 1e2
+    shift = 1e-3 * tol
+    k = min(12, nc - 1)
+    while True:
+        vals, vecs = eigsh(A, k=k, sigma=-shift, which="LM")
+        small = vals < tol
+        if small.all() and k < nc - 1:
+            k = min(2 * k, nc - 1)
+            continue
+        break
+    N = vecs[:, small]
+    r = N.shape[1]
+    if r:
+        _, _, piv = sla.qr(N.T, pivoting=True)
+        redundant = np.sort(piv[:r])
+    else:
+        redundant = np.zeros(0, int)
+    independent = np.setdiff1d(np.arange(nc), redundant)
+    retained = vals[~small]
+    smallest = float(np.sqrt(retained.min() / scale)) if retained.size else 1.0
+    return RankInfo(nc - r, nc, nq, independent, redundant, smallest)
+
+
+def rank_info(J, rtol=1e-9):
+    """Numerical rank and a split of the rows of ``J`` into independent and redundant.
+
+    Parameters
+    ----------
+    J : ndarray or sparse matrix, shape (nc, nq)
+    rtol : pivots below ``rtol`` times the largest count as zero.
+    """
+    nc, nq = J.shape
+    if sps.issparse(J):
+        if nc + nq <= DENSE_LIMIT or nc < 3:
+            return _dense(J.toarray(), rtol)
+        return _sparse(J.tocsr(), rtol)
+    return _dense(np.asarray(J), rtol)

@@ -1,0 +1,159 @@
+"""Time functions f(t) for drivers: whitelisted expressions and cubic-spline tables.
+
+An expression is parsed with Python's ``ast`` module and rebuilt as a sympy expression
+node by node from a whitelist; nothing in it is ever executed. Allowed: numbers, the
+variable ``t`` (s), the constants ``pi`` and ``e``, the operators ``+ - * / ** ^``
+(``^`` means power), parentheses, and the functions in :data:`FUNCTIONS`. Anything
+else (attributes, subscripts, names such as ``__import__``, strings, lambdas) raises
+:class:`~cadmotion.errors.ExpressionError`.
+
+Every time function evaluates f(t), f'(t) and f''(t) exactly (symbolic derivatives of
+an expression; analytic derivatives of the spline of a table).
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+
+import numpy as np
+import sympy as sp
+
+from ..errors import ExpressionError
+
+__all__ = ["parse_expression", "TimeFunction", "time_function", "FUNCTIONS"]
+
+_t = sp.Symbol("t", real=True)
+
+FUNCTIONS = {
+    "sin": sp.sin, "cos": sp.cos, "tan": sp.tan, "asin": sp.asin, "acos": sp.acos,
+    "atan": sp.atan, "atan2": sp.atan2, "sinh": sp.sinh, "cosh": sp.cosh, "tanh": sp.tanh,
+    "exp": sp.exp, "log": sp.log, "sqrt": sp.sqrt, "abs": sp.Abs, "sign": sp.sign,
+    "min": sp.Min, "max": sp.Max,
+}
+_CONSTANTS = {"pi": sp.pi, "e": sp.E}
+_BINOPS = {
+    ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+    ast.Div: lambda a, b: a / b, ast.Pow: lambda a, b: a**b, ast.BitXor: lambda a, b: a**b,
+}
+_MAX_LENGTH = 2000
+
+
+def parse_expression(text, *, variables=("t",), where=None):
+    """Parse ``text`` into a sympy expression of the allowed ``variables``.
+
+    Parameters
+    ----------
+    text : str, the expression, e.g. ``"0.5*sin(2*pi*t)"``.
+    variables : names allowed as free variables (each becomes a real sympy Symbol).
+    where : where the text came from, for the error message.
+    """
+    if not isinstance(text, str):
+        raise ExpressionError(f"expected an expression string, got {type(text).__name__}", where=where)
+    if len(text) > _MAX_LENGTH:
+        raise ExpressionError(f"expression longer than {_MAX_LENGTH} characters", where=where)
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except SyntaxError as exc:
+        raise ExpressionError(
+            f"cannot parse expression {text!r}: {exc.msg}",
+            where=where,
+            hint="write arithmetic in t, e.g. 0.5*sin(2*pi*t) or t**2",
+        ) from None
+    symbols = {name: (_t if name == "t" else sp.Symbol(name, real=True)) for name in variables}
+
+    def build(node):
+        if isinstance(node, ast.Expression):
+            return build(node.body)
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+            return sp.Float(node.value) if isinstance(node.value, float) else sp.Integer(node.value)
+        if isinstance(node, ast.Name):
+            if node.id in symbols:
+                return symbols[node.id]
+            if node.id in _CONSTANTS:
+                return _CONSTANTS[node.id]
+            raise ExpressionError(
+                f"unknown name {node.id!r} in expression {text!r}",
+                where=where,
+                hint=f"allowed names: {', '.join(list(variables) + list(_CONSTANTS))} and functions {', '.join(FUNCTIONS)}",
+            )
+        if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+            return _BINOPS[type(node.op)](build(node.left), build(node.right))
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            value = build(node.operand)
+            return -value if isinstance(node.op, ast.USub) else value
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in FUNCTIONS:
+            if node.keywords:
+                raise ExpressionError(f"keyword arguments are not allowed in {text!r}", where=where)
+            return FUNCTIONS[node.func.id](*[build(a) for a in node.args])
+        raise ExpressionError(
+            f"{type(node).__name__} is not allowed in expression {text!r}",
+            where=where,
+            hint="only numbers, t, pi, e, + - * / ** and the functions " + ", ".join(FUNCTIONS),
+        )
+
+    try:
+        return build(tree)
+    except ExpressionError:
+        raise
+    except (TypeError, ValueError) as exc:  # wrong argument count and similar
+        raise ExpressionError(f"invalid expression {text!r}: {exc}", where=where) from None
+
+
+class TimeFunction:
+    """f(t) with exact first and second derivatives; ``__call__(t) -> (f, f', f'')``."""
+
+    def __init__(self, evaluate, description):
+        self._evaluate = evaluate
+        self.description = description
+
+    def __call__(self, t):
+        return self._evaluate(t)
+
+    def __repr__(self):
+        return f"TimeFunction({self.description})"
+
+
+def _from_expression(text, scale, where):
+    expr = parse_expression(text, where=where) * scale
+    derivs = [expr, sp.diff(expr, _t), sp.diff(expr, _t, 2)]
+    funcs = [sp.lambdify(_t, d, modules="math") for d in derivs]
+    for d, fn in zip(derivs, funcs):  # fail now, not in the middle of a run
+        try:
+            value = float(fn(0.0))
+        except (ValueError, ZeroDivisionError, OverflowError, TypeError):
+            value = float("nan")
+        if not math.isfinite(value) and d.free_symbols <= {_t}:
+            raise ExpressionError(
+                f"expression {text!r} or its derivatives is not finite at t = 0", where=where,
+                hint="drivers need f, f' and f'' defined over the whole run",
+            )
+    f0, f1, f2 = funcs
+    return TimeFunction(lambda t: (float(f0(t)), float(f1(t)), float(f2(t))), text)
+
+
+def _from_table(rows, scale, where):
+    from scipy.interpolate import CubicSpline
+
+    data = np.asarray(rows, dtype=float)
+    if data.ndim != 2 or data.shape[1] != 2 or len(data) < 2:
+        raise ExpressionError("a table needs at least two [t, value] rows", where=where)
+    if np.any(np.diff(data[:, 0]) <= 0):
+        raise ExpressionError("table times must increase strictly", where=where)
+    if len(data) == 2:
+        spline = CubicSpline(data[:, 0], data[:, 1] * scale, bc_type="natural")
+    else:
+        spline = CubicSpline(data[:, 0], data[:, 1] * scale, bc_type="not-a-knot")
+    d1, d2 = spline.derivative(1), spline.derivative(2)
+    return TimeFunction(lambda t: (float(spline(t)), float(d1(t)), float(d2(t))), f"table of {len(data)} rows")
+
+
+def time_function(spec, where=None):
+    """A :class:`TimeFunction` from a :class:`~cadmotion.kernel.spec.TimeFunctionSpec`."""
+    if spec.expression is not None and spec.table:
+        raise ExpressionError("give either an expression or a table, not both", where=where)
+    if spec.expression is not None:
+        return _from_expression(spec.expression, spec.scale, where)
+    if spec.table:
+        return _from_table(spec.table, spec.scale, where)
+    raise ExpressionError("a driver needs an expression or a table", where=where)

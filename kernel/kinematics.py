@@ -1,0 +1,328 @@
+"""Assembly and kinematic analysis of a driven mechanism.
+
+Equations, at every output time t_k:
+
+    position      Φ(q, t) = 0            Newton–Raphson from the predictor
+                                         q* = q + h q̇ + h²/2 q̈ (previous frame)
+    velocity      Φq q̇ = −Φt
+    acceleration  Φq q̈ = γ
+
+Redundant rows of Φq (a planar linkage built in 3-D) are found once, at the assembled
+pose, and left out of the solves; they stay satisfied because they are combinations of
+the kept rows. The position iteration reuses the last factorisation (chord Newton)
+and refactorises when convergence slows.
+
+Assembly (t = t0): parts given slightly off their joints are pulled onto them by
+minimum-norm Gauss–Newton steps from the given pose, i.e. the least change. If the
+residual cannot be driven to zero, the joints whose equations keep the largest
+residual are reported as conflicting.
+
+Events: a drop of the reciprocal condition number of the kept Jacobian below
+``singular_rcond`` (toggle / dead-centre, the drivers no longer determine the motion)
+is reported as ``singular``; a position iteration that fails there is a ``lockup`` and
+ends the run with the frames computed so far; a converged pose far from the
+predictor, relative to the step, is a ``branch`` jump.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import List
+
+import numpy as np
+
+from ..errors import AssemblyError, DrivingError, SingularityError
+from .analysis import rank_info
+from .linalg import RowSolver
+from .motion import Event, JointCoordinate, Motion
+from .system import AngleState, System
+
+__all__ = ["kinematics", "assemble", "AssemblyResult", "mobility", "Mobility"]
+
+
+@dataclass
+class AssemblyResult:
+    """Outcome of :func:`assemble`: q (nq,), residual ‖Φ‖∞, and how far each part moved (m)."""
+
+    q: np.ndarray
+    success: bool
+    residual: float
+    iterations: int
+    moved: dict = field(default_factory=dict)
+    conflicts: List[str] = field(default_factory=list)
+    message: str = ""
+
+
+@dataclass
+class Mobility:
+    """Degrees of freedom and redundancy at a configuration."""
+
+    dof: int  # mobility of the mechanism with its joints only (drivers not counted)
+    dof_driven: int  # remaining freedom with the drivers
+    gruebler: int  # 6·(moving parts) − Σ joint equations
+    rank: int
+    redundant: List[str]  # "joint (template eq k)" labels of redundant equations, joints only
+    redundant_joints: List[str]
+    n_equations: int
+    nq: int
+
+
+def _labels(model, rows):
+    return [f"{model.row_labels[r][0]} ({model.row_labels[r][1]} eq {model.row_labels[r][2]})" for r in rows]
+
+
+def mobility(model, q=None, t=0.0, angles=None):
+    """DOF from the Jacobian's numerical rank, with and without drivers; Grübler beside it."""
+    system = System(model)
+    q = model.q0 if q is None else q
+    angles = angles or AngleState(model, q)
+    J = system.jacobian(q, t, angles)
+    driver_rows = np.array([r for r, lab in enumerate(model.row_labels) if lab[1].startswith("drive-")], dtype=int)
+    joint_rows = np.setdiff1d(np.arange(model.nc), driver_rows)
+    info_joints = rank_info(J[joint_rows]) if len(joint_rows) else None
+    info_all = rank_info(J)
+    rank_j = info_joints.rank if info_joints else 0
+    redundant_rows = joint_rows[info_joints.redundant] if info_joints else np.zeros(0, int)
+    n_norm = sum(g.n for g in model.groups if g.kind == "normalize")
+    n_joint_eq = sum(g.n * g.neq for g in model.groups if g.kind in ("joint", "coupler"))
+    n_moving = int((~model.body_fixed).sum())
+    return Mobility(
+        dof=model.nq - rank_j,
+        dof_driven=model.nq - info_all.rank,
+        gruebler=6 * n_moving - n_joint_eq,
+        rank=info_all.rank,
+        redundant=_labels(model, redundant_rows),
+        redundant_joints=sorted({model.row_labels[r][0] for r in redundant_rows}),
+        n_equations=model.nc - n_norm,
+        nq=model.nq,
+    )
+
+
+def assemble(model, q=None, t=0.0, angles=None, *, tol=1e-10, max_iter=50):
+    """Pull the parts onto their joints with the least change of the given pose.
+
+    Returns an :class:`AssemblyResult`; raises nothing (callers decide).
+    """
+    system = System(model)
+    q = np.array(model.q0 if q is None else q, dtype=float)
+    q_start = q.copy()
+    angles = angles or AngleState(model, q)
+    res = np.inf
+    it = 0
+    best = (np.inf, q.copy())
+    for it in range(1, max_iter + 1):
+        phi = system.phi(q, t, angles)
+        res = float(np.max(np.abs(phi))) if phi.size else 0.0
+        if res < best[0]:
+            best = (res, q.copy())
+        if res < tol:
+            break
+        J = system.jacobian_auto(q, t, angles)
+        info = rank_info(J, rtol=1e-8)
+        step = RowSolver(J, info.independent).solve(-phi)
+        # damp steps that grow the residual (a pose far from any assembly)
+        alpha = 1.0
+        for _ in range(8):
+            trial = q + alpha * step
+            r_trial = np.max(np.abs(system.phi(trial, t, angles)))
+            if r_trial < res or alpha < 0.05:
+                break
+            alpha *= 0.5
+        q = trial
+    else:
+        phi = system.phi(q, t, angles)
+        res = float(np.max(np.abs(phi)))
+        if res > best[0]:
+            q = best[1]
+            res = best[0]
+    pos0, _ = model.body_coordinates(q_start)
+    pos1, _ = model.body_coordinates(q)
+    moved = {model.body_names[b]: float(np.linalg.norm(pos1[b] - pos0[b])) for b in range(model.nb) if not model.body_fixed[b]}
+    if res < tol * 10:
+        system.accept(q, angles)
+        return AssemblyResult(q, True, res, it, moved)
+    phi = system.phi(q, t, angles)
+    worst = np.argsort(-np.abs(phi))
+    conflicts = []
+    for r in worst:
+        if abs(phi[r]) < 1e-6 * max(1.0, abs(phi[worst[0]])) or len(conflicts) >= 6:
+            break
+        name = model.row_labels[r][0]
+        if name not in conflicts:
+            conflicts.append(name)
+    msg = (f"the parts cannot be placed so that every joint holds (largest residual {res:.3g}); "
+           f"conflicting: {', '.join(conflicts)}")
+    return AssemblyResult(q, False, res, it, moved, conflicts, msg)
+
+
+def _quantities(model, q, qd, qdd):
+    par = model.parametrization
+    nqb = model.nqb
+    nmov = model.nq // nqb
+    pos, quat = model.body_coordinates(q)
+    vel = np.zeros((model.nb, 3))
+    acc = np.zeros((model.nb, 3))
+    om = np.zeros((model.nb, 3))
+    al = np.zeros((model.nb, 3))
+    if nmov:
+        Q = q.reshape(nmov, nqb)
+        Qd = qd.reshape(nmov, nqb)
+        Qdd = qdd.reshape(nmov, nqb)
+        vel[:nmov] = Qd[:, :3]
+        acc[:nmov] = Qdd[:, :3]
+        om[:nmov] = par.angular_velocity(Q[:, 3:], Qd[:, 3:])
+        al[:nmov] = par.angular_acceleration(Q[:, 3:], Qd[:, 3:], Qdd[:, 3:])
+    return pos, quat, vel, om, acc, al
+
+
+def _check_euler_singularity(model, q, t):
+    par = model.parametrization
+    if par.name != "euler-313":
+        return
+    nmov = model.nq // model.nqb
+    theta = q.reshape(nmov, model.nqb)[:, 4]
+    bad = np.abs(np.sin(theta)) < par.singular_tolerance
+    if bad.any():
+        names = [model.body_names[b] for b in np.flatnonzero(bad)]
+        raise SingularityError(
+            f"3-1-3 Euler angles are singular (θ = 0 or π) for part(s) {', '.join(names)} at t = {t:.6g} s",
+            time=t,
+            hint="use the default Euler parameters (parametrization='euler-parameters'); "
+            "θ = 0 is the identity orientation most CAD parts start in",
+        )
+
+
+def kinematics(model, t_end=1.0, steps=100, *, t_start=0.0, times=None, tol=1e-10, max_iter=20,
+               singular_rcond=1e-9, progress=None, stop_on_singular=True):
+    """Kinematic analysis of a fully driven mechanism.
+
+    Parameters
+    ----------
+    model : :class:`~cadmotion.kernel.model.Model`
+    t_end, steps : output times linspace(t_start, t_end, steps + 1) (s), unless ``times``.
+    tol : position tolerance on ‖Φ‖∞ (m for position equations).
+    progress : optional callable ``progress(k, nt)`` after every frame.
+
+    Returns
+    -------
+    Motion
+        ``complete`` is False when a lock-up or failure ended the run early; the frames
+        before it are valid and ``message``/``events`` say what happened and when.
+
+    Raises
+    ------
+    AssemblyError : the initial pose cannot be assembled.
+    DrivingError : the drivers leave the mechanism under-determined (DOF > 0).
+    """
+    if times is None:
+        if steps < 1:
+            raise DrivingError(f"steps must be at least 1, got {steps}")
+        times = np.linspace(t_start, t_end, int(steps) + 1)
+    times = np.asarray(times, dtype=float)
+    system = System(model)
+    angles = AngleState(model, model.q0)
+    _check_euler_singularity(model, model.q0, times[0])
+    asm = assemble(model, model.q0, times[0], angles, tol=tol)
+    if not asm.success:
+        raise AssemblyError(asm.message, where=model.spec.source or None,
+                            hint="check the joint frames of the conflicting joints, or move the parts closer to an assembled pose")
+    q = asm.q
+    J = system.jacobian_auto(q, times[0], angles)
+    info = rank_info(J)
+    if info.dof > 0:
+        mob = mobility(model, q, times[0], angles)
+        raise DrivingError(
+            f"the drivers leave {info.dof} degree(s) of freedom free (mechanism mobility {mob.dof}, "
+            f"{len(model.spec.drivers)} driver(s)); kinematic analysis needs every DOF driven",
+            where=model.spec.source or None,
+            hint="add drivers (a [[drivers]] entry per free joint coordinate), or run a dynamic analysis",
+        )
+    solver = RowSolver(J, info.independent)
+    nt = len(times)
+    nq = model.nq
+    Q = np.zeros((nt, nq))
+    Qd = np.zeros((nt, nq))
+    Qdd = np.zeros((nt, nq))
+    events = []
+    qd = solver.solve(-system.phit(q, times[0], angles))
+    qdd = solver.solve(system.gamma(q, qd, times[0], angles))
+    Q[0], Qd[0], Qdd[0] = q, qd, qdd
+    measures = np.zeros((nt, len(model.joint_measures)))
+    measures[0] = system.joint_measures(q)
+    done = 1
+    message = ""
+    for k in range(1, nt):
+        t = times[k]
+        h = t - times[k - 1]
+        q_pred = q + h * qd + 0.5 * h * h * qdd
+        q_new = q_pred.copy()
+        converged = False
+        refreshed = False
+        prev_norm = np.inf
+        for it in range(max_iter):
+            phi = system.phi(q_new, t, angles)
+            norm = float(np.max(np.abs(phi))) if phi.size else 0.0
+            if not np.isfinite(norm):
+                break
+            if norm < tol:
+                converged = True
+                break
+            if norm > 0.5 * prev_norm and not refreshed and it > 0:
+                solver = RowSolver(system.jacobian_auto(q_new, t, angles), info.independent)
+                refreshed = True
+            prev_norm = norm
+            q_new = q_new - solver.solve(phi)
+        if not converged:
+            message = (f"lock-up at t = {t:.6g} s: the position equations have no solution near the previous pose "
+                       f"(the drivers push the mechanism past a limit or toggle position)")
+            events.append(Event("lockup", float(t), message))
+            break
+        solver = RowSolver(system.jacobian_auto(q_new, t, angles), info.independent)
+        if solver.rcond < singular_rcond:
+            message = (f"singular configuration at t = {t:.6g} s (reciprocal condition number {solver.rcond:.2e}): "
+                       "the drivers no longer determine the motion (toggle / dead centre)")
+            events.append(Event("singular", float(t), message))
+            if stop_on_singular:
+                break
+        step = np.max(np.abs(q_pred - q))
+        jump = np.max(np.abs(q_new - q_pred))
+        if step > 0 and jump > max(0.5 * step, 1e3 * tol):
+            events.append(Event("branch", float(t),
+                                f"possible branch jump at t = {t:.6g} s: the pose moved {jump:.3g} away from the predicted one "
+                                f"(step {step:.3g}); use more output steps to follow the motion"))
+        system.accept(q_new, angles)
+        q = q_new
+        qd = solver.solve(-system.phit(q, t, angles))
+        qdd = solver.solve(system.gamma(q, qd, t, angles))
+        Q[k], Qd[k], Qdd[k] = q, qd, qdd
+        measures[k] = system.joint_measures(q)
+        done = k + 1
+        if progress is not None:
+            progress(k, nt)
+    return _motion(model, times[:done], Q[:done], Qd[:done], Qdd[:done], measures[:done], events,
+                   complete=done == nt, message=message)
+
+
+def _motion(model, times, Q, Qd, Qdd, measures, events, complete=True, message=""):
+    nt = len(times)
+    nb = model.nb
+    pos = np.zeros((nt, nb, 3))
+    quat = np.zeros((nt, nb, 4))
+    vel, om, acc, al = (np.zeros((nt, nb, 3)) for _ in range(4))
+    for k in range(nt):
+        pos[k], quat[k], vel[k], om[k], acc[k], al[k] = _quantities(model, Q[k], Qd[k], Qdd[k])
+    # keep quaternion sign continuous (q and −q are the same rotation)
+    for k in range(1, nt):
+        flip = np.einsum("bi,bi->b", quat[k], quat[k - 1]) < 0
+        quat[k, flip] *= -1
+    order = [model.body_index(p.name) for p in model.spec.parts]
+    pos, quat, vel, om, acc, al = (a[:, order] for a in (pos, quat, vel, om, acc, al))
+    coords = []
+    for n, (joint, kind, _, _) in enumerate(model.joint_measures):
+        values = measures[:, n]
+        if kind == "angle":
+            values = np.unwrap(values)
+        coords.append(JointCoordinate(joint, kind, values))
+    return Motion(time=times, parts=[p.name for p in model.spec.parts], position=pos, quaternion=quat, velocity=vel,
+                  angular_velocity=om, acceleration=acc, angular_acceleration=al, joint_coordinates=coords,
+                  events=events, complete=complete, message=message, spec=model.spec)

@@ -1,0 +1,67 @@
+"""Linear solves with the constraint Jacobian, redundant rows removed.
+
+Given the independent rows ``rows`` of Φq (from :func:`cadmotion.kernel.analysis.rank_info`),
+J_r = Φq[rows] has full row rank. Then J_r x = b_r is solved
+
+* exactly, by LU, when J_r is square (a fully driven mechanism);
+* in the minimum-norm sense, x = J_rᵀ (J_r J_rᵀ)⁻¹ b_r, when it is wide (a mechanism
+  with free degrees of freedom, e.g. during assembly).
+
+Dense LAPACK is used up to :data:`DENSE_LIMIT` unknowns, SuperLU beyond, so the cost of
+a factorisation grows about linearly with the size of a chain-like mechanism.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.linalg as sla
+import scipy.sparse as sps
+from scipy.sparse.linalg import splu
+
+__all__ = ["RowSolver", "DENSE_LIMIT"]
+
+DENSE_LIMIT = 400
+
+
+class RowSolver:
+    """Factorisation of J[rows] for repeated solves; ``rcond`` estimates its conditioning."""
+
+    def __init__(self, J, rows):
+        self.rows = rows
+        Jr = J[rows] if not sps.issparse(J) else J.tocsr()[rows]
+        m, n = Jr.shape
+        self.shape = (m, n)
+        self.square = m == n
+        self.dense = n <= DENSE_LIMIT
+        if self.dense:
+            Jr = Jr.toarray() if sps.issparse(Jr) else np.asarray(Jr)
+            self.Jr = Jr
+            if self.square:
+                self._lu = sla.lu_factor(Jr, check_finite=False)
+                anorm = np.abs(Jr).sum(axis=0).max()
+                self.rcond = float(sla.lapack.dgecon(self._lu[0], anorm, norm="1")[0]) if anorm > 0 else 0.0
+            else:
+                G = Jr @ Jr.T
+                self._cho = sla.cho_factor(G, check_finite=False)
+                d = np.diag(G)
+                self.rcond = float(np.sqrt(d.min() / d.max())) if d.size else 1.0
+        else:
+            Jr = sps.csc_matrix(Jr)
+            self.Jr = Jr
+            if self.square:
+                self._lu = splu(Jr, permc_spec="COLAMD")
+            else:
+                self._lu = splu((Jr @ Jr.T).tocsc(), permc_spec="MMD_AT_PLUS_A")
+            u = np.abs(self._lu.U.diagonal())
+            self.rcond = float(u.min() / u.max()) if u.size and u.max() > 0 else 0.0
+
+    def solve(self, b):
+        """x with J[rows] x = b[rows] (exact if square, minimum norm otherwise)."""
+        br = b[self.rows]
+        if self.dense:
+            if self.square:
+                return sla.lu_solve(self._lu, br, check_finite=False)
+            return self.Jr.T @ sla.cho_solve(self._cho, br, check_finite=False)
+        if self.square:
+            return self._lu.solve(br)
+        return self.Jr.T @ self._lu.solve(br)

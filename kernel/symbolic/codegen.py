@@ -1,0 +1,376 @@
+"""Derive Φ, Φq, Φt and γ of a template with sympy and generate vectorised numpy code.
+
+For a template with slots k = 0..n−1, each slot's coordinates q_k = [r_k, p_k] (the
+parametrisation decides p), the generated functions take arrays whose first axis runs
+over the instances of the type, so one numpy call evaluates every joint of that type:
+
+    Q  : (n, n_slots*nqb)  coordinates of the slot bodies, slot-major
+    QD : (n, n_slots*nqb)  their time derivatives
+    M  : (n, n_slots*12)   marker of each slot: s (3) then R row-major (9), body frame
+    S  : (n, n_params)     scalar parameters (template.params order)
+    F  : (n, 3)            f(t), f'(t), f''(t) of a driver (zeros otherwise)
+    W  : (n, n_angles)     winding offsets 2πn of the template's angle terms
+
+and return
+
+    phi(Q, M, S, F, W)        -> (n, neq)            Φ
+    jac(Q, M, S, F, W)        -> (n, neq, nq_slots)  Φq
+    phit(Q, M, S, F, W)       -> (n, neq)            Φt
+    gamma(Q, QD, M, S, F, W)  -> (n, neq)            γ = −(Φq q̇)_q q̇ − 2 Φqt q̇ − Φtt
+    angles(Q, M)              -> (n, n_angles)       raw atan2 of each angle term
+    measures(Q, M)            -> (n, n_measures)     joint coordinates (raw angles, disp)
+
+Time enters only through f: Φt = Φ_f f', Φtt = Φ_ff f'² + Φ_f f'', Φqt = Φq_f f'.
+
+Generated source is cached on disk, keyed by a hash of the template's source, this
+module's source, the parametrisation and the sympy version, so editing any of them
+invalidates the cache. ``CADMOTION_CACHE`` overrides the cache folder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import os
+import tempfile
+import threading
+from pathlib import Path
+
+import numpy
+import sympy as sp
+from sympy.printing.numpy import NumPyPrinter
+from sympy.printing.pycode import PythonCodePrinter
+
+from .parametrization import get_parametrization
+from .templates import TEMPLATES
+
+__all__ = ["GeneratedTemplate", "generated", "derive", "full", "cache_dir"]
+
+_LOCK = threading.Lock()
+_MEMORY = {}
+
+
+def cache_dir():
+    """Folder holding generated code (``$CADMOTION_CACHE`` or ``~/.cache/cadmotion``)."""
+    root = os.environ.get("CADMOTION_CACHE")
+    if root:
+        return Path(root)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "cadmotion" / "codegen"
+
+
+class Symbols:
+    """The sympy symbols of one template instance, named like the generated code's inputs."""
+
+    def __init__(self, template, par):
+        n, nqb = template.n_slots, par.nqb
+        self.q = [sp.Symbol(f"q{k}", real=True) for k in range(n * nqb)]
+        self.qd = [sp.Symbol(f"qd{k}", real=True) for k in range(n * nqb)]
+        self.m = [sp.Symbol(f"m{k}", real=True) for k in range(n * 12)]
+        self.s = {name: sp.Symbol(f"s{k}", real=True) for k, name in enumerate(template.params)}
+        self.f = [sp.Symbol(f"f{k}", real=True) for k in range(3)]
+        self.w = [sp.Symbol(f"w{k}", real=True) for k in range(len(template.angle_terms))]
+
+
+def _context(template, par, sym):
+    """Marker vectors as *intermediate symbols* ``a``, with their definitions a(q, m).
+
+    Returns (ctx, definitions) where definitions maps each intermediate symbol to its
+    expression in the slot coordinates and marker parameters.
+    """
+    from .templates import Context
+
+    nqb = par.nqb
+    P, X, Y, Z, p = [], [], [], [], []
+    definitions = {}
+    for k in range(template.n_slots):
+        qk = sym.q[k * nqb:(k + 1) * nqb]
+        A = par.rotation_symbolic(qk[3:])
+        mk = sym.m[k * 12:(k + 1) * 12]
+        R = sp.Matrix(3, 3, mk[3:])
+        exprs = {
+            "P": sp.Matrix(qk[:3]) + A * sp.Matrix(mk[:3]),
+            "X": A * R[:, 0],
+            "Y": A * R[:, 1],
+            "Z": A * R[:, 2],
+        }
+        vectors = {}
+        for label, e in exprs.items():
+            names = [sp.Symbol(f"a{label}{k}_{c}", real=True) for c in range(3)]
+            definitions.update(zip(names, e))
+            vectors[label] = sp.Matrix(names)
+        P.append(vectors["P"])
+        X.append(vectors["X"])
+        Y.append(vectors["Y"])
+        Z.append(vectors["Z"])
+        p.append(qk[3:])
+    return Context(P, X, Y, Z, p, sym.s, sym.f[0], sym.w), definitions
+
+
+def derive(template_name, parametrization="euler-parameters"):
+    """Symbolic Φ, Φq, Φt, γ, angles and measures of a template.
+
+    Φ is written in intermediate variables u: the world marker vectors a(q) (and the raw
+    coordinates a template reads directly). With u̇ = u_q q̇ and σ_u = (u_q q̇)_q q̇,
+
+        Φq   = Φ_u u_q
+        γ    = −(u̇ᵀ Φ_uu u̇ + Φ_u σ_u) − 2 f' Φ_uf u̇ − (Φ_ff f'² + Φ_f f'')
+
+    which is exactly −(Φq q̇)_q q̇ − 2Φqt q̇ − Φtt, at a fraction of the symbolic cost.
+
+    Returns a dict: ``phi, jac, phit, gamma, angles, measures`` (sympy Matrices in u, q,
+    q̇), ``definitions`` (ordered (symbol, expression) pairs for u, u_q, u̇, σ) and
+    ``symbols``. ``full`` substitutes the definitions (for display).
+    """
+    template = TEMPLATES[template_name]
+    par = get_parametrization(parametrization)
+    sym = Symbols(template, par)
+    ctx, adef = _context(template, par, sym)
+    phi = sp.Matrix(template.build(ctx))
+    f0, f1, f2 = sym.f
+    angles = sp.Matrix(
+        [sp.atan2(ctx.Y[i].dot(ctx.X[j]), ctx.X[i].dot(ctx.X[j])) for i, j in template.angle_terms]
+    )
+    meas = []
+    for name in template.measures:
+        if name == "angle":
+            meas.append(sp.atan2(ctx.Y[0].dot(ctx.X[1]), ctx.X[0].dot(ctx.X[1])))
+        elif name == "disp":
+            meas.append(ctx.disp())
+    meas = sp.Matrix(meas)
+
+    free = phi.free_symbols | angles.free_symbols | meas.free_symbols
+    u = [a for a in adef if a in free] + [qk for qk in sym.q if qk in phi.free_symbols]
+    q = sp.Matrix(sym.q)
+    qd = sp.Matrix(sym.qd)
+    definitions = [(a, adef[a]) for a in u if a in adef]
+    grads, rates, curvs = {}, {}, {}
+    for a in u:
+        expr = adef.get(a, a)
+        g = sp.Matrix([expr]).jacobian(q)
+        rate = (g * qd)[0]
+        curv = (sp.Matrix([rate]).jacobian(q) * qd)[0]
+        grads[a] = [(k, gk) for k, gk in enumerate(g) if gk != 0]
+        rates[a] = sp.Symbol(f"{a.name}_d", real=True)
+        curvs[a] = sp.Symbol(f"{a.name}_s", real=True)
+        definitions.append((rates[a], rate))
+        definitions.append((curvs[a], curv))
+    grad_syms = {}
+    for a in u:
+        for k, gk in grads[a]:
+            gs = sp.Symbol(f"{a.name}_q{k}", real=True)
+            grad_syms[(a, k)] = gs
+            definitions.append((gs, gk))
+
+    phi_u = phi.jacobian(sp.Matrix(u)) if u else sp.zeros(phi.shape[0], 0)
+    neq, nq = phi.shape[0], len(sym.q)
+    jac = sp.zeros(neq, nq)
+    for col, a in enumerate(u):
+        for k, _ in grads[a]:
+            for e in range(neq):
+                if phi_u[e, col] != 0:
+                    jac[e, k] += phi_u[e, col] * grad_syms[(a, k)]
+    ud = sp.Matrix([rates[a] for a in u])
+    us = sp.Matrix([curvs[a] for a in u])
+    vel = phi_u * ud  # Φq q̇ written in u̇
+    gamma = -(vel.jacobian(sp.Matrix(u)) * ud) - phi_u * us
+    gamma -= 2 * vel.diff(f0) * f1
+    gamma -= phi.diff(f0, 2) * f1**2 + phi.diff(f0) * f2
+    phit = phi.diff(f0) * f1
+    return dict(phi=phi, jac=jac, phit=phit, gamma=gamma, angles=angles, measures=meas,
+                definitions=definitions, symbols=sym)
+
+
+def full(derived, key):
+    """A derived matrix with every intermediate replaced by its expression in q, q̇, m."""
+    expr = derived[key]
+    for s, e in reversed(derived["definitions"]):
+        expr = expr.subs(s, e)
+    return expr
+
+
+class _Printer(NumPyPrinter):
+    def __init__(self):
+        super().__init__({"fully_qualified_modules": True, "inline": True, "allow_unknown_functions": False})
+
+
+class _ScalarPrinter(PythonCodePrinter):
+    def __init__(self):
+        super().__init__({"fully_qualified_modules": True, "inline": True, "allow_unknown_functions": False})
+
+
+def _needed(exprs, definitions):
+    """The definitions that ``exprs`` depend on, in definition order."""
+    by_sym = dict(definitions)
+    need, stack = set(), [s for e in exprs for s in e.free_symbols]
+    while stack:
+        s = stack.pop()
+        if s in by_sym and s not in need:
+            need.add(s)
+            stack.extend(by_sym[s].free_symbols)
+    return [(s, e) for s, e in definitions if s in need]
+
+
+def _emit(name, args, exprs, shape, sym_groups, definitions, backend):
+    """Source of one function. ``exprs`` is a flat list in C order of ``shape``.
+
+    backend ``numpy``: whole-array statements over the instance axis;
+    backend ``numba``: a loop over instances of scalar statements, compiled by numba.
+    """
+    scalar = backend == "numba"
+    printer = _ScalarPrinter() if scalar else _Printer()
+    nonzero = [(k, e) for k, e in enumerate(exprs) if e != 0]
+    defs = _needed([e for _, e in nonzero], definitions)
+    used = set()
+    for e in [e for _, e in nonzero] + [e for _, e in defs]:
+        used |= e.free_symbols
+    first = args[0]
+    head = [f"def {name}({', '.join(args)}):", f"    n = {first}.shape[0]",
+            f"    out = numpy.zeros((n,) + {tuple(shape)!r})"]
+    body = []
+    index = "i, " if scalar else ":, "
+    for arr, symbols in sym_groups:
+        for k, s in enumerate(symbols):
+            if s in used:
+                body.append(f"{s.name} = {arr}[{index}{k}]")
+    if defs:
+        reps, reduced = sp.cse([e for _, e in defs], symbols=sp.numbered_symbols("d"), optimizations="basic")
+        body += [f"{s.name} = {printer.doprint(e)}" for s, e in reps]
+        body += [f"{s.name} = {printer.doprint(e)}" for (s, _), e in zip(defs, reduced)]
+    reps, reduced = sp.cse([e for _, e in nonzero], symbols=sp.numbered_symbols("c"), optimizations="basic")
+    body += [f"{s.name} = {printer.doprint(e)}" for s, e in reps]
+    for (k, _), e in zip(nonzero, reduced):
+        idx = ", ".join(str(int(i)) for i in numpy.unravel_index(k, shape))
+        body.append(f"out[{index}{idx}] = {printer.doprint(e)}")
+    if scalar:
+        lines = ["@numba.njit(cache=True, fastmath=False)"] + head + ["    for i in range(n):"]
+        lines += ["        " + b for b in body] or ["        pass"]
+    else:
+        lines = head + ["    " + b for b in body]
+    lines.append("    return out")
+    return "\n".join(lines)
+
+
+def _source(template_name, parametrization, backend):
+    d = derive(template_name, parametrization)
+    sym, defs = d["symbols"], d["definitions"]
+    neq = d["phi"].shape[0]
+    nqs = len(sym.q)
+    groups = [("Q", sym.q), ("M", sym.m), ("S", list(sym.s.values())), ("F", sym.f), ("W", sym.w)]
+    groups_qd = groups[:1] + [("QD", sym.qd)] + groups[1:]
+    parts = [
+        '"""Generated by cadmotion.kernel.symbolic.codegen for template '
+        f'{template_name!r}, parametrisation {parametrization!r}, backend {backend!r}. Do not edit."""',
+        "import math\nimport numpy" + ("\nimport numba" if backend == "numba" else ""),
+        f"NEQ = {neq}",
+        f"NQ_SLOTS = {nqs}",
+        _emit("phi", ["Q", "M", "S", "F", "W"], list(d["phi"]), (neq,), groups, defs, backend),
+        _emit("jac", ["Q", "M", "S", "F", "W"], list(d["jac"]), (neq, nqs), groups, defs, backend),
+        _emit("phit", ["Q", "M", "S", "F", "W"], list(d["phit"]), (neq,), groups, defs, backend),
+        _emit("gamma", ["Q", "QD", "M", "S", "F", "W"], list(d["gamma"]), (neq,), groups_qd, defs, backend),
+        _emit("angles", ["Q", "M"], list(d["angles"]), (d["angles"].shape[0],), groups, defs, backend),
+        _emit("measures", ["Q", "M"], list(d["measures"]), (d["measures"].shape[0],), groups, defs, backend),
+    ]
+    return "\n\n\n".join(parts) + "\n"
+
+
+def _key(template_name, parametrization):
+    template = TEMPLATES[template_name]
+    from . import parametrization as par_module, templates as tpl_module
+
+    h = hashlib.sha256()
+    for text in (
+        template_name,
+        parametrization,
+        sp.__version__,
+        inspect.getsource(template.build),
+        repr((template.n_slots, template.params, template.angle_terms, template.measures)),
+        inspect.getsource(tpl_module.Context),
+        inspect.getsource(par_module),
+        Path(__file__).read_text(),
+    ):
+        h.update(text.encode())
+    return h.hexdigest()[:20]
+
+
+def _numba_available():
+    try:
+        import numba  # noqa: F401
+    except Exception:  # not installed, or broken (FreeCAD's Python has no numba)
+        return False
+    return True
+
+
+#: code generation backends, fastest first; ``CADMOTION_BACKEND`` forces one
+BACKENDS = {"numba": _numba_available, "numpy": lambda: True}
+
+
+def default_backend():
+    """``$CADMOTION_BACKEND`` if set, else the first available of :data:`BACKENDS`."""
+    forced = os.environ.get("CADMOTION_BACKEND")
+    if forced:
+        if forced not in BACKENDS:
+            raise ValueError(f"CADMOTION_BACKEND={forced!r}: use one of {', '.join(BACKENDS)}")
+        return forced
+    return next(name for name, available in BACKENDS.items() if available())
+
+
+class GeneratedTemplate:
+    """Compiled numeric functions of one template (see the module docstring for signatures)."""
+
+    def __init__(self, template_name, parametrization, backend, source, path=None):
+        import importlib.util
+
+        self.name = template_name
+        self.parametrization = parametrization
+        self.backend = backend
+        self.source = source
+        self.path = path
+        if path is not None:
+            # a real module from a file, so numba can cache the machine code beside it
+            import sys
+
+            name = f"cadmotion_generated_{path.stem.replace('-', '_')}"
+            spec = importlib.util.spec_from_file_location(name, path)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module  # numba's cache finds the module again by this name
+            spec.loader.exec_module(module)  # our own generated code, never text from a user file
+            namespace = vars(module)
+        else:
+            namespace = {}
+            exec(compile(source, f"<cadmotion:{template_name}>", "exec"), namespace)
+        self.neq = namespace["NEQ"]
+        self.nq_slots = namespace["NQ_SLOTS"]
+        for fn in ("phi", "jac", "phit", "gamma", "angles", "measures"):
+            setattr(self, fn, namespace[fn])
+
+
+def generated(template_name, parametrization="euler-parameters", backend=None):
+    """The generated code of a template, from memory, the disk cache, or sympy (in that order)."""
+    backend = backend or default_backend()
+    key = (template_name, parametrization, backend)
+    with _LOCK:
+        if key in _MEMORY:
+            return _MEMORY[key]
+        digest = _key(template_name, parametrization)
+        folder = cache_dir()
+        path = folder / f"{template_name}-{parametrization}-{backend}-{digest}.py"
+        source = None
+        if path.is_file():
+            try:
+                source = path.read_text()
+            except OSError:
+                source = None
+        if source is None:
+            source = _source(template_name, parametrization, backend)
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+                fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
+                with os.fdopen(fd, "w") as fh:
+                    fh.write(source)
+                os.replace(tmp, path)
+            except OSError:
+                path = None  # read-only home: keep the code in memory only
+        gen = GeneratedTemplate(template_name, parametrization, backend, source, path)
+        _MEMORY[key] = gen
+        return gen

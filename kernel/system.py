@@ -1,0 +1,166 @@
+"""Evaluate the constraint system of a compiled Model: Φ, Φq, Φt, γ.
+
+One generated-code call per constraint *type*; per-instance data comes from the group
+arrays. Joint angles that enter equations (drivers, gears, screws) are kept continuous
+across ±π by winding offsets w = 2π·round((θ_ref − θ_raw)/2π), where θ_ref is the
+angle at the last accepted configuration, held in an :class:`AngleState`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["AngleState", "System"]
+
+_TWO_PI = 2.0 * np.pi
+
+
+class AngleState:
+    """The last accepted value of every angle term, per group (the only mutable state)."""
+
+    def __init__(self, model, q):
+        self.ref = {}
+        qf = model.q_full(q)
+        for gi, g in enumerate(model.groups):
+            if g.n_angles:
+                self.ref[gi] = g.code.angles(qf[g.gather], g.markers)
+
+    def copy(self):
+        new = AngleState.__new__(AngleState)
+        new.ref = {k: v.copy() for k, v in self.ref.items()}
+        return new
+
+
+class System:
+    """Numeric constraint functions of a :class:`~cadmotion.kernel.model.Model`.
+
+    All methods take q (nq,) and, where needed, q̇ (nq,) and t (s); they return arrays
+    over the nc constraint rows. ``angles`` is an :class:`AngleState`.
+    """
+
+    def __init__(self, model):
+        self.model = model
+        self._zeros_F = {gi: np.zeros((g.n, 3)) for gi, g in enumerate(model.groups)}
+        self._zeros_W = {gi: np.zeros((g.n, g.n_angles)) for gi, g in enumerate(model.groups)}
+        self._qd_fixed = np.zeros(len(model.q_fixed))
+        self._keep = {gi: g.jac_flat >= 0 for gi, g in enumerate(model.groups)}
+        # a body may fill two slots of one instance (gear on a shared carrier): sum those entries
+        self._dup = {gi: len(np.unique(g.jac_flat[k])) != int(k.sum()) for gi, (g, k) in
+                     enumerate(zip(model.groups, self._keep.values()))}
+
+    def _F(self, gi, g, t):
+        if not g.functions:
+            return self._zeros_F[gi]
+        return np.array([fn(t) for fn in g.functions])
+
+    def _W(self, gi, g, Q, angles):
+        if not g.n_angles:
+            return self._zeros_W[gi]
+        raw = g.code.angles(Q, g.markers)
+        return _TWO_PI * np.round((angles.ref[gi] - raw) / _TWO_PI)
+
+    def phi(self, q, t, angles):
+        """Φ(q, t), shape (nc,)."""
+        qf = self.model.q_full(q)
+        out = np.empty(self.model.nc)
+        for gi, g in enumerate(self.model.groups):
+            Q = qf[g.gather]
+            val = g.code.phi(Q, g.markers, g.params, self._F(gi, g, t), self._W(gi, g, Q, angles))
+            out[g.row[0]: g.row[0] + val.size] = val.reshape(-1)
+        return out
+
+    def jacobian_data(self, q, t, angles):
+        """Values of Φq in the model's fixed CSC pattern, shape (nnz,)."""
+        qf = self.model.q_full(q)
+        slots, values = [], []
+        for gi, g in enumerate(self.model.groups):
+            Q = qf[g.gather]
+            val = g.code.jac(Q, g.markers, g.params, self._F(gi, g, t), self._W(gi, g, Q, angles)).reshape(-1)
+            keep = g.jac_slot >= 0
+            slots.append(g.jac_slot[keep])
+            values.append(val[keep])
+        return np.bincount(np.concatenate(slots), weights=np.concatenate(values), minlength=self.model.jac_nnz)
+
+    def jacobian(self, q, t, angles):
+        """Φq as a CSC sparse matrix (nc, nq)."""
+        return self.model.jacobian_matrix(self.jacobian_data(q, t, angles))
+
+    def jacobian_dense(self, q, t, angles):
+        """Φq as a dense array (nc, nq); for small models."""
+        qf = self.model.q_full(q)
+        m = self.model
+        J = np.zeros(m.nc * m.nq)
+        for gi, g in enumerate(m.groups):
+            Q = qf[g.gather]
+            val = g.code.jac(Q, g.markers, g.params, self._F(gi, g, t), self._W(gi, g, Q, angles)).reshape(-1)
+            keep = self._keep[gi]
+            if self._dup[gi]:
+                np.add.at(J, g.jac_flat[keep], val[keep])
+            else:
+                J[g.jac_flat[keep]] = val[keep]
+        return J.reshape(m.nc, m.nq)
+
+    def jacobian_auto(self, q, t, angles):
+        """Dense Φq for small models, sparse CSC beyond :data:`linalg.DENSE_LIMIT` coordinates."""
+        from .linalg import DENSE_LIMIT
+
+        if self.model.nq <= DENSE_LIMIT:
+            return self.jacobian_dense(q, t, angles)
+        return self.jacobian(q, t, angles)
+
+    def phit(self, q, t, angles):
+        """Φt(q, t), shape (nc,)."""
+        qf = self.model.q_full(q)
+        out = np.zeros(self.model.nc)
+        for gi, g in enumerate(self.model.groups):
+            if not g.functions:
+                continue
+            Q = qf[g.gather]
+            val = g.code.phit(Q, g.markers, g.params, self._F(gi, g, t), self._W(gi, g, Q, angles))
+            out[g.row[0]: g.row[0] + val.size] = val.reshape(-1)
+        return out
+
+    def gamma(self, q, qd, t, angles):
+        """γ = −(Φq q̇)_q q̇ − 2Φqt q̇ − Φtt, shape (nc,)."""
+        qf = self.model.q_full(q)
+        qdf = np.concatenate([qd, self._qd_fixed])
+        out = np.empty(self.model.nc)
+        for gi, g in enumerate(self.model.groups):
+            Q = qf[g.gather]
+            val = g.code.gamma(Q, qdf[g.gather], g.markers, g.params, self._F(gi, g, t), self._W(gi, g, Q, angles))
+            out[g.row[0]: g.row[0] + val.size] = val.reshape(-1)
+        return out
+
+    def accept(self, q, angles):
+        """Record q as accepted: update the angle references to the continuous angles."""
+        qf = self.model.q_full(q)
+        for gi, g in enumerate(self.model.groups):
+            if g.n_angles:
+                Q = qf[g.gather]
+                raw = g.code.angles(Q, g.markers)
+                angles.ref[gi] = raw + _TWO_PI * np.round((angles.ref[gi] - raw) / _TWO_PI)
+
+    def joint_measures(self, q):
+        """Raw joint coordinates (angles wrapped to (−π, π], displacements in m).
+
+        Returns shape (n_measures,) in the order of ``model.joint_measures``.
+        """
+        qf = self.model.q_full(q)
+        out = np.empty(len(self.model.joint_measures))
+        for gi, (positions, inst, col) in self._measure_plan().items():
+            g = self.model.groups[gi]
+            out[positions] = g.code.measures(qf[g.gather], g.markers)[inst, col]
+        return out
+
+    def _measure_plan(self):
+        if not hasattr(self, "_plan"):
+            from .symbolic.templates import TEMPLATES
+
+            plan = {}
+            for n, (_, kind, gi, i) in enumerate(self.model.joint_measures):
+                col = TEMPLATES[self.model.groups[gi].template].measures.index(kind)
+                plan.setdefault(gi, ([], [], []))
+                for lst, v in zip(plan[gi], (n, i, col)):
+                    lst.append(v)
+            self._plan = {gi: tuple(np.array(v) for v in vals) for gi, vals in plan.items()}
+        return self._plan
