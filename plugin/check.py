@@ -1,0 +1,167 @@
+"""Kinematic validation of a mechanism: mobility, assembly, driven motion, ranges, limits.
+
+``check(model_or_path, t_end=..., steps=...)`` returns a :class:`CheckReport`; the
+``cadmotion check`` command prints it (or its JSON) and exits with :attr:`CheckReport.exit_code`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Dict, List, Optional
+
+import numpy as np
+
+from ..errors import CadmotionError, DrivingError, SingularityError
+
+__all__ = ["CheckReport", "check", "EXIT_CODES"]
+
+#: process exit codes of ``cadmotion check`` (a CI job can branch on them)
+EXIT_CODES = {
+    "ok": 0,
+    "error": 1,
+    "cannot-assemble": 3,
+    "locks": 4,
+    "collides": 5,
+    "limits": 6,
+    "underdetermined": 7,
+}
+
+
+@dataclass
+class CheckReport:
+    """What ``cadmotion check`` found. ``status`` is a key of :data:`EXIT_CODES`."""
+
+    model: str
+    status: str = "ok"
+    dof: Optional[int] = None
+    dof_driven: Optional[int] = None
+    gruebler: Optional[int] = None
+    redundant: List[str] = field(default_factory=list)
+    redundant_joints: List[str] = field(default_factory=list)
+    assembly: Dict = field(default_factory=dict)
+    motion: Dict = field(default_factory=dict)
+    ranges: Dict[str, List[float]] = field(default_factory=dict)
+    limits: List[Dict] = field(default_factory=list)
+    events: List[Dict] = field(default_factory=list)
+    collisions: List[Dict] = field(default_factory=list)
+    messages: List[str] = field(default_factory=list)
+
+    @property
+    def exit_code(self):
+        return EXIT_CODES[self.status]
+
+    @property
+    def ok(self):
+        return self.status == "ok"
+
+    def to_dict(self):
+        return asdict(self)
+
+    def assert_ok(self):
+        """Raise AssertionError with the readable summary unless the check passed."""
+        if not self.ok:
+            raise AssertionError(self.summary())
+
+    def summary(self):
+        """A human-readable multi-line summary."""
+        lines = [f"model: {self.model}", f"status: {self.status}"]
+        if self.dof is not None:
+            lines.append(f"mobility: {self.dof} DOF (Grübler count {self.gruebler}); "
+                         f"with drivers: {self.dof_driven} DOF left")
+        if self.redundant:
+            lines.append(f"redundant equations ({len(self.redundant)}): {', '.join(self.redundant)}")
+        if self.assembly:
+            a = self.assembly
+            state = "assembles" if a.get("success") else "does NOT assemble"
+            lines.append(f"assembly: {state} (residual {a.get('residual', float('nan')):.2e})")
+            moved = {k: v for k, v in a.get("moved", {}).items() if v > 1e-9}
+            if moved:
+                lines.append("  moved to assemble: " + ", ".join(f"{k} {v:.3g} m" for k, v in moved.items()))
+            if a.get("conflicts"):
+                lines.append("  conflicting joints: " + ", ".join(a["conflicts"]))
+        if self.motion:
+            m = self.motion
+            lines.append(f"motion: {m.get('frames', 0)} frames to t = {m.get('t_reached', 0):.6g} s "
+                         f"of {m.get('t_end', 0):.6g} s" + ("" if m.get("complete") else " (stopped early)"))
+        for e in self.events:
+            lines.append(f"  {e['kind']} at t = {e['time']:.6g} s: {e['message']}")
+        for lim in self.limits:
+            lines.append(f"  limit: {lim['message']}")
+        if self.ranges:
+            lines.append("range of motion:")
+            for k, (lo, hi) in self.ranges.items():
+                lines.append(f"  {k}: {lo:.6g} .. {hi:.6g}")
+        lines += self.messages
+        return "\n".join(lines)
+
+
+def _load(source, parametrization):
+    from ..importers import load
+    from ..kernel import compile_model
+
+    spec = load(source) if not hasattr(source, "parts") else source
+    return spec, compile_model(spec, parametrization)
+
+
+def check(source, t_end=None, steps=None, *, parametrization="euler-parameters"):
+    """Check a mechanism (a path any importer reads, or a MechanismSpec).
+
+    Never raises for mechanism problems: they are recorded in the report. Errors reading
+    the file (:class:`~cadmotion.errors.CadmotionError`) propagate.
+    """
+    from ..kernel import AngleState, assemble, kinematics, mobility
+
+    spec, model = _load(source, parametrization)
+    report = CheckReport(model=str(getattr(spec, "source", "") or spec.name))
+    angles = AngleState(model, model.q0)
+    asm = assemble(model, model.q0, 0.0, angles)
+    report.assembly = dict(success=asm.success, residual=asm.residual, moved=asm.moved,
+                           conflicts=asm.conflicts, message=asm.message)
+    mob = mobility(model, asm.q, 0.0, angles)
+    report.dof, report.dof_driven, report.gruebler = mob.dof, mob.dof_driven, mob.gruebler
+    report.redundant, report.redundant_joints = mob.redundant, mob.redundant_joints
+    if not asm.success:
+        report.status = "cannot-assemble"
+        report.messages.append(asm.message)
+        return report
+    if not spec.drivers:
+        report.messages.append("no drivers: motion not checked (add [[drivers]] to check the motion)")
+        return report
+    t_end = float(t_end if t_end is not None else spec.setting("t_end", 1.0))
+    steps = int(steps if steps is not None else spec.setting("steps", 100))
+    try:
+        motion = kinematics(model, t_end=t_end, steps=steps)
+    except DrivingError as exc:
+        report.status = "underdetermined"
+        report.messages.append(str(exc))
+        return report
+    except SingularityError as exc:
+        report.status = "locks"
+        report.messages.append(str(exc))
+        return report
+    except CadmotionError as exc:
+        report.status = "error"
+        report.messages.append(str(exc))
+        return report
+    report.motion = dict(t_end=t_end, steps=steps, frames=motion.nt, complete=motion.complete,
+                         t_reached=float(motion.time[-1]), message=motion.message)
+    report.events = [dict(kind=e.kind, time=e.time, message=e.message) for e in motion.events]
+    for jc in motion.joint_coordinates:
+        report.ranges[jc.column] = [float(np.min(jc.values)), float(np.max(jc.values))]
+    for j in spec.joints:
+        for coord, (lo, hi) in j.limits:
+            col = f"{j.name}.{coord}"
+            try:
+                values = motion.coordinate(col)
+            except KeyError:
+                continue
+            bad = np.flatnonzero((values < lo - 1e-12) | (values > hi + 1e-12))
+            if bad.size:
+                t0 = float(motion.time[bad[0]])
+                report.limits.append(dict(joint=j.name, coordinate=coord, time=t0, limits=[lo, hi],
+                                          message=f"{col} leaves [{lo:.6g}, {hi:.6g}] at t = {t0:.6g} s"))
+    if any(e.kind in ("lockup", "singular") for e in motion.events) or not motion.complete:
+        report.status = "locks"
+    elif report.limits:
+        report.status = "limits"
+    return report
