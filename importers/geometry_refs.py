@@ -1,0 +1,408 @@
+"""Joint frames taken from part geometry: the axis of a hole, the normal of a face.
+
+A model file can place a joint on geometry instead of numbers::
+
+    axis   = { part = "crank", face = "cylinder", near = [0.05, 0.0, 0.01] }
+    origin = { part = "crank", edge = "circle",   near = [0.05, 0.0, 0.01] }
+
+Among the faces (or edges) of the named kind, the one nearest to ``near`` is chosen
+(exact distance from the point to the face or edge, ``BRepExtrema_DistShapeShape``),
+and its axis is returned as a point and a unit direction:
+
+================  =====================================================================
+kind              point, direction
+================  =====================================================================
+face "cylinder"   foot of ``near`` on the axis; axis direction
+face "cone"       foot of ``near`` on the axis; axis direction
+face "revolution" foot of ``near`` on the axis of a surface of revolution; its direction
+face "torus"      centre of the torus; axis direction
+face "sphere"     centre of the sphere; the sphere's own z axis (arbitrary)
+face "plane"      foot of ``near`` on the plane; outward normal of the face
+edge "circle"     centre of the circle; axis (normal of the circle's plane)
+edge "line"       foot of ``near`` on the line; line direction
+================  =====================================================================
+
+The sense of an axis (cylinder, cone, circle, line) is the one stored in the CAD
+geometry, which a designer does not see; a model that needs a particular sense of
+rotation must fix it (e.g. with a ``reverse`` flag or a second reference).
+
+Frames: the shape must be given in the assembly frame (see :func:`world_shape`);
+``near`` and the results are in the same frame and unit (metres for STEP parts).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections import Counter
+from dataclasses import dataclass
+from typing import Optional, Sequence, Tuple
+
+import numpy as np
+from OCP.BRepAdaptor import BRepAdaptor_Curve, BRepAdaptor_Surface
+from OCP.BRepBuilderAPI import BRepBuilderAPI_MakeVertex
+from OCP.BRepExtrema import BRepExtrema_DistShapeShape
+from OCP.GeomAbs import (
+    GeomAbs_BezierCurve,
+    GeomAbs_BezierSurface,
+    GeomAbs_BSplineCurve,
+    GeomAbs_BSplineSurface,
+    GeomAbs_Circle,
+    GeomAbs_Cone,
+    GeomAbs_Cylinder,
+    GeomAbs_Ellipse,
+    GeomAbs_Hyperbola,
+    GeomAbs_Line,
+    GeomAbs_OffsetCurve,
+    GeomAbs_OffsetSurface,
+    GeomAbs_OtherCurve,
+    GeomAbs_OtherSurface,
+    GeomAbs_Parabola,
+    GeomAbs_Plane,
+    GeomAbs_Sphere,
+    GeomAbs_SurfaceOfExtrusion,
+    GeomAbs_SurfaceOfRevolution,
+    GeomAbs_Torus,
+)
+from OCP.gp import gp_Pnt, gp_Quaternion, gp_Trsf, gp_Vec
+from OCP.TopAbs import TopAbs_EDGE, TopAbs_FACE, TopAbs_REVERSED
+from OCP.TopExp import TopExp
+from OCP.TopLoc import TopLoc_Location
+from OCP.TopoDS import TopoDS
+from OCP.TopTools import TopTools_IndexedMapOfShape
+
+from ..errors import CadImportError
+
+__all__ = [
+    "GeometryRef",
+    "GeometryRefWarning",
+    "FACE_KINDS",
+    "EDGE_KINDS",
+    "find_geometry",
+    "resolve_axis",
+    "world_shape",
+    "geometry_kinds",
+]
+
+
+class GeometryRefWarning(UserWarning):
+    """A geometry reference was resolved, but not unambiguously."""
+
+
+_SURFACE_NAMES = {
+    GeomAbs_Plane: "plane",
+    GeomAbs_Cylinder: "cylinder",
+    GeomAbs_Cone: "cone",
+    GeomAbs_Sphere: "sphere",
+    GeomAbs_Torus: "torus",
+    GeomAbs_BezierSurface: "bezier",
+    GeomAbs_BSplineSurface: "bspline",
+    GeomAbs_SurfaceOfRevolution: "revolution",
+    GeomAbs_SurfaceOfExtrusion: "extrusion",
+    GeomAbs_OffsetSurface: "offset",
+    GeomAbs_OtherSurface: "other",
+}
+_CURVE_NAMES = {
+    GeomAbs_Line: "line",
+    GeomAbs_Circle: "circle",
+    GeomAbs_Ellipse: "ellipse",
+    GeomAbs_Hyperbola: "hyperbola",
+    GeomAbs_Parabola: "parabola",
+    GeomAbs_BezierCurve: "bezier",
+    GeomAbs_BSplineCurve: "bspline",
+    GeomAbs_OffsetCurve: "offset",
+    GeomAbs_OtherCurve: "other",
+}
+
+FACE_KINDS = ("cylinder", "cone", "revolution", "torus", "sphere", "plane")
+"""Face kinds that :func:`find_geometry` can turn into an axis or a plane."""
+EDGE_KINDS = ("circle", "line")
+"""Edge kinds that :func:`find_geometry` can turn into an axis."""
+
+_AMBIGUOUS_TOL = 1e-9  # m: two candidates closer than this to `near` are a tie
+
+
+@dataclass(frozen=True)
+class GeometryRef:
+    """A face or edge picked by kind and a nearby point, with its axis.
+
+    Attributes
+    ----------
+    kind : str
+        One of :data:`FACE_KINDS` or :data:`EDGE_KINDS`.
+    entity : str
+        ``"face"`` or ``"edge"``.
+    index : int
+        1-based index of the face/edge in ``TopExp::MapShapes`` order (the numbering
+        FreeCAD shows as ``Face3``/``Edge7``).
+    point : ndarray, shape (3,)
+        See the table in the module docstring; frame and unit of the shape.
+    direction : ndarray, shape (3,)
+        Unit vector, frame of the shape.
+    radius : float or None
+        Cylinder, sphere, circle radius; torus major radius; None otherwise.
+    distance : float
+        Distance from ``near`` to the chosen face/edge.
+    """
+
+    kind: str
+    entity: str
+    index: int
+    point: np.ndarray
+    direction: np.ndarray
+    radius: Optional[float]
+    distance: float
+
+
+def world_shape(part):
+    """A part's shape moved to its placement: the geometry in the assembly frame.
+
+    Parameters
+    ----------
+    part : PartSpec
+        With ``shape`` in the part frame (metres) and ``position``/``orientation``
+        giving X_WP.
+
+    Returns
+    -------
+    TopoDS_Shape
+        Shares its geometry with ``part.shape`` (only the location differs).
+    """
+    if part.shape is None:
+        raise CadImportError(
+            "the part has no geometry", where=f"part {part.name!r}",
+            hint="geometry references need a part read from a CAD file",
+        )
+    w, x, y, z = part.orientation
+    trsf = gp_Trsf()
+    trsf.SetRotation(gp_Quaternion(x, y, z, w))
+    trsf.SetTranslationPart(gp_Vec(*part.position))
+    return part.shape.Moved(TopLoc_Location(trsf))
+
+
+def _map(shape, topabs):
+    shapes = TopTools_IndexedMapOfShape()
+    TopExp.MapShapes_s(shape, topabs, shapes)
+    return shapes
+
+
+def geometry_kinds(shape) -> dict:
+    """Counts of face and edge kinds of ``shape``, e.g. ``{"face": {"plane": 6}, "edge": {...}}``."""
+    faces = _map(shape, TopAbs_FACE)
+    edges = _map(shape, TopAbs_EDGE)
+    fk = Counter(
+        _SURFACE_NAMES.get(BRepAdaptor_Surface(TopoDS.Face_s(faces.FindKey(i))).GetType(), "other")
+        for i in range(1, faces.Extent() + 1)
+    )
+    ek = Counter(
+        _CURVE_NAMES.get(BRepAdaptor_Curve(TopoDS.Edge_s(edges.FindKey(i))).GetType(), "other")
+        for i in range(1, edges.Extent() + 1)
+    )
+    return {"face": dict(fk), "edge": dict(ek)}
+
+
+def _describe(counts: dict) -> str:
+    if not counts:
+        return "none"
+    return ", ".join(f"{k} x{n}" for k, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+
+
+def _xyz(v) -> np.ndarray:
+    return np.array([v.X(), v.Y(), v.Z()], dtype=float)
+
+
+def _foot_on_line(p0, d, q):
+    return p0 + np.dot(q - p0, d) * d
+
+
+def _axis_of(kind, item, q):
+    """(point, direction, radius) of one face/edge ``item`` of ``kind``, see the module table."""
+    if kind in EDGE_KINDS:
+        curve = BRepAdaptor_Curve(item)
+        if kind == "circle":
+            circ = curve.Circle()
+            ax = circ.Axis()
+            return _xyz(ax.Location()), _xyz(ax.Direction()), circ.Radius()
+        line = curve.Line()
+        p0, d = _xyz(line.Location()), _xyz(line.Direction())
+        return _foot_on_line(p0, d, q), d, None
+    surf = BRepAdaptor_Surface(item)
+    if kind == "plane":
+        ax = surf.Plane().Axis()
+        p0, n = _xyz(ax.Location()), _xyz(ax.Direction())
+        if item.Orientation() == TopAbs_REVERSED:
+            n = -n
+        return q - np.dot(q - p0, n) * n, n, None
+    if kind == "cylinder":
+        cyl = surf.Cylinder()
+        ax = cyl.Axis()
+        p0, d = _xyz(ax.Location()), _xyz(ax.Direction())
+        return _foot_on_line(p0, d, q), d, cyl.Radius()
+    if kind == "cone":
+        ax = surf.Cone().Axis()
+        p0, d = _xyz(ax.Location()), _xyz(ax.Direction())
+        return _foot_on_line(p0, d, q), d, None
+    if kind == "revolution":
+        ax = surf.AxeOfRevolution()
+        p0, d = _xyz(ax.Location()), _xyz(ax.Direction())
+        return _foot_on_line(p0, d, q), d, None
+    if kind == "torus":
+        tor = surf.Torus()
+        ax = tor.Axis()
+        return _xyz(ax.Location()), _xyz(ax.Direction()), tor.MajorRadius()
+    sph = surf.Sphere()  # "sphere"
+    pos = sph.Position()
+    return _xyz(pos.Location()), _xyz(pos.Direction()), sph.Radius()
+
+
+def _check_near(near, where) -> np.ndarray:
+    try:
+        q = np.asarray(near, dtype=float).reshape(3)
+    except (TypeError, ValueError):
+        q = None
+    if q is None or not np.all(np.isfinite(q)):
+        raise CadImportError(f"near must be three finite numbers [x, y, z], got {near!r}",
+                             where=where, hint="give a point close to the face or edge, in metres")
+    return q
+
+
+def find_geometry(shape, kind: str, near: Sequence[float], *, entity: Optional[str] = None,
+                  part: str = "") -> GeometryRef:
+    """The face or edge of ``kind`` nearest to ``near``, with its axis.
+
+    Parameters
+    ----------
+    shape : TopoDS_Shape
+        The part's geometry in the frame the result should be in (normally the assembly
+        frame, from :func:`world_shape`).
+    kind : str
+        One of :data:`FACE_KINDS` (``"cylinder"``, ``"plane"``, ...) or :data:`EDGE_KINDS`
+        (``"circle"``, ``"line"``).
+    near : sequence of 3 floats
+        A point close to the wanted face/edge, same frame and unit as ``shape``.
+    entity : {"face", "edge"}, optional
+        What the model file said (``face = ...`` or ``edge = ...``); checked against ``kind``.
+    part : str
+        The part's name, for messages.
+
+    Returns
+    -------
+    GeometryRef
+
+    Raises
+    ------
+    CadImportError
+        Unknown kind, kind not valid for ``entity``, bad ``near``, or no face/edge of
+        that kind (the message lists the kinds the part has).
+
+    Warns
+    -----
+    GeometryRefWarning
+        Two faces/edges with different axes are equally near to ``near``.
+    """
+    where = f"part {part!r}" if part else "geometry reference"
+    kind = str(kind).strip().lower()
+    if kind in FACE_KINDS:
+        kind_entity = "face"
+    elif kind in EDGE_KINDS:
+        kind_entity = "edge"
+    else:
+        raise CadImportError(
+            f"unknown geometry kind {kind!r}", where=where,
+            hint="use face = one of " + ", ".join(FACE_KINDS)
+            + "; or edge = one of " + ", ".join(EDGE_KINDS),
+        )
+    if entity is not None and entity != kind_entity:
+        valid = FACE_KINDS if entity == "face" else EDGE_KINDS
+        raise CadImportError(
+            f"{entity} = {kind!r} is not a {entity} kind", where=where,
+            hint=f"use {kind_entity} = {kind!r}, or {entity} = one of " + ", ".join(valid),
+        )
+    if shape is None or shape.IsNull():
+        raise CadImportError("the part has no geometry", where=where,
+                             hint="geometry references need a part read from a CAD file")
+    q = _check_near(near, where)
+
+    if kind_entity == "face":
+        items = _map(shape, TopAbs_FACE)
+        cast, names = TopoDS.Face_s, _SURFACE_NAMES
+        type_of = lambda it: names.get(BRepAdaptor_Surface(it).GetType(), "other")  # noqa: E731
+    else:
+        items = _map(shape, TopAbs_EDGE)
+        cast, names = TopoDS.Edge_s, _CURVE_NAMES
+        type_of = lambda it: names.get(BRepAdaptor_Curve(it).GetType(), "other")  # noqa: E731
+
+    vertex = BRepBuilderAPI_MakeVertex(gp_Pnt(*q)).Vertex()
+    found = []  # (distance, index, item)
+    counts: Counter = Counter()
+    for i in range(1, items.Extent() + 1):
+        item = cast(items.FindKey(i))
+        t = type_of(item)
+        counts[t] += 1
+        if t != kind:
+            continue
+        dist = BRepExtrema_DistShapeShape(vertex, item)
+        if not dist.IsDone():
+            continue
+        found.append((dist.Value(), i, item))
+    if not found:
+        raise CadImportError(
+            f"the part has no {kind} {kind_entity}; its {kind_entity}s are: {_describe(counts)}",
+            where=where,
+            hint="pick another kind (e.g. edge = \"circle\" for a hole's rim), "
+            "or give the axis as numbers",
+        )
+    found.sort(key=lambda f: (f[0], f[1]))
+    distance, index, item = found[0]
+    point, direction, radius = _axis_of(kind, item, q)
+    direction = direction / np.linalg.norm(direction) + 0.0  # (+ 0.0 turns -0.0 into 0.0)
+    for d2, i2, item2 in found[1:]:
+        if d2 - distance > _AMBIGUOUS_TOL:
+            break
+        p2, dir2, _ = _axis_of(kind, item2, q)
+        same_line = (abs(abs(np.dot(dir2, direction)) - 1.0) < 1e-9
+                     and np.linalg.norm(np.cross(p2 - point, direction)) < 1e-9)
+        if kind == "plane":
+            same_line = same_line and np.dot(dir2, direction) > 0
+        if not same_line:
+            warnings.warn(
+                f"{where}: {kind_entity}s {index} and {i2} of kind {kind!r} are equally near "
+                f"to {q.tolist()}; using {kind_entity} {index}. Move 'near' onto the one you mean.",
+                GeometryRefWarning, stacklevel=2,
+            )
+            break
+    return GeometryRef(kind, kind_entity, index, point, direction, radius, float(distance))
+
+
+def resolve_axis(shape_in_world, kind: str, near: Sequence[float], *,
+                 entity: Optional[str] = None, part: str = "") -> Tuple[np.ndarray, np.ndarray]:
+    """Point and unit direction of the axis (or plane normal) of the nearest face/edge of a kind.
+
+    Parameters
+    ----------
+    shape_in_world : TopoDS_Shape
+        The part's geometry in the assembly frame, metres (see :func:`world_shape`).
+    kind : str
+        ``"cylinder"``, ``"cone"``, ``"revolution"``, ``"torus"``, ``"sphere"``,
+        ``"plane"`` (faces) or ``"circle"``, ``"line"`` (edges).
+    near : sequence of 3 floats
+        A point near the wanted face/edge, assembly frame, m.
+    entity : {"face", "edge"}, optional
+        Checked against ``kind`` when given.
+    part : str
+        The part's name, for messages.
+
+    Returns
+    -------
+    point : ndarray, shape (3,)
+        m, assembly frame: the foot of ``near`` on the axis (cylinder, cone, revolution,
+        line) or on the plane; the centre for circle, sphere and torus.
+    direction : ndarray, shape (3,)
+        Unit axis direction, or the outward unit normal of a plane face.
+
+    Raises
+    ------
+    CadImportError
+        As :func:`find_geometry`.
+    """
+    ref = find_geometry(shape_in_world, kind, near, entity=entity, part=part)
+    return ref.point, ref.direction
