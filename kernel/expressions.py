@@ -34,7 +34,7 @@ FUNCTIONS = {
 _CONSTANTS = {"pi": sp.pi, "e": sp.E}
 _BINOPS = {
     ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
-    ast.Div: lambda a, b: a / b, ast.Pow: lambda a, b: a**b, ast.BitXor: lambda a, b: a**b,
+    ast.Div: lambda a, b: a / b, ast.Pow: lambda a, b: a**b,
 }
 _MAX_LENGTH = 2000
 
@@ -53,7 +53,8 @@ def parse_expression(text, *, variables=("t",), where=None):
     if len(text) > _MAX_LENGTH:
         raise ExpressionError(f"expression longer than {_MAX_LENGTH} characters", where=where)
     try:
-        tree = ast.parse(text.strip(), mode="eval")
+        # `^` means power here, with power's precedence (Python's ^ binds looser than +)
+        tree = ast.parse(text.strip().replace("^", "**"), mode="eval")
     except SyntaxError as exc:
         raise ExpressionError(
             f"cannot parse expression {text!r}: {exc.msg}",

@@ -93,6 +93,11 @@ class Motion:
         orientations by spherical linear interpolation; ``t`` is clamped to the run.
         """
         b = self.part_index(part)
+        if self.nt == 1:
+            X = np.eye(4)
+            X[:3, :3] = quat_to_matrix(self.quaternion[0, b])
+            X[:3, 3] = self.position[0, b]
+            return X
         k, s, h = self._bracket(t)
         p0, p1 = self.position[k, b], self.position[k + 1, b]
         v0, v1 = self.velocity[k, b] * h, self.velocity[k + 1, b] * h

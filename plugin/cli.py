@@ -207,8 +207,15 @@ def cmd_inspect(args):
 COMMANDS = {"run": cmd_run, "check": cmd_check, "equations": cmd_equations, "inspect": cmd_inspect}
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None):
+    print(f"cadmotion: warning: {message}", file=sys.stderr)
+
+
 def main(argv=None):
     """Entry point of the ``cadmotion`` command; returns the process exit code."""
+    import warnings
+
+    warnings.showwarning = _show_warning
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -1,0 +1,88 @@
+"""Model files: the documented keys load in SI units; every mistake gives one clear message."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cadmotion.errors import CadmotionError, ModelFileError
+from cadmotion.importers import load
+from cadmotion.kernel import compile_model
+
+GOOD = """
+units = "mm"
+gravity = [0, -9.81, 0]
+[parts.ground]
+fixed = true
+[parts.crank]
+position = [0, 0, 0]
+orientation = [1, 0, 0, 0]
+mass = 1.0
+com = [50, 0, 0]
+inertia = [10, 830, 830]
+[[joints]]
+name = "crank_pivot"
+type = "revolute"
+parts = ["ground", "crank"]
+origin = [0, 0, 0]
+axis = [0, 0, 1]
+[[drivers]]
+joint = "crank_pivot"
+expression = "t**2"
+"""
+
+
+def write(tmp_path, text, name="m.cadmotion.toml"):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_documented_keys_load_in_si_units(tmp_path):
+    spec = load(write(tmp_path, GOOD))
+    crank = spec.part("crank")
+    assert crank.mass == 1.0
+    assert crank.com == pytest.approx((0.05, 0, 0))
+    assert np.diag(crank.inertia) == pytest.approx([1e-5, 8.3e-4, 8.3e-4])
+    assert spec.gravity == (0, -9.81, 0)
+    assert spec.joints[0].type == "revolute" and spec.joints[0].parts == ("ground", "crank")
+    assert spec.drivers[0].joint == "crank_pivot" and spec.drivers[0].coordinate == "angle"
+
+
+@pytest.mark.parametrize("edit,expected", [
+    (lambda s: s.replace('parts = ["ground", "crank"]', 'parts = ["ground", "crnk"]'), r"unknown part 'crnk'.*known parts"),
+    (lambda s: s.replace('type = "revolute"', 'type = "hinge"'), r"unknown joint type 'hinge'.*known types"),
+    (lambda s: s.replace('expression = "t**2"', 'expression = "__import__(\'os\').system(\'true\')"'), r"not allowed|unknown name"),
+    (lambda s: s.replace('expression = "t**2"', 'expression = "t**"'), r"cannot parse"),
+    (lambda s: s.replace('units = "mm"', 'units = "furlong"'), r"unknown length unit"),
+    (lambda s: s.replace('mass = 1.0', 'mass = -1.0'), r"`mass` must be positive"),
+    (lambda s: s.replace('axis = [0, 0, 1]', 'axis = [0, 0]'), r"`axis` must be a list of 3 numbers"),
+    (lambda s: s.replace('joint = "crank_pivot"', 'joint = "nope"'), r"unknown joint 'nope'"),
+    (lambda s: s + "\n[[joints]]\nname = \"x\"\ntype = \"revolute\"\nparts = [\"ground\", \"crank\"]\norigin = [0,0,0]\naxs = [0,0,1]\n",
+     r"unknown key\(s\) 'axs'"),
+    (lambda s: s.replace("[parts.crank]", "[parts.crank"), r"TOML syntax error.*line"),
+])
+def test_each_mistake_gives_one_message_naming_the_file_and_item(tmp_path, edit, expected):
+    path = write(tmp_path, edit(GOOD))
+    with pytest.raises(CadmotionError, match="(?s)" + expected) as info:
+        compile_model(load(path))
+    assert str(path) in str(info.value)
+
+
+def test_missing_file_and_unknown_suffix(tmp_path):
+    with pytest.raises(ModelFileError, match="no such model file"):
+        load(tmp_path / "absent.cadmotion.toml")
+    with pytest.raises(CadmotionError, match="unknown file type"):
+        load(write(tmp_path, "x", "model.yaml"))
+
+
+def test_joint_frame_is_attached_to_both_parts_at_the_initial_pose(tmp_path):
+    text = GOOD.replace("position = [0, 0, 0]\norientation = [1, 0, 0, 0]",
+                        "position = [10, 20, 30]\norientation = [0.7071067811865476, 0, 0, 0.7071067811865476]")
+    spec = load(write(tmp_path, text))
+    m_ground, m_crank = spec.joints[0].markers
+    # the crank's marker, taken through the crank's pose, lands on the ground's marker
+    R = np.array([[0, -1, 0], [1, 0, 0], [0, 0, 1.0]])
+    world = R @ np.array(m_crank.origin) + np.array([0.01, 0.02, 0.03])
+    np.testing.assert_allclose(world, m_ground.origin, atol=1e-15)
+    np.testing.assert_allclose(R @ np.array(m_crank.rotation), np.array(m_ground.rotation), atol=1e-15)

@@ -1,0 +1,181 @@
+"""Degrees of freedom from the Jacobian's rank, redundancy by joint, drivers, lock-up."""
+
+import numpy as np
+import pytest
+from scipy.optimize import least_squares
+from scipy.spatial.transform import Rotation
+
+from pathlib import Path
+
+from cadmotion.errors import AssemblyError, DrivingError, SingularityError
+from cadmotion.importers import load
+from cadmotion.kernel import compile_model, kinematics, mobility
+
+SAMPLES = Path(__file__).resolve().parents[2] / "samples"
+
+
+def test_planar_four_bar_in_3d_has_three_redundant_equations_and_one_dof():
+    model = compile_model(load(SAMPLES / "four_bar.cadmotion.toml"))
+    mob = mobility(model)
+    assert mob.dof == 1
+    assert mob.gruebler == -2  # 6·3 − 4·5: the spatial count says it cannot move
+    assert len(mob.redundant) == 3
+    assert set(mob.redundant_joints) <= {"A", "B", "C", "D"}
+    assert mob.dof_driven == 0
+
+
+def cardan(beta):
+    s2 = [np.cos(beta), np.sin(beta), 0.0]
+    return {
+        "parts": {"ground": {"fixed": True}, "shaft_in": {}, "shaft_out": {}},
+        "joints": [
+            {"name": "in", "type": "revolute", "parts": ["ground", "shaft_in"], "origin": [-1, 0, 0], "axis": [1, 0, 0]},
+            {"name": "out", "type": "revolute", "parts": ["ground", "shaft_out"],
+             "origin": [float(np.cos(beta)), float(np.sin(beta)), 0.0], "axis": s2},
+            {"name": "cross", "type": "universal", "parts": ["shaft_in", "shaft_out"], "origin": [0, 0, 0],
+             "axis": [0, 0, 1], "axis2": [float(-np.sin(beta)), float(np.cos(beta)), 0.0]},
+        ],
+        "drivers": [{"joint": "in", "expression": "t"}],
+    }
+
+
+def test_cardan_joint_output_angle_follows_tan_relation(build):
+    beta = 0.5
+    motion = kinematics(compile_model(build(cardan(beta))), t_end=2 * np.pi, steps=400)
+    t1 = motion.coordinate("in.angle")
+    expected = np.unwrap(np.arctan2(np.sin(t1) * np.cos(beta), np.cos(t1)))  # tan θ2 = cos β tan θ1
+    np.testing.assert_allclose(motion.coordinate("out.angle"), expected, atol=1e-9)
+
+
+def dh(theta, a, alpha):
+    T = np.eye(4)
+    T[:3, :3] = Rotation.from_euler("z", theta).as_matrix() @ Rotation.from_euler("x", alpha).as_matrix()
+    T[:3, 3] = Rotation.from_euler("z", theta).as_matrix() @ np.array([a, 0, 0])
+    return T
+
+
+def bennett_frames(a=0.3, alpha=0.5):
+    beta = np.arcsin(np.sin(alpha) * 0.5 / a)  # a/sin α = b/sin β with b = 0.5
+    lengths, twists = [a, 0.5, a, 0.5], [alpha, beta, alpha, beta]
+
+    def loop(th):
+        T = np.eye(4)
+        for k in range(4):
+            T = T @ dh(th[k], lengths[k], twists[k])
+        return np.r_[T[:3, 3], Rotation.from_matrix(T[:3, :3]).as_rotvec()]
+
+    sol = least_squares(lambda x: loop(np.r_[0.7, x]), x0=[1.0, -0.7, -1.0], xtol=1e-15, ftol=1e-15, gtol=1e-15)
+    th = np.r_[0.7, sol.x]
+    assert np.abs(loop(th)).max() < 1e-12  # the loop closes: a real Bennett configuration
+    frames, T = [], np.eye(4)
+    for k in range(4):
+        frames.append(T.copy())
+        T = T @ dh(th[k], lengths[k], twists[k])
+    return frames
+
+
+def test_bennett_linkage_is_mobile_although_grubler_says_it_is_not(build):
+    F = bennett_frames()
+    parts = ["ground", "l1", "l2", "l3"]
+    joints = []
+    for k in range(4):
+        joints.append({"name": f"J{k + 1}", "type": "revolute", "parts": [parts[k], parts[(k + 1) % 4]],
+                       "origin": F[k][:3, 3].tolist(), "axis": F[k][:3, 2].tolist()})
+    joints[0]["parts"] = ["ground", "l1"]
+    joints[3]["parts"] = ["l3", "ground"]
+    spec = build({"parts": {"ground": {"fixed": True}, "l1": {}, "l2": {}, "l3": {}}, "joints": joints,
+                  "drivers": [{"joint": "J1", "expression": "0.5*t"}]})
+    model = compile_model(spec)
+    mob = mobility(model)
+    assert mob.gruebler == -2
+    assert mob.dof == 1
+    motion = kinematics(model, t_end=2.0, steps=200)
+    assert motion.complete
+    # the linkage really moves: every link turns
+    for name in ("l1", "l2", "l3"):
+        q = motion.quaternion[:, motion.part_index(name)]
+        assert 2 * np.arccos(min(1.0, abs(np.dot(q[0], q[-1])))) > 0.1
+
+
+def test_under_driven_mechanism_is_refused_with_its_free_dof(build):
+    data = cardan(0.5)
+    data["drivers"] = []
+    with pytest.raises(DrivingError, match="1 degree"):
+        kinematics(compile_model(build(data)), t_end=1, steps=10)
+
+
+def test_conflicting_joints_cannot_assemble_and_are_named(build):
+    data = {
+        "parts": {"ground": {"fixed": True}, "bar": {}},
+        "joints": [
+            {"name": "p1", "type": "revolute", "parts": ["ground", "bar"], "origin": [0, 0, 0], "axis": [0, 0, 1]},
+            {"name": "p2", "type": "distance", "parts": ["ground", "bar"], "points": [[1, 0, 0], [0.2, 0, 0]],
+             "length": 2.0},
+        ],
+        "drivers": [{"joint": "p1", "expression": "t"}],
+    }
+    with pytest.raises(AssemblyError, match="p2"):
+        kinematics(compile_model(build(data)), t_end=1, steps=10)
+
+
+def test_parts_slightly_off_their_joints_are_pulled_on_with_little_change(build):
+    # markers are fixed in the parts; then the output shaft is displaced by 2.4 mm,
+    # as CAD files with per-part joint frames often leave it
+    from dataclasses import replace
+
+    from cadmotion.kernel import assemble
+
+    spec = build(cardan(0.3))
+    offset = np.array([0.002, -0.001, 0.001])
+    parts = tuple(replace(p, position=tuple(np.add(p.position, offset))) if p.name == "shaft_out" else p
+                  for p in spec.parts)
+    model = compile_model(replace(spec, parts=parts))
+    result = assemble(model)
+    assert result.success and result.residual < 1e-10
+    assert 0.5 * np.linalg.norm(offset) < result.moved["shaft_out"] < 1.5 * np.linalg.norm(offset)
+    assert result.moved["shaft_in"] < 1e-12  # nothing asks the input shaft to move
+    motion = kinematics(model, t_end=1, steps=10)
+    assert motion.complete
+
+
+def test_driving_the_rocker_past_its_extreme_reports_lockup_at_the_toggle_time():
+    # Drive the four-bar's rocker joint D at 1 rad/s: the rocker's extreme is where
+    # crank and coupler are collinear, |C − A| = a + b, so the motion must stop there.
+    spec = load(SAMPLES / "four_bar.cadmotion.toml")
+    from dataclasses import replace
+
+    from cadmotion.kernel.spec import DriverSpec, TimeFunctionSpec
+
+    spec = replace(spec, drivers=(DriverSpec("rocker", TimeFunctionSpec("t"), joint="D"),))
+    a, b, c, d = 0.1, 0.3, 0.25, 0.3
+    C0 = np.array([0.26150623, 0.24701868])
+    phi0 = np.arctan2(C0[1], C0[0] - d)
+    # C on circle |C−A| = a+b and |C−D| = c: angle at D by the cosine rule
+    cosang = (c**2 + d**2 - (a + b) ** 2) / (2 * c * d)
+    phi_ext = np.pi - np.arccos(cosang)  # angle of C − D measured from +x
+    t_star = -(phi_ext - phi0)  # D measures ground relative to the rocker: opposite sign
+    assert t_star > 0
+    motion = kinematics(compile_model(spec), t_end=1.0, steps=1000)
+    assert not motion.complete
+    stop = [e for e in motion.events if e.kind in ("lockup", "singular")]
+    assert stop, motion.events
+    assert t_star - 0.01 <= stop[0].time <= t_star + 0.002
+
+
+def test_euler_313_angles_are_refused_at_their_singularity():
+    model = compile_model(load(SAMPLES / "slider_crank.cadmotion.toml"), parametrization="euler-313")
+    with pytest.raises(SingularityError, match="crank"):
+        kinematics(model, t_end=1, steps=10)
+
+
+def test_euler_313_angles_solve_the_same_motion_away_from_the_singularity(build):
+    # a single revolute about a tilted axis, parts tilted so θ stays away from 0
+    q = Rotation.from_euler("x", 0.8).as_quat()  # x, y, z, w
+    data = {"parts": {"g": {"fixed": True}, "b": {"orientation": [q[3], q[0], q[1], q[2]]}},
+            "joints": [{"name": "h", "type": "revolute", "parts": ["g", "b"], "origin": [0, 0, 0], "axis": [0, 1, 0]}],
+            "drivers": [{"joint": "h", "expression": "0.3*sin(t)"}]}
+    a = kinematics(compile_model(build(data)), t_end=1, steps=20)
+    b = kinematics(compile_model(build(data), parametrization="euler-313"), t_end=1, steps=20)
+    np.testing.assert_allclose(np.abs(np.einsum("ki,ki->k", a.quaternion[:, 1], b.quaternion[:, 1])), 1, atol=1e-12)
+    np.testing.assert_allclose(a.angular_velocity, b.angular_velocity, atol=1e-9)
+    np.testing.assert_allclose(a.angular_acceleration, b.angular_acceleration, atol=1e-8)
