@@ -1,0 +1,188 @@
+"""What the animation writers (glTF, HTML) draw: distinct meshes, parts and keyframes.
+
+:func:`build_scene` reads a :class:`~cadmotion.kernel.motion.Motion` and the
+:class:`~cadmotion.kernel.spec.MechanismSpec` it carries (``motion.spec``) and returns a
+:class:`Scene`. Parts are matched to the spec by name; a part with no shape (model
+files without CAD, or ``motion.spec`` is None) gets a placeholder cube at its centre of
+mass, of edge ``PLACEHOLDER_FRACTION`` of the scene size. Colours are sRGB(A) in 0..1;
+parts without a colour take one from :data:`PALETTE` by part index.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import List, Tuple
+
+import numpy as np
+
+from ...kernel.motion import quat_to_matrix
+from .tessellate import MeshCache, box_mesh
+
+__all__ = ["Scene", "build_scene", "PALETTE", "continuous_quaternions", "srgb_to_linear"]
+
+#: colours (sRGB) for parts without one: muted, distinguishable
+PALETTE = (
+    (0.60, 0.64, 0.70), (0.84, 0.55, 0.27), (0.35, 0.55, 0.75), (0.45, 0.66, 0.42),
+    (0.78, 0.40, 0.40), (0.62, 0.50, 0.74), (0.80, 0.72, 0.38), (0.40, 0.68, 0.70),
+)
+PLACEHOLDER_FRACTION = 0.04
+
+
+@dataclass(frozen=True)
+class Scene:
+    """Meshes, parts and keyframes of one motion.
+
+    Attributes
+    ----------
+    name : mechanism name
+    meshes : distinct meshes (part frames), list of :class:`Mesh`
+    part_names : list, length nb, ``motion.parts`` order
+    part_mesh : ndarray, shape (nb,), int, index into ``meshes``
+    part_color : list of (r, g, b, a) sRGB in 0..1, length nb
+    animated : ndarray, shape (nb,), bool; False when the part's pose never changes
+    time : ndarray, shape (nt,), s
+    position : ndarray, shape (nt, nb, 3), m, assembly frame (Z up)
+    quaternion : ndarray, shape (nt, nb, 4), (w, x, y, z), sign-continuous in time
+    complete, message : from the motion (``complete`` may be overridden)
+    """
+
+    name: str
+    meshes: list
+    part_names: List[str]
+    part_mesh: np.ndarray
+    part_color: List[Tuple[float, float, float, float]]
+    animated: np.ndarray
+    time: np.ndarray
+    position: np.ndarray
+    quaternion: np.ndarray
+    complete: bool
+    message: str
+
+    def bounds(self):
+        """(centre, radius) of a sphere holding every part at every frame, m."""
+        lo = np.full(3, np.inf)
+        hi = np.full(3, -np.inf)
+        for b, m in enumerate(self.part_mesh):
+            mlo, mhi = self.meshes[m].bounds
+            c = 0.5 * (mlo.astype(float) + mhi.astype(float))
+            r = 0.5 * float(np.linalg.norm(mhi.astype(float) - mlo.astype(float)))
+            R = quat_to_matrix(self.quaternion[:, b])            # (nt, 3, 3)
+            centres = self.position[:, b] + R @ c
+            lo = np.minimum(lo, centres.min(axis=0) - r)
+            hi = np.maximum(hi, centres.max(axis=0) + r)
+        if not np.isfinite(lo).all():
+            return np.zeros(3), 1.0
+        return 0.5 * (lo + hi), max(0.5 * float(np.linalg.norm(hi - lo)), 1e-6)
+
+
+def continuous_quaternions(q):
+    """Flip signs of q[k] so that consecutive quaternions are in the same hemisphere.
+
+    q : ndarray, shape (nt, ..., 4). Linear (and spherical) interpolation between
+    keyframes then takes the short way round.
+    """
+    q = np.array(q, float, copy=True)
+    if len(q) < 2:
+        return q
+    dots = np.einsum("k...i,k...i->k...", q[1:], q[:-1])
+    flips = np.cumprod(np.where(dots < 0.0, -1.0, 1.0), axis=0)
+    q[1:] *= flips[..., None]
+    return q
+
+
+def srgb_to_linear(c):
+    """sRGB component(s) in 0..1 to linear light (IEC 61966-2-1)."""
+    c = np.asarray(c, float)
+    return np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
+
+
+def _rgba(color, index):
+    if color is None:
+        color = PALETTE[index % len(PALETTE)]
+    c = [min(max(float(x), 0.0), 1.0) for x in color]
+    if len(c) == 3:
+        c.append(1.0)
+    if len(c) != 4:
+        raise ValueError(f"colour {color!r} is not (r, g, b) or (r, g, b, a)")
+    return tuple(c)
+
+
+def part_specs(motion):
+    spec = getattr(motion, "spec", None)
+    if spec is None:
+        return {}
+    return {p.name: p for p in getattr(spec, "parts", ())}
+
+
+def build_scene(motion, *, cache=None, complete=None):
+    """Collect meshes (one per distinct shape), colours and keyframes of ``motion``.
+
+    Parameters
+    ----------
+    motion : Motion with at least one frame
+    cache : MeshCache to share tessellations between writers; a new one by default
+    complete : overrides ``motion.complete``
+
+    Warns
+    -----
+    UserWarning once, naming the parts drawn as placeholder boxes.
+    """
+    cache = MeshCache() if cache is None else cache
+    specs = part_specs(motion)
+    nb = len(motion.parts)
+    position = np.asarray(motion.position, float).reshape(motion.nt, nb, 3)
+    quaternion = np.asarray(motion.quaternion, float).reshape(motion.nt, nb, 4)
+    norm = np.linalg.norm(quaternion, axis=-1, keepdims=True)
+    quaternion = continuous_quaternions(np.divide(quaternion, norm, out=np.zeros_like(quaternion),
+                                                  where=norm > 0))
+
+    meshes, mesh_index, part_mesh, missing = [], {}, [], []
+    for b, name in enumerate(motion.parts):
+        ps = specs.get(name)
+        mesh = cache.get(ps.shape) if ps is not None and ps.shape is not None else None
+        if mesh is None:
+            missing.append(b)
+            part_mesh.append(-1)
+            continue
+        key = id(mesh)
+        if key not in mesh_index:
+            mesh_index[key] = len(meshes)
+            meshes.append(mesh)
+        part_mesh.append(mesh_index[key])
+
+    if missing:
+        # placeholder size from the scene: part origins over the run and the real meshes
+        pts = [position.reshape(-1, 3)]
+        for m in meshes:
+            pts.extend(m.bounds)
+        pts = np.vstack([np.atleast_2d(p) for p in pts])
+        extent = float(np.linalg.norm(np.ptp(pts, axis=0))) if len(pts) else 0.0
+        size = float(np.clip(PLACEHOLDER_FRACTION * extent, 1e-3, 0.05)) if extent > 0 else 0.01
+        boxes = {}
+        for b in missing:
+            ps = specs.get(motion.parts[b])
+            com = tuple(float(x) for x in (ps.com if ps is not None else (0.0, 0.0, 0.0)))
+            if com not in boxes:
+                boxes[com] = len(meshes)
+                meshes.append(box_mesh(com, size))
+            part_mesh[b] = boxes[com]
+        names = ", ".join(motion.parts[b] for b in missing[:10]) + (" ..." if len(missing) > 10 else "")
+        warnings.warn(f"{len(missing)} part(s) without CAD geometry drawn as boxes: {names}",
+                      stacklevel=3)
+
+    colors = [_rgba(specs[n].color if n in specs else None, b) for b, n in enumerate(motion.parts)]
+    if motion.nt > 0:
+        animated = ~(np.all(position == position[:1], axis=(0, 2))
+                     & np.all(quaternion == quaternion[:1], axis=(0, 2)))
+    else:
+        animated = np.zeros(nb, bool)
+    spec = getattr(motion, "spec", None)
+    return Scene(
+        name=str(getattr(spec, "name", "") or "mechanism"),
+        meshes=meshes, part_names=list(motion.parts), part_mesh=np.array(part_mesh, int),
+        part_color=colors, animated=animated, time=np.asarray(motion.time, float),
+        position=position, quaternion=quaternion,
+        complete=bool(motion.complete if complete is None else complete),
+        message=str(motion.message or ""),
+    )
