@@ -62,8 +62,10 @@ def _sparse(J, rtol):
     nc, nq = J.shape
     A = (J @ J.T).tocsc()
     scale = float(abs(A).max()) or 1.0
-    tol = (rtol**2) * scale * 1e2
-    shift = 1e-3 * tol
+    # eigenvalues of J Jᵀ are σ², computed to about eps·‖A‖: σ below ~3e-7·σ_max counts as
+    # zero (exact redundancy gives ~1e-8 or less), the σ of long regular chains stay above
+    tol = 1e-13 * scale
+    shift = 1e-10 * scale  # shift-invert about −shift: exact zeros come out first, A + shift·I factorises
     k = min(12, nc - 1)
     while True:
         vals, vecs = eigsh(A, k=k, sigma=-shift, which="LM")

@@ -98,8 +98,14 @@ def mobility(model, q=None, t=0.0, angles=None):
     )
 
 
-def assemble(model, q=None, t=0.0, angles=None, *, tol=1e-10, max_iter=50):
+def assemble(model, q=None, t=0.0, angles=None, *, tol=1e-10, max_iter=50, inconsistency_tol=1e-2):
     """Pull the parts onto their joints with the least change of the given pose.
+
+    Minimum-norm Gauss–Newton steps on the independent equations (redundant ones are
+    dropped, as the rank of Φq at each iterate says). CAD data often makes redundant
+    equations slightly inconsistent (a planar linkage whose joint frames are 1 mm out of
+    plane); those are reported in ``message`` and left unenforced when their violation
+    stays below ``inconsistency_tol`` (m or rad), else the assembly fails naming them.
 
     Returns an :class:`AssemblyResult`; raises nothing (callers decide).
     """
@@ -110,49 +116,71 @@ def assemble(model, q=None, t=0.0, angles=None, *, tol=1e-10, max_iter=50):
     res = np.inf
     it = 0
     best = (np.inf, q.copy())
+    rows = np.arange(model.nc)
     for it in range(1, max_iter + 1):
         phi = system.phi(q, t, angles)
-        res = float(np.max(np.abs(phi))) if phi.size else 0.0
+        J = system.jacobian_auto(q, t, angles)
+        rows = rank_info(J, rtol=1e-8).independent
+        res = float(np.max(np.abs(phi[rows]))) if rows.size else 0.0
         if res < best[0]:
             best = (res, q.copy())
         if res < tol:
             break
-        J = system.jacobian_auto(q, t, angles)
-        info = rank_info(J, rtol=1e-8)
-        step = RowSolver(J, info.independent).solve(-phi)
+        step = RowSolver(J, rows).solve(-phi)
         # damp steps that grow the residual (a pose far from any assembly)
         alpha = 1.0
         for _ in range(8):
             trial = q + alpha * step
-            r_trial = np.max(np.abs(system.phi(trial, t, angles)))
+            r_trial = np.max(np.abs(system.phi(trial, t, angles)[rows]))
             if r_trial < res or alpha < 0.05:
                 break
             alpha *= 0.5
         q = trial
     else:
-        phi = system.phi(q, t, angles)
-        res = float(np.max(np.abs(phi)))
         if res > best[0]:
-            q = best[1]
-            res = best[0]
+            q, res = best[1], best[0]
     pos0, _ = model.body_coordinates(q_start)
     pos1, _ = model.body_coordinates(q)
     moved = {model.body_names[b]: float(np.linalg.norm(pos1[b] - pos0[b])) for b in range(model.nb) if not model.body_fixed[b]}
-    if res < tol * 10:
-        system.accept(q, angles)
-        return AssemblyResult(q, True, res, it, moved)
     phi = system.phi(q, t, angles)
-    worst = np.argsort(-np.abs(phi))
-    conflicts = []
-    for r in worst:
-        if abs(phi[r]) < 1e-6 * max(1.0, abs(phi[worst[0]])) or len(conflicts) >= 6:
-            break
-        name = model.row_labels[r][0]
-        if name not in conflicts:
-            conflicts.append(name)
-    msg = (f"the parts cannot be placed so that every joint holds (largest residual {res:.3g}); "
+    full = float(np.max(np.abs(phi))) if phi.size else 0.0
+    if res < tol * 10 and full < inconsistency_tol:
+        system.accept(q, angles)
+        message = ""
+        if full > tol * 10:
+            names = _worst_items(model, phi)
+            message = (f"redundant equations of {', '.join(names)} are violated by {full:.3g} "
+                       "(the joint data is slightly inconsistent); they are not enforced")
+        return AssemblyResult(q, True, res, it, moved, [], message)
+    conflicts = _conflicting_items(model, system, q, t, angles)
+    msg = (f"the parts cannot be placed so that every joint holds (largest residual {max(res, full):.3g}); "
            f"conflicting: {', '.join(conflicts)}")
-    return AssemblyResult(q, False, res, it, moved, conflicts, msg)
+    return AssemblyResult(q, False, max(res, full), it, moved, conflicts, msg)
+
+
+def _conflicting_items(model, system, q, t, angles):
+    """Joints in conflict: those left with a residual by a least-squares fit of *all* equations.
+
+    Solving the independent rows exactly pins the whole conflict on the dropped rows; a
+    least-squares fit spreads it over every equation that takes part in the conflict.
+    """
+    from scipy.optimize import least_squares
+
+    fit = least_squares(lambda x: system.phi(x, t, angles), q, jac=lambda x: system.jacobian_auto(x, t, angles),
+                        method="trf", max_nfev=50, xtol=1e-12, ftol=1e-12)
+    return _worst_items(model, fit.fun, rel=1e-3)
+
+
+def _worst_items(model, phi, limit=6, rel=1e-6):
+    """Names of the joints/drivers with the largest residuals, largest first."""
+    worst = np.argsort(-np.abs(phi))
+    names = []
+    for r in worst:
+        if abs(phi[r]) < rel * max(1.0, abs(phi[worst[0]])) or len(names) >= limit:
+            break
+        if model.row_labels[r][0] not in names:
+            names.append(model.row_labels[r][0])
+    return names
 
 
 def _quantities(model, q, qd, qdd):
@@ -227,6 +255,7 @@ def kinematics(model, t_end=1.0, steps=100, *, t_start=0.0, times=None, tol=1e-1
         raise AssemblyError(asm.message, where=model.spec.source or None,
                             hint="check the joint frames of the conflicting joints, or move the parts closer to an assembled pose")
     q = asm.q
+    events = [Event("assembly", float(times[0]), asm.message)] if asm.message else []
     J = system.jacobian_auto(q, times[0], angles)
     info = rank_info(J)
     if info.dof > 0:
@@ -243,7 +272,6 @@ def kinematics(model, t_end=1.0, steps=100, *, t_start=0.0, times=None, tol=1e-1
     Q = np.zeros((nt, nq))
     Qd = np.zeros((nt, nq))
     Qdd = np.zeros((nt, nq))
-    events = []
     qd = solver.solve(-system.phit(q, times[0], angles))
     qdd = solver.solve(system.gamma(q, qd, times[0], angles))
     Q[0], Qd[0], Qdd[0] = q, qd, qdd
@@ -257,19 +285,24 @@ def kinematics(model, t_end=1.0, steps=100, *, t_start=0.0, times=None, tol=1e-1
         q_pred = q + h * qd + 0.5 * h * h * qdd
         q_new = q_pred.copy()
         converged = False
-        refreshed = False
+        fresh = False  # is the factorisation taken at the current iterate?
         prev_norm = np.inf
         for it in range(max_iter):
             phi = system.phi(q_new, t, angles)
-            norm = float(np.max(np.abs(phi))) if phi.size else 0.0
+            norm = float(np.max(np.abs(phi[info.independent]))) if phi.size else 0.0
             if not np.isfinite(norm):
                 break
             if norm < tol:
                 converged = True
                 break
-            if norm > 0.5 * prev_norm and not refreshed and it > 0:
+            if it > 0 and norm > 0.25 * prev_norm:
+                if fresh:  # even a full Newton step did not reduce Φ: no solution nearby
+                    break
+                # chord iteration too slow: refactorise here (full Newton from now on if needed)
                 solver = RowSolver(system.jacobian_auto(q_new, t, angles), info.independent)
-                refreshed = True
+                fresh = True
+            else:
+                fresh = False
             prev_norm = norm
             q_new = q_new - solver.solve(phi)
         if not converged:

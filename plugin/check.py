@@ -77,6 +77,8 @@ class CheckReport:
             moved = {k: v for k, v in a.get("moved", {}).items() if v > 1e-9}
             if moved:
                 lines.append("  moved to assemble: " + ", ".join(f"{k} {v:.3g} m" for k, v in moved.items()))
+            if a.get("success") and a.get("message"):
+                lines.append(f"  note: {a['message']}")
             if a.get("conflicts"):
                 lines.append("  conflicting joints: " + ", ".join(a["conflicts"]))
         if self.motion:

@@ -1,0 +1,103 @@
+"""Kinematics benchmarks: prints figures (medians of repeats), asserts nothing.
+
+    python benchmarks/kinematics.py            # all
+    python benchmarks/kinematics.py --quick    # smaller N list, one repeat
+
+1. Slider-crank (samples/slider_crank.cadmotion.toml), 1,000 output frames: position,
+   velocity and acceleration; wall time after compile (goal: < 0.5 s).
+2. Planar closed loop of N revolute-jointed links (a regular N-gon, link 0 fixed),
+   N − 3 joints driven (all but three a third of the loop apart): time per frame against N (goal: about linear).
+3. Compile time of an N-joint model, cold (first in process) and warm.
+"""
+
+import argparse
+import math
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def closed_loop(N):
+    from cadmotion.importers.modelfile import parse_model
+
+    P = np.zeros((N + 1, 2))
+    for k in range(N):
+        a = -2 * math.pi * k / N
+        P[k + 1] = P[k] + [math.cos(a), math.sin(a)]
+    parts = {"link0": {"fixed": True}}
+    parts.update({f"link{k}": {"position": [float(P[k, 0]), float(P[k, 1]), 0.0]} for k in range(1, N)})
+    joints = [{"name": f"j{k}", "type": "revolute", "parts": [f"link{(k - 1) % N}", f"link{k}"],
+               "origin": [float(P[k, 0]), float(P[k, 1]), 0.0], "axis": [0, 0, 1]} for k in range(N)]
+    # the three undriven joints sit a third of the loop apart, so the three rigid arcs between
+    # them close like a well-shaped triangle (adjacent free joints would form a nearly straight,
+    # nearly singular dyad); small drive amplitudes keep the loop closable
+    free = {0, N // 3, 2 * N // 3}
+    amp = 0.3 / N
+    drivers = [{"joint": f"j{k}", "expression": f"{amp}*(sin(t + {k % 7}) - sin({k % 7}))"}
+               for k in range(N) if k not in free]
+    return parse_model({"parts": parts, "joints": joints, "drivers": drivers}, source=f"<closed loop N={N}>")
+
+
+def median_time(fn, repeat):
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    args = ap.parse_args()
+    repeat = 1 if args.quick else 3
+    from cadmotion.importers import load
+    from cadmotion.kernel import compile_model, kinematics
+    from cadmotion.kernel.symbolic.codegen import default_backend
+
+    print(f"backend: {default_backend()}")
+    model = compile_model(load(ROOT / "samples" / "slider_crank.cadmotion.toml"))
+    kinematics(model, t_end=2.0, steps=10)  # warm-up (numba compile or cache load)
+    wall, motion = median_time(lambda: kinematics(model, t_end=2.0, steps=1000), repeat)
+    th = motion.time**2
+    x = 0.1 * np.cos(th) + np.sqrt(0.09 - (0.1 * np.sin(th)) ** 2)
+    err = np.abs(motion.position[:, motion.part_index("slider"), 0] - x).max()
+    print(f"slider-crank, 1000 frames: {wall:.3f} s (median of {repeat}), max slider error {err:.1e} m")
+
+    Ns = [10, 30, 100, 300] if args.quick else [10, 30, 100, 300, 1000]
+    print("closed loop of N links, N-3 joints driven, 20 frames:")
+    print(f"{'N':>6} {'nq':>7} {'compile s':>10} {'ms/frame':>9} {'us/frame/link':>14} {'max gap m':>10}")
+    for N in Ns:
+        spec = closed_loop(N)
+        t0 = time.perf_counter()
+        m = compile_model(spec)
+        t_compile = time.perf_counter() - t0
+        kinematics(m, t_end=0.1, steps=1)
+        wall, mo = median_time(lambda: kinematics(m, t_end=1.0, steps=20), repeat)
+        if not mo.complete:
+            print(f"{N:>6} stopped: {mo.message}")
+            continue
+        per_frame = wall / 21
+        # joint gap: both markers of every joint coincide (check through the kernel's own Φ is not independent;
+        # use positions: link k's frame origin is vertex k, which must equal link k-1's far end)
+        from cadmotion.kernel.motion import quat_to_matrix
+
+        gaps = []
+        for k in range(1, N):
+            a, b = mo.part_index(f"link{k - 1}"), mo.part_index(f"link{k}")
+            R = quat_to_matrix(mo.quaternion[-1, a])
+            ang = -2 * math.pi * (k - 1) / N
+            end = mo.position[-1, a] + R @ np.array([math.cos(ang), math.sin(ang), 0.0])
+            gaps.append(np.linalg.norm(end - mo.position[-1, b]))
+        print(f"{N:>6} {m.nq:>7} {t_compile:>10.3f} {1e3 * per_frame:>9.2f} {1e6 * per_frame / N:>14.1f} {max(gaps):>10.1e}")
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,971 @@
+"""Read FreeCAD 1.x Assembly-workbench documents (``.FCStd``) without FreeCAD.
+
+An ``.FCStd`` file is a zip archive: ``Document.xml`` lists the objects and their
+properties, and each shape is stored as an OpenCASCADE BRep text file
+(``<Object>.Shape.brp``).  This module reads the zip defensively (no path traversal, no
+zip bombs, no XML entity tricks), interprets the Assembly workbench's objects and
+returns a :class:`~cadmotion.kernel.spec.MechanismSpec` in SI units.
+
+What is read
+------------
+* **The assembly**: the first ``Assembly::AssemblyObject`` that no other assembly
+  contains (or the one named by ``assembly=``).  Its frame is cadmotion's world frame.
+* **Parts**: the objects in the assembly's ``Group`` that carry a shape:
+  ``Part::*`` features, ``PartDesign::Body``, ``App::Part`` containers, nested
+  assemblies (taken as rigid) and ``App::Link`` to any of those.  Objects inside
+  ``App::DocumentObjectGroup`` folders are included.  A part is named by its ``Label``
+  (what FreeCAD shows in the tree) unless two parts share a label, in which case the
+  internal ``Name`` is used; the internal name path is kept in ``PartSpec.path``.
+* **The part frame is the object's** ``Placement`` **property** (mm and a quaternion in
+  Document.xml), which is what FreeCAD shows and what its solver moves.  The ``.brp``
+  file stores the shape *with* its location (the same placement, relative to the
+  containing object), so the shape in the part frame is
+  ``X_WP⁻¹ · brp_shape``.  For an ``App::Link`` the part frame is the link's own
+  ``Placement`` and the shape is the linked object's shape in the linked object's frame
+  (``LinkTransform = true`` keeps the linked object's placement on top).
+* **Joints** (objects of the assembly's ``Assembly::JointGroup`` whose ``Proxy`` is
+  ``JointObject.Joint``): ``Reference1/2`` name the moving part and the element
+  (``"Crank.Edge10"``, ``"Link.Body.Face3"``), ``Placement1/2`` are the joint
+  coordinate systems (JCS) relative to the object holding the element, with the
+  attachment ``Offset1/2`` already applied, exactly what FreeCAD passes to
+  OndselSolver.  The marker on the part is ``X_PM = X_P,holder · Placement1`` (identity
+  ``X_P,holder`` when the element belongs to the part object itself).
+* ``GroundedJoint`` objects (``ObjectToGround``) make their part ``fixed``.  A reference
+  to the assembly's ``Origin`` or to a root-level datum attaches the joint to a fixed
+  part named after the assembly (FreeCAD grounds those too).
+
+Joint types (FreeCAD -> cadmotion)
+----------------------------------
+``Fixed`` -> fixed, ``Revolute`` -> revolute, ``Cylindrical`` -> cylindrical,
+``Slider`` -> prismatic, ``Ball`` -> spherical, ``Parallel``, ``Perpendicular``,
+``Angle`` (``Angle`` property, degrees; 0 becomes parallel), ``Distance`` (by the kind
+of the two elements, as FreeCAD's solver does: point-point -> distance or spherical,
+plane-plane -> planar with the offset, point-plane/point-curve -> point-on-plane,
+point-line at 0 -> point-on-line; other pairs raise :class:`CadImportError`).
+``Gears``, ``Belt``, ``RackPinion`` and ``Screw`` are lowered the way FreeCAD lowers
+them onto OndselSolver (``GearJoint`` with radii ``Distance``/``Distance2``, a negative
+second radius for a belt, ``RackPinionJoint`` with the pitch radius ``Distance``,
+``ScrewJoint`` with the pitch ``Distance``) and then expressed as cadmotion couplers by
+:func:`cadmotion.importers.asmt.ondsel_coupler`.
+
+Markers are normalised as in the ``.asmt`` reader: a marker J whose z axis faces
+marker I's is turned half a turn about its x axis (FreeCAD often saves revolute JCS that
+way; the constraint is the same), and the frames are made to coincide at the initial pose
+by turning marker J about z and moving it along the axis
+(:func:`cadmotion.importers.asmt.zero_joint_coordinates`), so every joint coordinate
+starts at zero.  The world position and axis of marker I are FreeCAD's JCS 1.
+
+Limits: ``EnableLengthMin/Max`` with ``LengthMin/Max`` (mm) become ``disp`` limits of
+sliders and cylindrical joints, ``EnableAngleMin/Max`` with ``AngleMin/Max`` (degrees)
+``angle`` limits of revolute and cylindrical joints (a missing side is ±inf), shifted
+to the coordinates that start at zero.
+
+Deactivated joints (``Activated = false`` in FreeCAD 1.0, ``Suppressed = true`` later)
+are skipped with a :class:`UserWarning` that names them, unless
+``include_deactivated=True``.  Parts that no included joint connects to a grounded part
+are not moved by FreeCAD; by default (``unconnected="fix"``) they become fixed, again
+with a warning; ``unconnected="free"`` leaves them free.
+
+When the saved pose does not satisfy a joint (FreeCAD's solver drops constraints it
+finds redundant and can leave, e.g., revolute axes 0.02 rad apart when the geometry does
+not close), a :class:`UserWarning` names the joints and the size of the violation.
+
+Units: FreeCAD stores mm and degrees; everything is converted to m and rad.  Shapes are
+scaled to metres too.  Mass properties use ``density`` (kg/m³, default 1000, or a
+material name, or a mapping part name -> density or material name).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import posixpath
+import re
+import tempfile
+import warnings
+import xml.etree.ElementTree as ET
+import zipfile
+from dataclasses import dataclass, field, replace
+from typing import Dict, Optional
+
+import numpy as np
+
+from ..errors import CadImportError
+from ..kernel.spec import Frame, JointSpec, MechanismSpec, PartSpec
+from .asmt import (align_axes, joint_violations, matrix_to_quaternion, ondsel_coupler,
+                   zero_joint_coordinates)
+
+__all__ = ["read_fcstd", "FREECAD_JOINT_TYPES", "MAX_MEMBER_BYTES", "MAX_TOTAL_BYTES",
+           "MAX_COMPRESSION_RATIO"]
+
+MM = 1e-3
+MAX_MEMBER_BYTES = 512 * 2**20     #: largest single member accepted, bytes
+MAX_TOTAL_BYTES = 2 * 2**30        #: largest total uncompressed size, bytes
+MAX_MEMBERS = 200_000              #: most members in the archive
+MAX_COMPRESSION_RATIO = 200.0      #: uncompressed/compressed above this is a zip bomb ...
+_RATIO_MIN_BYTES = 2**20           #: ... for members of at least this size
+
+#: The order of FreeCAD 1.0's ``JointType`` enumeration (used when a file stores the
+#: index without the list of names).
+_DEFAULT_JOINT_ENUM = ("Fixed", "Revolute", "Cylindrical", "Slider", "Ball", "Distance",
+                       "Parallel", "Perpendicular", "Angle", "RackPinion", "Screw", "Gears",
+                       "Belt")
+
+#: FreeCAD joint type -> cadmotion joint type (``Distance`` and couplers depend on data).
+FREECAD_JOINT_TYPES = {
+    "Fixed": "fixed", "Revolute": "revolute", "Cylindrical": "cylindrical",
+    "Slider": "prismatic", "Ball": "spherical", "Parallel": "parallel",
+    "Perpendicular": "perpendicular", "Angle": "angle", "Distance": "distance",
+    "Gears": "gear", "Belt": "belt", "RackPinion": "rack-and-pinion",
+    "Screw": "rack-and-pinion",
+}
+
+_GROUP_TYPES = {"App::DocumentObjectGroup", "App::DocumentObjectGroupPython"}
+_SKIP_TYPES = {"Assembly::JointGroup", "Assembly::ViewGroup", "Assembly::BomGroup",
+               "Assembly::SimulationGroup", "App::Origin", "Spreadsheet::Sheet",
+               "App::TextDocument", "App::VarSet"}
+_DATUM_TYPES = {"App::Origin", "App::Line", "App::Plane", "App::Point", "App::LocalCoordinateSystem",
+                "App::DatumElement", "PartDesign::Plane", "PartDesign::Line", "PartDesign::Point",
+                "PartDesign::CoordinateSystem", "Part::DatumPlane", "Part::DatumLine",
+                "Part::DatumPoint"}
+_BODY_SUBOBJECT = re.compile(
+    r"^(Sketcher::|PartDesign::(Plane|Line|Point|CoordinateSystem)"
+    r"|App::(Line|Plane|Point|Origin|LocalCoordinateSystem))")
+
+
+# --------------------------------------------------------------------------------------
+# the zip archive
+# --------------------------------------------------------------------------------------
+def _safe_member_name(name):
+    if not name or "\x00" in name or name.startswith(("/", "\\")) or "\\" in name:
+        return False
+    if re.match(r"^[A-Za-z]:", name):
+        return False
+    parts = name.split("/")
+    return ".." not in parts and posixpath.normpath(name) == name.rstrip("/")
+
+
+class _Archive:
+    """A checked FCStd zip: names, sizes and ratios are validated before anything is read."""
+
+    def __init__(self, path):
+        self.path = os.fspath(path)
+        self.name = os.path.basename(self.path)
+        try:
+            self.zip = zipfile.ZipFile(self.path)
+        except FileNotFoundError:
+            raise CadImportError("no such file", where=self.path) from None
+        except (zipfile.BadZipFile, OSError) as exc:
+            raise CadImportError(f"not a readable FCStd (zip) file: {exc}", where=self.path,
+                                 hint="an .FCStd file is a zip archive written by FreeCAD") from None
+        infos = self.zip.infolist()
+        if len(infos) > MAX_MEMBERS:
+            raise CadImportError(f"the archive has {len(infos)} members; more than {MAX_MEMBERS} "
+                                 "is refused", where=self.path)
+        total = 0
+        self.members = {}
+        for info in infos:
+            where = f"{self.path}: member {info.filename!r}"
+            if not _safe_member_name(info.filename):
+                raise CadImportError("unsafe member name (absolute path or '..')", where=where,
+                                     hint="the file may be malicious; FreeCAD never writes such names")
+            if info.file_size > MAX_MEMBER_BYTES:
+                raise CadImportError(f"the member would unpack to {info.file_size} bytes "
+                                     f"(limit {MAX_MEMBER_BYTES})", where=where)
+            if info.file_size >= _RATIO_MIN_BYTES and \
+                    info.file_size > MAX_COMPRESSION_RATIO * max(info.compress_size, 1):
+                raise CadImportError(
+                    f"compression ratio {info.file_size / max(info.compress_size, 1):.0f}:1 "
+                    f"exceeds {MAX_COMPRESSION_RATIO:.0f}:1 (zip bomb)", where=where)
+            total += info.file_size
+            if total > MAX_TOTAL_BYTES:
+                raise CadImportError(f"the archive would unpack to more than {MAX_TOTAL_BYTES} bytes",
+                                     where=self.path)
+            self.members[info.filename] = info
+        if "Document.xml" not in self.members:
+            raise CadImportError("the archive has no Document.xml member", where=self.path,
+                                 hint="this is not a FreeCAD document")
+
+    def read(self, member):
+        """Bytes of one member, reading no more than its declared size."""
+        info = self.members.get(member)
+        if info is None:
+            raise CadImportError(f"the member {member!r} is missing", where=self.path)
+        try:
+            with self.zip.open(info) as fh:
+                data = fh.read(info.file_size + 1)
+        except (zipfile.BadZipFile, OSError, RuntimeError, NotImplementedError) as exc:
+            raise CadImportError(f"cannot unpack: {exc}", where=f"{self.path}: member {member!r}") from None
+        if len(data) > info.file_size:
+            raise CadImportError("the member is larger than its header says",
+                                 where=f"{self.path}: member {member!r}")
+        return data
+
+    def close(self):
+        self.zip.close()
+
+
+# --------------------------------------------------------------------------------------
+# Document.xml
+# --------------------------------------------------------------------------------------
+@dataclass
+class _Obj:
+    name: str
+    type: str
+    props: Dict[str, ET.Element] = field(default_factory=dict)
+
+    def prop(self, key):
+        p = self.props.get(key)
+        return None if p is None or len(p) == 0 else p[0]
+
+    def label(self):
+        e = self.prop("Label")
+        return e.get("value") if e is not None and e.get("value") else self.name
+
+    def boolean(self, key, default=None):
+        e = self.prop(key)
+        if e is None or e.tag != "Bool":
+            return default
+        return e.get("value") == "true"
+
+    def real(self, key, default=None):
+        e = self.prop(key)
+        if e is None or e.get("value") is None:
+            return default
+        try:
+            return float(e.get("value"))
+        except ValueError:
+            return default
+
+    def link(self, key):
+        e = self.prop(key)
+        return None if e is None else (e.get("value") or e.get("name") or None)
+
+    def links(self, key):
+        e = self.prop(key)
+        return [] if e is None else [l.get("value") for l in e.iter("Link") if l.get("value")]
+
+
+def _parse_document(arc):
+    data = arc.read("Document.xml")
+    head = data[:4096].upper()
+    if b"<!DOCTYPE" in head or b"<!ENTITY" in data.upper():
+        raise CadImportError("Document.xml declares a DTD or entities, which FreeCAD never writes",
+                             where=f"{arc.path}: Document.xml", hint="the file may be malicious")
+    try:
+        root = ET.fromstring(data)
+    except ET.ParseError as exc:
+        raise CadImportError(f"Document.xml is not well-formed XML: {exc}",
+                             where=f"{arc.path}: Document.xml") from None
+    types = {}
+    objs_el = root.find("Objects")
+    if objs_el is None:
+        raise CadImportError("Document.xml has no <Objects>", where=f"{arc.path}: Document.xml")
+    for o in objs_el.findall("Object"):
+        types[o.get("name")] = o.get("type", "")
+    objects = {}
+    data_el = root.find("ObjectData")
+    for o in (data_el.findall("Object") if data_el is not None else []):
+        name = o.get("name")
+        ob = _Obj(name, types.get(name, ""))
+        props = o.find("Properties")
+        for p in (props.findall("Property") if props is not None else []):
+            ob.props[p.get("name")] = p
+        objects[name] = ob
+    for name, t in types.items():
+        objects.setdefault(name, _Obj(name, t))
+    return objects
+
+
+def _placement(el, where):
+    """4x4 pose (m) from a <PropertyPlacement Px.. Q0..Q3/> element (FreeCAD quaternion x,y,z,w)."""
+    if el is None or el.tag != "PropertyPlacement":
+        raise CadImportError("missing or malformed Placement", where=where)
+    try:
+        p = np.array([float(el.get(k)) for k in ("Px", "Py", "Pz")]) * MM
+        x, y, z, w = (float(el.get(k)) for k in ("Q0", "Q1", "Q2", "Q3"))
+    except (TypeError, ValueError):
+        raise CadImportError("malformed Placement values", where=where) from None
+    n = math.sqrt(x * x + y * y + z * z + w * w)
+    if not np.all(np.isfinite(p)) or not math.isfinite(n) or n < 1e-12:
+        raise CadImportError("a Placement is not finite or has a zero quaternion", where=where)
+    x, y, z, w = x / n, y / n, z / n, w / n
+    X = np.eye(4)
+    X[:3, :3] = [[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+                 [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+                 [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]]
+    X[:3, 3] = p
+    return X
+
+
+def _inv(X):
+    Y = np.eye(4)
+    Y[:3, :3] = X[:3, :3].T
+    Y[:3, 3] = -X[:3, :3].T @ X[:3, 3]
+    return Y
+
+
+def _to_frame(X):
+    return Frame(tuple(float(v) for v in X[:3, 3]),
+                 tuple(tuple(float(v) for v in row) for row in X[:3, :3]))
+
+
+# --------------------------------------------------------------------------------------
+# interpretation
+# --------------------------------------------------------------------------------------
+@dataclass
+class _Part:
+    name: str            # user-facing name
+    obj: _Obj            # the object in the assembly
+    X_WP: np.ndarray     # 4x4, metres
+    path: str
+    fixed: bool = False
+
+
+class _Document:
+    def __init__(self, arc, objects, assembly):
+        self.arc = arc
+        self.objects = objects
+        self.file = arc.name
+        self.assembly = self._pick_assembly(assembly)
+        self.parts: Dict[str, _Part] = {}          # object name -> part
+        self.ground: Optional[_Part] = None         # for references to datums / origin
+
+    def where(self, item):
+        return f"{self.file}: {item}"
+
+    def obj(self, name):
+        return self.objects.get(name)
+
+    def _pick_assembly(self, wanted):
+        asms = [o for o in self.objects.values() if o.type == "Assembly::AssemblyObject"]
+        if not asms:
+            raise CadImportError("the document has no Assembly (Assembly::AssemblyObject)",
+                                 where=self.arc.path,
+                                 hint="create the assembly with FreeCAD 1.x's Assembly workbench")
+        if wanted is not None:
+            for a in asms:
+                if wanted in (a.name, a.label()):
+                    return a
+            raise CadImportError(f"no assembly called {wanted!r}; the document has "
+                                 + ", ".join(a.label() for a in asms), where=self.arc.path)
+        inner = {n for a in asms for n in a.links("Group")}
+        top = [a for a in asms if a.name not in inner]
+        if len(top) > 1:
+            warnings.warn(f"{self.file}: {len(top)} assemblies; reading {top[0].label()!r} "
+                          "(choose another with assembly=...)", stacklevel=4)
+        return (top or asms)[0]
+
+    # -- parts ------------------------------------------------------------------------
+    def is_part_like(self, o):
+        if o is None or o.type in _SKIP_TYPES or o.type in _DATUM_TYPES or o.type in _GROUP_TYPES:
+            return False
+        if o.type in ("App::Link", "App::LinkPython"):
+            return self.is_part_like(self.obj(o.link("LinkedObject")))
+        if o.type in ("App::Part", "PartDesign::Body", "Assembly::AssemblyObject",
+                      "Assembly::AssemblyLink"):
+            return True
+        return "Shape" in o.props and o.props["Shape"].get("type", "").startswith("Part::PropertyPartShape")
+
+    def collect_parts(self):
+        order = []
+
+        def visit(names, prefix):
+            for n in names:
+                o = self.obj(n)
+                if o is None:
+                    continue
+                if o.type in _GROUP_TYPES:
+                    visit(o.links("Group"), prefix)
+                elif self.is_part_like(o) and n not in self.parts:
+                    if o.type in ("Assembly::AssemblyObject", "Assembly::AssemblyLink"):
+                        warnings.warn(f"{self.file}: the sub-assembly {o.label()!r} is taken as one "
+                                      "rigid part", stacklevel=5)
+                    X = _placement(o.prop("Placement"), self.where(f"part {o.label()}"))
+                    self.parts[n] = _Part(o.label(), o, X, f"{prefix}/{n}")
+                    order.append(n)
+
+        visit(self.assembly.links("Group"), self.assembly.name)
+        labels = [p.name for p in self.parts.values()]
+        for p in self.parts.values():
+            if labels.count(p.name) > 1:
+                p.name = p.obj.name
+        return order
+
+    def ground_part(self):
+        if self.ground is None:
+            name = self.assembly.label()
+            if any(p.name == name for p in self.parts.values()):
+                name = f"{name} (ground)"
+            self.ground = _Part(name, self.assembly, np.eye(4), self.assembly.name, fixed=True)
+        return self.ground
+
+    # -- references --------------------------------------------------------------------
+    def resolve(self, joint, index):
+        """(part, X_P_holder 4x4, holder object, element name) of Reference1/2."""
+        item = f"joint {joint.label()} ({joint.name}), Reference{index}"
+        ref = joint.props.get(f"Reference{index}")
+        if ref is None or len(ref) == 0:
+            return self._resolve_legacy(joint, index, item)
+        xl = ref[0]
+        if xl.get("file"):
+            raise CadImportError(f"{item} points into another document ({xl.get('file')})",
+                                 where=self.arc.path,
+                                 hint="cadmotion reads single-document assemblies; merge the parts")
+        subs = [s.get("value") for s in xl.iter("Sub")]
+        root = xl.get("name")
+        if not subs or root is None:
+            raise CadImportError(f"{item} is empty", where=self.arc.path)
+        names = [root] + subs[0].split(".")
+        if self.assembly.name in names:
+            names = names[names.index(self.assembly.name) + 1:]
+        element = names[-1]
+        chain = [n for n in names[:-1] if n]
+        if not chain:
+            raise CadImportError(f"{item} names no object ({subs[0]!r})", where=self.arc.path)
+        # the moving part: the first object of the chain that is a part (groups skipped)
+        k = 0
+        while k < len(chain) and self.obj(chain[k]) is not None and \
+                self.obj(chain[k]).type in _GROUP_TYPES:
+            k += 1
+        if k == len(chain) or self.obj(chain[k]) is None:
+            missing = chain[min(k, len(chain) - 1)]
+            raise CadImportError(f"{item} refers to the object {missing!r}, which is not in the "
+                                 "document", where=self.arc.path,
+                                 hint="the part was deleted; edit or delete the joint in FreeCAD")
+        first = self.obj(chain[k])
+        if chain[k] in self.parts:
+            part = self.parts[chain[k]]
+        elif first.type in _DATUM_TYPES:
+            return self.ground_part(), np.eye(4), first, element
+        else:
+            raise CadImportError(f"{item} refers to {first.label()!r} ({first.type}), which is not "
+                                 "a part of the assembly", where=self.arc.path)
+        # the holder: the object the element belongs to (FreeCAD's getObjFromRef).  Walk
+        # down the path composing placements; a body (or a link to one) keeps its
+        # features' elements in its own frame, sketches and datums have their own.
+        X = np.eye(4)
+        holder = part.obj
+        for n in chain[k + 1:]:
+            o = self.obj(n)
+            if o is None:
+                raise CadImportError(f"{item} refers to the object {n!r}, which is not in the "
+                                     "document", where=self.arc.path)
+            kind = self.target(holder).type
+            if kind == "PartDesign::Body" and not _BODY_SUBOBJECT.match(o.type):
+                break
+            if holder is not part.obj and kind != "PartDesign::Body" and "Shape" in holder.props:
+                break
+            if o.prop("Placement") is not None:
+                X = X @ _placement(o.prop("Placement"), self.where(item))
+            holder = o
+        return part, X, holder, element
+
+    def target(self, obj, depth=0):
+        """The object a link points to (through chains of links), or ``obj`` itself."""
+        while obj.type in ("App::Link", "App::LinkPython") and depth < 20:
+            nxt = self.obj(obj.link("LinkedObject"))
+            if nxt is None:
+                break
+            obj, depth = nxt, depth + 1
+        return obj
+
+    def _resolve_legacy(self, joint, index, item):
+        """Pre-1.0 development files: Part1/Object1/Element1 instead of Reference1."""
+        pname, oname = joint.link(f"Part{index}"), joint.link(f"Object{index}")
+        if pname is None:
+            raise CadImportError(f"{item} is missing", where=self.arc.path)
+        if pname not in self.parts:
+            raise CadImportError(f"{item} refers to {pname!r}, which is not a part of the assembly",
+                                 where=self.arc.path)
+        part = self.parts[pname]
+        holder = self.obj(oname) or part.obj
+        X = np.eye(4)
+        if holder is not part.obj and holder.prop("Placement") is not None:
+            X = _inv(part.X_WP) @ _placement(holder.prop("Placement"), self.where(item))
+        el = joint.prop(f"Element{index}")
+        return part, X, holder, (el.get("value") if el is not None else "")
+
+
+def _joint_type(joint, where):
+    p = joint.props.get("JointType")
+    if p is None:
+        raise CadImportError("the joint has no JointType", where=where)
+    integer = p.find("Integer")
+    try:
+        idx = int(integer.get("value"))
+    except (AttributeError, TypeError, ValueError):
+        raise CadImportError("malformed JointType", where=where) from None
+    lst = p.find("CustomEnumList")
+    names = [e.get("value") for e in lst.findall("Enum")] if lst is not None else list(_DEFAULT_JOINT_ENUM)
+    if not 0 <= idx < len(names):
+        raise CadImportError(f"JointType index {idx} is out of range", where=where)
+    return names[idx]
+
+
+def _is_active(joint):
+    if joint.boolean("Suppressed", False):
+        return False
+    return joint.boolean("Activated", True)
+
+
+# --------------------------------------------------------------------------------------
+# geometry (OCP, imported lazily)
+# --------------------------------------------------------------------------------------
+class _Geometry:
+    """Loads BRep members on demand and caches shapes per member."""
+
+    def __init__(self, arc):
+        self.arc = arc
+        self.cache = {}
+
+    def brep(self, obj):
+        """The object's stored shape (document units, with its stored location), or None."""
+        p = obj.prop("Shape")
+        member = p.get("file") if p is not None else None
+        if not member:
+            return None
+        if member in self.cache:
+            return self.cache[member]
+        data = self.arc.read(member)
+        shape = None
+        if data.strip():
+            from OCP.BRep import BRep_Builder
+            from OCP.BRepTools import BRepTools
+            from OCP.TopoDS import TopoDS_Shape
+
+            shape = TopoDS_Shape()
+            fd, tmp = tempfile.mkstemp(suffix=".brp")
+            try:
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(data)
+                ok = BRepTools.Read_s(shape, tmp, BRep_Builder())
+            finally:
+                os.unlink(tmp)
+            if not ok or shape.IsNull():
+                raise CadImportError("cannot read the BRep shape",
+                                     where=f"{self.arc.path}: member {member!r}")
+        self.cache[member] = shape
+        return shape
+
+
+def _trsf(X):
+    from OCP.gp import gp_Trsf
+
+    t = gp_Trsf()
+    R, p = X[:3, :3], X[:3, 3]
+    t.SetValues(*R[0], p[0], *R[1], p[1], *R[2], p[2])
+    return t
+
+
+def _moved(shape, X):
+    """``shape`` moved by the rigid 4x4 pose X (a location, no geometry copy)."""
+    from OCP.TopLoc import TopLoc_Location
+
+    if np.array_equal(X, np.eye(4)):
+        return shape
+    return shape.Moved(TopLoc_Location(_trsf(X)))
+
+
+def _in_metres(shape):
+    """A copy of a location-free shape scaled from mm to m (geometry is rewritten)."""
+    from OCP.BRepBuilderAPI import BRepBuilderAPI_Transform
+    from OCP.gp import gp_Pnt, gp_Trsf
+
+    t = gp_Trsf()
+    t.SetScale(gp_Pnt(0, 0, 0), MM)
+    return BRepBuilderAPI_Transform(shape, t, True).Shape()
+
+
+def _location_matrix(shape):
+    t = shape.Location().Transformation()
+    X = np.eye(4)
+    X[:3, :] = [[t.Value(i, j) for j in (1, 2, 3, 4)] for i in (1, 2, 3)]
+    return X
+
+
+def _compound(shapes):
+    from OCP.BRep import BRep_Builder
+    from OCP.TopoDS import TopoDS_Compound
+
+    comp = TopoDS_Compound()
+    b = BRep_Builder()
+    b.MakeCompound(comp)
+    for s in shapes:
+        b.Add(comp, s)
+    return comp
+
+
+def _local_shape(doc, geo, obj, depth=0):
+    """Shape of ``obj`` in its own frame, in metres, or None (cached: links share it)."""
+    key = ("local", obj.name)
+    if key not in geo.cache:
+        geo.cache[key] = _make_local_shape(doc, geo, obj, depth)
+    return geo.cache[key]
+
+
+def _make_local_shape(doc, geo, obj, depth):
+    if depth > 20:
+        raise CadImportError(f"links nest deeper than 20 levels at {obj.label()!r}", where=doc.arc.path)
+    if obj.type in ("App::Link", "App::LinkPython"):
+        target = doc.obj(obj.link("LinkedObject"))
+        if target is None:
+            raise CadImportError(f"link {obj.label()!r} points to a missing object", where=doc.arc.path)
+        s = _local_shape(doc, geo, target, depth + 1)
+        if s is not None and obj.boolean("LinkTransform", False) and target.prop("Placement") is not None:
+            s = _moved(s, _placement(target.prop("Placement"), doc.where(obj.label())))
+        return s
+    if obj.type in ("App::Part", "Assembly::AssemblyObject", "Assembly::AssemblyLink") or \
+            ("Shape" not in obj.props and obj.links("Group")):
+        kids = []
+        for n in obj.links("Group"):
+            o = doc.obj(n)
+            if o is None or not doc.is_part_like(o) and o.type not in _GROUP_TYPES:
+                continue
+            s = _local_shape(doc, geo, o, depth + 1)
+            if s is not None and o.prop("Placement") is not None:
+                s = _moved(s, _placement(o.prop("Placement"), doc.where(o.label())))
+            if s is not None:
+                kids.append(s)
+        return _compound(kids) if kids else None
+    raw = geo.brep(obj)
+    if raw is None:
+        return None
+    X = np.eye(4)
+    if obj.prop("Placement") is not None:
+        X = _placement(obj.prop("Placement"), doc.where(obj.label()))
+    # The stored shape carries the placement as its location (mm): the shape in the
+    # object's frame is X^-1 L s0 with s0 the location-free shape.  Scale s0 to metres and
+    # keep the (usually identity) remainder X^-1 L as a location: exact geometry.
+    L = _location_matrix(raw)
+    L[:3, 3] *= MM
+    D = _inv(X) @ L
+    if np.allclose(D, np.eye(4), rtol=0.0, atol=1e-12):
+        D = np.eye(4)
+    from OCP.TopLoc import TopLoc_Location
+
+    return _moved(_in_metres(raw.Located(TopLoc_Location())), D)
+
+
+def _mass_properties(shape, density):
+    """Mass (kg), centre of mass (m) and inertia about it (kg m², shape axes) of a shape in metres."""
+    from .massprops import volume_properties
+
+    return volume_properties(shape).with_density(density)
+
+
+def _element_kind(doc, geo, holder, element, item):
+    """'Point', 'Line', 'Circle', 'Curve', 'Plane', 'Cylinder', 'Sphere', 'Torus', 'Cone',
+    'Surface' for a sub-element name like 'Edge12', or None for the whole object."""
+    m = re.fullmatch(r"(Vertex|Edge|Face)(\d+)", element or "")
+    if m is None:
+        return None
+    target = doc.target(holder)
+    shape = geo.brep(target)
+    if shape is None:
+        raise CadImportError(f"{item}: cannot find the shape holding {element}", where=doc.arc.path)
+    from OCP.BRepAdaptor import BRepAdaptor_Curve, BRepAdaptor_Surface
+    from OCP.GeomAbs import GeomAbs_CurveType, GeomAbs_SurfaceType
+    from OCP.TopAbs import TopAbs_EDGE, TopAbs_FACE, TopAbs_VERTEX
+    from OCP.TopExp import TopExp
+    from OCP.TopoDS import TopoDS
+    from OCP.TopTools import TopTools_IndexedMapOfShape
+
+    kind, idx = m.group(1), int(m.group(2))
+    tmap = TopTools_IndexedMapOfShape()
+    TopExp.MapShapes_s(shape, {"Vertex": TopAbs_VERTEX, "Edge": TopAbs_EDGE, "Face": TopAbs_FACE}[kind], tmap)
+    if not 1 <= idx <= tmap.Extent():
+        raise CadImportError(f"{item}: {element} does not exist in {target.label()!r}", where=doc.arc.path)
+    sub = tmap.FindKey(idx)
+    if kind == "Vertex":
+        return "Point"
+    if kind == "Edge":
+        t = BRepAdaptor_Curve(TopoDS.Edge_s(sub)).GetType()
+        return {GeomAbs_CurveType.GeomAbs_Line: "Line",
+                GeomAbs_CurveType.GeomAbs_Circle: "Circle"}.get(t, "Curve")
+    t = BRepAdaptor_Surface(TopoDS.Face_s(sub)).GetType()
+    return {GeomAbs_SurfaceType.GeomAbs_Plane: "Plane", GeomAbs_SurfaceType.GeomAbs_Cylinder: "Cylinder",
+            GeomAbs_SurfaceType.GeomAbs_Sphere: "Sphere", GeomAbs_SurfaceType.GeomAbs_Torus: "Torus",
+            GeomAbs_SurfaceType.GeomAbs_Cone: "Cone"}.get(t, "Surface")
+
+
+# --------------------------------------------------------------------------------------
+# public API
+# --------------------------------------------------------------------------------------
+def _density_for(density, name):
+    d = density.get(name, 1000.0) if isinstance(density, dict) else density
+    if isinstance(d, str):
+        from .materials import density_of
+
+        d = density_of(d)
+    d = float(d)
+    if not d > 0 or not math.isfinite(d):
+        raise CadImportError(f"density {d!r} for part {name!r} must be a positive number (kg/m^3)")
+    return d
+
+
+def read_fcstd(path, *, include_deactivated=False, geometry=True, density=1000.0,
+               assembly=None, unconnected="fix"):
+    """Read a FreeCAD 1.x Assembly-workbench document into a :class:`MechanismSpec`.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The ``.FCStd`` file.
+    include_deactivated : bool
+        Also import joints that are deactivated in FreeCAD (``Activated = false`` /
+        ``Suppressed = true``).  By default they are skipped and a :class:`UserWarning`
+        lists them.
+    geometry : bool
+        Read the parts' BRep shapes (needs OCP) and fill ``PartSpec.shape`` (a
+        ``TopoDS_Shape`` in the part frame, metres) and the mass properties.  With
+        ``False`` no BRep is read and OCP is only imported for ``Distance`` joints.
+    density : float, str or dict
+        kg/m³ for every part, a material name (see :mod:`cadmotion.importers.materials`),
+        or a mapping part name -> density or material (default 1000 for parts not named).
+    assembly : str, optional
+        Name or label of the assembly to read when the document holds several.
+    unconnected : {"fix", "free"}
+        What to do with parts that no imported joint links to a grounded part: FreeCAD
+        leaves them where they are, which ``"fix"`` reproduces (with a warning).
+
+    Returns
+    -------
+    MechanismSpec
+        Parts with their initial poses (m, unit quaternions; world = assembly frame),
+        ``fixed`` for grounded parts, mass (kg), centre of mass (m, part frame) and
+        inertia about it (kg m², part axes) when ``geometry``; joints with markers
+        ``X_PM`` in the part frames; no drivers; zero gravity (FreeCAD stores none).
+
+    Raises
+    ------
+    CadImportError
+        Unsafe or broken archive, missing Document.xml, no assembly, a joint that refers
+        to a missing object or that cadmotion cannot express (the message names the
+        joint), unreadable BRep.
+    """
+    if unconnected not in ("fix", "free"):
+        raise ValueError("unconnected must be 'fix' or 'free'")
+    arc = _Archive(path)
+    try:
+        return _read(arc, include_deactivated, geometry, density, assembly, unconnected)
+    finally:
+        arc.close()
+
+
+def _read(arc, include_deactivated, geometry, density, assembly, unconnected):
+    objects = _parse_document(arc)
+    doc = _Document(arc, objects, assembly)
+    order = doc.collect_parts()
+    geo = _Geometry(arc)
+
+    group = [doc.obj(n) for n in doc.assembly.links("Group")]
+    jgroups = [o for o in group if o is not None and o.type == "Assembly::JointGroup"]
+    joint_objs = [doc.obj(n) for g in jgroups for n in g.links("Group")]
+    joint_objs = [o for o in joint_objs if o is not None]
+
+    # grounded parts
+    for o in joint_objs:
+        if "ObjectToGround" in o.props:
+            target = o.link("ObjectToGround")
+            if target is None or not _is_active(o):
+                continue
+            if target not in doc.parts:
+                raise CadImportError(f"grounded joint {o.label()} grounds {target!r}, which is not a "
+                                     "part of the assembly", where=arc.path)
+            doc.parts[target].fixed = True
+
+    skipped, specs, coupler_objs = [], [], []
+    names_used = set()
+    for o in joint_objs:
+        if "ObjectToGround" in o.props or "JointType" not in o.props:
+            continue
+        label = o.label()
+        jname = label if label not in names_used else o.name
+        names_used.add(jname)
+        item = f"joint {label} ({o.name})"
+        where = doc.where(item)
+        if not _is_active(o) and not include_deactivated:
+            skipped.append(label)
+            continue
+        jtype = _joint_type(o, where)
+        if jtype not in FREECAD_JOINT_TYPES:
+            raise CadImportError(f"joint {label} has the type {jtype!r}, which cadmotion cannot import",
+                                 where=where, hint="supported: " + ", ".join(FREECAD_JOINT_TYPES))
+        sides = []
+        for k in (1, 2):
+            part, X_PH, holder, element = doc.resolve(o, k)
+            plc = _placement(o.prop(f"Placement{k}"), f"{where}, Placement{k}")
+            sides.append((part, X_PH @ plc, holder, element))
+        if sides[0][0] is sides[1][0]:
+            raise CadImportError(f"joint {label} connects {sides[0][0].name} to itself", where=where)
+        src = f"{arc.name}: {label} ({o.name}, {jtype})"
+        if jtype in ("Gears", "Belt", "RackPinion", "Screw"):
+            coupler_objs.append((o, jname, jtype, sides, src, where))
+            continue
+        spec = _simple_joint(doc, geo, o, jname, jtype, sides, src, where)
+        specs.append(spec)
+
+    parts_all = [doc.parts[n] for n in order] + ([doc.ground] if doc.ground is not None else [])
+    pose = {p.name: (p.X_WP[:3, :3], p.X_WP[:3, 3]) for p in parts_all}
+    fixed = {p.name for p in parts_all if p.fixed}
+    for o, jname, jtype, sides, src, where in coupler_objs:
+        specs.append(_coupler(doc, o, jname, jtype, sides, src, where, specs, pose, fixed))
+
+    if skipped:
+        warnings.warn(f"{arc.name}: skipped {len(skipped)} deactivated joint(s): "
+                      + ", ".join(skipped) + " (read_fcstd(..., include_deactivated=True) imports them)",
+                      stacklevel=3)
+
+    # parts not connected to ground
+    if fixed:
+        adj = {p.name: set() for p in parts_all}
+        for j in specs:
+            if len(j.parts) == 2:
+                adj[j.parts[0]].add(j.parts[1])
+                adj[j.parts[1]].add(j.parts[0])
+        seen, stack = set(fixed), list(fixed)
+        while stack:
+            for q in adj[stack.pop()]:
+                if q not in seen:
+                    seen.add(q)
+                    stack.append(q)
+        loose = [p for p in parts_all if p.name not in seen]
+        if loose and unconnected == "fix":
+            for p in loose:
+                p.fixed = True
+            warnings.warn(f"{arc.name}: {len(loose)} part(s) not connected to a grounded part are "
+                          "fixed where they are (as FreeCAD leaves them): "
+                          + ", ".join(p.name for p in loose), stacklevel=3)
+    else:
+        warnings.warn(f"{arc.name}: no part is grounded (FreeCAD would not solve this assembly)",
+                      stacklevel=3)
+
+    part_specs = []
+    for p in parts_all:
+        mass = inertia = shape = None
+        com = (0.0, 0.0, 0.0)
+        if geometry and p is not doc.ground:
+            shape = _local_shape(doc, geo, p.obj)
+            if shape is not None:
+                mass, com, inertia = _mass_properties(shape, _density_for(density, p.name))
+        part_specs.append(PartSpec(
+            name=p.name, fixed=p.fixed, position=tuple(float(v) for v in p.X_WP[:3, 3]),
+            orientation=matrix_to_quaternion(p.X_WP[:3, :3]), mass=mass, com=com,
+            inertia=inertia, shape=shape, path=p.path,
+            source=f"{arc.name}: {p.obj.label()} ({p.obj.name}, {p.obj.type})"))
+    spec = MechanismSpec(parts=tuple(part_specs), joints=tuple(specs),
+                         name=os.path.splitext(arc.name)[0], source=arc.path)
+    bad = joint_violations(spec, tol=1e-6)
+    if bad:
+        warnings.warn(f"{arc.name}: the saved pose does not satisfy "
+                      + "; ".join(f"{j} ({w} {v:.3g})" for j, w, v in bad)
+                      + ". FreeCAD's solver drops constraints it finds redundant and can leave "
+                      "such a pose; cadmotion has to assemble the parts first and may find the "
+                      "joints incompatible.", stacklevel=3)
+    return spec
+
+
+def _limits(o, jtype):
+    lims = []
+    if jtype in ("Slider", "Cylindrical"):
+        lo = o.real("LengthMin") if o.boolean("EnableLengthMin", False) else None
+        hi = o.real("LengthMax") if o.boolean("EnableLengthMax", False) else None
+        if lo is not None or hi is not None:
+            lo = -math.inf if lo is None else lo * MM
+            hi = math.inf if hi is None else hi * MM
+            lims.append(("disp", (min(lo, hi), max(lo, hi))))
+    if jtype in ("Revolute", "Cylindrical"):
+        lo = o.real("AngleMin") if o.boolean("EnableAngleMin", False) else None
+        hi = o.real("AngleMax") if o.boolean("EnableAngleMax", False) else None
+        if lo is not None or hi is not None:
+            lo = -math.inf if lo is None else math.radians(lo)
+            hi = math.inf if hi is None else math.radians(hi)
+            lims.append(("angle", (min(lo, hi), max(lo, hi))))
+    return tuple(lims)
+
+
+def _simple_joint(doc, geo, o, jname, jtype, sides, src, where):
+    (p1, X1, h1, e1), (p2, X2, h2, e2) = sides
+    ktype = FREECAD_JOINT_TYPES[jtype]
+    params = ()
+    if jtype == "Angle":
+        ang = o.real("Angle")
+        ang = abs(math.radians(ang if ang is not None else o.real("Distance", 0.0)))
+        if math.fmod(ang, 2 * math.pi) < 1e-7:
+            ktype = "parallel"
+        else:
+            params = (("angle", ang),)
+    elif jtype == "Distance":
+        dist = o.real("Distance", 0.0) * MM
+        k1 = _element_kind(doc, geo, h1, e1, f"joint {o.label()}")
+        k2 = _element_kind(doc, geo, h2, e2, f"joint {o.label()}")
+        pair = (k1, k2)
+        planeish = ("Plane", "Torus")
+        if pair == ("Point", "Point"):
+            if abs(dist) < 1e-10:
+                ktype = "spherical"
+            else:
+                ktype, params = "distance", (("length", abs(dist)),)
+        elif k1 in planeish and k2 in planeish:
+            ktype = "planar"
+            X1 = X1.copy()
+            X1[:3, 3] += dist * X1[:3, 2]
+        elif "Point" in pair and ("Plane" in pair or "Curve" in pair or "Circle" in pair):
+            ktype = "point-on-plane"
+            if k1 == "Point":  # the plane (or curve plane) must be on side i
+                (p1, X1), (p2, X2) = (p2, X2), (p1, X1)
+            X1 = X1.copy()
+            X1[:3, 3] += dist * X1[:3, 2]
+        elif "Point" in pair and "Line" in pair and abs(dist) < 1e-10:
+            ktype = "point-on-line"
+            if k1 == "Point":
+                (p1, X1), (p2, X2) = (p2, X2), (p1, X1)
+        else:
+            raise CadImportError(
+                f"joint {o.label()} is a Distance joint between a {k1 or 'whole object'} and a "
+                f"{k2 or 'whole object'} (distance {dist / MM:g} mm), which cadmotion's joint "
+                "library cannot express", where=where,
+                hint="use point-point, plane-plane, point-plane or point-line (0 mm) references")
+    R2 = align_axes(ktype, p1.X_WP[:3, :3] @ X1[:3, :3], p2.X_WP[:3, :3] @ X2[:3, :3], X2[:3, :3])
+    (R1, o1), (R2, o2), offsets = zero_joint_coordinates(
+        ktype, (p1.X_WP[:3, :3], p1.X_WP[:3, 3]), (X1[:3, :3], X1[:3, 3]),
+        (p2.X_WP[:3, :3], p2.X_WP[:3, 3]), (R2, X2[:3, 3]))
+    limits = tuple((c, (lo - offsets.get(c, 0.0), hi - offsets.get(c, 0.0)))
+                   for c, (lo, hi) in _limits(o, jtype))
+    return JointSpec(name=jname, type=ktype, parts=(p1.name, p2.name),
+                     markers=(Frame(tuple(map(float, o1)), tuple(tuple(map(float, r)) for r in R1)),
+                              Frame(tuple(map(float, o2)), tuple(tuple(map(float, r)) for r in R2))),
+                     params=params, limits=limits, source=src)
+
+
+def _coupler(doc, o, jname, jtype, sides, src, where, specs, pose, fixed):
+    (p1, X1, _, _), (p2, X2, _, _) = sides
+    d1 = o.real("Distance", 0.0) * MM
+    d2 = o.real("Distance2", 0.0) * MM
+    if jtype in ("Gears", "Belt"):
+        spec = ondsel_coupler("gear", jname, p1.name, _to_frame(X1), p2.name, _to_frame(X2), d1,
+                              specs, pose, fixed, value_j=d2 if jtype == "Gears" else -d2, where=where)
+        spec = replace(spec, type="belt" if jtype == "Belt" else "gear")
+    elif jtype == "Screw":
+        spec = ondsel_coupler("screw", jname, p1.name, _to_frame(X1), p2.name, _to_frame(X2), d1,
+                              specs, pose, fixed, where=where)
+    else:  # RackPinion: FreeCAD builds the rack marker from the pinion JCS (getRackPinionMarkers)
+        slides = {n for j in specs if j.type in ("prismatic", "cylindrical") for n in j.parts}
+        if p1.name not in slides and p2.name in slides:
+            (p1, X1), (p2, X2) = (p2, X2), (p1, X1)
+        W1 = p1.X_WP @ X1
+        W2 = p2.X_WP @ X2
+        z = W2[:3, 2]
+        x = W1[:3, 2] - (W1[:3, 2] @ z) * z
+        if np.linalg.norm(x) < 1e-9:
+            raise CadImportError(f"rack-and-pinion {o.label()}: the rack direction is parallel to "
+                                 "the pinion axis", where=where)
+        x /= np.linalg.norm(x)
+        WI = np.eye(4)
+        WI[:3, :3] = np.column_stack([x, np.cross(z, x), z])
+        WI[:3, 3] = W2[:3, 3]
+        X1r = _inv(p1.X_WP) @ WI
+        spec = ondsel_coupler("rack-pinion", jname, p1.name, _to_frame(X1r), p2.name, _to_frame(X2),
+                              d1, specs, pose, fixed, where=where)
+    return replace(spec, source=src)

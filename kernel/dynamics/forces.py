@@ -1,0 +1,445 @@
+"""Applied forces: gravity and force elements, vectorised per element type.
+
+Every element is compiled once from its :class:`~cadmotion.kernel.spec.ForceSpec`
+(points given in the assembly frame at the initial pose become body-frame points) and
+evaluated as a resultant force F_b (N, world) and moment about the centre of mass
+n_b (N m, world) per body. Sign conventions and equations (u: unit vector from the
+point on the first part to the point on the second, l its length, l̇ = u·(v_Pb − v_Pa)):
+
+``gravity``                 F_b = m_b g,  V = −Σ m_b g·r_c
+``spring-damper``           on the second part's point f u, on the first's −f u, with
+                            f = −k (l − l0) − c l̇ + F0    (f > 0 pushes the points apart)
+                            params: stiffness k (N/m), damping c (N s/m), free_length l0
+                            (m, default: the initial distance), preload F0 (N, the force at
+                            l = l0). V = ½ k (l − l0)² − F0 (l − l0); damper power −c l̇².
+``rotational-spring-damper`` on a joint. Joints with an axis (revolute, cylindrical, screw,
+                            planar): torque on the second part τ z_i, on the first −τ z_i,
+                            τ = −k θ − c θ̇ + τ0, θ the joint angle (continuous over turns,
+                            zero at the initial pose), V = ½ k θ² − τ0 θ. Other joints
+                            (spherical, universal, ...): 3-D, torque −k φ − c (ω_j − ω_i)
+                            with φ the rotation vector of the second joint frame relative to
+                            the first (world axes), V = ½ k |φ|² (exactly conservative).
+``torque``                  τ(t, q, qd) about a joint's axis (revolute, cylindrical, screw,
+                            planar): τ z_i on the second part, −τ z_i on the first.
+``force``                   F(t, q, qd) along a joint's axis (prismatic, cylindrical, screw,
+                            point-on-line): F z_i on the second part at its marker, −F z_i on
+                            the first part at the same point.
+``bushing``                 6-D linear spring-damper between two frames with the assembly
+                            axes at the initial pose, fixed in each part, origin ``points[0]``
+                            (and ``points[1]`` on the second part if given). In the first
+                            frame's axes: F = −K d − C ḋ, T = −K_r φ − C_r ω_rel; params
+                            ``stiffness``, ``damping``, ``rotational_stiffness``,
+                            ``rotational_damping`` (scalars or 3 values).
+
+``torque``/``force`` expressions are whitelisted text (:func:`~cadmotion.kernel.expressions.parse_expression`)
+in ``t`` (s), ``q`` (the joint's angle in rad or displacement in m, zero at the initial
+pose) and ``qd`` (its rate). Their work, the dampers' and the drivers' is the
+non-conservative work; springs and gravity are in the potential energy.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import sympy as sp
+
+from ...errors import ExpressionError, MechanismError
+from ..expressions import parse_expression
+from ..model import frame_matrix
+from .mass import rotation
+
+__all__ = ["ForceElements", "FORCE_TYPES"]
+
+FORCE_TYPES = ("spring-damper", "rotational-spring-damper", "torque", "force", "bushing")
+_AXIS_TORQUE_JOINTS = ("revolute", "cylindrical", "screw", "planar")
+_AXIS_FORCE_JOINTS = ("prismatic", "cylindrical", "screw", "point-on-line")
+_TWO_PI = 2.0 * math.pi
+
+
+def _cross(a, b):
+    out = np.empty(np.broadcast_shapes(a.shape, b.shape))
+    out[..., 0] = a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1]
+    out[..., 1] = a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2]
+    out[..., 2] = a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]
+    return out
+
+
+def rotation_vector(R):
+    """Rotation vectors φ (..., 3) of rotation matrices R (..., 3, 3), |φ| ≤ π."""
+    s = 0.5 * np.stack([R[..., 2, 1] - R[..., 1, 2], R[..., 0, 2] - R[..., 2, 0], R[..., 1, 0] - R[..., 0, 1]], -1)
+    c = 0.5 * (R[..., 0, 0] + R[..., 1, 1] + R[..., 2, 2] - 1.0)
+    ns = np.linalg.norm(s, axis=-1)
+    th = np.arctan2(ns, c)
+    small = ns < 1e-8
+    factor = np.where(small, 1.0 + ns**2 / 6.0, th / np.where(small, 1.0, ns))
+    return s * factor[..., None]
+
+
+class _Expression:
+    """A force/torque law f(t, q, qd) compiled from whitelisted text."""
+
+    def __init__(self, text, where):
+        expr = parse_expression(text, variables=("t", "q", "qd"), where=where)
+        t, q, qd = (sp.Symbol(n, real=True) for n in ("t", "q", "qd"))
+        fn = sp.lambdify((t, q, qd), expr, modules="math")
+        try:
+            value = float(fn(0.0, 0.0, 0.0))
+        except (ValueError, ZeroDivisionError, OverflowError, TypeError):
+            value = float("nan")
+        if not math.isfinite(value):
+            raise ExpressionError(f"force expression {text!r} is not finite at t = 0", where=where)
+        self.fn = fn
+        self.text = text
+        self.uses_state = bool(expr.free_symbols & {q, qd})
+
+    def __call__(self, t, q, qd):
+        return float(self.fn(t, q, qd))
+
+
+class ForceElements:
+    """The force elements and gravity of a model.
+
+    Parameters
+    ----------
+    model : :class:`~cadmotion.kernel.model.Model`
+    mass : :class:`~cadmotion.kernel.dynamics.mass.MassProperties`
+
+    ``evaluate(bs, t, refs)`` returns (F (nb, 3), n (nb, 3), P_nc): resultant forces and
+    moments about the com of every body (fixed bodies included, ignored by the caller)
+    and the power of the non-conservative elements (W). ``refs`` holds the last accepted
+    joint angle of each axis-angle element (continuity over turns), see :meth:`initial_refs`.
+    """
+
+    def __init__(self, model, mass):
+        self.model = model
+        self.mass = mass
+        nmov = mass.nmov
+        g = np.asarray(model.gravity, float)
+        self.gravity = g
+        self.gravity_force = mass.body_mass[:, None] * g[None, :]
+        self.names = []
+        spec = model.spec
+        joints = {j.name: j for j in spec.joints}
+        parts = set(model.body_names)
+        com = mass.body_com_all
+        q0f = np.concatenate([model.q0, model.q_fixed]).reshape(model.nb, 7)
+        A0 = rotation(q0f[:, 3:] / np.linalg.norm(q0f[:, 3:], axis=1, keepdims=True))
+        r0 = q0f[:, :3]
+
+        def where_of(f):
+            return f.source or spec.source or None
+
+        def body_point(b, P):
+            """Point P (world, initial pose) as an offset from body b's com, body frame."""
+            return A0[b].T @ (np.asarray(P, float) - r0[b]) - com[b]
+
+        def need_parts(f, n):
+            if len(f.parts) != n:
+                raise MechanismError(f"force {f.name!r} ({f.type}) needs parts = [first, second]", where=where_of(f))
+            for p in f.parts:
+                if p not in parts:
+                    raise MechanismError(f"force {f.name!r} refers to unknown part {p!r}", where=where_of(f),
+                                         hint=f"known parts: {', '.join(model.body_names)}")
+            if f.parts[0] == f.parts[1]:
+                raise MechanismError(f"force {f.name!r} acts between part {f.parts[0]!r} and itself", where=where_of(f))
+            return [model.body_index(p) for p in f.parts]
+
+        def need_joint(f, allowed=None):
+            if not f.joint:
+                raise MechanismError(f"force {f.name!r} ({f.type}) needs `joint = \"...\"`", where=where_of(f))
+            if f.joint not in joints:
+                raise MechanismError(f"force {f.name!r} refers to unknown joint {f.joint!r}", where=where_of(f),
+                                     hint=f"known joints: {', '.join(joints) or '(none)'}")
+            j = joints[f.joint]
+            if allowed is not None and j.type not in allowed:
+                raise MechanismError(
+                    f"force {f.name!r} ({f.type}) needs a joint with an axis ({', '.join(allowed)}); "
+                    f"joint {j.name!r} is {j.type}", where=where_of(f))
+            if len(j.parts) != 2 or len(j.markers) != 2:
+                raise MechanismError(f"force {f.name!r}: joint {j.name!r} has no two parts/markers", where=where_of(f))
+            b = [model.body_index(p) for p in j.parts]
+            (si, Ri), (sj, Rj) = frame_matrix(j.markers[0]), frame_matrix(j.markers[1])
+            return j, b, (si - com[b[0]], Ri), (sj - com[b[1]], Rj)
+
+        def number(f, key, default=None, positive=False, nonneg=False, n=None):
+            params = dict(f.params)
+            value = params.get(key, default)
+            if value is None:
+                raise MechanismError(f"force {f.name!r} ({f.type}) needs `{key}`", where=where_of(f))
+            arr = np.asarray(value, float)
+            if n is not None:
+                arr = np.broadcast_to(arr, (n,)).astype(float) if arr.size in (1, n) else None
+                if arr is None:
+                    raise MechanismError(f"force {f.name!r}: `{key}` must be a number or {n} numbers", where=where_of(f))
+            if not np.all(np.isfinite(arr)):
+                raise MechanismError(f"force {f.name!r}: `{key}` must be finite", where=where_of(f))
+            if nonneg and np.any(arr < 0):
+                raise MechanismError(f"force {f.name!r}: `{key}` must not be negative, got {value!r}", where=where_of(f))
+            return arr if n is not None else float(arr)
+
+        springs, axis_rot, ball_rot, axis_expr, line_expr, bushings = [], [], [], [], [], []
+        seen = set()
+        for f in spec.forces:
+            if f.name in seen:
+                raise MechanismError(f"force names must be unique; repeated: {f.name!r}", where=where_of(f))
+            seen.add(f.name)
+            if f.type == "spring-damper":
+                b = need_parts(f, 2)
+                if len(f.points) != 2:
+                    raise MechanismError(f"force {f.name!r} needs points = [[x, y, z], [x, y, z]] (first part, second part)",
+                                         where=where_of(f))
+                k = number(f, "stiffness", 0.0, nonneg=True)
+                c = number(f, "damping", 0.0, nonneg=True)
+                l_init = float(np.linalg.norm(np.subtract(f.points[1], f.points[0])))
+                l0 = number(f, "free_length", l_init, nonneg=True)
+                F0 = number(f, "preload", 0.0)
+                springs.append((f.name, b[0], b[1], body_point(b[0], f.points[0]), body_point(b[1], f.points[1]), k, c, l0, F0))
+            elif f.type == "rotational-spring-damper":
+                j, b, mi, mj = need_joint(f)
+                k = number(f, "stiffness", 0.0, nonneg=True)
+                c = number(f, "damping", 0.0, nonneg=True)
+                tau0 = number(f, "preload", 0.0)
+                if j.type in _AXIS_TORQUE_JOINTS:
+                    axis_rot.append((f.name, b[0], b[1], mi, mj, k, c, tau0))
+                else:
+                    ball_rot.append((f.name, b[0], b[1], mi[1], mj[1], k, c))
+            elif f.type in ("torque", "force"):
+                allowed = _AXIS_TORQUE_JOINTS if f.type == "torque" else _AXIS_FORCE_JOINTS
+                j, b, mi, mj = need_joint(f, allowed)
+                if not f.expression:
+                    raise MechanismError(f"force {f.name!r} ({f.type}) needs `expression = \"...\"`", where=where_of(f))
+                where = f"{where_of(f)}: force {f.name!r}" if where_of(f) else f"force {f.name!r}"
+                fn = _Expression(f.expression, where)
+                (axis_expr if f.type == "torque" else line_expr).append((f.name, b[0], b[1], mi, mj, fn))
+            elif f.type == "bushing":
+                b = need_parts(f, 2)
+                if len(f.points) not in (1, 2):
+                    raise MechanismError(f"bushing {f.name!r} needs points = [[x, y, z]] (its origin)", where=where_of(f))
+                Pa = f.points[0]
+                Pb = f.points[1] if len(f.points) == 2 else f.points[0]
+                Ra = A0[b[0]].T  # world axes at the initial pose, in part a
+                Rb = A0[b[1]].T
+                Kt = number(f, "stiffness", 0.0, nonneg=True, n=3)
+                Ct = number(f, "damping", 0.0, nonneg=True, n=3)
+                Kr = number(f, "rotational_stiffness", 0.0, nonneg=True, n=3)
+                Cr = number(f, "rotational_damping", 0.0, nonneg=True, n=3)
+                bushings.append((f.name, b[0], b[1], body_point(b[0], Pa), body_point(b[1], Pb), Ra, Rb, Kt, Ct, Kr, Cr))
+            else:
+                raise MechanismError(f"force {f.name!r} has unknown type {f.type!r}", where=where_of(f),
+                                     hint=f"known types: {', '.join(FORCE_TYPES)}")
+            self.names.append(f.name)
+
+        def arr(items, k, shape=None):
+            a = np.array([it[k] for it in items], dtype=float if not isinstance(items[0][k], (int, np.integer)) else np.int64)
+            return a
+
+        self.springs = None
+        if springs:
+            self.springs = dict(
+                names=[s[0] for s in springs], ia=np.array([s[1] for s in springs]), ib=np.array([s[2] for s in springs]),
+                da=np.array([s[3] for s in springs]), db=np.array([s[4] for s in springs]),
+                k=np.array([s[5] for s in springs]), c=np.array([s[6] for s in springs]),
+                l0=np.array([s[7] for s in springs]), F0=np.array([s[8] for s in springs]),
+            )
+        # axis-angle elements (rotational springs on axis joints, torques): one vectorised angle block
+        ang = [(s[1], s[2], s[3], s[4]) for s in axis_rot] + [(s[1], s[2], s[3], s[4]) for s in axis_expr]
+        self.n_axis_rot = len(axis_rot)
+        self.angle = None
+        if ang:
+            self.angle = dict(
+                ia=np.array([a[0] for a in ang]), ib=np.array([a[1] for a in ang]),
+                Ri=np.array([a[2][1] for a in ang]), Rj=np.array([a[3][1] for a in ang]),
+            )
+            self.axis_rot = dict(names=[s[0] for s in axis_rot], k=np.array([s[5] for s in axis_rot], float),
+                                 c=np.array([s[6] for s in axis_rot], float), tau0=np.array([s[7] for s in axis_rot], float))
+            self.axis_expr = [(s[0], s[5]) for s in axis_expr]
+        self.ball = None
+        if ball_rot:
+            self.ball = dict(names=[s[0] for s in ball_rot], ia=np.array([s[1] for s in ball_rot]),
+                             ib=np.array([s[2] for s in ball_rot]), Ri=np.array([s[3] for s in ball_rot]),
+                             Rj=np.array([s[4] for s in ball_rot]), k=np.array([s[5] for s in ball_rot]),
+                             c=np.array([s[6] for s in ball_rot]))
+        self.line = None
+        if line_expr:
+            self.line = dict(names=[s[0] for s in line_expr], ia=np.array([s[1] for s in line_expr]),
+                             ib=np.array([s[2] for s in line_expr]), di=np.array([s[3][0] for s in line_expr]),
+                             Ri=np.array([s[3][1] for s in line_expr]), dj=np.array([s[4][0] for s in line_expr]),
+                             fns=[s[5] for s in line_expr])
+        self.bushing = None
+        if bushings:
+            self.bushing = dict(names=[s[0] for s in bushings], ia=np.array([s[1] for s in bushings]),
+                                ib=np.array([s[2] for s in bushings]), da=np.array([s[3] for s in bushings]),
+                                db=np.array([s[4] for s in bushings]), Ra=np.array([s[5] for s in bushings]),
+                                Rb=np.array([s[6] for s in bushings]), Kt=np.array([s[7] for s in bushings]),
+                                Ct=np.array([s[8] for s in bushings]), Kr=np.array([s[9] for s in bushings]),
+                                Cr=np.array([s[10] for s in bushings]))
+        self.empty = not (springs or ang or ball_rot or line_expr or bushings)
+        self.time_dependent = bool(axis_expr or line_expr)
+
+    # ------------------------------------------------------------------ angles
+    def _raw_angles(self, bs):
+        a = self.angle
+        Wi = bs.A[a["ia"]] @ a["Ri"]  # marker frames, world (n, 3, 3)
+        Wj = bs.A[a["ib"]] @ a["Rj"]
+        X_i, Y_i, Z_i, X_j = Wi[:, :, 0], Wi[:, :, 1], Wi[:, :, 2], Wj[:, :, 0]
+        raw = np.arctan2(np.sum(Y_i * X_j, 1), np.sum(X_i * X_j, 1))
+        return raw, Z_i
+
+    def initial_refs(self, bs):
+        """Reference angles (continuity state) at the initial configuration."""
+        if self.angle is None:
+            return np.zeros(0)
+        return self._raw_angles(bs)[0]
+
+    def accept(self, bs, refs):
+        """Update ``refs`` in place to the continuous angles at an accepted configuration."""
+        if self.angle is None:
+            return
+        raw, _ = self._raw_angles(bs)
+        refs[:] = raw + _TWO_PI * np.round((refs - raw) / _TWO_PI)
+
+    def _angles(self, bs, refs):
+        raw, Z = self._raw_angles(bs)
+        theta = raw + _TWO_PI * np.round((refs - raw) / _TWO_PI)
+        a = self.angle
+        rate = np.sum(Z * (bs.w[a["ib"]] - bs.w[a["ia"]]), 1)
+        return theta, rate, Z
+
+    # ------------------------------------------------------------------ evaluation
+    def evaluate(self, bs, t, refs, F=None, N=None):
+        """Forces F (nb, 3), moments about the com N (nb, 3) and non-conservative power (W).
+
+        Gravity is not included (the caller adds the constant m g); ``F``/``N`` are
+        accumulated into when given.
+        """
+        nb = bs.A.shape[0]
+        if F is None:
+            F = np.zeros((nb, 3))
+        if N is None:
+            N = np.zeros((nb, 3))
+        power = 0.0
+        if self.empty:
+            return F, N, power
+        s = self.springs
+        if s is not None:
+            Pa_off = np.einsum("nij,nj->ni", bs.A[s["ia"]], s["da"])
+            Pb_off = np.einsum("nij,nj->ni", bs.A[s["ib"]], s["db"])
+            d = bs.rc[s["ib"]] + Pb_off - bs.rc[s["ia"]] - Pa_off
+            l = np.linalg.norm(d, axis=1)
+            u = d / np.where(l > 0, l, 1.0)[:, None]
+            vrel = bs.vc[s["ib"]] + _cross(bs.w[s["ib"]], Pb_off) - bs.vc[s["ia"]] - _cross(bs.w[s["ia"]], Pa_off)
+            ld = np.sum(u * vrel, 1)
+            f = -s["k"] * (l - s["l0"]) - s["c"] * ld + s["F0"]
+            Fb = f[:, None] * u
+            np.add.at(F, s["ib"], Fb)
+            np.add.at(F, s["ia"], -Fb)
+            np.add.at(N, s["ib"], _cross(Pb_off, Fb))
+            np.add.at(N, s["ia"], -_cross(Pa_off, Fb))
+            power -= float(np.sum(s["c"] * ld * ld))
+        if self.angle is not None:
+            theta, rate, Z = self._angles(bs, refs)
+            a = self.angle
+            tau = np.zeros(len(theta))
+            nr = self.n_axis_rot
+            if nr:
+                r = self.axis_rot
+                tau[:nr] = -r["k"] * theta[:nr] - r["c"] * rate[:nr] + r["tau0"]
+                power -= float(np.sum(r["c"] * rate[:nr] ** 2))
+            for k, (_, fn) in enumerate(self.axis_expr):
+                value = fn(t, theta[nr + k], rate[nr + k])
+                tau[nr + k] = value
+                power += value * rate[nr + k]
+            T = tau[:, None] * Z
+            np.add.at(N, a["ib"], T)
+            np.add.at(N, a["ia"], -T)
+        b = self.ball
+        if b is not None:
+            Wi = bs.A[b["ia"]] @ b["Ri"]
+            Wj = bs.A[b["ib"]] @ b["Rj"]
+            phi = rotation_vector(Wi.transpose(0, 2, 1) @ Wj)
+            phi_w = np.einsum("nij,nj->ni", Wi, phi)
+            wrel = bs.w[b["ib"]] - bs.w[b["ia"]]
+            T = -b["k"][:, None] * phi_w - b["c"][:, None] * wrel
+            np.add.at(N, b["ib"], T)
+            np.add.at(N, b["ia"], -T)
+            power -= float(np.sum(b["c"] * np.sum(wrel * wrel, 1)))
+        ln = self.line
+        if ln is not None:
+            Ai, Aj = bs.A[ln["ia"]], bs.A[ln["ib"]]
+            Pi_off = np.einsum("nij,nj->ni", Ai, ln["di"])
+            Pj_off = np.einsum("nij,nj->ni", Aj, ln["dj"])
+            Z = np.einsum("nij,nj->ni", Ai, ln["Ri"][:, :, 2])
+            Pj = bs.rc[ln["ib"]] + Pj_off
+            Pi = bs.rc[ln["ia"]] + Pi_off
+            disp = np.sum((Pj - Pi) * Z, 1)
+            off_i = Pj - bs.rc[ln["ia"]]  # the point of application, from body i's com
+            vrel = bs.vc[ln["ib"]] + _cross(bs.w[ln["ib"]], Pj_off) - bs.vc[ln["ia"]] - _cross(bs.w[ln["ia"]], off_i)
+            rate = np.sum(vrel * Z, 1)
+            # d/dt (d·Z) = (vPj − vPi)·Z + d·(ω_i × Z)
+            drate = np.sum((bs.vc[ln["ib"]] + _cross(bs.w[ln["ib"]], Pj_off) - bs.vc[ln["ia"]] - _cross(bs.w[ln["ia"]], Pi_off)) * Z, 1) \
+                + np.sum((Pj - Pi) * _cross(bs.w[ln["ia"]], Z), 1)
+            mag = np.array([fn(t, disp[k], drate[k]) for k, fn in enumerate(ln["fns"])])
+            Fj = mag[:, None] * Z
+            np.add.at(F, ln["ib"], Fj)
+            np.add.at(F, ln["ia"], -Fj)
+            np.add.at(N, ln["ib"], _cross(Pj_off, Fj))
+            np.add.at(N, ln["ia"], -_cross(off_i, Fj))
+            power += float(np.sum(mag * rate))
+        bu = self.bushing
+        if bu is not None:
+            F_b, T_b, Pa_off, Pb_off, Wa, power_b = self._bushing(bs)
+            np.add.at(F, bu["ib"], F_b)
+            np.add.at(F, bu["ia"], -F_b)
+            Pb = bs.rc[bu["ib"]] + Pb_off
+            np.add.at(N, bu["ib"], _cross(Pb_off, F_b) + T_b)
+            np.add.at(N, bu["ia"], -_cross(Pb - bs.rc[bu["ia"]], F_b) - T_b)
+            power += power_b
+        return F, N, power
+
+    def _bushing(self, bs, potential=False):
+        bu = self.bushing
+        Wa = bs.A[bu["ia"]] @ bu["Ra"]
+        Wb = bs.A[bu["ib"]] @ bu["Rb"]
+        Pa_off = np.einsum("nij,nj->ni", bs.A[bu["ia"]], bu["da"])
+        Pb_off = np.einsum("nij,nj->ni", bs.A[bu["ib"]], bu["db"])
+        dw = bs.rc[bu["ib"]] + Pb_off - bs.rc[bu["ia"]] - Pa_off
+        d = np.einsum("nji,nj->ni", Wa, dw)
+        phi = rotation_vector(Wa.transpose(0, 2, 1) @ Wb)
+        if potential:
+            return 0.5 * float(np.sum(bu["Kt"] * d * d) + np.sum(bu["Kr"] * phi * phi))
+        wa = bs.w[bu["ia"]]
+        vrel_w = bs.vc[bu["ib"]] + _cross(bs.w[bu["ib"]], Pb_off) - bs.vc[bu["ia"]] - _cross(wa, Pa_off) - _cross(wa, dw)
+        dd = np.einsum("nji,nj->ni", Wa, vrel_w)
+        wrel = np.einsum("nji,nj->ni", Wa, bs.w[bu["ib"]] - wa)
+        F_loc = -bu["Kt"] * d - bu["Ct"] * dd
+        T_loc = -bu["Kr"] * phi - bu["Cr"] * wrel
+        F_w = np.einsum("nij,nj->ni", Wa, F_loc)
+        T_w = np.einsum("nij,nj->ni", Wa, T_loc)
+        power = -float(np.sum(bu["Ct"] * dd * dd) + np.sum(bu["Cr"] * wrel * wrel))
+        return F_w, T_w, Pa_off, Pb_off, Wa, power
+
+    def potential(self, bs, refs):
+        """Potential energy of gravity and the springs (J)."""
+        nmov = self.mass.nmov
+        V = -float(np.sum(self.mass.body_mass * (bs.rc[:nmov] @ self.gravity)))
+        s = self.springs
+        if s is not None:
+            Pa = bs.rc[s["ia"]] + np.einsum("nij,nj->ni", bs.A[s["ia"]], s["da"])
+            Pb = bs.rc[s["ib"]] + np.einsum("nij,nj->ni", bs.A[s["ib"]], s["db"])
+            dl = np.linalg.norm(Pb - Pa, axis=1) - s["l0"]
+            V += float(np.sum(0.5 * s["k"] * dl * dl - s["F0"] * dl))
+        if self.angle is not None and self.n_axis_rot:
+            theta, _, _ = self._angles(bs, refs)
+            th = theta[: self.n_axis_rot]
+            r = self.axis_rot
+            V += float(np.sum(0.5 * r["k"] * th * th - r["tau0"] * th))
+        b = self.ball
+        if b is not None:
+            Wi = bs.A[b["ia"]] @ b["Ri"]
+            Wj = bs.A[b["ib"]] @ b["Rj"]
+            phi = rotation_vector(Wi.transpose(0, 2, 1) @ Wj)
+            V += float(np.sum(0.5 * b["k"] * np.sum(phi * phi, 1)))
+        if self.bushing is not None:
+            V += self._bushing(bs, potential=True)
+        return V

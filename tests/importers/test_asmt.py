@@ -1,0 +1,393 @@
+"""Specification of the OndselSolver ``.asmt`` reader.
+
+The reference values are the files' own: the counts in shared/data/SOURCES.md, the
+blocks of the files (RotationMatrix, Position3D, gravity, simulation parameters), and
+above all the ``TimeSeries`` that OndselSolver computed and stored in the same files.
+The kinematics of cadmotion's kernel is compared against that series at every stored
+time, for every part.
+
+Accuracy that OndselSolver's own series allows: the joints of the stored series close to
+better than 1e-11 m (checked below), the values are printed with 14 significant digits,
+and in kinematic mode the solver converges Newton iterations at every output time (no
+time integration).  The comparisons therefore use, for every component,
+``|ours - theirs| <= TOL * max(1, max |theirs| over the run)`` with ``TOL = 1e-8``.
+"""
+
+import math
+import warnings
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cadmotion.errors import CadImportError, ExpressionError
+from cadmotion.importers.asmt import (
+    bryant_to_matrix,
+    read_asmt,
+    read_asmt_simulation,
+    read_asmt_time_series,
+)
+from cadmotion.importers.asmt_expressions import evaluate_expression, translate_expression
+
+DATA = Path("/work/shared/data/asmt-ondsel")
+FOURBAR = DATA / "fourbar.asmt"
+GEARS = DATA / "Gears.asmt"
+RACKSCREW = DATA / "rackscrew.asmt"
+RACKPINION = DATA / "rackPinion.asmt"
+WITH_SERIES = [FOURBAR, GEARS, RACKSCREW]
+
+needs_data = pytest.mark.skipif(not DATA.exists(), reason="shared test data not available")
+
+TOL = 1e-8
+
+
+def _quat_to_matrix(q):
+    q = np.asarray(q, float)
+    w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
+    return np.stack([
+        np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], -1),
+        np.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], -1),
+        np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], -1),
+    ], -2)
+
+
+def _marker_world(R_WP, p_WP, frame):
+    R_PM = np.array(frame.rotation)
+    return R_WP @ R_PM, p_WP + R_WP @ np.array(frame.origin)
+
+
+# --------------------------------------------------------------------------------------
+# expressions
+# --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("source, expected", [
+    ("2.0d*pi*time", "2.0*pi*t"),            # fourbar.asmt, Smalltalk 'd' number
+    ("2*pi*time", "2.0*pi*t"),               # Gears.asmt
+    ("1.5d-3*time^2", "0.0015*t^2.0"),
+    ("-2^2", "-(2.0^2.0)"),                  # OndselSolver negates the whole term
+    ("time*-2^2", "t*(-2.0)^2.0"),           # ... but a glued sign makes a signed constant
+    ("arcsin(0.5)*time", "asin(0.5)*t"),
+    ("sin(2*pi*time)-cos(time)/2", "sin(2.0*pi*t) - cos(t)/2.0"),
+    ("time/(2*3)", "t/(2.0*3.0)"),
+    ("(1-time)-(2-time)", "1.0 - t - (2.0 - t)"),
+])
+def test_expression_translation(source, expected):
+    assert translate_expression(source) == expected
+
+
+@pytest.mark.parametrize("source, t, value", [
+    ("2.0d*pi*time", 0.25, 0.5 * math.pi),
+    ("-2^2", 0.0, -4.0),
+    ("time*-2^2", 1.5, 6.0),
+    ("2^3^2", 0.0, 512.0),                   # right associative
+    ("10*time- -1", 0.5, 6.0),
+    ("abs(sin(time))+arctan(1)", 0.0, math.pi / 4),
+])
+def test_expression_values(source, t, value):
+    assert evaluate_expression(source, t) == pytest.approx(value, rel=1e-15, abs=1e-15)
+    # the translated text means the same in the kernel's syntax (t, ^ for powers)
+    assert evaluate_expression(translate_expression(source), t, variables=("t",)) == \
+        pytest.approx(value, rel=1e-15, abs=1e-15)
+
+
+@pytest.mark.parametrize("bad", ["__import__('os')", "time; 1", "x*time", "spline(time)", "2*", ""])
+def test_expression_whitelist(bad):
+    with pytest.raises(ExpressionError):
+        translate_expression(bad)
+
+
+# --------------------------------------------------------------------------------------
+# structure of the imported models (counts from SOURCES.md)
+# --------------------------------------------------------------------------------------
+@needs_data
+@pytest.mark.parametrize("path, nparts, joints, ndrivers", [
+    (FOURBAR, 3, {"revolute": 4}, 1),
+    (GEARS, 2, {"revolute": 2, "gear": 1}, 1),
+    # rackscrew: 2 Revolute, 1 Translational, 1 RackPinion, 1 Screw (both become couplers
+    # of the revolute angle and the prismatic displacement)
+    (RACKSCREW, 3, {"revolute": 2, "prismatic": 1, "rack-and-pinion": 2}, 1),
+    (RACKPINION, 5, {"revolute": 3, "fixed": 1, "prismatic": 1, "rack-and-pinion": 1}, 0),
+])
+def test_import_counts(path, nparts, joints, ndrivers):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        spec = read_asmt(path)
+    # the assembly itself is added as the one fixed (ground) part
+    assert len(spec.parts) == nparts + 1
+    assert [p.fixed for p in spec.parts].count(True) == 1
+    assert spec.parts[0].fixed
+    assert Counter(j.type for j in spec.joints) == joints
+    assert len(spec.drivers) == ndrivers
+    names = {j.name for j in spec.joints}
+    for j in spec.joints:
+        if not j.parts:  # couplers refer to joints of the spec
+            assert len(j.joints) == 2 and set(j.joints) <= names
+        else:
+            assert len(j.markers) == 2 and j.parts[0] != j.parts[1]
+
+
+@needs_data
+def test_rackpinion_joint_names_and_parts():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        spec = read_asmt(RACKPINION)
+    assert {p.name for p in spec.parts} == {
+        "OndselAssembly", "rackPinion#Box001", "rackPinion#Cylinder", "rackPinion#Box",
+        "rackPinion#Cylinder001", "rackPinion#Cylinder002"}
+    rp = spec.joint("rackPinion#RackPinion")
+    assert set(rp.joints) == {"rackPinion#Revolute", "rackPinion#Slider"}
+    assert abs(rp.param("radius")) == pytest.approx(1.0)   # pitchRadius 1 in the file
+    assert spec.joint("rackPinion#GroundedJoint").parts == ("OndselAssembly", "rackPinion#Box001")
+
+
+@needs_data
+def test_gravity_simulation_and_mass():
+    spec = read_asmt(FOURBAR)
+    assert spec.gravity == (0.0, -9.81, 0.0)                 # ConstantGravity block
+    sim = read_asmt_simulation(FOURBAR)
+    assert (sim["tstart"], sim["tend"], sim["hout"], sim["steps"]) == (0.0, 1.0, 0.01, 100)
+    assert sim["errorTol"] == 1e-6
+    # rackscrew Part2: Mass 0.3233675003485, principal moments on rotated principal axes
+    rs = read_asmt(RACKSCREW)
+    p2 = rs.part("Assembly1Part2")
+    assert p2.mass == pytest.approx(0.3233675003485)
+    assert p2.com == pytest.approx((0.0125, -1.2143064331838e-17, 0.05))
+    J = np.array(p2.inertia)
+    assert np.allclose(np.sort(np.linalg.eigvalsh(J)),
+                       sorted([0.0085917337014084, 0.0085917337014084, 0.016644521568903]))
+    # A_Pcm = [[0,1,0],[-1,0,0],[0,0,1]]: the third principal axis is the part's z
+    assert J[2, 2] == pytest.approx(0.016644521568903)
+    assert rs.part("Assembly1Part1").mass is None             # Mass 0.0 in the file
+
+
+@needs_data
+def test_marker_nesting_in_refpoints():
+    """fourbar/rackscrew markers sit in rotated RefPoints: X_PM = X_PR X_RM."""
+    spec = read_asmt(RACKSCREW)
+    # Assembly1Marker1: RefPoint rotated (z -> -x) at 0, marker at (0, 0, 3) in it
+    j4 = spec.joint("Assembly1Joint4")
+    assert j4.parts[0] == "Assembly1"
+    assert j4.markers[0].origin == pytest.approx((3.0, 0.0, 0.0))
+    R = np.array(j4.markers[0].rotation)
+    assert np.allclose(R, [[0, 0, 1], [0, 1, 0], [-1, 0, 0]])
+
+
+# --------------------------------------------------------------------------------------
+# the TimeSeries block and its agreement with the imported model (no kernel needed)
+# --------------------------------------------------------------------------------------
+@needs_data
+@pytest.mark.parametrize("path", WITH_SERIES)
+def test_time_series_layout(path):
+    ts = read_asmt_time_series(path)
+    sim = read_asmt_simulation(path)
+    n = sim["steps"] + 1
+    assert ts["time"].shape == (n,)
+    assert ts["time"] == pytest.approx(np.linspace(sim["tstart"], sim["tend"], n))
+    spec = read_asmt(path)
+    assert set(ts["parts"]) == {p.name for p in spec.parts}
+    for name, s in ts["parts"].items():
+        for key in ("position", "velocity", "angular_velocity", "acceleration",
+                    "angular_acceleration", "bryant_angles"):
+            assert s[key].shape == (n, 3)
+        R = s["rotation"]
+        assert np.allclose(R @ np.swapaxes(R, 1, 2), np.eye(3), atol=1e-12)
+        # the Input column is the state the solver started from: the Part block's
+        # Position3D/RotationMatrix (Gears.asmt differs by 2e-8 m / 2e-7 rad)
+        part = spec.part(name)
+        assert ts["input"][name]["position"] == pytest.approx(part.position, abs=1e-6)
+        assert np.allclose(ts["input"][name]["rotation"], _quat_to_matrix(part.orientation),
+                           atol=1e-6)
+
+
+def test_bryant_angles_round_trip():
+    """bryant_to_matrix inverts OndselSolver's FullMatrix::bryantAngles formulas."""
+    rng = np.random.default_rng(1)
+    for a in rng.uniform(-1.4, 1.4, size=(20, 3)):
+        A = bryant_to_matrix(a)
+        back = (math.atan2(-A[1, 2], A[2, 2]), math.asin(A[0, 2]), math.atan2(-A[0, 1], A[0, 0]))
+        assert back == pytest.approx(tuple(a), abs=1e-12)
+
+
+def _series_coordinates(spec, ts):
+    """Joint angle/disp (cadmotion's definitions) and closure residuals from the stored poses."""
+    nt = len(ts["time"])
+    out, closure = {}, 0.0
+    for j in spec.joints:
+        if not j.parts:
+            continue
+        ang, disp = np.empty(nt), np.empty(nt)
+        for k in range(nt):
+            a, b = ts["parts"][j.parts[0]], ts["parts"][j.parts[1]]
+            R_i, o_i = _marker_world(a["rotation"][k], a["position"][k], j.markers[0])
+            R_j, o_j = _marker_world(b["rotation"][k], b["position"][k], j.markers[1])
+            ang[k] = math.atan2(R_i[:, 1] @ R_j[:, 0], R_i[:, 0] @ R_j[:, 0])
+            disp[k] = (o_j - o_i) @ R_i[:, 2]
+            d = o_j - o_i
+            if j.type in ("revolute", "fixed", "spherical"):
+                closure = max(closure, np.linalg.norm(d))
+            if j.type in ("revolute", "prismatic", "cylindrical", "fixed"):
+                closure = max(closure, np.linalg.norm(np.cross(R_i[:, 2], R_j[:, 2])))
+            if j.type in ("prismatic", "cylindrical"):
+                closure = max(closure, np.linalg.norm(d - (d @ R_i[:, 2]) * R_i[:, 2]))
+        out[j.name] = (np.unwrap(ang), disp)
+    return out, closure
+
+
+@needs_data
+@pytest.mark.parametrize("path", WITH_SERIES)
+def test_markers_couplers_and_drivers_reproduce_the_series(path):
+    """Our markers close every joint in OndselSolver's stored poses, our coupler ratios
+    and signs relate the stored joint coordinates, and our driver expressions give the
+    stored driven coordinate (measured from the initial pose)."""
+    spec = read_asmt(path)
+    ts = read_asmt_time_series(path)
+    coords, closure = _series_coordinates(spec, ts)
+    assert closure < 1e-10
+    for j in spec.joints:
+        if j.parts:
+            continue
+        a = coords[j.joints[0]][0] - coords[j.joints[0]][0][0]
+        if j.type in ("gear", "belt"):
+            b = coords[j.joints[1]][0] - coords[j.joints[1]][0][0]
+            assert np.max(np.abs(b - j.param("ratio") * a)) < 1e-10, j.name
+        else:
+            d = coords[j.joints[1]][1] - coords[j.joints[1]][1][0]
+            assert np.max(np.abs(d)) > 0.1  # the rack really moves
+            assert np.max(np.abs(d - j.param("radius") * a)) < 1e-10, j.name
+    for d in spec.drivers:
+        q = coords[d.joint][0 if d.coordinate == "angle" else 1]
+        f = np.array([evaluate_expression(d.function.expression, t, variables=("t",))
+                      for t in ts["time"]])
+        assert np.max(np.abs((q - q[0]) - f)) < 1e-10
+
+
+@needs_data
+def test_initial_pose_from_series():
+    """Gears.asmt was saved after a run: its part blocks hold the last frame, and the
+    solver assembled gear 2 half a turn away (the other branch of the 1:2 pair) at t=0."""
+    ts = read_asmt_time_series(GEARS)
+    spec = read_asmt(GEARS, initial_pose="series")
+    for name, ser in ts["parts"].items():
+        p = spec.part(name)
+        assert p.position == pytest.approx(tuple(ser["position"][0]), abs=1e-15)
+        assert np.allclose(_quat_to_matrix(p.orientation), ser["rotation"][0], atol=1e-14)
+    file_pose = read_asmt(GEARS).part("Part2")
+    assert np.allclose(_quat_to_matrix(file_pose.orientation), ts["parts"]["Part2"]["rotation"][-1],
+                       atol=1e-12)
+    # fourbar: the file pose is the series' first frame
+    a, b = read_asmt(FOURBAR), read_asmt(FOURBAR, initial_pose="series")
+    for p, q in zip(a.parts, b.parts):
+        assert p.position == pytest.approx(q.position, abs=1e-14)
+    assert a.drivers[0].function == b.drivers[0].function
+
+
+@needs_data
+def test_gear_ratio_is_external_pair():
+    """Gears.asmt: radiusI 1, radiusJ 2, parallel axes -> external pair, ratio -1/2."""
+    spec = read_asmt(GEARS)
+    assert spec.joint("Joint3").param("ratio") == pytest.approx(-0.5)
+    assert spec.joint("Joint3").joints == ("Joint1", "Joint2")
+
+
+# --------------------------------------------------------------------------------------
+# bad input
+# --------------------------------------------------------------------------------------
+def _edited(tmp_path, src, old, new, name="edited.asmt"):
+    text = src.read_text()
+    assert old in text
+    out = tmp_path / name
+    out.write_text(text.replace(old, new, 1))
+    return out
+
+
+@needs_data
+def test_unknown_joint_type_names_joint_and_type(tmp_path):
+    bad = _edited(tmp_path, FOURBAR, "\t\t\tRevoluteJoint\n\t\t\t\tName\n\t\t\t\t\tJoint2",
+                  "\t\t\tWobbleJoint\n\t\t\t\tName\n\t\t\t\t\tJoint2")
+    with pytest.raises(CadImportError) as err:
+        read_asmt(bad)
+    assert "Joint2" in str(err.value) and "WobbleJoint" in str(err.value)
+
+
+@needs_data
+def test_joint_outside_the_kernel_library_is_refused(tmp_path):
+    bad = _edited(tmp_path, FOURBAR, "\t\t\tRevoluteJoint\n\t\t\t\tName\n\t\t\t\t\tJoint3",
+                  "\t\t\tRevCylJoint\n\t\t\t\tName\n\t\t\t\t\tJoint3")
+    with pytest.raises(CadImportError) as err:
+        read_asmt(bad)
+    assert "Joint3" in str(err.value) and "RevCylJoint" in str(err.value)
+
+
+@needs_data
+def test_missing_marker_names_joint(tmp_path):
+    bad = _edited(tmp_path, FOURBAR, "/Assembly1/Part2/Marker1", "/Assembly1/Part2/Nowhere")
+    with pytest.raises(CadImportError) as err:
+        read_asmt(bad)
+    assert "Joint2" in str(err.value) and "Nowhere" in str(err.value)
+
+
+@needs_data
+def test_motion_expression_outside_whitelist(tmp_path):
+    bad = _edited(tmp_path, FOURBAR, "RotationZ\n\t\t\t\t\t2.0d*pi*time",
+                  "RotationZ\n\t\t\t\t\tsystem(time)")
+    with pytest.raises(CadImportError) as err:
+        read_asmt(bad)
+    assert "Motion1" in str(err.value)
+
+
+def test_not_an_asmt_file(tmp_path):
+    p = tmp_path / "x.asmt"
+    p.write_text("hello\nworld\n")
+    with pytest.raises(CadImportError):
+        read_asmt(p)
+    with pytest.raises(CadImportError):
+        read_asmt(tmp_path / "missing.asmt")
+
+
+@needs_data
+def test_file_without_time_series():
+    with pytest.raises(CadImportError):
+        read_asmt_time_series(RACKPINION)
+
+
+# --------------------------------------------------------------------------------------
+# cadmotion's kinematics against OndselSolver's TimeSeries
+# --------------------------------------------------------------------------------------
+def _kinematics(spec, sim):
+    from cadmotion.kernel import compile_model, kinematics
+
+    assert sim["tstart"] == 0.0  # the kernel's runs start at t = 0
+    model = compile_model(spec)
+    return kinematics(model, t_end=sim["tend"], steps=sim["steps"])
+
+
+def _max_rel_error(ours, theirs):
+    scale = max(1.0, float(np.max(np.abs(theirs))))
+    return float(np.max(np.abs(ours - theirs))) / scale
+
+
+@needs_data
+@pytest.mark.parametrize("path", WITH_SERIES, ids=lambda p: p.stem)
+def test_kinematics_matches_ondselsolver_time_series(path):
+    # start where OndselSolver assembled the parts at t=0 (see test_initial_pose_from_series)
+    spec = read_asmt(path, initial_pose="series")
+    sim = read_asmt_simulation(path)
+    ts = read_asmt_time_series(path)
+    motion = _kinematics(spec, sim)
+    assert motion.complete, motion.message
+    assert np.allclose(motion.time, ts["time"], rtol=0, atol=1e-12)
+    errors = {}
+    for name, ref in ts["parts"].items():
+        b = motion.part_index(name)
+        errors[name] = {
+            "position": _max_rel_error(motion.position[:, b], ref["position"]),
+            "rotation": _max_rel_error(_quat_to_matrix(motion.quaternion[:, b]), ref["rotation"]),
+            "velocity": _max_rel_error(motion.velocity[:, b], ref["velocity"]),
+            "angular_velocity": _max_rel_error(motion.angular_velocity[:, b], ref["angular_velocity"]),
+            "acceleration": _max_rel_error(motion.acceleration[:, b], ref["acceleration"]),
+            "angular_acceleration": _max_rel_error(motion.angular_acceleration[:, b],
+                                                   ref["angular_acceleration"]),
+        }
+    worst = {k: max(e[k] for e in errors.values()) for k in next(iter(errors.values()))}
+    print(f"{path.name}: worst relative errors vs OndselSolver: {worst}")
+    assert all(v <= TOL for v in worst.values()), errors
