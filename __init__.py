@@ -13,3 +13,13 @@ def load(path, **options):
     from .importers import load as _load
 
     return _load(path, **options)
+
+
+def check(source, t_end=None, steps=None, **options):
+    """Validate a mechanism (a file path or a MechanismSpec); returns a CheckReport.
+
+    ``report.dof``, ``report.redundant``, ``report.collisions``, ``report.assert_ok()``.
+    """
+    from .plugin.check import check as _check
+
+    return _check(source, t_end=t_end, steps=steps, **options)

@@ -99,9 +99,9 @@ class CheckReport:
 
 def _load(source, parametrization):
     from ..importers import load
-    from ..kernel import compile_model
+    from ..kernel import MechanismSpec, compile_model
 
-    spec = load(source) if not hasattr(source, "parts") else source
+    spec = source if isinstance(source, MechanismSpec) else load(source)
     return spec, compile_model(spec, parametrization)
 
 

@@ -1,0 +1,105 @@
+"""The `cadmotion` command: outputs, exit codes and messages, run as users run it."""
+
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cadmotion.plugin.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+SLIDER = ROOT / "samples" / "slider_crank.cadmotion.toml"
+
+
+def test_run_writes_n_plus_one_rows_with_the_documented_columns(tmp_path):
+    out = tmp_path / "out.csv"
+    proc = subprocess.run([sys.executable, "-m", "cadmotion.plugin.cli", "run", str(SLIDER), "--t-end", "1",
+                           "--steps", "50", "-o", str(out)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    rows = list(csv.reader(out.open()))
+    header, data = rows[0], rows[1:]
+    assert len(data) == 51
+    assert header[0] == "t"
+    crank = ["crank." + c for c in "x y z qw qx qy qz vx vy vz wx wy wz ax ay az alx aly alz".split()]
+    i = header.index("crank.x")
+    assert header[i:i + 19] == crank
+    assert header[-4:] == ["crank_pivot.angle", "crank_pin.angle", "wrist_pin.angle", "slide.disp"]
+    assert float(data[-1][0]) == 1.0
+    assert float(data[-1][header.index("crank_pivot.angle")]) == pytest.approx(1.0, abs=1e-9)
+
+
+def test_check_json_reports_dof_redundancy_and_exit_zero(capsys):
+    code = main(["check", str(SLIDER), "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0 and report["status"] == "ok" and report["exit_code"] == 0
+    assert report["dof"] == 1 and report["dof_driven"] == 0
+    assert len(report["redundant"]) == 3
+    assert report["assembly"]["success"] is True
+
+
+def test_check_of_an_unassemblable_model_exits_3_and_still_writes_the_report(tmp_path, capsys):
+    # the linkage can only place the slider 0.2 .. 0.4 m from the crank pivot: a 0.5 m rod
+    # from the pivot to the slider cannot be fitted
+    bad = tmp_path / "bad.cadmotion.toml"
+    bad.write_text(SLIDER.read_text() + """
+[[joints]]
+name = "impossible_rod"
+type = "distance"
+parts = ["ground", "slider"]
+points = [[0, 0, 0], [0.4, 0, 0]]
+length = 0.5
+""")
+    report_path = tmp_path / "report.json"
+    code = main(["check", str(bad), "--json", "--report", str(report_path)])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 3 and out["status"] == "cannot-assemble"
+    assert json.loads(report_path.read_text())["status"] == "cannot-assemble"
+
+
+def test_errors_are_one_message_without_traceback_and_nothing_is_written(tmp_path):
+    broken = tmp_path / "broken.cadmotion.toml"
+    broken.write_text(SLIDER.read_text().replace('type = "prismatic"', 'type = "slidey"'))
+    out = tmp_path / "out.csv"
+    proc = subprocess.run([sys.executable, "-m", "cadmotion.plugin.cli", "run", str(broken), "-o", str(out)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr
+    assert "unknown joint type 'slidey'" in proc.stderr and str(broken) in proc.stderr
+    assert not out.exists()
+
+
+def test_unknown_output_extension_fails_before_computing_and_keeps_existing_files(tmp_path, capsys):
+    keep = tmp_path / "keep.csv"
+    keep.write_text("precious")
+    code = main(["run", str(SLIDER), "-o", str(keep), "-o", str(tmp_path / "out.xyz")])
+    assert code == 1
+    assert ".xyz" in capsys.readouterr().err
+    assert keep.read_text() == "precious"
+
+
+def test_equations_prints_the_joint_equations_and_jacobian_blocks(capsys):
+    assert main(["equations", str(SLIDER), "--joint", "slide"]) == 0
+    text = capsys.readouterr().out
+    assert "slide: prismatic (5 equation(s))" in text
+    assert "Φ0 = 1.0*y_j" in text  # the slider stays on the line y = 0 …
+    assert "Φ1 = 1.0*z_j" in text  # … and z = 0
+    assert "∂Φ/∂r_j (slider)" in text
+
+
+def test_inspect_json_lists_parts_with_mass_and_joints(capsys):
+    assert main(["inspect", str(SLIDER), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    names = {p["name"]: p for p in data["parts"]}
+    assert names["rod"]["mass"] == 2.0 and names["rod"]["com"] == [0.15, 0, 0]
+    assert {j["name"]: j["type"] for j in data["joints"]}["slide"] == "prismatic"
+
+
+def test_python_api_check_assert_ok_reads_like_a_spec():
+    import cadmotion
+
+    report = cadmotion.check(SLIDER, t_end=1.0, steps=20)
+    assert report.dof == 1 and report.ok
+    report.assert_ok()
