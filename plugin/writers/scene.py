@@ -3,7 +3,7 @@
 :func:`build_scene` reads a :class:`~cadmotion.kernel.motion.Motion` and the
 :class:`~cadmotion.kernel.spec.MechanismSpec` it carries (``motion.spec``) and returns a
 :class:`Scene`. Parts are matched to the spec by name; a part with no shape (model
-files without CAD, or ``motion.spec`` is None) gets a placeholder cube at its centre of
+files without CAD, or ``motion.spec`` is None) gets placeholder sticks between its joints (a cube at its centre of
 mass, of edge ``PLACEHOLDER_FRACTION`` of the scene size. Colours are sRGB(A) in 0..1;
 parts without a colour take one from :data:`PALETTE` by part index.
 """
@@ -17,7 +17,7 @@ from typing import List, Tuple
 import numpy as np
 
 from ...kernel.motion import quat_to_matrix
-from .tessellate import MeshCache, box_mesh
+from .tessellate import MeshCache, bar_mesh, box_mesh, merge_meshes
 
 __all__ = ["Scene", "build_scene", "PALETTE", "continuous_quaternions", "srgb_to_linear"]
 
@@ -115,6 +115,38 @@ def part_specs(motion):
     return {p.name: p for p in getattr(spec, "parts", ())}
 
 
+def spec_of(motion):
+    return getattr(motion, "spec", None)
+
+
+def _joint_points(spec):
+    """Part name -> joint marker origins in that part's frame (m), in joint order."""
+    points = {}
+    for j in getattr(spec, "joints", ()) or ():
+        for part, marker in zip(j.parts, j.markers):
+            points.setdefault(part, []).append(np.asarray(marker.origin, float))
+    return points
+
+
+def _stick_mesh(points, part, size):
+    """Placeholder geometry of a part without CAD: bars between its joints, a block at each.
+
+    A fixed part gets only the blocks (pads at its joints); a part with fewer than two
+    distinct joint points gets a cube at its centre of mass.
+    """
+    distinct = []
+    for p in points:
+        if all(np.linalg.norm(p - q) > 1e-9 for q in distinct):
+            distinct.append(p)
+    if len(distinct) < 2:
+        center = distinct[0] if distinct else (part.com if part is not None else (0.0, 0.0, 0.0))
+        return box_mesh(center, size)
+    pieces = [box_mesh(p, 1.6 * size) for p in distinct]
+    if part is None or not part.fixed:
+        pieces += [bar_mesh(a, b, 0.6 * size) for a, b in zip(distinct[:-1], distinct[1:])]
+    return merge_meshes(pieces)
+
+
 def build_scene(motion, *, cache=None, complete=None):
     """Collect meshes (one per distinct shape), colours and keyframes of ``motion``.
 
@@ -126,7 +158,7 @@ def build_scene(motion, *, cache=None, complete=None):
 
     Warns
     -----
-    UserWarning once, naming the parts drawn as placeholder boxes.
+    UserWarning once, naming the parts drawn as placeholder sticks.
     """
     cache = MeshCache() if cache is None else cache
     specs = part_specs(motion)
@@ -159,16 +191,21 @@ def build_scene(motion, *, cache=None, complete=None):
         pts = np.vstack([np.atleast_2d(p) for p in pts])
         extent = float(np.linalg.norm(np.ptp(pts, axis=0))) if len(pts) else 0.0
         size = float(np.clip(PLACEHOLDER_FRACTION * extent, 1e-3, 0.05)) if extent > 0 else 0.01
-        boxes = {}
+        points = _joint_points(spec_of(motion))
+        placeholders = {}  # identical placeholders share one mesh
         for b in missing:
-            ps = specs.get(motion.parts[b])
-            com = tuple(float(x) for x in (ps.com if ps is not None else (0.0, 0.0, 0.0)))
-            if com not in boxes:
-                boxes[com] = len(meshes)
-                meshes.append(box_mesh(com, size))
-            part_mesh[b] = boxes[com]
+            name = motion.parts[b]
+            ps = specs.get(name)
+            pts = points.get(name, [])
+            key = (tuple(tuple(np.round(p, 12)) for p in pts),
+                   bool(ps is not None and ps.fixed and len(pts) > 1),  # fixed matters for sticks only
+                   tuple(ps.com) if ps is not None and len(pts) < 2 else None)
+            if key not in placeholders:
+                placeholders[key] = len(meshes)
+                meshes.append(_stick_mesh(pts, ps, size))
+            part_mesh[b] = placeholders[key]
         names = ", ".join(motion.parts[b] for b in missing[:10]) + (" ..." if len(missing) > 10 else "")
-        warnings.warn(f"{len(missing)} part(s) without CAD geometry drawn as boxes: {names}",
+        warnings.warn(f"{len(missing)} part(s) without CAD geometry drawn as sticks between their joints: {names}",
                       stacklevel=3)
 
     colors = [_rgba(specs[n].color if n in specs else None, b) for b, n in enumerate(motion.parts)]

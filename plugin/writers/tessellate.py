@@ -148,6 +148,36 @@ def box_mesh(center, size):
                 np.array(indices, np.uint32), placeholder=True)
 
 
+def bar_mesh(a, b, width):
+    """A square bar of side ``width`` (m) from point ``a`` to point ``b`` (part frame)."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    d = b - a
+    length = float(np.linalg.norm(d))
+    cube = box_mesh((0.0, 0.0, 0.0), 1.0)
+    if length < 1e-12:
+        return box_mesh(a, width)
+    x = d / length
+    e = np.eye(3)[int(np.argmin(np.abs(x)))]
+    y = np.cross(x, e)
+    y /= np.linalg.norm(y)
+    z = np.cross(x, y)
+    R = np.column_stack([x, y, z])
+    scale = np.array([length + width, width, width])
+    positions = (cube.positions * scale) @ R.T + 0.5 * (a + b)
+    normals = cube.normals @ R.T
+    return Mesh(positions.astype(np.float32), normals.astype(np.float32), cube.indices, placeholder=True)
+
+
+def merge_meshes(meshes):
+    """One mesh holding all ``meshes`` (indices shifted)."""
+    offset, indices = 0, []
+    for m in meshes:
+        indices.append(m.indices + offset)
+        offset += len(m.positions)
+    return Mesh(np.concatenate([m.positions for m in meshes]), np.concatenate([m.normals for m in meshes]),
+                np.concatenate(indices), placeholder=True)
+
+
 class MeshCache:
     """Meshes by shape identity, for the lifetime of this object.
 

@@ -247,3 +247,22 @@ def test_repeated_output_times_still_give_strictly_increasing_keyframes(tmp_path
     ch = channels_of(doc, node_of(doc, "crank"))
     t = accessor(doc, data, ch["translation"]["input"])
     assert np.all(np.diff(t) > 0) and np.allclose(t, m.time, atol=1e-6)
+
+
+def test_parts_of_a_model_file_are_drawn_as_sticks_between_their_joints(tmp_path):
+    from pathlib import Path
+
+    from cadmotion.importers import load
+    from cadmotion.kernel import compile_model, kinematics
+
+    sample = Path(__file__).resolve().parents[2] / "samples" / "four_bar.cadmotion.toml"
+    motion = kinematics(compile_model(load(sample)), t_end=0.1, steps=2)
+    with pytest.warns(UserWarning, match="sticks"):
+        (path,) = write_outputs(motion, [tmp_path / "fourbar.glb"])
+    doc, data = read_glb(path)
+    coupler = doc["nodes"][node_of(doc, "coupler")]
+    pos = accessor(doc, data, doc["meshes"][coupler["mesh"]]["primitives"][0]["attributes"]["POSITION"])
+    # the coupler's joints B (its frame origin) and C lie 0.3 m apart: the stick spans both
+    span = np.linalg.norm(pos.max(axis=0) - pos.min(axis=0))
+    assert 0.3 < span < 0.36
+    assert pos.min(axis=0)[0] < 0.0 < 0.26 - 0.1 < pos.max(axis=0)[0]
