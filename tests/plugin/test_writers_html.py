@@ -90,9 +90,13 @@ def test_partial_run_shows_a_banner(tmp_path):
 @needs_chromium
 @pytest.mark.parametrize("query, renderer", [("", "webgl"), ("?renderer=2d", "2d")])
 def test_page_plays_in_headless_chromium(tmp_path, page, query, renderer):
-    run = chromium(tmp_path, page.as_uri() + query, "--dump-dom")
-    assert run.returncode == 0, run.stderr[-2000:]
-    st = status(run.stdout)
+    # a loaded machine may paint a single frame in the virtual-time budget: give it more
+    for budget in (3000, 8000, 20000):
+        run = chromium(tmp_path, page.as_uri() + query, "--dump-dom", budget=budget)
+        assert run.returncode == 0, run.stderr[-2000:]
+        st = status(run.stdout)
+        if int(st.get("frames-seen", 0)) >= 2:
+            break
     assert st.get("status") == "ok", st
     if renderer == "2d" or st["renderer"] == "2d":      # WebGL may be missing: fallback is fine
         assert st["renderer"] == "2d"
