@@ -267,73 +267,120 @@ def kinematics(model, t_end=1.0, steps=100, *, t_start=0.0, times=None, tol=1e-1
             hint="add drivers (a [[drivers]] entry per free joint coordinate), or run a dynamic analysis",
         )
     solver = RowSolver(J, info.independent)
+    stepper = _Stepper(system, info.independent, solver, tol, max_iter, singular_rcond)
     nt = len(times)
     nq = model.nq
     Q = np.zeros((nt, nq))
     Qd = np.zeros((nt, nq))
     Qdd = np.zeros((nt, nq))
-    qd = solver.solve(-system.phit(q, times[0], angles))
-    qdd = solver.solve(system.gamma(q, qd, times[0], angles))
-    Q[0], Qd[0], Qdd[0] = q, qd, qdd
+    state = stepper.derivatives(q, times[0], angles)
+    Q[0], Qd[0], Qdd[0] = state
     measures = np.zeros((nt, len(model.joint_measures)))
     measures[0] = system.joint_measures(q)
     done = 1
     message = ""
     for k in range(1, nt):
-        t = times[k]
-        h = t - times[k - 1]
-        q_pred = q + h * qd + 0.5 * h * h * qdd
-        q_new = q_pred.copy()
-        converged = False
-        fresh = False  # is the factorisation taken at the current iterate?
-        prev_norm = np.inf
-        for it in range(max_iter):
-            phi = system.phi(q_new, t, angles)
-            norm = float(np.max(np.abs(phi[info.independent]))) if phi.size else 0.0
-            if not np.isfinite(norm):
-                break
-            if norm < tol:
-                converged = True
-                break
-            if it > 0 and norm > 0.25 * prev_norm:
-                if fresh:  # even a full Newton step did not reduce Φ: no solution nearby
-                    break
-                # chord iteration too slow: refactorise here (full Newton from now on if needed)
-                solver = RowSolver(system.jacobian_auto(q_new, t, angles), info.independent)
-                fresh = True
+        try:
+            state = stepper.advance(times[k - 1], state, times[k], angles, events)
+        except _Stop as stop:
+            message = str(stop)
+            if stop.kind == "singular" and not stop_on_singular:
+                state = stop.state
             else:
-                fresh = False
-            prev_norm = norm
-            q_new = q_new - solver.solve(phi)
-        if not converged:
-            message = (f"lock-up at t = {t:.6g} s: the position equations have no solution near the previous pose "
-                       f"(the drivers push the mechanism past a limit or toggle position)")
-            events.append(Event("lockup", float(t), message))
-            break
-        solver = RowSolver(system.jacobian_auto(q_new, t, angles), info.independent)
-        if solver.rcond < singular_rcond:
-            message = (f"singular configuration at t = {t:.6g} s (reciprocal condition number {solver.rcond:.2e}): "
-                       "the drivers no longer determine the motion (toggle / dead centre)")
-            events.append(Event("singular", float(t), message))
-            if stop_on_singular:
                 break
-        step = np.max(np.abs(q_pred - q))
-        jump = np.max(np.abs(q_new - q_pred))
-        if step > 0 and jump > max(0.5 * step, 1e3 * tol):
-            events.append(Event("branch", float(t),
-                                f"possible branch jump at t = {t:.6g} s: the pose moved {jump:.3g} away from the predicted one "
-                                f"(step {step:.3g}); use more output steps to follow the motion"))
-        system.accept(q_new, angles)
-        q = q_new
-        qd = solver.solve(-system.phit(q, t, angles))
-        qdd = solver.solve(system.gamma(q, qd, t, angles))
-        Q[k], Qd[k], Qdd[k] = q, qd, qdd
-        measures[k] = system.joint_measures(q)
+        Q[k], Qd[k], Qdd[k] = state
+        measures[k] = system.joint_measures(state[0])
         done = k + 1
         if progress is not None:
             progress(k, nt)
     return _motion(model, times[:done], Q[:done], Qd[:done], Qdd[:done], measures[:done], events,
                    complete=done == nt, message=message)
+
+
+class _Stop(Exception):
+    def __init__(self, kind, message, state=None):
+        super().__init__(message)
+        self.kind = kind
+        self.state = state
+
+
+class _Stepper:
+    """Moves an accepted state (q, q̇, q̈) from one time to the next.
+
+    A step whose position iteration fails is split in two, down to ``1/2**max_depth`` of
+    an output interval, before a lock-up is declared: output spacing does not decide
+    whether the motion is followed.
+    """
+
+    max_depth = 8
+
+    def __init__(self, system, rows, solver, tol, max_iter, singular_rcond):
+        self.system, self.rows, self.solver = system, rows, solver
+        self.tol, self.max_iter, self.singular_rcond = tol, max_iter, singular_rcond
+
+    def derivatives(self, q, t, angles):
+        qd = self.solver.solve(-self.system.phit(q, t, angles))
+        qdd = self.solver.solve(self.system.gamma(q, qd, t, angles))
+        return q, qd, qdd
+
+    def _position(self, q_pred, t, angles):
+        """Newton–Raphson on the independent rows from ``q_pred``; None if it fails."""
+        system, rows = self.system, self.rows
+        q_new = q_pred.copy()
+        fresh = False  # is the factorisation taken at the current iterate?
+        prev_norm = np.inf
+        for it in range(self.max_iter):
+            phi = system.phi(q_new, t, angles)
+            norm = float(np.max(np.abs(phi[rows]))) if phi.size else 0.0
+            if not np.isfinite(norm):
+                return None
+            if norm < self.tol:
+                return q_new
+            if it > 0 and norm > 0.25 * prev_norm:
+                if fresh:  # even a full Newton step did not reduce Φ: no solution nearby
+                    return None
+                # chord iteration too slow: refactorise here (full Newton from now on if needed)
+                self.solver = RowSolver(system.jacobian_auto(q_new, t, angles), rows)
+                fresh = True
+            else:
+                fresh = False
+            prev_norm = norm
+            q_new = q_new - self.solver.solve(phi)
+        return None
+
+    def advance(self, t0, state, t1, angles, events, depth=0):
+        q, qd, qdd = state
+        h = t1 - t0
+        q_pred = q + h * qd + 0.5 * h * h * qdd
+        q_new = self._position(q_pred, t1, angles)
+        if q_new is None:
+            if depth >= self.max_depth:
+                raise _Stop("lockup", f"lock-up at t = {t1:.6g} s: the position equations have no solution near the "
+                            "previous pose (the drivers push the mechanism past a limit or toggle position)")
+            try:
+                tm = 0.5 * (t0 + t1)
+                mid = self.advance(t0, state, tm, angles, events, depth + 1)
+                return self.advance(tm, mid, t1, angles, events, depth + 1)
+            except _Stop as stop:
+                if depth == 0 and stop.kind == "lockup":
+                    events.append(Event("lockup", float(t1), str(stop)))
+                raise
+        system = self.system
+        self.solver = RowSolver(system.jacobian_auto(q_new, t1, angles), self.rows)
+        step = np.max(np.abs(q_pred - q))
+        jump = np.max(np.abs(q_new - q_pred))
+        if step > 0 and jump > max(0.5 * step, 1e3 * self.tol):
+            events.append(Event("branch", float(t1),
+                                f"possible branch jump at t = {t1:.6g} s: the pose moved {jump:.3g} away from the "
+                                f"predicted one (step {step:.3g}); use more output steps to follow the motion"))
+        system.accept(q_new, angles)
+        new_state = self.derivatives(q_new, t1, angles)
+        if self.solver.rcond < self.singular_rcond:
+            message = (f"singular configuration at t = {t1:.6g} s (reciprocal condition number "
+                       f"{self.solver.rcond:.2e}): the drivers no longer determine the motion (toggle / dead centre)")
+            events.append(Event("singular", float(t1), message))
+            raise _Stop("singular", message, new_state)
+        return new_state
 
 
 def _motion(model, times, Q, Qd, Qdd, measures, events, complete=True, message=""):
