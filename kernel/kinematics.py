@@ -234,8 +234,9 @@ def kinematics(model, t_end=1.0, steps=100, *, t_start=0.0, times=None, tol=1e-1
     Returns
     -------
     Motion
-        ``complete`` is False when a lock-up or failure ended the run early; the frames
-        before it are valid and ``message``/``events`` say what happened and when.
+        ``complete`` is False when a lock-up, a failure or Ctrl-C (KeyboardInterrupt)
+        ended the run early; the frames before it are valid and ``message``/``events``
+        say what happened and when.
 
     Raises
     ------
@@ -282,6 +283,10 @@ def kinematics(model, t_end=1.0, steps=100, *, t_start=0.0, times=None, tol=1e-1
     for k in range(1, nt):
         try:
             state = stepper.advance(times[k - 1], state, times[k], angles, events)
+        except KeyboardInterrupt:  # Ctrl-C: keep the frames computed so far
+            message = f"interrupted at t = {times[k - 1]:.6g} s; the frames before are complete"
+            events.append(Event("interrupted", float(times[k - 1]), message))
+            break
         except _Stop as stop:
             message = str(stop)
             if stop.kind == "singular" and not stop_on_singular:

@@ -4,6 +4,8 @@
     cadmotion check MODEL [--t-end T] [--steps N] [--json] [--report FILE]
     cadmotion equations MODEL [--joint NAME] [--latex]
     cadmotion inspect FILE [--json]
+    cadmotion batch IN_DIR -o OUT_DIR --to glb,html,csv [--jobs N] [--force] [--scheduler tcp://...]
+    cadmotion freecad-install [--dry-run] [--uninstall]
 
 MODEL is any file the importers read (.toml, .step/.stp, .FCStd, .asmt). Errors print
 one message (file, item, what to do) and exit non-zero; nothing is written half-way.
@@ -78,7 +80,25 @@ def build_parser():
     ins = sub.add_parser("inspect", help="list the parts and joints a file holds")
     ins.add_argument("file")
     ins.add_argument("--json", action="store_true")
+
+    for name, (module, help_text) in EXTERNAL_COMMANDS.items():
+        cmd = sub.add_parser(name, help=help_text)
+        _external(module).add_arguments(cmd)
     return parser
+
+
+#: subcommands implemented in their own modules: name -> (module under cadmotion.plugin, help).
+#: Each module defines ``add_arguments(parser)`` and ``run(args) -> exit code``.
+EXTERNAL_COMMANDS = {
+    "batch": ("batch", "run every model in a folder and write the chosen outputs"),
+    "freecad-install": ("freecad.install", "install the cadmotion macro and workbench into FreeCAD"),
+}
+
+
+def _external(module):
+    import importlib
+
+    return importlib.import_module(f"cadmotion.plugin.{module}")
 
 
 def _load_model(path, parametrization):
@@ -126,10 +146,7 @@ def cmd_run(args):
         else:
             from ..kernel import kinematics
 
-            try:
-                motion = kinematics(model, t_end=t_end, steps=steps, progress=progress)
-            except KeyboardInterrupt:
-                raise CadmotionError("interrupted") from None
+            motion = kinematics(model, t_end=t_end, steps=steps, progress=progress)
     finally:
         close()
     written = []
@@ -145,6 +162,8 @@ def cmd_run(args):
             print(f"  {e.kind} at t = {e.time:.6g} s: {e.message}", file=sys.stderr)
         for path in written:
             print(f"  wrote {path}", file=sys.stderr)
+    if any(e.kind == "interrupted" for e in motion.events):
+        return 130
     return 0 if motion.complete else 4
 
 
@@ -219,6 +238,8 @@ def main(argv=None):
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        if args.command in EXTERNAL_COMMANDS:
+            return _external(EXTERNAL_COMMANDS[args.command][0]).run(args)
         return COMMANDS[args.command](args)
     except CadmotionError as exc:
         print(f"cadmotion: error: {exc}", file=sys.stderr)

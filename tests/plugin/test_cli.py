@@ -103,3 +103,23 @@ def test_python_api_check_assert_ok_reads_like_a_spec():
     report = cadmotion.check(SLIDER, t_end=1.0, steps=20)
     assert report.dof == 1 and report.ok
     report.assert_ok()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_ctrl_c_keeps_the_frames_computed_so_far(tmp_path):
+    import signal
+    import time
+
+    out = tmp_path / "partial.csv"
+    proc = subprocess.Popen([sys.executable, "-m", "cadmotion.plugin.cli", "run", str(SLIDER), "--t-end", "1000",
+                             "--steps", "2000000", "-o", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    time.sleep(6)  # start-up, compile-cache load, then some frames
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "interrupted" in err
+    rows = list(csv.reader(out.open()))
+    assert 2 < len(rows) - 1 < 2000001  # some frames, not all
+    times = [float(r[0]) for r in rows[1:]]
+    assert times == sorted(times) and times[0] == 0.0
