@@ -23,7 +23,7 @@ import scipy.sparse as sps
 
 __all__ = ["RankInfo", "rank_info", "DENSE_LIMIT"]
 
-DENSE_LIMIT = 1200  # rows + columns up to which dense QR is used
+DENSE_LIMIT = 600  # rows + columns up to which dense QR is used
 
 
 @dataclass

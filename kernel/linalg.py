@@ -20,7 +20,7 @@ from scipy.sparse.linalg import splu
 
 __all__ = ["RowSolver", "DENSE_LIMIT"]
 
-DENSE_LIMIT = 400
+DENSE_LIMIT = 120
 
 
 class RowSolver:
