@@ -38,6 +38,7 @@ class CheckReport:
     gruebler: Optional[int] = None
     redundant: List[str] = field(default_factory=list)
     redundant_joints: List[str] = field(default_factory=list)
+    relaxations: List[str] = field(default_factory=list)
     assembly: Dict = field(default_factory=dict)
     motion: Dict = field(default_factory=dict)
     ranges: Dict[str, List[float]] = field(default_factory=dict)
@@ -70,6 +71,8 @@ class CheckReport:
                          f"with drivers: {self.dof_driven} DOF left")
         if self.redundant:
             lines.append(f"redundant equations ({len(self.redundant)}): {', '.join(self.redundant)}")
+            for text in self.relaxations:
+                lines.append(f"  to remove them: {text}")
         if self.assembly:
             a = self.assembly
             state = "assembles" if a.get("success") else "does NOT assemble"
@@ -97,6 +100,53 @@ class CheckReport:
         return "\n".join(lines)
 
 
+#: looser joint types to try in place of each type, for relaxation suggestions
+RELAXATIONS = {
+    "fixed": ("revolute", "spherical"),
+    "revolute": ("spherical", "cylindrical", "universal"),
+    "prismatic": ("cylindrical",),
+    "cylindrical": ("point-on-line",),
+    "universal": ("spherical",),
+    "planar": ("point-on-plane",),
+    "parallel": ("perpendicular",),
+}
+
+
+def suggest_relaxations(spec, parametrization="euler-parameters", limit=8):
+    """Joint replacements that remove redundant equations without changing the mobility.
+
+    Each candidate (a joint named in the redundancy, with a looser type from
+    :data:`RELAXATIONS`) is compiled and its rank compared; returns readable lines such
+    as ``"revolute B -> spherical removes 2 redundant equations"``, best first.
+    """
+    from dataclasses import replace
+
+    from ..kernel import compile_model, mobility
+
+    base = mobility(compile_model(spec, parametrization))
+    if not base.redundant:
+        return []
+    found = []
+    # every joint of a small mechanism (all joints of a loop share its redundancy),
+    # else the joints whose rows were found redundant
+    everyone = len(spec.joints) <= 40
+    for j in spec.joints:
+        if not everyone and j.name not in base.redundant_joints:
+            continue
+        for looser in RELAXATIONS.get(j.type, ()):
+            joints = tuple(replace(x, type=looser) if x.name == j.name else x for x in spec.joints)
+            drivers = tuple(d for d in spec.drivers if d.joint != j.name)  # its driver may not fit the new type
+            try:
+                trial = mobility(compile_model(replace(spec, joints=joints, drivers=drivers), parametrization))
+            except CadmotionError:
+                continue
+            removed = len(base.redundant) - len(trial.redundant)
+            if trial.dof == base.dof and removed > 0:
+                found.append((-removed, f"{j.type} {j.name} -> {looser} removes {removed} redundant "
+                                        f"equation{'s' if removed > 1 else ''}"))
+    return [text for _, text in sorted(found)[:limit]]
+
+
 def _load(source, parametrization):
     from ..importers import load
     from ..kernel import MechanismSpec, compile_model
@@ -122,6 +172,8 @@ def check(source, t_end=None, steps=None, *, parametrization="euler-parameters")
     mob = mobility(model, asm.q, 0.0, angles)
     report.dof, report.dof_driven, report.gruebler = mob.dof, mob.dof_driven, mob.gruebler
     report.redundant, report.redundant_joints = mob.redundant, mob.redundant_joints
+    if mob.redundant:
+        report.relaxations = suggest_relaxations(spec, parametrization)
     if not asm.success:
         report.status = "cannot-assemble"
         report.messages.append(asm.message)

@@ -247,6 +247,9 @@ def main(argv=None):
     except KeyboardInterrupt:
         print("cadmotion: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # output piped into `head` and closed: not an error
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

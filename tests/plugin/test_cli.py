@@ -123,3 +123,13 @@ def test_ctrl_c_keeps_the_frames_computed_so_far(tmp_path):
     assert 2 < len(rows) - 1 < 2000001  # some frames, not all
     times = [float(r[0]) for r in rows[1:]]
     assert times == sorted(times) and times[0] == 0.0
+
+
+def test_check_suggests_joints_to_relax_to_remove_redundancy():
+    import cadmotion
+
+    report = cadmotion.check(ROOT / "samples" / "four_bar.cadmotion.toml", t_end=0.1, steps=2)
+    assert len(report.redundant) == 3
+    # a planar four-bar: any one revolute made spherical leaves 1 of the 3 redundant equations
+    assert any(s.endswith("-> spherical removes 2 redundant equations") for s in report.relaxations)
+    assert all("removes" in s for s in report.relaxations)
