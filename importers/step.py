@@ -51,7 +51,7 @@ from __future__ import annotations
 import math
 import re
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
@@ -233,6 +233,10 @@ def _check_step_file(path: Path) -> None:
 
 
 def _label_name(label: TDF_Label) -> Optional[str]:
+    # ask IsAttribute first: FindAttribute on a label without the attribute segfaulted
+    # in OCP 7.9 once another XCAF document had been built in the process (cadquery's toCAF)
+    if not label.IsAttribute(TDataStd_Name.GetID_s()):
+        return None
     attr = TDataStd_Name()
     if label.FindAttribute(TDataStd_Name.GetID_s(), attr):
         return attr.Get().ToExtString()
@@ -672,12 +676,13 @@ def read_step_model(
     densities: Optional[Mapping[str, float]] = None,
     materials: Optional[Mapping[str, str]] = None,
 ) -> MechanismSpec:
-    """A STEP assembly as a mechanism without joints (used by :func:`cadmotion.importers.load`).
+    """A STEP assembly as a mechanism (used by :func:`cadmotion.importers.load`).
 
-    A plain STEP file holds no joints (no ISO 10303-105 kinematics is read), so every part
-    is a free body and nothing is fixed. Joints, drivers and fixed parts come from a model
-    file that names the STEP file (``step = "..."``), e.g. a sidecar
-    ``<name>.cadmotion.toml``.
+    Joints come from the file's ISO 10303-105 kinematics (AP214/AP242 kinematic pairs,
+    :mod:`cadmotion.importers.step_kinematics`), and the parts of its base link are
+    fixed. A file without kinematics gives free parts and no joints; joints, drivers and
+    fixed parts then come from a model file that names the STEP file (``step = "..."``),
+    e.g. a sidecar ``<name>.cadmotion.toml``.
 
     Parameters
     ----------
@@ -690,7 +695,12 @@ def read_step_model(
         ``parts`` from :func:`read_step`; ``cad`` is the :class:`StepAssembly`; ``name``
         the file name without suffix.
     """
+    from .step_kinematics import read_step_mechanism
+
     assembly = read_step(path, default_density=default_density, densities=densities,
                          materials=materials)
-    return MechanismSpec(parts=assembly.parts, name=Path(path).stem, source=str(path),
-                         cad=assembly)
+    mechanism = read_step_mechanism(path, assembly)
+    parts = tuple(replace(p, fixed=True) if p.name in mechanism.ground else p
+                  for p in assembly.parts)
+    return MechanismSpec(parts=parts, joints=mechanism.joints, name=Path(path).stem,
+                         source=str(path), cad=assembly)

@@ -545,3 +545,21 @@ class TestGeometryRefs:
         point, direction = resolve_axis(world_shape(pin), "cylinder", (0.0, 0.0, 0.0))
         assert abs(abs(direction[1]) - 1) < 1e-12  # Rx(90): part z -> world -y
         assert np.allclose(point, 0.0, atol=1e-12)
+
+
+def test_reading_after_a_cadquery_export_in_the_same_process_does_not_crash(tmp_path):
+    # OCP 7.9 segfaulted in the name lookup of the Chrono file once cadquery had built an
+    # XCAF document; run in a child process so a regression fails the test, not the suite
+    import subprocess
+    import sys
+
+    script = (
+        "import cadquery as cq\n"
+        "from cadmotion.importers.step import read_step\n"
+        "a = cq.Assembly(name='box'); a.add(cq.Workplane().box(1, 1, 1), name='b')\n"
+        f"a.export({str(tmp_path / 'x.step')!r})\n"
+        f"print(len(read_step({str(DATA / 'step-chrono-2body' / 'assembly.stp')!r}).parts))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip().endswith("2")
