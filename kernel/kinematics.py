@@ -259,14 +259,7 @@ def kinematics(model, t_end=1.0, steps=100, *, t_start=0.0, times=None, tol=1e-1
     events = [Event("assembly", float(times[0]), asm.message)] if asm.message else []
     J = system.jacobian_auto(q, times[0], angles)
     info = rank_info(J)
-    if info.dof > 0:
-        mob = mobility(model, q, times[0], angles)
-        raise DrivingError(
-            f"the drivers leave {info.dof} degree(s) of freedom free (mechanism mobility {mob.dof}, "
-            f"{len(model.spec.drivers)} driver(s)); kinematic analysis needs every DOF driven",
-            where=model.spec.source or None,
-            hint="add drivers (a [[drivers]] entry per free joint coordinate), or run a dynamic analysis",
-        )
+    _check_drivers(model, J, info)
     solver = RowSolver(J, info.independent)
     stepper = _Stepper(system, info.independent, solver, tol, max_iter, singular_rcond)
     nt = len(times)
@@ -300,6 +293,34 @@ def kinematics(model, t_end=1.0, steps=100, *, t_start=0.0, times=None, tol=1e-1
             progress(k, nt)
     return _motion(model, times[:done], Q[:done], Qd[:done], Qdd[:done], measures[:done], events,
                    complete=done == nt, message=message)
+
+
+def _check_drivers(model, J, info):
+    """DrivingError unless the drivers fix exactly the mechanism's free coordinates.
+
+    Under-determined: rank(Φq) < nq. Over-determined: the driver equations are not
+    independent of the joints (rank of all rows < rank of the joint rows + drivers), even
+    where they happen to agree at the start.
+    """
+    driver_rows = np.array([r for r, lab in enumerate(model.row_labels) if lab[1].startswith("drive-")], dtype=int)
+    joint_rows = np.setdiff1d(np.arange(model.nc), driver_rows)
+    rank_joints = rank_info(J[joint_rows]).rank if len(joint_rows) else 0
+    mobility_joints = model.nq - rank_joints
+    drivers = sorted({model.row_labels[r][0] for r in driver_rows})
+    where = model.spec.source or None
+    if info.rank < rank_joints + len(driver_rows):
+        raise DrivingError(
+            f"the drivers over-determine the mechanism: {len(driver_rows)} driver(s) ({', '.join(drivers)}) "
+            f"for {mobility_joints} degree(s) of freedom; drivers must not fix the same motion twice",
+            where=where, hint="remove drivers until there is one per degree of freedom",
+        )
+    if info.dof > 0:
+        raise DrivingError(
+            f"the drivers leave {info.dof} degree(s) of freedom free (mechanism mobility {mobility_joints}, "
+            f"{len(driver_rows)} driver(s)); kinematic analysis needs every DOF driven",
+            where=where,
+            hint="add drivers (a [[drivers]] entry per free joint coordinate), or run a dynamic analysis",
+        )
 
 
 class _Stop(Exception):
@@ -379,6 +400,14 @@ class _Stepper:
                                 f"possible branch jump at t = {t1:.6g} s: the pose moved {jump:.3g} away from the "
                                 f"predicted one (step {step:.3g}); use more output steps to follow the motion"))
         system.accept(q_new, angles)
+        if self.solver.rcond < self.singular_rcond:
+            # the rows kept at the start may have lost rank while the whole Jacobian has not:
+            # choose the independent rows again here before calling it singular
+            J = system.jacobian_auto(q_new, t1, angles)
+            info = rank_info(J)
+            if info.dof == 0:
+                self.rows = info.independent
+                self.solver = RowSolver(J, self.rows)
         new_state = self.derivatives(q_new, t1, angles)
         if self.solver.rcond < self.singular_rcond:
             message = (f"singular configuration at t = {t1:.6g} s (reciprocal condition number "

@@ -181,3 +181,37 @@ def test_euler_313_angles_solve_the_same_motion_away_from_the_singularity(build)
     np.testing.assert_allclose(np.abs(np.einsum("ki,ki->k", a.quaternion[:, 1], b.quaternion[:, 1])), 1, atol=1e-12)
     np.testing.assert_allclose(a.angular_velocity, b.angular_velocity, atol=1e-9)
     np.testing.assert_allclose(a.angular_acceleration, b.angular_acceleration, atol=1e-8)
+
+
+def test_drivers_that_fix_the_same_motion_twice_are_refused_even_if_they_agree_at_the_start():
+    from dataclasses import replace
+
+    from cadmotion.kernel.spec import DriverSpec, TimeFunctionSpec
+
+    spec = load(SAMPLES / "slider_crank.cadmotion.toml")
+    both = spec.drivers + (DriverSpec("slide_drive", TimeFunctionSpec("0.01*t"), joint="slide"),)
+    with pytest.raises(DrivingError, match="over-determine.*slide_drive"):
+        kinematics(compile_model(replace(spec, drivers=both)), t_end=1, steps=10)
+
+
+def test_slider_crank_through_a_full_turn_from_any_start_angle_is_never_singular(build):
+    # a driven crank has no singular pose: starting at 138 degrees must run through
+    for start in (0.0, 2.4, 4.0):
+        c, s = np.cos(start), np.sin(start)
+        A = [0.1 * c, 0.1 * s, 0.0]
+        xb = 0.1 * c + np.sqrt(0.09 - (0.1 * s) ** 2)
+        data = {
+            "parts": {"ground": {"fixed": True}, "crank": {}, "rod": {"position": A}, "slider": {"position": [xb, 0, 0]}},
+            "joints": [
+                {"name": "pivot", "type": "revolute", "parts": ["ground", "crank"], "origin": [0, 0, 0], "axis": [0, 0, 1]},
+                {"name": "pin", "type": "revolute", "parts": ["crank", "rod"], "origin": A, "axis": [0, 0, 1]},
+                {"name": "wrist", "type": "revolute", "parts": ["rod", "slider"], "origin": [xb, 0, 0], "axis": [0, 0, 1]},
+                {"name": "slide", "type": "prismatic", "parts": ["ground", "slider"], "origin": [xb, 0, 0], "axis": [1, 0, 0]},
+            ],
+            "drivers": [{"joint": "pivot", "expression": "2*pi*t"}],
+        }
+        motion = kinematics(compile_model(build(data)), t_end=1.0, steps=100)
+        assert motion.complete, (start, motion.message)
+        theta = start + 2 * np.pi * motion.time
+        x = 0.1 * np.cos(theta) + np.sqrt(0.09 - (0.1 * np.sin(theta)) ** 2)
+        np.testing.assert_allclose(motion.position[:, motion.part_index("slider"), 0], x, atol=1e-9)
