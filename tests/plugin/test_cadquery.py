@@ -1,0 +1,191 @@
+"""The CadQuery front end, with real cadquery: parts, joints (dicts or constraints), moving the assembly."""
+
+import importlib.util
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+cq = pytest.importorskip("cadquery")
+
+from cadmotion.errors import MechanismError  # noqa: E402
+from cadmotion.plugin.cadquery import (CadQueryMotion, assembly_spec, constraint_joints,  # noqa: E402
+                                       ocp_animation, simulate)
+
+SAMPLE = Path(__file__).resolve().parents[2] / "samples" / "cadquery_crank.py"
+
+
+def _sample():
+    spec = importlib.util.spec_from_file_location("cadquery_crank_sample", SAMPLE)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def sample():
+    return _sample()
+
+
+@pytest.fixture(scope="module")
+def run(sample):
+    assy = sample.build_assembly()
+    motion = simulate(assy, sample.JOINTS, sample.DRIVERS, fixed=sample.FIXED, t_end=1.0, steps=24)
+    return assy, motion
+
+
+def slider_x(sample, t):
+    """Closed form: crank angle 30 deg + 360 deg/s * t, pin offset 0 (metres)."""
+    th = math.radians(sample.ANGLE0) + 2 * math.pi * t
+    c, l = sample.CRANK * 1e-3, sample.ROD * 1e-3
+    return c * math.cos(th) + math.sqrt(l * l - (c * math.sin(th)) ** 2)
+
+
+def test_parts_are_the_assembly_children_in_metres_with_mass(run, sample):
+    assy, motion = run
+    spec = motion.spec
+    assert [p.name for p in spec.parts] == ["base", "crank", "rod", "slider"]
+    rod = spec.part("rod")
+    assert np.allclose(rod.position, (sample.PIN[0] * 1e-3, sample.PIN[1] * 1e-3, 0.008))
+    # crank: a 56 x 16 x 6 mm bar with two 8 mm holes, density 1000
+    vol = (56 * 16 - 2 * math.pi * 16) * 6 * 1e-9
+    assert spec.part("crank").mass == pytest.approx(1000 * vol, rel=1e-9)
+    assert spec.part("base").fixed and not spec.part("crank").fixed
+    assert spec.part("crank").color[:3] == pytest.approx((0.85, 0.3, 0.2))
+    assert spec.cad is assy
+
+
+def test_slider_follows_the_closed_form(run, sample):
+    _, motion = run
+    assert isinstance(motion, CadQueryMotion) and motion.complete
+    b = motion.part_index("slider")
+    expected = [slider_x(sample, t) for t in motion.time]
+    assert np.allclose(motion.position[:, b, 0], expected, atol=1e-9)
+    assert np.allclose(motion.position[:, b, 1:], [0.0, 0.016], atol=1e-9)
+
+
+def test_apply_moves_the_parts_in_place_and_frames_copy(run, sample):
+    assy, motion = run
+    fresh = sample.build_assembly()
+    motion.apply(fresh, 0.125)
+    loc = fresh.objects["crank"].loc.toTuple()
+    assert loc[1][2] == pytest.approx(sample.ANGLE0 + 45.0, abs=1e-6)   # toTuple gives degrees
+    assert fresh.objects["slider"].loc.toTuple()[0][0] == pytest.approx(1e3 * slider_x(sample, 0.125), abs=1e-6)
+    before = assy.objects["slider"].loc.toTuple()
+    got = list(motion.frames(assy, times=[0.0, 0.25]))
+    assert [t for t, _ in got] == [0.0, 0.25]
+    assert got[1][1].objects["slider"].loc.toTuple()[0][0] == pytest.approx(1e3 * slider_x(sample, 0.25), abs=1e-6)
+    assert assy.objects["slider"].loc.toTuple() == before       # the original is not moved
+
+
+def test_nested_nodes_get_locations_relative_to_their_parent():
+    arm = cq.Assembly(cq.Workplane().box(10, 2, 2).translate((5, 0, 0)), name="arm",
+                      loc=cq.Location((100, 0, 0)))
+    arm.add(cq.Workplane().sphere(1), name="tip", loc=cq.Location((10, 0, 0)))
+    assy = cq.Assembly(name="top")
+    assy.add(cq.Workplane().box(4, 4, 4), name="ground", loc=cq.Location((100, 0, -5)))
+    assy.add(arm)
+    joints = [{"name": "hinge", "type": "revolute", "parts": ["ground", "arm"], "origin": [100, 0, 0], "axis": [0, 0, 1]},
+              {"name": "weld", "type": "fixed", "parts": ["arm", "arm/tip"], "origin": [110, 0, 0]}]
+    motion = simulate(assy, joints, [{"joint": "hinge", "expression": "pi/2*t"}], fixed=["ground"], t_end=1, steps=4)
+    assert motion.part_index("arm/tip") >= 0
+    motion.apply(assy, 1.0)
+    # the tip's world position: the arm turned by 90 deg about (100, 0, 0)
+    X = np.eye(4)
+    for node in (assy, assy.objects["arm"], assy.objects["arm/tip"]):
+        T = node.loc.wrapped.Transformation()
+        X = X @ np.array([[T.Value(r, c) for c in range(1, 5)] for r in range(1, 4)] + [[0, 0, 0, 1]])
+    assert np.allclose(X[:3, 3], (100, 10, 0), atol=1e-6)
+    tip_loc = assy.objects["arm/tip"].loc.toTuple()[0]
+    assert np.allclose(tip_loc, (10, 0, 0), atol=1e-6)            # unchanged relative to the arm
+
+
+def _two_part(constraints):
+    base = cq.Workplane().box(60, 30, 10).faces(">Z").workplane().hole(8)
+    crank = cq.Workplane().center(20, 0).box(56, 12, 5).faces(">Z").workplane(
+        centerOption="ProjectedOrigin", origin=(0, 0, 0)).pushPoints([(0, 0), (40, 0)]).hole(8)
+    assy = cq.Assembly(name="pair")
+    assy.add(base, name="base")
+    assy.add(crank, name="crank", loc=cq.Location((0, 0, 5), (0, 0, 1), 20))
+    near = lambda p: cq.selectors.NearestToPointSelector(p)
+    base_hole = base.edges("%CIRCLE").edges(near((0, 0, 5))).val()
+    crank_hole = crank.edges("%CIRCLE").edges(near((0, 0, 0))).val()
+    for kind in constraints:
+        if kind == "Fixed":
+            assy.constrain("base", "Fixed")
+        else:
+            assy.constrain("base", base_hole, "crank", crank_hole, kind)
+    return assy
+
+
+def test_assembly_constraints_point_and_axis_make_a_revolute():
+    assy = _two_part(["Fixed", "Point", "Axis"])
+    joints, fixed = constraint_joints(assy)
+    assert fixed == ["base"]
+    assert [(j["name"], j["type"], j["parts"]) for j in joints] == [("base-crank", "revolute", ["base", "crank"])]
+    assert np.allclose(joints[0]["origin"], (0, 0, 5), atol=1e-9)
+    assert abs(joints[0]["axis"][2]) == pytest.approx(1.0)
+    motion = simulate(assy, drivers=[{"joint": "base-crank", "expression": "pi*t"}], t_end=1.0, steps=8)
+    X0, X1 = motion.pose("crank", 0.0), motion.pose("crank", 1.0)
+    pin0 = X0[:3, :3] @ [0.04, 0, 0] + X0[:3, 3]
+    pin1 = X1[:3, :3] @ [0.04, 0, 0] + X1[:3, 3]
+    assert np.allclose(pin1[:2], -pin0[:2], atol=1e-9)            # half a turn about the hole
+    assert pin1[2] == pytest.approx(pin0[2])
+
+
+def test_plane_and_point_constraints():
+    joints, _ = constraint_joints(_two_part(["Plane"]))
+    assert joints[0]["type"] == "revolute"
+    joints, _ = constraint_joints(_two_part(["Point"]))
+    assert joints[0]["type"] == "spherical"
+
+
+def test_unsupported_constraints_are_refused_with_a_hint():
+    with pytest.raises(MechanismError, match="joints="):
+        constraint_joints(_two_part(["Axis"]))
+    with pytest.raises(MechanismError, match="no joints and no constraints"):
+        assembly_spec(cq.Assembly(cq.Workplane().box(1, 1, 1), name="lonely"))
+
+
+def test_geometry_references_in_joint_dicts(sample):
+    assy = sample.build_assembly()
+    joints = [dict(j) for j in sample.JOINTS]
+    joints[0] = {"name": "pivot", "type": "revolute", "parts": ["base", "crank"],
+                 "origin": {"part": "crank", "edge": "circle", "near": [0, 0, 6]},
+                 "axis": {"part": "crank", "face": "cylinder", "near": [4, 0, 3]}}
+    spec = assembly_spec(assy, joints, sample.DRIVERS, fixed=["base"])
+    Xc = np.eye(4)
+    p = spec.part("crank")
+    from cadmotion.kernel.motion import quat_to_matrix
+    Xc[:3, :3], Xc[:3, 3] = quat_to_matrix(np.array(p.orientation)), p.position
+    m = spec.joint("pivot").markers[1]
+    world = Xc[:3, :3] @ np.array(m.origin) + Xc[:3, 3]
+    assert np.allclose(world[:2], 0, atol=1e-9)
+
+
+def test_unknown_unit_and_fixed_part_are_errors(sample):
+    assy = sample.build_assembly()
+    with pytest.raises(MechanismError, match="length unit"):
+        simulate(assy, sample.JOINTS, sample.DRIVERS, length_unit="furlong")
+    with pytest.raises(MechanismError, match="fixed part 'nope'"):
+        simulate(assy, sample.JOINTS, sample.DRIVERS, fixed=["nope"])
+
+
+def test_html_view_and_ocp_animation(run):
+    assy, motion = run
+    html = motion._repr_html_()
+    assert html.startswith("<iframe srcdoc=") and "&lt;!DOCTYPE html&gt;" in html
+    try:
+        import ocp_vscode  # noqa: F401
+    except ImportError:
+        assert ocp_animation(motion, assy, show=False) is None
+    else:  # pragma: no cover - only where OCP CAD Viewer is installed
+        pytest.skip("ocp_vscode is installed; its viewer needs VS Code to show the animation")
+
+
+def test_sample_script_writes_the_animation(tmp_path, sample):
+    assert sample.main([str(tmp_path)]) == 0
+    assert (tmp_path / "cadquery_crank.html").read_bytes().startswith(b"<!DOCTYPE html>")
+    assert (tmp_path / "cadquery_crank.glb").read_bytes()[:4] == b"glTF"
+    assert (tmp_path / "cadquery_crank.step").read_bytes().startswith(b"ISO-10303-21")
