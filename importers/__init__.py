@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..errors import CadImportError
 
-__all__ = ["load", "READERS"]
+__all__ = ["load", "READERS", "from_cadquery"]
 
 #: file suffix -> (module, function)
 READERS = {
@@ -42,3 +42,10 @@ def load(path, **options):
     module, function = READERS[suffix]
     reader = getattr(importlib.import_module(f".{module}", __name__), function)
     return reader(path, **options)
+
+
+def from_cadquery(assy, joints=None, drivers=None, **options):
+    """A MechanismSpec of a live ``cq.Assembly`` (see :mod:`cadmotion.importers.cadquery`)."""
+    from .cadquery import from_cadquery as _from_cadquery
+
+    return _from_cadquery(assy, joints, drivers, **options)

@@ -10,8 +10,8 @@ import pytest
 cq = pytest.importorskip("cadquery")
 
 from cadmotion.errors import MechanismError  # noqa: E402
-from cadmotion.plugin.cadquery import (CadQueryMotion, assembly_spec, constraint_joints,  # noqa: E402
-                                       ocp_animation, simulate)
+from cadmotion.importers.cadquery import assembly_spec, constraint_joints  # noqa: E402
+from cadmotion.plugin.cadquery import CadQueryMotion, ocp_animation, simulate  # noqa: E402
 
 SAMPLE = Path(__file__).resolve().parents[2] / "samples" / "cadquery_crank.py"
 
