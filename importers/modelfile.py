@@ -74,7 +74,10 @@ _JOINT_KEYS = {"name", "type", "parts", "origin", "axis", "xaxis", "axis2", "poi
                "pitch", "radius", "ratio", "joints", "limits"}
 _DRIVER_KEYS = {"name", "joint", "part", "coordinate", "expression", "table"}
 _FORCE_KEYS = {"name", "type", "parts", "points", "joint", "expression", "stiffness", "damping",
-               "free_length", "preload", "origin", "axis", "force", "torque", "part", "point"}
+               "free_length", "preload", "rotational_stiffness", "rotational_damping"}
+# force parameters in SI whatever `units` says (N/m, N s/m, N, N m/rad, N m s/rad); a bushing
+# takes one number or three (per axis of its frame) for each of them
+_FORCE_NUMBERS = ("stiffness", "damping", "preload", "rotational_stiffness", "rotational_damping")
 _SIM_KEYS = {"t_end", "steps", "t_start"}
 
 
@@ -463,9 +466,14 @@ def _force(ctx, k, entry):
         raise ctx.err(item, "`type` is missing")
     pts = tuple(tuple(ctx.vec(item, "points", p)) for p in entry.get("points", []))
     params = []
-    for key in ("stiffness", "damping", "preload"):
-        if key in entry:
-            params.append((key, ctx.num(item, key, entry[key])))
+    for key in _FORCE_NUMBERS:
+        if key not in entry:
+            continue
+        value = entry[key]
+        if ftype == "bushing" and isinstance(value, (list, tuple)):
+            params.append((key, tuple(ctx.vec(item, key, value, length=False))))
+        else:
+            params.append((key, ctx.num(item, key, value)))
     if "free_length" in entry:
         params.append(("free_length", ctx.num(item, "free_length", entry["free_length"], length=True)))
     return ForceSpec(name=name, type=ftype, parts=tuple(entry.get("parts", ())), points=pts, joint=entry.get("joint"),

@@ -37,7 +37,7 @@ from ...errors import MechanismError
 from ..analysis import rank_info
 from ..system import System
 from .forces import ForceElements
-from .mass import accelerations_to_qdd, body_state, compile_mass, kinetic_energy, rates_from_velocities
+from .mass import cross, accelerations_to_qdd, body_state, compile_mass, kinetic_energy, rates_from_velocities
 
 __all__ = ["Dynamics", "Evaluation", "DENSE_LIMIT"]
 
@@ -54,7 +54,7 @@ class Evaluation:
     """
 
     __slots__ = ("dyn", "t", "q", "v", "bs", "J", "Jr", "gamma", "phit", "f", "power", "X", "Minv_f",
-                 "_chol", "_lu", "Jg")
+                 "_chol", "_lu", "_scale", "Jg")
 
     def __init__(self):
         self._chol = None
@@ -68,30 +68,38 @@ class Evaluation:
         return self.X
 
     def factor(self):
-        """Factorise S = Jr M⁻¹ Jrᵀ (raises numpy/scipy LinAlgError if singular)."""
+        """Factorise S = Jr M⁻¹ Jrᵀ, Jacobi-scaled (the diagonal of S spans many orders of
+        magnitude for slender parts); raises numpy's LinAlgError if it is singular."""
         dyn = self.dyn
         X = self.minv_jt()
+        if self._lu is not None or self._chol is not None:
+            return self
+        S = self.Jr @ X.T
+        d = S.diagonal() if dyn.sparse else np.diag(S).copy()
+        if d.size and not np.all(d > 0):
+            raise np.linalg.LinAlgError("singular constraint matrix (a zero row)")
+        self._scale = 1.0 / np.sqrt(d)
         if dyn.sparse:
-            if self._lu is None:
-                S = (self.Jr @ X.T).tocsc()
-                self._lu = splu(S, permc_spec="MMD_AT_PLUS_A", options=dict(SymmetricMode=True))
-                u = np.abs(self._lu.U.diagonal())
-                if u.size and (not np.all(np.isfinite(u)) or u.min() <= 1e-13 * u.max()):
-                    raise np.linalg.LinAlgError("singular constraint matrix")
-        elif self._chol is None:
-            S = self.Jr @ X.T
-            self._chol = sla.cho_factor(S, check_finite=False)
-            d = np.diag(self._chol[0])
-            if d.size and (not np.all(np.isfinite(d)) or d.min() ** 2 <= 1e-14 * np.max(np.diag(S))):
+            Ds = sps.diags(self._scale)
+            self._lu = splu((Ds @ S @ Ds).tocsc(), permc_spec="MMD_AT_PLUS_A", options=dict(SymmetricMode=True))
+            u = np.abs(self._lu.U.diagonal())
+            if u.size and (not np.all(np.isfinite(u)) or u.min() <= 1e-12 * u.max()):
+                raise np.linalg.LinAlgError("singular constraint matrix")
+        else:
+            Ss = S * self._scale[:, None] * self._scale[None, :]
+            self._chol = sla.cho_factor(Ss, check_finite=False)
+            c = np.diag(self._chol[0])
+            if c.size and (not np.all(np.isfinite(c)) or c.min() ** 2 <= 1e-12):
                 raise np.linalg.LinAlgError("singular constraint matrix")
         return self
 
     def solve_S(self, b):
-        """S⁻¹ b (b over the kept rows)."""
+        """S⁻¹ b (b over the kept rows; also (kept, k) arrays)."""
         self.factor()
+        s = self._scale if b.ndim == 1 else self._scale[:, None]
         if self.dyn.sparse:
-            return self._lu.solve(b)
-        return sla.cho_solve(self._chol, b, check_finite=False)
+            return s * self._lu.solve(s * b)
+        return s * sla.cho_solve(self._chol, s * b, check_finite=False)
 
 
 class Dynamics:
@@ -172,20 +180,75 @@ class Dynamics:
         self._minv_cols_idx = np.concatenate([rt, cr.reshape(-1)])
 
     # ------------------------------------------------------------------ rows
-    def set_rows(self, J=None):
-        """Choose the independent rows of Jv (rank-revealing); returns the RankInfo."""
-        info = rank_info(J)
-        self.rows = np.asarray(info.independent, dtype=np.int64)
-        self.redundant = np.asarray(info.redundant, dtype=np.int64)
-        return info
+    def set_rows(self, J, bs=None):
+        """Choose the independent rows of Jv; returns (independent, redundant) row indices.
 
+        The number r of redundant rows comes from the rank-revealing analysis
+        (:func:`~cadmotion.kernel.analysis.rank_info`: pivoted QR, or Lanczos for large
+        sparse Jacobians). Small models keep its rows. Then S = Jv M⁻¹ Jvᵀ is factorised by
+        a band Cholesky in reverse Cuthill–McKee order that drops a row when its pivot falls
+        below ``drop_tol`` times its own diagonal; ``drop_tol`` is placed in the gap between
+        the r-th and (r+1)-th smallest pivot ratios, so exactly r rows go (round-off around a
+        long loop can leave a redundant row's ratio at 1e-8 while a genuine row of a slender
+        part sits at 1e-5). Large sparse models keep the rows it leaves — deterministic and
+        linear in the size of a chain — and the compiled path uses the same ``drop_tol``.
+        """
+        info = rank_info(J)
+        rows, red = info.independent, info.redundant
+        if bs is not None and self.nc:
+            b_rows, b_red, self.drop_tol = self._band_rank(J, bs, len(info.redundant))
+            if self.sparse:
+                rows, red = b_rows, b_red
+        self.rows = np.asarray(rows, dtype=np.int64)
+        self.redundant = np.asarray(red, dtype=np.int64)
+        return self.rows, self.redundant
+
+    drop_tol = 1e-10
+
+    def _band_rank(self, J, bs, r):
+        from scipy.sparse.csgraph import reverse_cuthill_mckee
+
+        J = sps.csr_matrix(J)
+        S = sps.csr_matrix(J @ sps.csr_matrix(self.mass_matrix(bs, inverse=True)) @ J.T)
+        order = np.asarray(reverse_cuthill_mckee(abs(S).tocsr(), symmetric_mode=True), dtype=np.int64)
+        P = S[order][:, order].tocoo()
+        keep = P.row >= P.col
+        i, j, val = P.row[keep], P.col[keep], P.data[keep]
+        m = S.shape[0]
+        bw = int(np.max(i - j)) if len(i) else 0
+        Lb0 = np.zeros((m, bw + 1))
+        np.add.at(Lb0, (i, i - j), val)
+        try:
+            from ._kernels import band_cholesky
+        except ImportError:  # no numba: the same algorithm, a row at a time
+            band_cholesky = _band_cholesky_numpy
+        tol = 1e-10
+        for _ in range(3):
+            Lb, dropped, ratio = Lb0.copy(), np.zeros(m, dtype=bool), np.zeros(m)
+            n = band_cholesky(Lb, m, bw, tol, dropped, ratio)
+            if n == r:
+                break
+            srt = np.sort(ratio)
+            lo = srt[r - 1] if r > 0 else 0.0
+            hi = srt[r] if r < m else 1.0
+            tol = float(np.sqrt(max(lo, 1e-300) * hi)) if lo > 0 else 0.01 * hi
+        red = np.sort(order[dropped])
+        return np.setdiff1d(np.arange(m), red), red, tol
     # ------------------------------------------------------------------ evaluation
     def evaluate(self, q, v, t, refs, *, with_gamma=True, with_forces=True):
         """One :class:`Evaluation` at (q, v, t)."""
         model = self.model
         ev = Evaluation()
-        ev.dyn, ev.t, ev.q, ev.v = self, t, q, v
         nmov = self.nmov
+        # the equations are evaluated at unit Euler parameters, so they do not depend on |p|
+        # (v leaves |p| constant only up to integration error; nothing feeds that error back)
+        Qb = q.reshape(nmov, 7)
+        norm = np.sqrt(np.einsum("bi,bi->b", Qb[:, 3:], Qb[:, 3:]))
+        if np.any(np.abs(norm - 1.0) > 1e-14):
+            Qb = Qb.copy()
+            Qb[:, 3:] /= norm[:, None]
+            q = Qb.reshape(-1)
+        ev.dyn, ev.t, ev.q, ev.v = self, t, q, v
         bs = body_state(model, self.mass, q, v)
         ev.bs = bs
         qf = np.concatenate([q, model.q_fixed])
@@ -201,8 +264,8 @@ class Dynamics:
             qd = rates_from_velocities(bs, v, nmov)
             qdf = np.concatenate([qd, self._qd_fixed])
             bdot = np.zeros((model.nb, 7))
-            wxr = np.cross(w, rho)
-            bdot[:nmov, :3] = -np.cross(w, wxr)
+            wxr = cross(w, rho)
+            bdot[:nmov, :3] = -cross(w, wxr)
             bdot[:nmov, 3:] = -0.25 * np.sum(w * w, 1)[:, None] * bs.p[:nmov]
             gamma = np.empty(self.nc)
         phit = np.zeros(self.nc)
@@ -244,7 +307,7 @@ class Dynamics:
             Jw = np.einsum("bij,bj->bi", bs.J, w)
             f = np.empty((nmov, 6))
             f[:, :3] = F[:nmov]
-            f[:, 3:] = N[:nmov] - np.cross(w, Jw)
+            f[:, 3:] = N[:nmov] - cross(w, Jw)
             ev.f = f.reshape(-1)
             ev.power = power
             Mf = np.empty((nmov, 6))
@@ -388,3 +451,33 @@ class Dynamics:
 
     def kinetic(self, bs):
         return kinetic_energy(self.mass, bs)
+
+
+def _band_cholesky_numpy(Lb, m, bw, drop_tol, dropped, ratio=None):
+    """numpy version of :func:`._kernels.band_cholesky` (rank-revealing band Cholesky)."""
+    n = 0
+    for j in range(m):
+        k0 = max(0, j - bw)
+        row = Lb[j, 1: j - k0 + 1][::-1]  # L[j, k0..j-1]
+        diag = Lb[j, 0]
+        s = diag - row @ row
+        if ratio is not None:
+            ratio[j] = s / diag if diag > 0 else 0.0
+        i1 = min(m, j + bw + 1)
+        if not s > drop_tol * diag:
+            dropped[j] = True
+            n += 1
+            Lb[j, :] = 0.0
+            Lb[j, 0] = 1.0
+            for i in range(j + 1, i1):
+                Lb[i, i - j] = 0.0
+            continue
+        d = np.sqrt(s)
+        Lb[j, 0] = d
+        for i in range(j + 1, i1):
+            ki = max(0, i - bw)
+            k_lo = max(ki, k0)
+            a = Lb[i, i - j + 1: i - k_lo + 1][::-1] if j > k_lo else np.zeros(0)  # L[i, k_lo..j-1]
+            b = Lb[j, 1: j - k_lo + 1][::-1] if j > k_lo else np.zeros(0)  # L[j, k_lo..j-1]
+            Lb[i, i - j] = (Lb[i, i - j] - a @ b) / d
+    return n

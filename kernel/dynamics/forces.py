@@ -275,6 +275,8 @@ class ForceElements:
                                 Ct=np.array([s[8] for s in bushings]), Kr=np.array([s[9] for s in bushings]),
                                 Cr=np.array([s[10] for s in bushings]))
         self.empty = not (springs or ang or ball_rot or line_expr or bushings)
+        #: whether the axis-angle references must follow the motion (angle-dependent elements)
+        self.needs_refs = bool(axis_rot) or any(fn.uses_state for *_, fn in axis_expr)
         self.time_dependent = bool(axis_expr or line_expr)
 
     # ------------------------------------------------------------------ angles

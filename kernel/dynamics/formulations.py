@@ -20,12 +20,21 @@ work at the output times. They differ in how the constraints are enforced:
                 M_q q̈ + Φqᵀ λ = Q_q, Φ(q, t) = 0, integrated by the generalised-α method
                 (Chung–Hulbert parameters from the spectral radius ρ∞, default 0.9; or HHT
                 with α = ρ∞ ... ) with a Newton iteration on (q̈, λ) using the iteration
-                matrix [M_q, Φqᵀ; Φq, 0] (refactorised when convergence slows), then a
-                velocity projection Φq q̇ = −Φt. Fixed step ``dt`` (halved on Newton failure).
+                matrix [M_q, Φqᵀ; Φq, 0] (refactorised when convergence slows). Positions
+                satisfy Φ = 0 to the Newton tolerance at every step; the reported
+                velocities are projected onto Φq q̇ = −Φt (M_q metric) and the reported
+                accelerations solve the index-1 equations at the reported state.
+                ``project_velocities="state"`` feeds the projection back into the
+                integration (drift-free velocities, but first order, as Arnold showed);
+                ``False`` reports the raw velocities. Second order otherwise. Fixed step
+                ``dt`` (halved on Newton failure).
 ``partitioning`` coordinate partitioning (Wehage–Haug): the q-coordinates split into
                 dependent ones (pivot columns of Φq) and dof independent ones u; only (u, u̇)
                 are integrated; q follows from Φ(q, t) = 0 by Newton, q̇ from Φq q̇ = −Φt.
-                The partition is renewed when its block of Φq becomes ill-conditioned.
+                The independent coordinates are chosen by a pivoted QR of the null space of
+                Φq; after every step the choice is made again and the partition renewed
+                (the integrator restarted) when the current coordinates parametrise the
+                null space worse than the best ones by a factor ``rcond`` (default 0.5).
 
 ODE formulations run with scipy's ``RK23``, ``RK45``, ``DOP853``, ``Radau``, ``BDF``,
 ``LSODA`` (error control ``rtol``/``atol`` on the state) or the fixed-step classical
@@ -67,7 +76,7 @@ from scipy.sparse.linalg import splu
 from ...errors import SolverError
 from ..analysis import rank_info
 from ..linalg import RowSolver
-from .mass import velocities_from_rates
+from .mass import cross, velocities_from_rates
 
 __all__ = ["Formulation", "DynamicsResult", "FORMULATIONS", "INTEGRATORS", "get_formulation"]
 
@@ -92,6 +101,7 @@ class DynamicsResult:
     v : ndarray (nt, nv) velocities [v_c, ω] per moving body
     work : ndarray (nt,) non-conservative work since t0, J
     angles, refs : per output frame, the winding state (kernel angles, force angles)
+    measures : ndarray (nt, n_measures) joint coordinates, angles continuous over turns
     success : False if the run stopped early; ``message`` and ``t_fail`` say why and when
     nfev : right-hand side (or residual) evaluations; ``nsteps`` accepted steps;
     nfactor : matrix factorisations; ``nproject`` projections applied
@@ -103,6 +113,7 @@ class DynamicsResult:
     work: np.ndarray
     angles: list
     refs: list
+    measures: np.ndarray = None
     success: bool = True
     message: str = ""
     t_fail: float = None
@@ -131,6 +142,7 @@ class Formulation:
         self.angles = angles
         self.refs = refs
         self.nq, self.nv = dyn.nq, dyn.nv
+        self._angle_groups = any(g.n_angles for g in self.model.groups)
         self.nfev = 0
         self.nfactor = 0
         self.nproject = 0
@@ -153,9 +165,40 @@ class Formulation:
         """The state written to an output frame (projection formulations project it)."""
         return y
 
-    def _update_windings(self, q, bs=None):
-        self.system.accept(q, self.angles)
-        if len(self.refs):
+    def _measure_kinds(self):
+        if not hasattr(self, "_is_angle"):
+            self._is_angle = np.array([kind == "angle" for _, kind, _, _ in self.model.joint_measures], bool)
+            self._meas_ref = None
+        return self._is_angle
+
+    def continuous_measures(self, q, update=False, raw=None):
+        """Joint coordinates at q with angles continuous from the last accepted step."""
+        is_angle = self._measure_kinds()
+        if raw is None:
+            raw = self.system.joint_measures(q)
+        if self._meas_ref is None:
+            self._meas_ref = raw.copy()
+        ref = self._meas_ref
+        out = np.where(is_angle, raw + 2 * np.pi * np.round((ref - raw) / (2 * np.pi)), raw)
+        if update:
+            self._meas_ref = out
+        return out
+
+    def _fast_aux(self, y):
+        """The compiled rhs's by-products if its last call was at exactly this state."""
+        last = getattr(self, "_last", None)
+        if self._fast is not None and last is not None and last[0] is y and last[1] is None:
+            return self._fast.aux
+        return None
+
+    _fast = None
+
+    def _update_windings(self, q, bs=None, aux=None):
+        if self._angle_groups:
+            self.system.accept(q, self.angles)
+        if len(self.model.joint_measures):
+            self.continuous_measures(q, update=True, raw=None if aux is None else aux[3:])
+        if self.dyn.forces.needs_refs:
             if bs is None:
                 from .mass import body_state
 
@@ -171,9 +214,9 @@ class Formulation:
         times = np.asarray(times, float)
         nt = len(times)
         rec = _Recorder(self, nt)
+        self.rtol, self.atol = rtol, atol
         y = self.initial_state(times[0], q0, v0)
         rec.record(times[0], y)
-        self.rtol, self.atol = rtol, atol
         try:
             if integrator == "RK4":
                 self._run_rk4(times, y, rec, dt)
@@ -207,6 +250,8 @@ class Formulation:
                                 "for this model, or the model is unstable)")
                 rec.nsteps += 1
                 new = self._accept_checked(t, y, rec)
+                if isinstance(new, _Restart):
+                    new = new.y
                 if new is not None:
                     y = new
             rec.record(t1, y)
@@ -296,7 +341,7 @@ class _Recorder:
     def __init__(self, form, nt):
         self.form = form
         self.nt = nt
-        self.t, self.q, self.v, self.w, self.angles, self.refs = [], [], [], [], [], []
+        self.t, self.q, self.v, self.w, self.angles, self.refs, self.meas = [], [], [], [], [], [], []
         self.success = True
         self.message = ""
         self.t_fail = None
@@ -312,6 +357,7 @@ class _Recorder:
         self.w.append(float(w))
         self.angles.append(form.angles.copy())
         self.refs.append(np.array(form.refs, float))
+        self.meas.append(form.continuous_measures(self.q[-1]))
 
     def fail(self, t, message):
         self.success = False
@@ -322,7 +368,8 @@ class _Recorder:
     def result(self, form):
         return DynamicsResult(
             t=np.array(self.t), q=np.array(self.q).reshape(len(self.t), -1), v=np.array(self.v).reshape(len(self.t), -1),
-            work=np.array(self.w), angles=self.angles, refs=self.refs, success=self.success, message=self.message,
+            work=np.array(self.w), angles=self.angles, refs=self.refs, measures=np.array(self.meas).reshape(len(self.t), -1),
+            success=self.success, message=self.message,
             t_fail=self.t_fail, nfev=form.nfev, nsteps=self.nsteps, nfactor=form.nfactor, nproject=form.nproject,
         )
 
@@ -341,7 +388,18 @@ class _IndexOne(Formulation):
     def _evaluate(self, t, q, v):
         return self.dyn.evaluate(q, v, t, self.refs)
 
+    def _setup_fast(self, baumgarte=None):
+        """Use the compiled right-hand side (:mod:`.fast`) when it applies."""
+        if self.options.get("fast", True):
+            from .fast import fast_rhs
+
+            self._fast = fast_rhs(self.dyn, self.angles, self.refs, baumgarte)
+
     def rhs(self, t, y):
+        if self._fast is not None:
+            out = self._fast(t, y)  # redundant rows are dropped inside; NaN raises FloatingPointError
+            self._last = (y, None)
+            return out
         nq, nv = self.nq, self.nv
         q, v = y[:nq], y[nq: nq + nv]
         ev = self._evaluate(t, q, v)
@@ -364,7 +422,7 @@ class _IndexOne(Formulation):
         except np.linalg.LinAlgError:
             # the independent rows changed (a singular configuration was crossed): choose again
             self.nfactor += 1
-            dyn.set_rows(ev.J)
+            dyn.set_rows(ev.J, ev.bs)
             ev.Jr = ev.J[dyn.rows] if len(dyn.redundant) else ev.J
             ev.X = None
             ev._chol = ev._lu = None
@@ -384,11 +442,12 @@ class ProjectionFormulation(_IndexOne):
     """Index 1 with projection of positions and velocities after steps."""
 
     name = "projection"
-    defaults = {"tol": None, "max_iter": 5}
+    defaults = {"tol": None, "max_iter": 5, "fast": True}
 
     def __init__(self, dyn, **kw):
         super().__init__(dyn, **kw)
         self._qrows = None
+        self._setup_fast()
 
     def accelerations(self, ev, t, q, v):
         return self._solve_kept(ev)
@@ -404,6 +463,16 @@ class ProjectionFormulation(_IndexOne):
         tol = self.options["tol"] if self.options["tol"] is not None else self.atol
         q, v = y[:nq], y[nq: nq + nv]
         dyn = self.dyn
+        aux = self._fast_aux(y)
+        if aux is not None and aux[0] <= tol and aux[1] <= tol:
+            return None  # the compiled rhs at this state saw no violation above tol
+        if self._fast is not None:
+            new, changed = self._fast.project(t, y, tol, self.options["max_iter"])
+            if not changed:
+                return None
+            if count:
+                self.nproject += 1
+            return new
         phi = dyn.phi(q, t, self.angles)
         changed = False
         if phi.size and np.max(np.abs(phi)) > tol:
@@ -418,9 +487,14 @@ class ProjectionFormulation(_IndexOne):
                     break
             changed = True
         last = getattr(self, "_last", None)
+        ev = None
         if not changed and last is not None and last[0] is y:
-            ev = last[1]
-        else:
+            if last[1] is None:  # the compiled rhs ran at this state: its residual is known
+                if aux[0] <= tol:
+                    return None
+            else:
+                ev = last[1]
+        if ev is None:
             ev = dyn.evaluate(q, v, t, self.refs, with_gamma=False, with_forces=False)
         res = ev.J @ v + ev.phit
         if res.size and np.max(np.abs(res)) > tol:
@@ -436,7 +510,7 @@ class ProjectionFormulation(_IndexOne):
         return out
 
     def accept(self, t, y):
-        self._update_windings(y[: self.nq])
+        self._update_windings(y[: self.nq], aux=self._fast_aux(y))
         return self._project(t, y)
 
     def output_state(self, t, y):
@@ -448,12 +522,16 @@ class BaumgarteFormulation(_IndexOne):
     """Index 1 with Baumgarte stabilisation Jv v̇ = γ̂ − 2α Φ̇ − β² Φ."""
 
     name = "baumgarte"
-    defaults = {"alpha": 10.0, "beta": 10.0}
+    defaults = {"alpha": 10.0, "beta": 10.0, "fast": True}
+
+    def __init__(self, dyn, **kw):
+        super().__init__(dyn, **kw)
+        self._setup_fast((float(self.options["alpha"]), float(self.options["beta"])))
 
     def accelerations(self, ev, t, q, v):
         dyn = self.dyn
         a, b = self.options["alpha"], self.options["beta"]
-        phi = dyn.phi(q, t, self.angles)[dyn.model_rows]
+        phi = dyn.phi(ev.q, t, self.angles)[dyn.model_rows]
         phid = ev.J @ v + ev.phit
         extra = -2.0 * a * phid - b * b * phi
         if len(dyn.redundant):
@@ -461,7 +539,7 @@ class BaumgarteFormulation(_IndexOne):
         return self._solve_kept(ev, extra)
 
     def accept(self, t, y):
-        self._update_windings(y[: self.nq])
+        self._update_windings(y[: self.nq], aux=self._fast_aux(y))
         return None
 
 
@@ -480,7 +558,7 @@ class PenaltyFormulation(_IndexOne):
     def accelerations(self, ev, t, q, v):
         dyn = self.dyn
         xi, om = self.options["xi"], self.options["omega"]
-        phi = dyn.phi(q, t, self.angles)[dyn.model_rows]
+        phi = dyn.phi(ev.q, t, self.angles)[dyn.model_rows]
         r = -ev.gamma + 2 * xi * om * (ev.J @ v + ev.phit) + om * om * phi
         J, a = ev.J, self.alpha
         M = dyn.mass_matrix(ev.bs)
@@ -530,7 +608,7 @@ class PartitioningFormulation(Formulation):
     """Coordinate partitioning: integrate the independent coordinates u and their rates."""
 
     name = "partitioning"
-    defaults = {"tol": 1e-12, "max_iter": 12, "rcond": 1e-3}
+    defaults = {"tol": 1e-12, "max_iter": 15, "rcond": 0.5}
 
     def initial_state(self, t, q, v):
         self._q = np.array(q, float)
@@ -549,15 +627,28 @@ class PartitioningFormulation(Formulation):
         J = self.system.jacobian_auto(q, t, self.angles)
         return J.toarray() if sps.issparse(J) else J
 
+    def _best_partition(self, Jr):
+        """(dependent, independent, N): the independent coordinates are the pivots of a
+        column-pivoted QR of the null-space basis N of Jr (the coordinates that parametrise
+        the admissible motions best)."""
+        r, n = Jr.shape
+        Q, _ = sla.qr(Jr.T, mode="full")
+        N = Q[:, r:]  # (nq, dof), orthonormal null-space basis
+        _, _, piv = sla.qr(N.T, mode="economic", pivoting=True)
+        dof = n - r
+        return np.sort(piv[dof:]), np.sort(piv[:dof]), N
+
+    @staticmethod
+    def _quality(N, I):
+        """σ_min of N[I]: how well the coordinates I parametrise the admissible motions."""
+        return float(np.linalg.svd(N[I], compute_uv=False).min()) if len(I) else 1.0
+
     def _partition(self, q, t):
         J = self._jac(q, t)
         info = rank_info(J)
         self.rows = info.independent
         Jr = J[self.rows]
-        _, _, piv = sla.qr(Jr, mode="economic", pivoting=True)
-        r = len(self.rows)
-        self.D = np.sort(piv[:r])
-        self.I = np.sort(piv[r:])
+        self.D, self.I, _ = self._best_partition(Jr)
         self.ndof = len(self.I)
         self._lu = sla.lu_factor(Jr[:, self.D], check_finite=False)
         self.nfactor += 1
@@ -567,14 +658,21 @@ class PartitioningFormulation(Formulation):
         q[self.I] = u
         tol = self.options["tol"]
         lu = self._lu
+        prev = np.inf
+        fresh = False
         for it in range(self.options["max_iter"]):
             phi = self.system.phi(q, t, self.angles)[self.rows]
             err = np.max(np.abs(phi)) if phi.size else 0.0
             if err <= tol:
                 return q
-            if it == 3:  # slow: refresh the chord matrix
+            if err > 0.5 * prev and fresh and err <= 1e3 * tol:
+                return q  # stalled at round-off level
+            if err > 0.1 * prev:
+                # the chord iteration is slow: Newton with the Jacobian at the current iterate
                 lu = sla.lu_factor(self._jac(q, t)[self.rows][:, self.D], check_finite=False)
                 self.nfactor += 1
+                fresh = True
+            prev = err
             q[self.D] -= sla.lu_solve(lu, phi, check_finite=False)
         raise _Failure(f"the dependent coordinates do not converge at t = {t:.6g} s (residual {err:.3g})")
 
@@ -622,9 +720,13 @@ class PartitioningFormulation(Formulation):
         self._q = q
         self._update_windings(q)
         self._lu = lu
-        d = np.abs(np.diag(lu[0]))
-        rc = d.min() / d.max() if d.size else 1.0
-        if rc < self.options["rcond"]:
+        renew = False
+        if len(self.D):
+            Jr = self._jac(q, t)[self.rows]
+            D_best, I_best, N = self._best_partition(Jr)
+            if not np.array_equal(D_best, self.D):
+                renew = self._quality(N, self.I) < self.options["rcond"] * self._quality(N, I_best)
+        if renew:
             # renew the partition at this configuration and restart the integrator
             old = (self.I, self.D, self.ndof, self.rows, self._q)
             self._old_unpack = _frozen_unpack(self, old)
@@ -663,7 +765,7 @@ class Index3Formulation(Formulation):
     """Generalised-α (or HHT) on the index-3 equations in q; see the module docstring."""
 
     name = "index3"
-    defaults = {"rho_inf": 0.9, "tol": None, "max_iter": 12, "project_velocities": True}
+    defaults = {"rho_inf": 0.9, "tol": None, "max_iter": 12, "project_velocities": "output"}
 
     def solve(self, times, q0, v0, *, integrator="generalized-alpha", rtol=1e-8, atol=1e-10, dt=None):
         scheme = integrator if integrator in INDEX3_INTEGRATORS else "generalized-alpha"
@@ -725,7 +827,8 @@ class Index3Formulation(Formulation):
                     q, qd, qdd, a, lam = q1, qd1, qdd1, a1, lam1
                     self._update_windings(q)
                     rec.nsteps += 1
-                self._y_out = (q, qd, work)
+                qd_out = self._project_qd(q, qd, t, fresh=True) if self.options["project_velocities"] else qd
+                self._y_out = (q, qd_out, work)
                 rec.record(t_out, None)
         except _Stop:
             pass
@@ -757,7 +860,7 @@ class Index3Formulation(Formulation):
         V = v.reshape(nmov, 6)
         w, rho = V[:, 3:], bs.rho[:nmov]
         cdq = np.zeros((nmov, 6))
-        cdq[:, :3] = np.cross(w, np.cross(w, rho))
+        cdq[:, :3] = cross(w, cross(w, rho))
         g = ev.f.reshape(nmov, 6) - np.einsum("bij,bj->bi", Mv, cdq)
         Qq = np.einsum("bki,bk->bi", C, g).reshape(-1)
         self.nfev += 1
@@ -786,6 +889,24 @@ class Index3Formulation(Formulation):
         K[nq:, :nq] = Jd
         lu = sla.lu_factor(K, check_finite=False)
         return lambda b: sla.lu_solve(lu, b, check_finite=False)
+
+    def _project_qd(self, q, qd, t, fresh=False):
+        """q̇ with Φq q̇ = −Φt, closest to the given one in the M_q metric."""
+        nq = self.nq
+        J = self.system.jacobian_auto(q, t, self.angles)
+        res = J[self.rows] @ qd + self.system.phit(q, t, self.angles)[self.rows]
+        if not res.size:
+            return qd
+        solve = self._K
+        if fresh or solve is None:
+            Mq, _, _ = self._forces(q, qd, t)
+            solve = self._assemble_K(Mq, J)
+        for _ in range(3):
+            qd = qd + solve(np.concatenate([np.zeros(nq), -res]))[:nq]
+            res = J[self.rows] @ qd + self.system.phit(q, t, self.angles)[self.rows]
+            if np.max(np.abs(res)) <= 1e-14 * (1.0 + np.max(np.abs(qd))):
+                break
+        return qd
 
     def _mq_times(self, Mq, x):
         return np.einsum("bij,bj->bi", Mq, x.reshape(-1, 7)).reshape(-1)
@@ -847,16 +968,9 @@ class Index3Formulation(Formulation):
         if not converged:
             raise _Failure(f"no convergence in {self.options['max_iter']} iterations (last correction {err:.3g})")
         a1, q1, qd1 = kin(qdd)
-        if self.options["project_velocities"]:
-            J = self.system.jacobian_auto(q1, t1, self.angles)
-            Jr = J[self.rows]
-            res = Jr @ qd1 + self.system.phit(q1, t1, self.angles)[self.rows]
-            if res.size and np.max(np.abs(res)) > 0.0:
-                Mq, _, _ = self._forces(q1, qd1, t1)
-                dx = self._K(np.concatenate([np.zeros(nq), -res]))
-                qd1 = qd1 + dx[:nq]
-        _, _, ev = self._forces(q1, qd1, t1)
-        p1 = self._power_of(ev, lam, q1, t1)
+        if self.options["project_velocities"] == "state":
+            qd1 = self._project_qd(q1, qd1, t1)
+        p1 = self._power_of(ev, lam, q1, t1)  # forces of the last iterate (the work is O(h²) anyway)
         return q1, qd1, qdd, a1, lam, p1
 
 

@@ -49,6 +49,15 @@ import numpy as np
 
 from ...errors import MechanismError
 
+def cross(a, b):
+    """a × b over the last axis (numpy's ``cross`` is slow on small arrays)."""
+    out = np.empty(np.broadcast_shapes(a.shape, b.shape))
+    out[..., 0] = a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1]
+    out[..., 1] = a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2]
+    out[..., 2] = a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]
+    return out
+
+
 __all__ = ["MassProperties", "compile_mass", "BodyState", "body_state", "rotation", "point_mass_radius"]
 
 #: radius (m) of the sphere whose inertia regularises a point mass
@@ -243,7 +252,7 @@ def rates_from_velocities(bs, v, nmov):
     V = v.reshape(nmov, 6)
     w = V[:, 3:]
     qd = np.empty((nmov, 7))
-    qd[:, :3] = V[:, :3] + np.cross(bs.rho[:nmov], w)
+    qd[:, :3] = V[:, :3] + cross(bs.rho[:nmov], w)
     qd[:, 3:] = 0.5 * np.einsum("bji,bj->bi", bs.E, w)
     return qd.reshape(-1)
 
@@ -254,7 +263,7 @@ def velocities_from_rates(bs, qd, nmov):
     w = 2.0 * np.einsum("bij,bj->bi", bs.E, Qd[:, 3:])
     v = np.empty((nmov, 6))
     v[:, 3:] = w
-    v[:, :3] = Qd[:, :3] - np.cross(bs.rho[:nmov], w)
+    v[:, :3] = Qd[:, :3] - cross(bs.rho[:nmov], w)
     return v.reshape(-1)
 
 
@@ -265,7 +274,7 @@ def accelerations_to_qdd(bs, v, vd, nmov):
     w, wd = V[:, 3:], Vd[:, 3:]
     rho = bs.rho[:nmov]
     qdd = np.empty((nmov, 7))
-    qdd[:, :3] = Vd[:, :3] + np.cross(rho, wd) - np.cross(w, np.cross(w, rho))
+    qdd[:, :3] = Vd[:, :3] + cross(rho, wd) - cross(w, cross(w, rho))
     qdd[:, 3:] = 0.5 * np.einsum("bji,bj->bi", bs.E, wd) - 0.25 * np.sum(w * w, axis=1)[:, None] * bs.p[:nmov]
     return qdd.reshape(-1)
 

@@ -86,3 +86,40 @@ def test_joint_frame_is_attached_to_both_parts_at_the_initial_pose(tmp_path):
     world = R @ np.array(m_crank.origin) + np.array([0.01, 0.02, 0.03])
     np.testing.assert_allclose(world, m_ground.origin, atol=1e-15)
     np.testing.assert_allclose(R @ np.array(m_crank.rotation), np.array(m_ground.rotation), atol=1e-15)
+
+
+BUSHING = """
+units = "mm"
+gravity = [0, -9.81, 0]
+[parts.ground]
+fixed = true
+[parts.box]
+mass = 2.0
+inertia = [10000, 20000, 25000]
+[[forces]]
+name = "mount"
+type = "bushing"
+parts = ["ground", "box"]
+points = [[0, 0, 0]]
+stiffness = [1000.0, 4000.0, 1000.0]
+damping = [60.0, 120.0, 60.0]
+rotational_stiffness = 50.0
+rotational_damping = 2.0
+"""
+
+
+def test_bushing_keys_reach_the_dynamics_and_the_mount_sags_by_m_g_over_k(tmp_path):
+    from cadmotion.kernel.dynamics import simulate
+
+    spec = load(write(tmp_path, BUSHING))
+    params = dict(spec.forces[0].params)
+    assert params["stiffness"] == (1000.0, 4000.0, 1000.0)
+    assert params["rotational_stiffness"] == 50.0 and params["rotational_damping"] == 2.0
+    motion = simulate(compile_model(spec), 3.0, 30)
+    # damped to rest: the y-stiffness carries the weight, 2 kg * 9.81 / 4000 N/m
+    assert motion.position[-1, motion.part_index("box")] == pytest.approx([0, -2 * 9.81 / 4000, 0], abs=1e-6)
+
+
+def test_force_keys_that_mean_nothing_are_refused(tmp_path):
+    with pytest.raises(ModelFileError, match="unknown key\\(s\\) 'torque'"):
+        load(write(tmp_path, BUSHING.replace("rotational_damping = 2.0", "torque = 1.0")))

@@ -1,0 +1,671 @@
+"""numba kernels of the fast index-1 right-hand side (see :mod:`.fast`). Imported only
+when numba is available; :mod:`.equations` is the reference numpy implementation of the
+same equations and the tests compare the two.
+
+Compact constraint rows: the kept rows (reordered for a small bandwidth) store, per slot s
+of the constraint instance, the body ``rb[r, s]`` (−1: fixed or unused) and the 6 entries
+``Jc[r, s]`` of Jv = Φq B on that body's velocities [v_c, ω]. S = Jv M⁻¹ Jvᵀ is assembled
+from the precomputed row pairs that share a body, in band storage ``Lb[i, d] = S[i, i − d]``,
+and factorised by a band Cholesky.
+"""
+
+import math
+
+import numba
+import numpy as np
+
+_JIT = dict(cache=True, nogil=True, fastmath=False)
+# linear algebra kernels: allow reassociation of sums so LLVM can vectorise the reductions
+_JIT_LA = dict(cache=True, nogil=True, fastmath={"reassoc", "contract"})
+
+
+@numba.njit(**_JIT)
+def body_kinematics(y, nq, nmov, nb, q_fixed, com_all, Jb, Jbinv, qf, qdf, A, rho, rc, E, Jw, Jwinv, B, bdot, w, vc):
+    """Per-body quantities at unit Euler parameters (fills the output arrays)."""
+    nv = 6 * nmov
+    for b in range(nb):
+        if b < nmov:
+            base = 7 * b
+            r0, r1, r2 = y[base], y[base + 1], y[base + 2]
+            e0, e1, e2, e3 = y[base + 3], y[base + 4], y[base + 5], y[base + 6]
+        else:
+            base = 7 * (b - nmov)
+            r0, r1, r2 = q_fixed[base], q_fixed[base + 1], q_fixed[base + 2]
+            e0, e1, e2, e3 = q_fixed[base + 3], q_fixed[base + 4], q_fixed[base + 5], q_fixed[base + 6]
+        nrm = math.sqrt(e0 * e0 + e1 * e1 + e2 * e2 + e3 * e3)
+        e0 /= nrm
+        e1 /= nrm
+        e2 /= nrm
+        e3 /= nrm
+        o = 7 * b
+        qf[o], qf[o + 1], qf[o + 2] = r0, r1, r2
+        qf[o + 3], qf[o + 4], qf[o + 5], qf[o + 6] = e0, e1, e2, e3
+        d = 2 * e0 * e0 - 1
+        A[b, 0, 0] = d + 2 * e1 * e1
+        A[b, 1, 1] = d + 2 * e2 * e2
+        A[b, 2, 2] = d + 2 * e3 * e3
+        A[b, 0, 1] = 2 * (e1 * e2 - e0 * e3)
+        A[b, 1, 0] = 2 * (e1 * e2 + e0 * e3)
+        A[b, 0, 2] = 2 * (e1 * e3 + e0 * e2)
+        A[b, 2, 0] = 2 * (e1 * e3 - e0 * e2)
+        A[b, 1, 2] = 2 * (e2 * e3 - e0 * e1)
+        A[b, 2, 1] = 2 * (e2 * e3 + e0 * e1)
+        for i in range(3):
+            rho[b, i] = A[b, i, 0] * com_all[b, 0] + A[b, i, 1] * com_all[b, 1] + A[b, i, 2] * com_all[b, 2]
+        rc[b, 0], rc[b, 1], rc[b, 2] = r0 + rho[b, 0], r1 + rho[b, 1], r2 + rho[b, 2]
+        for k in range(7):
+            qdf[o + k] = 0.0
+            bdot[b, k] = 0.0
+            for l in range(6):
+                B[b, k, l] = 0.0
+        if b >= nmov:
+            for i in range(3):
+                w[b, i] = 0.0
+                vc[b, i] = 0.0
+            continue
+        # E(p): ω = 2 E ṗ
+        E[b, 0, 0], E[b, 0, 1], E[b, 0, 2], E[b, 0, 3] = -e1, e0, -e3, e2
+        E[b, 1, 0], E[b, 1, 1], E[b, 1, 2], E[b, 1, 3] = -e2, e3, e0, -e1
+        E[b, 2, 0], E[b, 2, 1], E[b, 2, 2], E[b, 2, 3] = -e3, -e2, e1, e0
+        # world inertia and inverse: A J' Aᵀ
+        for i in range(3):
+            for j in range(3):
+                s1 = 0.0
+                s2 = 0.0
+                for k in range(3):
+                    t1 = 0.0
+                    t2 = 0.0
+                    for l in range(3):
+                        t1 += Jb[b, k, l] * A[b, j, l]
+                        t2 += Jbinv[b, k, l] * A[b, j, l]
+                    s1 += A[b, i, k] * t1
+                    s2 += A[b, i, k] * t2
+                Jw[b, i, j] = s1
+                Jwinv[b, i, j] = s2
+        vo = nq + 6 * b
+        v0, v1, v2 = y[vo], y[vo + 1], y[vo + 2]
+        w0, w1, w2 = y[vo + 3], y[vo + 4], y[vo + 5]
+        vc[b, 0], vc[b, 1], vc[b, 2] = v0, v1, v2
+        w[b, 0], w[b, 1], w[b, 2] = w0, w1, w2
+        p0, p1, p2 = rho[b, 0], rho[b, 1], rho[b, 2]
+        # B: ṙ = v_c + ρ × ω, ṗ = ½ Eᵀ ω
+        B[b, 0, 0] = B[b, 1, 1] = B[b, 2, 2] = 1.0
+        B[b, 0, 4], B[b, 0, 5] = -p2, p1
+        B[b, 1, 3], B[b, 1, 5] = p2, -p0
+        B[b, 2, 3], B[b, 2, 4] = -p1, p0
+        for k in range(4):
+            for l in range(3):
+                B[b, 3 + k, 3 + l] = 0.5 * E[b, l, k]
+        qdf[o] = v0 + p1 * w2 - p2 * w1
+        qdf[o + 1] = v1 + p2 * w0 - p0 * w2
+        qdf[o + 2] = v2 + p0 * w1 - p1 * w0
+        for k in range(4):
+            qdf[o + 3 + k] = 0.5 * (E[b, 0, k] * w0 + E[b, 1, k] * w1 + E[b, 2, k] * w2)
+        # Ḃ v = [−ω × (ω × ρ), −¼ |ω|² p]
+        c0 = w1 * p2 - w2 * p1
+        c1 = w2 * p0 - w0 * p2
+        c2 = w0 * p1 - w1 * p0
+        bdot[b, 0] = -(w1 * c2 - w2 * c1)
+        bdot[b, 1] = -(w2 * c0 - w0 * c2)
+        bdot[b, 2] = -(w0 * c1 - w1 * c0)
+        ww = 0.25 * (w0 * w0 + w1 * w1 + w2 * w2)
+        bdot[b, 3], bdot[b, 4], bdot[b, 5], bdot[b, 6] = -ww * e0, -ww * e1, -ww * e2, -ww * e3
+
+
+@numba.njit(**_JIT)
+def gather(src, idx):
+    n, k = idx.shape
+    out = np.empty((n, k))
+    for i in range(n):
+        for j in range(k):
+            out[i, j] = src[idx[i, j]]
+    return out
+
+
+@numba.njit(**_JIT)
+def winding(raw, ref):
+    out = np.empty_like(raw)
+    two_pi = 2.0 * math.pi
+    for i in range(raw.shape[0]):
+        for j in range(raw.shape[1]):
+            out[i, j] = two_pi * np.round((ref[i, j] - raw[i, j]) / two_pi)
+    return out
+
+
+@numba.njit(**_JIT)
+def scatter(Jg, Gg, bodies, row0, neq, row_map, nmov, B, bdot, Jc, gam):
+    """Jc and γ̂ = γ − Φq Ḃ v of one constraint group's kept rows."""
+    n = bodies.shape[0]
+    ns = bodies.shape[1]
+    for i in range(n):
+        for e in range(neq):
+            r = row_map[row0 + i * neq + e]
+            if r < 0:
+                continue
+            g = Gg[i, e]
+            for s in range(ns):
+                b = bodies[i, s]
+                if b >= nmov:
+                    continue
+                for l in range(6):
+                    acc = 0.0
+                    for k in range(7):
+                        acc += Jg[i, e, 7 * s + k] * B[b, k, l]
+                    Jc[r, s, l] = acc
+                for k in range(7):
+                    g -= Jg[i, e, 7 * s + k] * bdot[b, k]
+            gam[r] = g
+
+
+@numba.njit(**_JIT)
+def scatter_rows(values, row0, neq, row_map, out):
+    n = values.shape[0]
+    for i in range(n):
+        for e in range(neq):
+            r = row_map[row0 + i * neq + e]
+            if r >= 0:
+                out[r] = values[i, e]
+
+
+@numba.njit(**_JIT)
+def cross(a0, a1, a2, b0, b1, b2):
+    return a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0
+
+
+@numba.njit(**_JIT)
+def forces(nmov, gravf, Jw, w, vc, A, rc, F, N,
+           sp_ia, sp_ib, sp_da, sp_db, sp_k, sp_c, sp_l0, sp_F0,
+           ax_ia, ax_ib, ax_Ri, ax_Rj, ax_k, ax_c, ax_tau0, ax_expr, ax_ref, tau,
+           bl_ia, bl_ib, bl_Ri, bl_Rj, bl_k, bl_c):
+    """Applied forces F and moments about the com N (nb, 3), and the non-conservative power."""
+    nb = F.shape[0]
+    for b in range(nb):
+        for i in range(3):
+            F[b, i] = 0.0
+            N[b, i] = 0.0
+    for b in range(nmov):
+        for i in range(3):
+            F[b, i] = gravf[b, i]
+    power = 0.0
+    # translational spring-damper-actuators
+    for s in range(sp_ia.shape[0]):
+        a, bb = sp_ia[s], sp_ib[s]
+        pa = np.zeros(3)
+        pb = np.zeros(3)
+        for i in range(3):
+            for j in range(3):
+                pa[i] += A[a, i, j] * sp_da[s, j]
+                pb[i] += A[bb, i, j] * sp_db[s, j]
+        d0 = rc[bb, 0] + pb[0] - rc[a, 0] - pa[0]
+        d1 = rc[bb, 1] + pb[1] - rc[a, 1] - pa[1]
+        d2 = rc[bb, 2] + pb[2] - rc[a, 2] - pa[2]
+        l = math.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
+        il = 1.0 / l if l > 0 else 1.0
+        u0, u1, u2 = d0 * il, d1 * il, d2 * il
+        xb = cross(w[bb, 0], w[bb, 1], w[bb, 2], pb[0], pb[1], pb[2])
+        xa = cross(w[a, 0], w[a, 1], w[a, 2], pa[0], pa[1], pa[2])
+        ld = (u0 * (vc[bb, 0] + xb[0] - vc[a, 0] - xa[0]) + u1 * (vc[bb, 1] + xb[1] - vc[a, 1] - xa[1])
+              + u2 * (vc[bb, 2] + xb[2] - vc[a, 2] - xa[2]))
+        f = -sp_k[s] * (l - sp_l0[s]) - sp_c[s] * ld + sp_F0[s]
+        f0, f1, f2 = f * u0, f * u1, f * u2
+        F[bb, 0] += f0
+        F[bb, 1] += f1
+        F[bb, 2] += f2
+        F[a, 0] -= f0
+        F[a, 1] -= f1
+        F[a, 2] -= f2
+        mb = cross(pb[0], pb[1], pb[2], f0, f1, f2)
+        ma = cross(pa[0], pa[1], pa[2], f0, f1, f2)
+        for i in range(3):
+            N[bb, i] += mb[i]
+            N[a, i] -= ma[i]
+        power -= sp_c[s] * ld * ld
+    # axis elements: rotational spring-dampers and torques about a joint axis
+    two_pi = 2.0 * math.pi
+    for s in range(ax_ia.shape[0]):
+        a, bb = ax_ia[s], ax_ib[s]
+        Wi = np.zeros((3, 3))
+        Wj = np.zeros((3, 3))
+        for i in range(3):
+            for j in range(3):
+                for k in range(3):
+                    Wi[i, j] += A[a, i, k] * ax_Ri[s, k, j]
+                    Wj[i, j] += A[bb, i, k] * ax_Rj[s, k, j]
+        ydx = Wi[0, 1] * Wj[0, 0] + Wi[1, 1] * Wj[1, 0] + Wi[2, 1] * Wj[2, 0]
+        xdx = Wi[0, 0] * Wj[0, 0] + Wi[1, 0] * Wj[1, 0] + Wi[2, 0] * Wj[2, 0]
+        raw = math.atan2(ydx, xdx)
+        theta = raw + two_pi * np.round((ax_ref[s] - raw) / two_pi)
+        z0, z1, z2 = Wi[0, 2], Wi[1, 2], Wi[2, 2]
+        rate = z0 * (w[bb, 0] - w[a, 0]) + z1 * (w[bb, 1] - w[a, 1]) + z2 * (w[bb, 2] - w[a, 2])
+        if ax_expr[s]:
+            t = tau[s]
+            power += t * rate
+        else:
+            t = -ax_k[s] * theta - ax_c[s] * rate + ax_tau0[s]
+            power -= ax_c[s] * rate * rate
+        N[bb, 0] += t * z0
+        N[bb, 1] += t * z1
+        N[bb, 2] += t * z2
+        N[a, 0] -= t * z0
+        N[a, 1] -= t * z1
+        N[a, 2] -= t * z2
+    # 3-D rotational spring-dampers (spherical-type joints)
+    for s in range(bl_ia.shape[0]):
+        a, bb = bl_ia[s], bl_ib[s]
+        Wi = np.zeros((3, 3))
+        Wj = np.zeros((3, 3))
+        for i in range(3):
+            for j in range(3):
+                for k in range(3):
+                    Wi[i, j] += A[a, i, k] * bl_Ri[s, k, j]
+                    Wj[i, j] += A[bb, i, k] * bl_Rj[s, k, j]
+        R = np.zeros((3, 3))
+        for i in range(3):
+            for j in range(3):
+                for k in range(3):
+                    R[i, j] += Wi[k, i] * Wj[k, j]
+        s0 = 0.5 * (R[2, 1] - R[1, 2])
+        s1 = 0.5 * (R[0, 2] - R[2, 0])
+        s2 = 0.5 * (R[1, 0] - R[0, 1])
+        c = 0.5 * (R[0, 0] + R[1, 1] + R[2, 2] - 1.0)
+        ns = math.sqrt(s0 * s0 + s1 * s1 + s2 * s2)
+        th = math.atan2(ns, c)
+        fac = 1.0 + ns * ns / 6.0 if ns < 1e-8 else th / ns
+        f0, f1, f2 = s0 * fac, s1 * fac, s2 * fac
+        for i in range(3):
+            phw = Wi[i, 0] * f0 + Wi[i, 1] * f1 + Wi[i, 2] * f2
+            wr = w[bb, i] - w[a, i]
+            t = -bl_k[s] * phw - bl_c[s] * wr
+            N[bb, i] += t
+            N[a, i] -= t
+            power -= bl_c[s] * wr * wr
+    return power
+
+
+@numba.njit(**_JIT_LA)
+def band_cholesky(Lb, m, bw, drop_tol, dropped, ratio=None):
+    """In-place Cholesky of a positive semi-definite band matrix (Lb[i, d] = S[i, i − d]).
+
+    A row whose pivot falls below ``drop_tol`` times its own diagonal is (numerically) a
+    combination of the rows before it — a redundant constraint: it is dropped (its λ is
+    0 and the others do not use it), ``dropped[j]`` is set. ``ratio[j]`` (optional) gets the
+    pivot over the diagonal. Returns the number dropped.
+    """
+    ndrop = 0
+    for j in range(m):
+        s = Lb[j, 0]
+        diag = s
+        k0 = j - bw if j - bw > 0 else 0
+        for k in range(k0, j):
+            x = Lb[j, j - k]
+            s -= x * x
+        i1 = j + bw + 1 if j + bw + 1 < m else m
+        if ratio is not None:
+            ratio[j] = s / diag if diag > 0 else 0.0
+        if not s > drop_tol * diag:
+            dropped[j] = True
+            ndrop += 1
+            Lb[j, 0] = 1.0
+            for k in range(k0, j):
+                Lb[j, j - k] = 0.0
+            for i in range(j + 1, i1):
+                Lb[i, i - j] = 0.0
+            continue
+        dropped[j] = False
+        d = math.sqrt(s)
+        Lb[j, 0] = d
+        for i in range(j + 1, i1):
+            s = Lb[i, i - j]
+            k0 = i - bw if i - bw > 0 else 0
+            for k in range(k0, j):
+                s -= Lb[i, i - k] * Lb[j, j - k]
+            Lb[i, i - j] = s / d
+    return ndrop
+
+
+@numba.njit(**_JIT_LA)
+def band_solve(Lb, m, bw, b, dropped):
+    """S⁻¹ b on the kept rows (dropped rows get 0)."""
+    x = b.copy()
+    for i in range(m):
+        if dropped[i]:
+            x[i] = 0.0
+            continue
+        s = x[i]
+        k0 = i - bw if i - bw > 0 else 0
+        for k in range(k0, i):
+            s -= Lb[i, i - k] * x[k]
+        x[i] = s / Lb[i, 0]
+    for i in range(m - 1, -1, -1):
+        if dropped[i]:
+            x[i] = 0.0
+            continue
+        s = x[i]
+        k1 = i + bw + 1 if i + bw + 1 < m else m
+        for k in range(i + 1, k1):
+            s -= Lb[k, k - i] * x[k]
+        x[i] = s / Lb[i, 0]
+    return x
+
+
+@numba.njit(**_JIT_LA)
+def factor_S(nmov, mass, Jwinv, Jc, rb, pair_i, pair_j, pair_si, pair_sj, bw, drop_tol):
+    """X = Jc M⁻¹ and the band Cholesky of S = Jv M⁻¹ Jvᵀ (redundant rows dropped)."""
+    m, ns = rb.shape
+    X = np.zeros((m, ns, 6))
+    for r in range(m):
+        for s in range(ns):
+            b = rb[r, s]
+            if b < 0:
+                continue
+            im = 1.0 / mass[b]
+            for l in range(3):
+                X[r, s, l] = Jc[r, s, l] * im
+            for i in range(3):
+                X[r, s, 3 + i] = (Jwinv[b, i, 0] * Jc[r, s, 3] + Jwinv[b, i, 1] * Jc[r, s, 4]
+                                  + Jwinv[b, i, 2] * Jc[r, s, 5])
+    Lb = np.zeros((m, bw + 1))
+    for p in range(pair_i.shape[0]):
+        i, j, si, sj = pair_i[p], pair_j[p], pair_si[p], pair_sj[p]
+        acc = 0.0
+        for l in range(6):
+            acc += X[i, si, l] * Jc[j, sj, l]
+        Lb[i, i - j] += acc
+    dropped = np.zeros(m, dtype=np.bool_)
+    ndrop = band_cholesky(Lb, m, bw, drop_tol, dropped)
+    return X, Lb, dropped, ndrop
+
+
+@numba.njit(**_JIT_LA)
+def minv(nmov, mass, Jwinv, f):
+    out = np.empty(6 * nmov)
+    for b in range(nmov):
+        im = 1.0 / mass[b]
+        for l in range(3):
+            out[6 * b + l] = f[6 * b + l] * im
+        for i in range(3):
+            out[6 * b + 3 + i] = (Jwinv[b, i, 0] * f[6 * b + 3] + Jwinv[b, i, 1] * f[6 * b + 4]
+                                  + Jwinv[b, i, 2] * f[6 * b + 5])
+    return out
+
+
+@numba.njit(**_JIT_LA)
+def apply_XT(X, rb, lam, out):
+    """out −= Xᵀ λ (i.e. M⁻¹ Jvᵀ λ), per body."""
+    m, ns = rb.shape
+    for r in range(m):
+        lr = lam[r]
+        if lr == 0.0:
+            continue
+        for s in range(ns):
+            b = rb[r, s]
+            if b < 0:
+                continue
+            for l in range(6):
+                out[6 * b + l] -= X[r, s, l] * lr
+
+
+@numba.njit(**_JIT_LA)
+def apply_X(X, rb, v, out):
+    """out += X v (i.e. Jv M⁻¹ v) over the rows."""
+    m, ns = rb.shape
+    for r in range(m):
+        acc = 0.0
+        for s in range(ns):
+            b = rb[r, s]
+            if b < 0:
+                continue
+            for l in range(6):
+                acc += X[r, s, l] * v[6 * b + l]
+        out[r] += acc
+
+
+@numba.njit(**_JIT)
+def velocity_residual(Jc, rb, y, nq, pt, out):
+    """out[r] = (Jv v)_r + Φt_r over the kept rows."""
+    m, ns = rb.shape
+    for r in range(m):
+        acc = pt[r]
+        for s in range(ns):
+            b = rb[r, s]
+            if b < 0:
+                continue
+            o = nq + 6 * b
+            for l in range(6):
+                acc += Jc[r, s, l] * y[o + l]
+        out[r] = acc
+
+
+# ---------------------------------------------------------------- packed arguments
+# A model's arrays travel in three flat arrays (float data, int data with a header table,
+# and per-call float data) so the compiled call has a handful of arguments: numba's
+# dispatch cost grows with the argument count. Entry k of the header, di[4k : 4k + 4],
+# holds (offset, d0, d1, d2) of array k in its flat array.
+
+@numba.njit(**_JIT)
+def f1(df, di, k):
+    o = di[4 * k]
+    return df[o: o + di[4 * k + 1]]
+
+
+@numba.njit(**_JIT)
+def f2(df, di, k):
+    o, d0, d1 = di[4 * k], di[4 * k + 1], di[4 * k + 2]
+    return df[o: o + d0 * d1].reshape((d0, d1))
+
+
+@numba.njit(**_JIT)
+def f3(df, di, k):
+    o, d0, d1, d2 = di[4 * k], di[4 * k + 1], di[4 * k + 2], di[4 * k + 3]
+    return df[o: o + d0 * d1 * d2].reshape((d0, d1, d2))
+
+
+@numba.njit(**_JIT)
+def i1(di, k):
+    o = di[4 * k]
+    return di[o: o + di[4 * k + 1]]
+
+
+@numba.njit(**_JIT)
+def i2(di, k):
+    o, d0, d1 = di[4 * k], di[4 * k + 1], di[4 * k + 2]
+    return di[o: o + d0 * d1].reshape((d0, d1))
+
+
+@numba.njit(**_JIT)
+def max_abs(a):
+    out = 0.0
+    for i in range(a.shape[0]):
+        x = abs(a[i])
+        if x > out:
+            out = x
+    return out
+
+
+@numba.njit(**_JIT)
+def norm_violation(y, nmov):
+    out = 0.0
+    for b in range(nmov):
+        o = 7 * b + 3
+        x = abs(y[o] * y[o] + y[o + 1] * y[o + 1] + y[o + 2] * y[o + 2] + y[o + 3] * y[o + 3] - 1.0)
+        if x > out:
+            out = x
+    return out
+
+
+@numba.njit(**_JIT)
+def scatter_measures(values, pos, aux):
+    for i in range(pos.shape[0]):
+        for c in range(pos.shape[1]):
+            p = pos[i, c]
+            if p >= 0:
+                aux[3 + p] = values[i, c]
+
+
+# ---------------------------------------------------------------- layout of the packed arrays
+#: (name, kind, ndim): kind 'f' model floats (df), 'i' model ints (di), 'd' per-call floats written
+#: by Python before each call (dd), 'w' workspace (ws). Group arrays follow, per constraint group.
+COMMON = [
+    ("q_fixed", "f", 1), ("com_all", "f", 2), ("Jb", "f", 3), ("Jbinv", "f", 3), ("mass", "f", 1), ("gravf", "f", 2),
+    ("row_map", "i", 1), ("rb", "i", 2), ("pair_i", "i", 1), ("pair_j", "i", 1), ("pair_si", "i", 1),
+    ("pair_sj", "i", 1), ("sizes", "i", 1),
+    ("sp_ia", "i", 1), ("sp_ib", "i", 1), ("sp_da", "f", 2), ("sp_db", "f", 2), ("sp_k", "f", 1), ("sp_c", "f", 1),
+    ("sp_l0", "f", 1), ("sp_F0", "f", 1),
+    ("ax_ia", "i", 1), ("ax_ib", "i", 1), ("ax_Ri", "f", 3), ("ax_Rj", "f", 3), ("ax_k", "f", 1), ("ax_c", "f", 1),
+    ("ax_tau0", "f", 1), ("ax_expr", "i", 1), ("ax_ref", "d", 1), ("tau", "d", 1),
+    ("bl_ia", "i", 1), ("bl_ib", "i", 1), ("bl_Ri", "f", 3), ("bl_Rj", "f", 3), ("bl_k", "f", 1), ("bl_c", "f", 1),
+    ("stab", "d", 1),
+    ("qf", "w", 1), ("qdf", "w", 1), ("A", "w", 3), ("rho", "w", 2), ("rc", "w", 2), ("E", "w", 3), ("Jw", "w", 3),
+    ("Jwinv", "w", 3), ("B", "w", 3), ("bdot", "w", 2), ("w", "w", 2), ("vc", "w", 2), ("Jc", "w", 3),
+    ("gam", "w", 1), ("pt", "w", 1), ("ph", "w", 1), ("aux", "w", 1),
+]
+GROUP = [("gather", "i", 2), ("markers", "f", 2), ("params", "f", 2), ("bodies", "i", 2), ("F", "d", 2),
+         ("ref", "d", 2), ("mpos", "i", 2)]
+_I = {name: i for i, (name, _, _) in enumerate(COMMON)}
+I_Q_FIXED, I_COM, I_JB, I_JBINV, I_MASS, I_GRAVF = (_I[n] for n in ("q_fixed", "com_all", "Jb", "Jbinv", "mass", "gravf"))
+I_ROW_MAP, I_RB, I_PI, I_PJ, I_PSI, I_PSJ, I_SIZES = (_I[n] for n in ("row_map", "rb", "pair_i", "pair_j", "pair_si",
+                                                                      "pair_sj", "sizes"))
+I_SP = _I["sp_ia"]
+I_AX = _I["ax_ia"]
+I_BL = _I["bl_ia"]
+I_STAB = _I["stab"]
+I_QF, I_QDF, I_A, I_RHO, I_RC, I_E, I_JW, I_JWINV, I_B, I_BDOT, I_W, I_VC, I_JC, I_GAM, I_PT, I_PH, I_AUX = (
+    _I[n] for n in ("qf", "qdf", "A", "rho", "rc", "E", "Jw", "Jwinv", "B", "bdot", "w", "vc", "Jc", "gam", "pt",
+                    "ph", "aux"))
+
+
+@numba.njit(**_JIT)
+def stage_kinematics(y, df, di, ws):
+    """Body kinematics into the workspace; clears the constraint rows."""
+    sizes = i1(di, I_SIZES)
+    nq, nmov, nb = sizes[0], sizes[1], sizes[2]
+    body_kinematics(y, nq, nmov, nb, f1(df, di, I_Q_FIXED), f2(df, di, I_COM), f3(df, di, I_JB), f3(df, di, I_JBINV),
+                    f1(ws, di, I_QF), f1(ws, di, I_QDF), f3(ws, di, I_A), f2(ws, di, I_RHO), f2(ws, di, I_RC),
+                    f3(ws, di, I_E), f3(ws, di, I_JW), f3(ws, di, I_JWINV), f3(ws, di, I_B), f2(ws, di, I_BDOT),
+                    f2(ws, di, I_W), f2(ws, di, I_VC))
+    f3(ws, di, I_JC)[:] = 0.0
+    f1(ws, di, I_GAM)[:] = 0.0
+    f1(ws, di, I_PT)[:] = 0.0
+    f1(ws, di, I_PH)[:] = 0.0
+    f1(ws, di, I_AUX)[:] = 0.0
+
+
+@numba.njit(**_JIT_LA)
+def _factor(df, di, dd, ws):
+    sizes = i1(di, I_SIZES)
+    nmov, bw = sizes[1], sizes[4]
+    drop_tol = f1(dd, di, I_STAB)[2]
+    return factor_S(nmov, f1(df, di, I_MASS), f3(ws, di, I_JWINV), f3(ws, di, I_JC), i2(di, I_RB), i1(di, I_PI),
+                    i1(di, I_PJ), i1(di, I_PSI), i1(di, I_PSJ), bw, drop_tol)
+
+
+@numba.njit(**_JIT)
+def stage_rhs(t, y, df, di, dd, ws):
+    """ẏ = [q̇, v̇, P_nc] from the workspace filled by stage_kinematics and the group loop."""
+    sizes = i1(di, I_SIZES)
+    nq, nmov, nb, m, bw = sizes[0], sizes[1], sizes[2], sizes[3], sizes[4]
+    nv = 6 * nmov
+    stab = f1(dd, di, I_STAB)
+    rb = i2(di, I_RB)
+    Jc = f3(ws, di, I_JC)
+    gam = f1(ws, di, I_GAM)
+    pt = f1(ws, di, I_PT)
+    ph = f1(ws, di, I_PH)
+    aux = f1(ws, di, I_AUX)
+    Jw = f3(ws, di, I_JW)
+    Jwinv = f3(ws, di, I_JWINV)
+    w = f2(ws, di, I_W)
+    mass = f1(df, di, I_MASS)
+    vres = np.empty(m)
+    velocity_residual(Jc, rb, y, nq, pt, vres)
+    if stab[0] != 0.0 or stab[1] != 0.0:
+        for r in range(m):
+            gam[r] += -2.0 * stab[0] * vres[r] - stab[1] * stab[1] * ph[r]
+    Fo = np.empty((nb, 3))
+    No = np.empty((nb, 3))
+    power = forces(nmov, f2(df, di, I_GRAVF), Jw, w, f2(ws, di, I_VC), f3(ws, di, I_A), f2(ws, di, I_RC), Fo, No,
+                   i1(di, I_SP), i1(di, I_SP + 1), f2(df, di, I_SP + 2), f2(df, di, I_SP + 3), f1(df, di, I_SP + 4),
+                   f1(df, di, I_SP + 5), f1(df, di, I_SP + 6), f1(df, di, I_SP + 7),
+                   i1(di, I_AX), i1(di, I_AX + 1), f3(df, di, I_AX + 2), f3(df, di, I_AX + 3), f1(df, di, I_AX + 4),
+                   f1(df, di, I_AX + 5), f1(df, di, I_AX + 6), i1(di, I_AX + 7) != 0, f1(dd, di, I_AX + 8),
+                   f1(dd, di, I_AX + 9),
+                   i1(di, I_BL), i1(di, I_BL + 1), f3(df, di, I_BL + 2), f3(df, di, I_BL + 3), f1(df, di, I_BL + 4),
+                   f1(df, di, I_BL + 5))
+    f = np.empty(nv)
+    for b in range(nmov):
+        Jww0 = Jw[b, 0, 0] * w[b, 0] + Jw[b, 0, 1] * w[b, 1] + Jw[b, 0, 2] * w[b, 2]
+        Jww1 = Jw[b, 1, 0] * w[b, 0] + Jw[b, 1, 1] * w[b, 1] + Jw[b, 1, 2] * w[b, 2]
+        Jww2 = Jw[b, 2, 0] * w[b, 0] + Jw[b, 2, 1] * w[b, 1] + Jw[b, 2, 2] * w[b, 2]
+        for i in range(3):
+            f[6 * b + i] = Fo[b, i]
+        f[6 * b + 3] = No[b, 0] - (w[b, 1] * Jww2 - w[b, 2] * Jww1)
+        f[6 * b + 4] = No[b, 1] - (w[b, 2] * Jww0 - w[b, 0] * Jww2)
+        f[6 * b + 5] = No[b, 2] - (w[b, 0] * Jww1 - w[b, 1] * Jww0)
+    X, Lb, dropped, ndrop = _factor(df, di, dd, ws)
+    vd = minv(nmov, mass, Jwinv, f)
+    rhs_c = -gam
+    apply_X(X, rb, f, rhs_c)
+    lam = band_solve(Lb, m, bw, rhs_c, dropped)
+    apply_XT(X, rb, lam, vd)
+    qdf = f1(ws, di, I_QDF)
+    out = np.empty(nq + nv + 1)
+    for i in range(nq):
+        out[i] = qdf[i]
+    for i in range(nv):
+        out[nq + i] = vd[i]
+    pc = 0.0
+    for r in range(m):
+        pc += lam[r] * pt[r]
+    out[nq + nv] = power + pc
+    aux[0] = max_abs(vres)
+    aux[1] = max(max_abs(ph), norm_violation(y, nmov))
+    aux[2] = ndrop
+    ok = True
+    for i in range(out.shape[0]):
+        if not math.isfinite(out[i]):
+            ok = False
+    return out, ok
+
+
+@numba.njit(**_JIT)
+def position_violation(y, di, ws):
+    return max(max_abs(f1(ws, di, I_PH)), norm_violation(y, i1(di, I_SIZES)[1]))
+
+
+@numba.njit(**_JIT)
+def position_step(y, df, di, dd, ws):
+    """y[:nq] += B Δv with Δv = −M⁻¹ Jvᵀ S⁻¹ Φ (one mass-weighted Newton step); p renormalised."""
+    sizes = i1(di, I_SIZES)
+    nmov, m, bw = sizes[1], sizes[3], sizes[4]
+    X, Lb, dropped, ndrop = _factor(df, di, dd, ws)
+    mu = band_solve(Lb, m, bw, f1(ws, di, I_PH), dropped)
+    dv = np.zeros(6 * nmov)
+    apply_XT(X, i2(di, I_RB), mu, dv)
+    B = f3(ws, di, I_B)
+    for b in range(nmov):
+        for k in range(7):
+            acc = 0.0
+            for l in range(6):
+                acc += B[b, k, l] * dv[6 * b + l]
+            y[7 * b + k] += acc
+        nrm = math.sqrt(y[7 * b + 3] ** 2 + y[7 * b + 4] ** 2 + y[7 * b + 5] ** 2 + y[7 * b + 6] ** 2)
+        for k in range(3, 7):
+            y[7 * b + k] /= nrm
+
+
+@numba.njit(**_JIT)
+def velocity_step(y, df, di, dd, ws, tol):
+    """v −= M⁻¹ Jvᵀ S⁻¹ (Jv v + Φt) if the violation exceeds tol; returns the violation before."""
+    sizes = i1(di, I_SIZES)
+    nq, nmov, m, bw = sizes[0], sizes[1], sizes[3], sizes[4]
+    vres = np.empty(m)
+    velocity_residual(f3(ws, di, I_JC), i2(di, I_RB), y, nq, f1(ws, di, I_PT), vres)
+    viol = max_abs(vres)
+    if viol > tol:
+        X, Lb, dropped, ndrop = _factor(df, di, dd, ws)
+        mu = band_solve(Lb, m, bw, vres, dropped)
+        dv = np.zeros(6 * nmov)
+        apply_XT(X, i2(di, I_RB), mu, dv)
+        for i in range(6 * nmov):
+            y[nq + i] += dv[i]
+    return viol

@@ -1,0 +1,448 @@
+"""The fast right-hand side of the index-1 formulations: one compiled call per evaluation.
+
+When numba is available (the kernel's code generation backend is ``numba``), the whole
+evaluation of ẏ = [q̇, v̇, P_nc] — body kinematics, every constraint group's generated Φq
+and γ (called from compiled code), the force elements, the Schur complement
+S = Jv M⁻¹ Jvᵀ in band storage and its Cholesky factorisation — runs in one compiled
+function. The kept constraint rows are reordered by reverse Cuthill–McKee on the graph
+"two rows act on a common body", so S of a chain or a loop of N links has a bandwidth
+independent of N and the cost is linear in N.
+
+The compiled driver is generated per *model structure* (the sequence of constraint types
+and which force kinds exist), written to the code-generation cache folder under a name
+that hashes that structure, the generated template files it calls, the kernels and this
+module — editing any of them selects a new file — and imported as a module so numba can
+cache its machine code beside it. The numbers of a model (geometry, masses, stiffness)
+are arguments, not constants, so models of the same structure share the compiled code.
+
+Not covered (the numpy path of :mod:`.equations` is used instead): models without numba,
+line forces and bushings, torques whose expression reads the joint coordinate.
+:func:`fast_rhs` returns None in those cases.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import inspect
+import os
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["fast_rhs", "FastRHS", "available"]
+
+_LOCK = threading.Lock()
+#: a constraint row whose Cholesky pivot falls below this fraction of its diagonal is redundant
+DROP_TOL = 1e-10
+_MODULES = {}
+
+
+def available():
+    """True when numba is the code generation backend (and so importable)."""
+    try:
+        from ..symbolic.codegen import default_backend
+
+        return default_backend() == "numba" and os.environ.get("CADMOTION_DYNAMICS_FAST", "1") != "0"
+    except Exception:  # pragma: no cover - broken numba
+        return False
+
+
+def fast_rhs(dyn, angles, refs, baumgarte=None):
+    """A :class:`FastRHS` for ``dyn``, or None where the fast path does not apply."""
+    if not available():
+        return None
+    forces = dyn.forces
+    if forces.line is not None or forces.bushing is not None:
+        return None
+    if forces.angle is not None and any(fn.uses_state for _, fn in forces.axis_expr):
+        return None
+    try:
+        return FastRHS(dyn, angles, refs, baumgarte)
+    except ImportError:  # pragma: no cover - numba vanished
+        return None
+
+
+def _structure(dyn, baumgarte=None):
+    parts = []
+    for gr in dyn.groups:
+        g = gr["g"]
+        parts.append((g.template, g.code.neq, g.bodies.shape[1], bool(g.functions), g.n_angles,
+                      getattr(g.code, "path", None) and Path(g.code.path).name))
+    return parts
+
+
+class _Packer:
+    """Collects named arrays into flat float / int / per-call arrays with one header table."""
+
+    def __init__(self):
+        self.entries = []  # (name, kind 'f'|'i'|'d', array)
+
+    def add(self, name, kind, array):
+        dtype = np.int64 if kind == "i" else np.float64
+        self.entries.append((name, kind, np.ascontiguousarray(array, dtype=dtype)))
+        return len(self.entries) - 1
+
+    def pack(self):
+        n = len(self.entries)
+        header = np.zeros(4 * n, dtype=np.int64)
+        chunks = {"f": [], "i": [], "d": [], "w": []}
+        sizes = {"f": 0, "i": 4 * n, "d": 0, "w": 0}
+        for k, (_, kind, a) in enumerate(self.entries):
+            header[4 * k] = sizes[kind]
+            for j, d in enumerate(a.shape[:3]):
+                header[4 * k + 1 + j] = d
+            chunks[kind].append(a.reshape(-1))
+            sizes[kind] += a.size
+        df = np.concatenate(chunks["f"]) if chunks["f"] else np.zeros(0)
+        dd = np.concatenate(chunks["d"]) if chunks["d"] else np.zeros(0)
+        ws = np.concatenate(chunks["w"]) if chunks["w"] else np.zeros(0)
+        di = np.concatenate([header] + chunks["i"]).astype(np.int64)
+        views = {}
+        for k, (name, kind, a) in enumerate(self.entries):
+            if kind in "dw":  # views of the per-call array (written before each call) and the workspace
+                o = header[4 * k]
+                views[name] = (dd if kind == "d" else ws)[o: o + a.size].reshape(a.shape)
+        return df, di, dd, ws, views
+
+
+def _n_measures(g):
+    from ..symbolic.templates import TEMPLATES
+
+    return len(TEMPLATES[g.template].measures)
+
+
+def _accessor(kind, ndim, k):
+    if kind == "i":
+        return f"K.i{ndim}(di, {k})"
+    src = {"f": "df", "d": "dd", "w": "ws"}[kind]
+    return f"K.f{ndim}({src}, di, {k})"
+
+
+def _source(dyn):
+    """Source of the per-structure module: ``groups``, the loop over the constraint groups
+    (everything else is in the generic, separately cached :mod:`._kernels`)."""
+    from . import _kernels as K
+
+    lines = []
+    names = {"qf", "qdf", "B", "bdot", "Jc", "gam", "pt", "ph", "aux", "row_map", "sizes"}
+    for k, (name, kind, ndim) in enumerate(K.COMMON):
+        if name in names:
+            lines.append(f"    {name} = {_accessor(kind, ndim, k)}")
+    k0 = len(K.COMMON)
+    for g in range(len(dyn.groups)):
+        for j, (name, kind, ndim) in enumerate(K.GROUP):
+            lines.append(f"    {name}_{g} = {_accessor(kind, ndim, k0 + g * len(K.GROUP) + j)}")
+    lines.append("    nmov = sizes[1]")
+    for k, gr in enumerate(dyn.groups):
+        g = gr["g"]
+        lines.append(f"    Q = K.gather(qf, gather_{k})")
+        if g.n_angles:
+            lines.append(f"    W = K.winding(angles_{k}(Q, markers_{k}), ref_{k})")
+        else:
+            lines.append("    W = np.zeros((Q.shape[0], 0))")
+        lines += [
+            f"    Jg = jac_{k}(Q, markers_{k}, params_{k}, F_{k}, W)",
+            "    if need_gamma:",
+            f"        Gg = gamma_{k}(Q, K.gather(qdf, gather_{k}), markers_{k}, params_{k}, F_{k}, W)",
+            "    else:",
+            f"        Gg = np.zeros((Q.shape[0], {gr['neq']}))",
+            f"    K.scatter(Jg, Gg, bodies_{k}, {gr['row0']}, {gr['neq']}, row_map, nmov, B, bdot, Jc, gam)",
+            f"    K.scatter_rows(phi_{k}(Q, markers_{k}, params_{k}, F_{k}, W), {gr['row0']}, {gr['neq']}, row_map, ph)",
+        ]
+        if g.functions:
+            lines.append(f"    K.scatter_rows(phit_{k}(Q, markers_{k}, params_{k}, F_{k}, W), {gr['row0']}, {gr['neq']}, row_map, pt)")
+        if g.kind == "joint" and _n_measures(g):
+            lines.append(f"    K.scatter_measures(measures_{k}(Q, markers_{k}), mpos_{k}, aux)")
+    lines.append("    return 0")
+    head = [
+        '"""Generated by cadmotion.kernel.dynamics.fast for one model structure. Do not edit."""',
+        "import numba",
+        "import numpy as np",
+        "from cadmotion.kernel.dynamics import _kernels as K",
+        "",
+        "# the constraint groups' generated functions are bound here by fast.py before the first call",
+    ]
+    for k in range(len(dyn.groups)):
+        head.append(f"jac_{k} = gamma_{k} = phit_{k} = phi_{k} = angles_{k} = measures_{k} = None")
+    src = ("\n".join(head) + "\n\n\n@numba.njit(cache=True, nogil=True)\n"
+           + "def groups(t, y, df, di, dd, ws, need_gamma):\n" + "\n".join(lines) + "\n"
+           + "\n\n@numba.njit(cache=True, nogil=True)\n"
+           + "def rhs(t, y, df, di, dd, ws):\n"
+           + "    K.stage_kinematics(y, df, di, ws)\n"
+           + "    groups(t, y, df, di, dd, ws, True)\n"
+           + "    return K.stage_rhs(t, y, df, di, dd, ws)\n")
+    return src, None
+
+
+def _module(dyn, baumgarte):
+    from ..symbolic.codegen import cache_dir
+    from . import _kernels
+
+    src, _ = _source(dyn)
+    h = hashlib.sha256()
+    for text in (src, repr(_structure(dyn)), inspect.getsource(_kernels), Path(__file__).read_text()):
+        h.update(text.encode())
+    for gr in dyn.groups:
+        h.update(gr["g"].code.source.encode())
+    digest = h.hexdigest()[:20]
+    with _LOCK:
+        if digest in _MODULES:
+            return _MODULES[digest], None
+        folder = cache_dir()
+        path = folder / f"dynamics-{digest}.py"
+        name = f"cadmotion_dynamics_{digest}"
+        try:
+            if not path.is_file():
+                folder.mkdir(parents=True, exist_ok=True)
+                fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
+                with os.fdopen(fd, "w") as fh:
+                    fh.write(src)
+                os.replace(tmp, path)
+            spec = importlib.util.spec_from_file_location(name, path)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module
+            spec.loader.exec_module(module)  # our own generated code
+        except OSError:  # read-only cache: compile in memory, without numba's disk cache
+            import types
+
+            module = types.ModuleType(name)
+            exec(compile(src.replace("cache=True", "cache=False"), f"<{name}>", "exec"), module.__dict__)
+        for k, gr in enumerate(dyn.groups):
+            code = gr["g"].code
+            for fn in ("jac", "gamma", "phit", "phi", "angles", "measures"):
+                setattr(module, f"{fn}_{k}", getattr(code, fn))
+        _MODULES[digest] = module
+        return module, None
+
+
+def _rcm_order(dyn, rows):
+    """Kept rows reordered for a small bandwidth of S (reverse Cuthill–McKee)."""
+    import scipy.sparse as sps
+    from scipy.sparse.csgraph import reverse_cuthill_mckee
+
+    nmov = dyn.nmov
+    row_body = _row_bodies(dyn)
+    m = len(rows)
+    r_idx, b_idx = [], []
+    for pos, r in enumerate(rows):
+        for b in row_body[r]:
+            if 0 <= b < nmov:
+                r_idx.append(pos)
+                b_idx.append(b)
+    if not r_idx:
+        return np.arange(m)
+    Inc = sps.csr_matrix((np.ones(len(r_idx)), (r_idx, b_idx)), shape=(m, max(nmov, 1)))
+    G = (Inc @ Inc.T).tocsr()
+    return np.asarray(reverse_cuthill_mckee(G, symmetric_mode=True), dtype=np.int64)
+
+
+def _row_bodies(dyn):
+    out = []
+    for gr in dyn.groups:
+        g = gr["g"]
+        for i in range(g.n):
+            for _ in range(gr["neq"]):
+                out.append(tuple(int(b) for b in g.bodies[i]))
+    return out
+
+
+class FastRHS:
+    """ẏ = rhs(t, y) of the index-1 formulations in one compiled call (see the module docstring).
+
+    After each call ``aux`` holds max |Jv v + Φt| and max |Φ| over the rows (and
+    max ||p|² − 1|) at (t, y), the number of redundant rows dropped, then the raw joint
+    coordinates in ``model.joint_measures`` order — what the per-step bookkeeping needs,
+    without another evaluation.
+    """
+
+    def __init__(self, dyn, angles, refs, baumgarte=None):
+        self.dyn = dyn
+        self.angles = angles
+        self.refs = refs
+        self.baumgarte = baumgarte
+        from . import _kernels
+
+        module, _ = _module(dyn, baumgarte)
+        self.K = _kernels
+        self.groups_fn = module.groups
+        self.rhs_fn = module.rhs
+        self.build()
+
+    def build(self):
+        """(Re)build the argument tuple for the current kept rows of ``dyn``."""
+        dyn = self.dyn
+        model = dyn.model
+        nmov, nb = dyn.nmov, model.nb
+        # every joint row: the band Cholesky drops the redundant ones as it meets them
+        rows = np.arange(dyn.nc, dtype=np.int64)
+        order = _rcm_order(dyn, rows)
+        rows = rows[order]
+        m = len(rows)
+        row_map = np.full(dyn.nc, -1, dtype=np.int64)
+        row_map[rows] = np.arange(m)
+        row_body = _row_bodies(dyn)
+        ns = max([len(rb) for rb in row_body] + [1])
+        rb = np.full((m, ns), -1, dtype=np.int64)
+        for pos, r in enumerate(rows):
+            for s, b in enumerate(row_body[r]):
+                if b < nmov:
+                    rb[pos, s] = b
+        # pairs (i ≥ j, slots) acting on a common body
+        entries = {}
+        for pos in range(m):
+            for s in range(ns):
+                b = rb[pos, s]
+                if b >= 0:
+                    entries.setdefault(b, []).append((pos, s))
+        pi, pj, psi, psj = [], [], [], []
+        for b, lst in entries.items():
+            for (i, si) in lst:
+                for (j, sj) in lst:
+                    if i >= j:
+                        pi.append(i)
+                        pj.append(j)
+                        psi.append(si)
+                        psj.append(sj)
+        pi = np.array(pi, dtype=np.int64)
+        pj = np.array(pj, dtype=np.int64)
+        bw = int(np.max(pi - pj)) if len(pi) else 0
+        self.row_order = rows
+        forces = dyn.forces
+        mass = dyn.mass
+        i64 = lambda a: np.ascontiguousarray(a, dtype=np.int64)  # noqa: E731
+        f64 = lambda a: np.ascontiguousarray(a, dtype=np.float64)  # noqa: E731
+        s = forces.springs
+        if s is None:
+            sp = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, 3)), np.zeros((0, 3))) + (np.zeros(0),) * 4
+        else:
+            sp = (i64(s["ia"]), i64(s["ib"]), f64(s["da"]), f64(s["db"]), f64(s["k"]), f64(s["c"]), f64(s["l0"]), f64(s["F0"]))
+        self.n_axis = 0
+        if forces.angle is None:
+            ax = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, 3, 3)), np.zeros((0, 3, 3)),
+                  np.zeros(0), np.zeros(0), np.zeros(0), np.zeros(0, np.bool_))
+            self.tau = np.zeros(0)
+            self.exprs = []
+        else:
+            a = forces.angle
+            n_ax = len(a["ia"])
+            nr = forces.n_axis_rot
+            k = np.zeros(n_ax)
+            c = np.zeros(n_ax)
+            t0 = np.zeros(n_ax)
+            k[:nr], c[:nr], t0[:nr] = forces.axis_rot["k"], forces.axis_rot["c"], forces.axis_rot["tau0"]
+            is_expr = np.zeros(n_ax, np.bool_)
+            is_expr[nr:] = True
+            ax = (i64(a["ia"]), i64(a["ib"]), f64(a["Ri"]), f64(a["Rj"]), k, c, t0, is_expr)
+            self.tau = np.zeros(n_ax)
+            self.exprs = [(nr + i, fn) for i, (_, fn) in enumerate(forces.axis_expr)]
+            self.n_axis = n_ax
+        bl = forces.ball
+        if bl is None:
+            blt = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, 3, 3)), np.zeros((0, 3, 3)), np.zeros(0), np.zeros(0))
+        else:
+            blt = (i64(bl["ia"]), i64(bl["ib"]), f64(bl["Ri"]), f64(bl["Rj"]), f64(bl["k"]), f64(bl["c"]))
+        a_, b_ = (self.baumgarte or (0.0, 0.0))
+        P = _Packer()
+        nmeas = len(model.joint_measures)
+        sizes = np.array([dyn.nq, nmov, nb, m, bw, nmeas], dtype=np.int64)
+        mpos = {}
+        for n_, (_, kind_, gi_, inst_) in enumerate(model.joint_measures):
+            mpos.setdefault(gi_, {})[(inst_, kind_)] = n_
+        values = dict(q_fixed=model.q_fixed, com_all=mass.body_com_all, Jb=_pad(mass.body_inertia, nb),
+                      Jbinv=_pad(mass.body_inertia_inv, nb), mass=mass.body_mass, gravf=forces.gravity_force.reshape(-1, 3),
+                      row_map=row_map, rb=rb, pair_i=pi, pair_j=pj, pair_si=psi, pair_sj=psj, sizes=sizes,
+                      stab=np.array([a_, b_, getattr(dyn, 'drop_tol', DROP_TOL)]), ax_ref=np.zeros(len(ax[0])), tau=np.zeros(len(ax[0])))
+        values.update(zip(("sp_ia", "sp_ib", "sp_da", "sp_db", "sp_k", "sp_c", "sp_l0", "sp_F0"), sp))
+        values.update(zip(("ax_ia", "ax_ib", "ax_Ri", "ax_Rj", "ax_k", "ax_c", "ax_tau0", "ax_expr"), ax))
+        values.update(zip(("bl_ia", "bl_ib", "bl_Ri", "bl_Rj", "bl_k", "bl_c"), blt))
+        from . import _kernels as K
+
+        nrows = m
+        work = dict(qf=np.zeros(7 * nb), qdf=np.zeros(7 * nb), A=np.zeros((nb, 3, 3)), rho=np.zeros((nb, 3)),
+                    rc=np.zeros((nb, 3)), E=np.zeros((nb, 3, 4)), Jw=np.zeros((nb, 3, 3)), Jwinv=np.zeros((nb, 3, 3)),
+                    B=np.zeros((nb, 7, 6)), bdot=np.zeros((nb, 7)), w=np.zeros((nb, 3)), vc=np.zeros((nb, 3)),
+                    Jc=np.zeros((nrows, ns, 6)), gam=np.zeros(nrows), pt=np.zeros(nrows), ph=np.zeros(nrows),
+                    aux=np.zeros(3 + nmeas))
+        values.update(work)
+        for name, kind, ndim in K.COMMON:
+            a = np.asarray(values[name])
+            assert a.ndim == ndim, (name, a.shape)
+            P.add(name, kind, a)
+        self._timed = []
+        self._angle_groups = []
+        from ..symbolic.templates import TEMPLATES
+
+        for k, gr in enumerate(dyn.groups):
+            g = gr["g"]
+            kinds = TEMPLATES[g.template].measures if g.kind == "joint" else ()
+            pos = np.full((g.n, max(len(kinds), 1)), -1, dtype=np.int64)
+            for i in range(g.n):
+                for c, kind_ in enumerate(kinds):
+                    pos[i, c] = mpos.get(gr["gi"], {}).get((i, kind_), -1)
+            arrays = dict(gather=g.gather, markers=g.markers, params=g.params.reshape(g.n, -1), bodies=g.bodies,
+                          F=np.zeros((g.n, 3)), ref=np.zeros((g.n, g.n_angles)), mpos=pos)
+            for name, kind, ndim in K.GROUP:
+                P.add(f"{name}_{k}", kind, arrays[name])
+        self.df, self.di, self.dd, self.ws, views = P.pack()
+        self.aux = views["aux"]
+        for k, gr in enumerate(dyn.groups):
+            g = gr["g"]
+            if g.functions:
+                self._timed.append((views[f"F_{k}"], g.functions))
+            if g.n_angles:
+                self._angle_groups.append((views[f"ref_{k}"], gr["gi"]))
+        self.tau = views["tau"]
+        self._refs_arr = views["ax_ref"]
+        self.m = m
+        self.bw = bw
+        self._needs_update = bool(self._timed or self._angle_groups or self.exprs or self.n_axis)
+
+    def _update(self, t):
+        for F, fns in self._timed:
+            for i, fn in enumerate(fns):
+                F[i] = fn(t)
+        for ref, gi in self._angle_groups:
+            ref[:] = self.angles.ref[gi]
+        for i, fn in self.exprs:
+            self.tau[i] = fn(t, 0.0, 0.0)
+        if self.n_axis:
+            self._refs_arr[:] = self.refs
+
+    def __call__(self, t, y):
+        if self._needs_update:
+            self._update(t)
+        out, ok = self.rhs_fn(t, y, self.df, self.di, self.dd, self.ws)
+        if not ok:
+            raise FloatingPointError(f"the accelerations are not finite at t = {t:.6g} s")
+        # self.aux: max |Jv v + Φt|, max |Φ| (and ||p|² − 1|), rows dropped, raw joint measures
+        return out
+
+    def project(self, t, y, tol, max_iter=5):
+        """(y, changed): positions then velocities projected onto the joints (mass-weighted,
+        Δq = B Δv with Δv = −M⁻¹ Jvᵀ S⁻¹ Φ, iterated; then v −= M⁻¹ Jvᵀ S⁻¹ (Jv v + Φt))."""
+        self._update(t)
+        K, df, di, dd, ws = self.K, self.df, self.di, self.dd, self.ws
+        y = np.array(y, dtype=float)
+        changed = False
+        for it in range(max_iter + 1):
+            K.stage_kinematics(y, df, di, ws)
+            self.groups_fn(t, y, df, di, dd, ws, False)
+            if K.position_violation(y, di, ws) <= tol or it == max_iter:
+                break
+            K.position_step(y, df, di, dd, ws)
+            changed = True
+        if K.velocity_step(y, df, di, dd, ws, float(tol)) > tol:
+            changed = True
+        return y, changed
+
+
+def _pad(a, nb):
+    """Per-moving-body arrays padded to all bodies (fixed bodies get identity)."""
+    out = np.zeros((nb,) + a.shape[1:])
+    out[: len(a)] = a
+    out[len(a):] = np.eye(3)
+    return out

@@ -1,0 +1,115 @@
+"""Per-frame outputs of a dynamic (or inverse-dynamic) analysis: reactions, efforts, energy.
+
+Reactions. The constraint force on the bodies is −Jvᵀ λ; restricted to the rows of one
+joint and to the joint's second part j it is a force F (N) at j's com and a moment n_c
+(N m) about it. It is reported at the origin P of the joint's marker on its first part,
+in assembly axes:  F,  T = n_c + (r_c,j − P) × F  (``<joint>.fx .fy .fz .tx .ty .tz``).
+The Jacobian columns of fixed parts are part of each joint's generated block, so the
+reaction on a fixed second part comes out the same way.
+
+Driver efforts. A driving constraint θ − f(t) = 0 (or s − f(t), u·P − f(t)) acts on its
+second part with the generalised force −λ along the driven coordinate: the effort is
+``<driver>.effort`` = −λ (N m about the joint axis, or N along it / along u).
+
+Redundant rows: λ is the minimum-norm solution over all rows (see
+:meth:`~.equations.Dynamics.full_multipliers`); the joints whose rows take part in a
+redundancy are listed, their reactions are not unique.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .mass import cross
+
+from ..motion import Event
+
+__all__ = ["FrameOutputs", "reactions_event"]
+
+
+class FrameOutputs:
+    """Accumulates the extra series of a Motion frame by frame."""
+
+    def __init__(self, dyn):
+        self.dyn = dyn
+        model = dyn.model
+        self.joint_groups = [(k, gr) for k, gr in enumerate(dyn.groups) if gr["g"].kind == "joint"]
+        self.driver_groups = [(k, gr) for k, gr in enumerate(dyn.groups) if gr["g"].kind == "driver"]
+        self.series = {}
+        names = ["energy.kinetic", "energy.potential", "energy.total", "work.nonconservative",
+                 "violation.position", "violation.velocity"]
+        for _, gr in self.joint_groups:
+            for name in gr["g"].names:
+                names += [f"{name}.{c}" for c in ("fx", "fy", "fz", "tx", "ty", "tz")]
+        for _, gr in self.driver_groups:
+            names += [f"{name}.effort" for name in gr["g"].names]
+        self.names = names
+        self.rows = {n: [] for n in names}
+        self.not_unique = set()
+        self.model = model
+
+    def add(self, t, q, v, work, angles, refs, vd=None):
+        """One frame. ``vd`` given: inverse dynamics (λ from the motion's accelerations).
+
+        Returns (v̇, q̈) at the frame.
+        """
+        dyn = self.dyn
+        ev = dyn.evaluate(q, v, t, refs)
+        if vd is None:
+            vd, lam_r = dyn.accelerations(ev)
+        else:
+            g = ev.f - dyn.mass_times(ev.bs, vd)
+            lam_r = ev.solve_S(ev.minv_jt() @ g) if len(dyn.rows) else np.zeros(0)
+        lam, N = dyn.full_multipliers(ev, lam_r)
+        if N.shape[1]:
+            involved = np.flatnonzero(np.any(np.abs(N) > 1e-9 * max(1.0, np.abs(N).max()), axis=1))
+            for r in involved:
+                self.not_unique.add(dyn.row_labels[r][0])
+        wrenches = dyn.constraint_wrenches(ev, lam)
+        bs = ev.bs
+        qf = np.concatenate([q, dyn.model.q_fixed]).reshape(dyn.model.nb, 7)
+        out = self.rows
+        for k, gr in self.joint_groups:
+            g = gr["g"]
+            w = wrenches[k][:, 1, :]
+            bi, bj = g.bodies[:, 0], g.bodies[:, 1]
+            P = qf[bi, :3] + np.einsum("nij,nj->ni", bs.A[bi], g.markers[:, 0:3])
+            F = w[:, :3]
+            T = w[:, 3:] + cross(bs.rc[bj] - P, F)
+            for i, name in enumerate(g.names):
+                for c, value in zip(("fx", "fy", "fz"), F[i]):
+                    out[f"{name}.{c}"].append(value)
+                for c, value in zip(("tx", "ty", "tz"), T[i]):
+                    out[f"{name}.{c}"].append(value)
+        for k, gr in self.driver_groups:
+            g = gr["g"]
+            lg = lam[gr["row0"]: gr["row0"] + g.n * gr["neq"]]
+            for i, name in enumerate(g.names):
+                out[f"{name}.effort"].append(-lg[i])
+        T_kin = dyn.kinetic(bs)
+        V = dyn.forces.potential(bs, refs)
+        out["energy.kinetic"].append(T_kin)
+        out["energy.potential"].append(V)
+        out["energy.total"].append(T_kin + V)
+        out["work.nonconservative"].append(work)
+        phi = dyn.phi(q, t, angles)
+        out["violation.position"].append(float(np.linalg.norm(phi)))
+        out["violation.velocity"].append(float(np.linalg.norm(ev.J @ v + ev.phit)))
+        self._last_power = ev.power + (float(lam @ ev.phit) if dyn.timed else 0.0)
+        return vd, dyn.qdd(bs, v, vd)
+
+    def extra(self):
+        return {k: np.asarray(v, float) for k, v in self.rows.items()}
+
+
+def reactions_event(dyn, t0, not_unique=()):
+    """The ``reactions-not-unique`` Event for a model with redundant rows, or None."""
+    if not len(dyn.redundant):
+        return None
+    labels = [dyn.row_labels[r] for r in dyn.redundant]
+    eqs = ", ".join(f"{name} ({tpl} eq {e})" for name, tpl, e in labels[:8])
+    more = f" and {len(labels) - 8} more" if len(labels) > 8 else ""
+    joints = sorted(set(not_unique) or {name for name, _, _ in labels})
+    msg = (f"{len(labels)} constraint equation(s) are redundant ({eqs}{more}): the motion is unique but the "
+           f"reactions are not; the minimum-norm reactions are reported for {', '.join(joints)}")
+    return Event("reactions-not-unique", float(t0), msg, tuple(joints))
