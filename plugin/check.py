@@ -1,4 +1,5 @@
-"""Kinematic validation of a mechanism: mobility, assembly, driven motion, ranges, limits.
+"""Kinematic validation of a mechanism: mobility, assembly, driven motion, ranges, limits,
+interference.
 
 ``check(model_or_path, t_end=..., steps=...)`` returns a :class:`CheckReport`; the
 ``cadmotion check`` command prints it (or its JSON) and exits with :attr:`CheckReport.exit_code`.
@@ -45,6 +46,7 @@ class CheckReport:
     limits: List[Dict] = field(default_factory=list)
     events: List[Dict] = field(default_factory=list)
     collisions: List[Dict] = field(default_factory=list)
+    near: List[Dict] = field(default_factory=list)
     messages: List[str] = field(default_factory=list)
 
     @property
@@ -92,6 +94,10 @@ class CheckReport:
             lines.append(f"  {e['kind']} at t = {e['time']:.6g} s: {e['message']}")
         for lim in self.limits:
             lines.append(f"  limit: {lim['message']}")
+        for c in self.collisions:
+            lines.append(f"  collision: {c['message']}")
+        for c in self.near:
+            lines.append(f"  close: {c['message']}")
         if self.ranges:
             lines.append("range of motion:")
             for k, (lo, hi) in self.ranges.items():
@@ -155,8 +161,17 @@ def _load(source, parametrization):
     return spec, compile_model(spec, parametrization)
 
 
-def check(source, t_end=None, steps=None, *, parametrization="euler-parameters"):
+def check(source, t_end=None, steps=None, *, parametrization="euler-parameters", interference=True,
+          clearance=0.0, near=None, exclude_jointed=True, joint_clearance=0.0):
     """Check a mechanism (a path any importer reads, or a MechanismSpec).
+
+    ``interference`` checks the parts that have geometry (from STEP, FCStd, CadQuery) for
+    collisions along the motion (:func:`~cadmotion.plugin.interference.find_interference`):
+    ``clearance`` (m) is the gap unjointed parts must keep; pairs that come within
+    ``near`` (m, default ``clearance`` + 1 mm) without colliding are listed in
+    ``report.near`` with their minimum distance; ``exclude_jointed=False`` also checks
+    parts joined by a joint, against ``joint_clearance`` (m; negative allows that much
+    overlap, for pins modelled line-to-line).
 
     Never raises for mechanism problems: they are recorded in the report. Errors reading
     the file (:class:`~cadmotion.errors.CadmotionError`) propagate.
@@ -214,8 +229,31 @@ def check(source, t_end=None, steps=None, *, parametrization="euler-parameters")
                 t0 = float(motion.time[bad[0]])
                 report.limits.append(dict(joint=j.name, coordinate=coord, time=t0, limits=[lo, hi],
                                           message=f"{col} leaves [{lo:.6g}, {hi:.6g}] at t = {t0:.6g} s"))
+    if interference and any(p.shape is not None for p in spec.parts):
+        _check_interference(report, motion, spec, clearance=clearance, exclude_jointed=exclude_jointed,
+                            joint_clearance=joint_clearance,
+                            near=clearance + _NEAR_MARGIN if near is None else near)
     if any(e.kind in ("lockup", "singular") for e in motion.events) or not motion.complete:
         report.status = "locks"
+    elif report.collisions:
+        report.status = "collides"
     elif report.limits:
         report.status = "limits"
     return report
+
+
+#: m; pairs this much beyond their clearance are listed as close by default
+_NEAR_MARGIN = 1e-3
+
+
+def _check_interference(report, motion, spec, **options):
+    from .interference import find_interference
+
+    try:
+        found = find_interference(motion, spec, **options)
+    except CadmotionError as exc:
+        report.messages.append(f"interference not checked: {exc}")
+        return
+    report.collisions = found.to_dicts()
+    report.near = [p.to_dict() for p in found.near]
+    report.messages += found.messages

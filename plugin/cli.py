@@ -1,7 +1,7 @@
 """The ``cadmotion`` command line.
 
     cadmotion run MODEL [--t-end T] [--steps N] [-o OUT ...]      kinematics (or --analysis dynamic)
-    cadmotion check MODEL [--t-end T] [--steps N] [--json] [--report FILE]
+    cadmotion check MODEL [--t-end T] [--steps N] [--json] [--report FILE] [--clearance D] [--check-jointed]
     cadmotion equations MODEL [--joint NAME] [--latex]
     cadmotion inspect FILE [--json]
     cadmotion batch IN_DIR -o OUT_DIR --to glb,html,csv [--jobs N] [--force] [--scheduler tcp://...]
@@ -70,6 +70,16 @@ def build_parser():
     span(chk)
     chk.add_argument("--json", action="store_true", help="print the report as JSON on standard output")
     chk.add_argument("--report", default=None, help="also write the JSON report to this file")
+    chk.add_argument("--no-interference", dest="interference", action="store_false",
+                     help="skip the collision check of parts with geometry")
+    chk.add_argument("--clearance", type=_float, default=0.0,
+                     help="gap unjointed parts must keep, in metres (default 0: report touching parts)")
+    chk.add_argument("--near", type=_float, default=None,
+                     help="list pairs closer than this (m) with their minimum distance (default clearance + 1 mm)")
+    chk.add_argument("--check-jointed", action="store_true",
+                     help="also check parts joined by a joint, against --joint-clearance")
+    chk.add_argument("--joint-clearance", type=_float, default=0.0,
+                     help="gap jointed parts must keep, m; negative allows that much overlap (pins line-to-line)")
 
     eq = sub.add_parser("equations", help="print the generated constraint equations and Jacobian blocks")
     eq.add_argument("model")
@@ -171,7 +181,9 @@ def cmd_check(args):
     from .check import EXIT_CODES, CheckReport, check
 
     try:
-        report = check(args.model, t_end=args.t_end, steps=args.steps, parametrization=args.parametrization)
+        report = check(args.model, t_end=args.t_end, steps=args.steps, parametrization=args.parametrization,
+                       interference=args.interference, clearance=args.clearance, near=args.near,
+                       exclude_jointed=not args.check_jointed, joint_clearance=args.joint_clearance)
     except CadmotionError as exc:
         report = CheckReport(model=args.model, status="error", messages=[str(exc)])
     data = report.to_dict()
