@@ -92,6 +92,7 @@ from ..kernel.spec import (
     PartSpec,
     TimeFunctionSpec,
 )
+from ..kernel.rotations import matrix_to_quaternion, quat_to_matrix
 from .asmt_expressions import evaluate_expression, parse_expression, translate_expression
 
 __all__ = [
@@ -147,29 +148,6 @@ def _frame(R, p):
 
 def _frame_arrays(frame):
     return np.array(frame.rotation, float), np.array(frame.origin, float)
-
-
-def matrix_to_quaternion(R):
-    """Unit quaternion (w, x, y, z) of a rotation matrix (Shepperd's method), w >= 0."""
-    R = np.asarray(R, float)
-    t = np.trace(R)
-    if t > 0:
-        s = math.sqrt(t + 1.0) * 2
-        q = [0.25 * s, (R[2, 1] - R[1, 2]) / s, (R[0, 2] - R[2, 0]) / s, (R[1, 0] - R[0, 1]) / s]
-    elif R[0, 0] > R[1, 1] and R[0, 0] > R[2, 2]:
-        s = math.sqrt(1.0 + R[0, 0] - R[1, 1] - R[2, 2]) * 2
-        q = [(R[2, 1] - R[1, 2]) / s, 0.25 * s, (R[0, 1] + R[1, 0]) / s, (R[0, 2] + R[2, 0]) / s]
-    elif R[1, 1] > R[2, 2]:
-        s = math.sqrt(1.0 + R[1, 1] - R[0, 0] - R[2, 2]) * 2
-        q = [(R[0, 2] - R[2, 0]) / s, (R[0, 1] + R[1, 0]) / s, 0.25 * s, (R[1, 2] + R[2, 1]) / s]
-    else:
-        s = math.sqrt(1.0 + R[2, 2] - R[0, 0] - R[1, 1]) * 2
-        q = [(R[1, 0] - R[0, 1]) / s, (R[0, 2] + R[2, 0]) / s, (R[1, 2] + R[2, 1]) / s, 0.25 * s]
-    q = np.array(q)
-    q /= np.linalg.norm(q)
-    if q[0] < 0:
-        q = -q
-    return tuple(float(x) for x in q)
 
 
 def _orthonormalize(R, where):
@@ -540,7 +518,7 @@ def ondsel_coupler(kind, name, part_i, frame_i, part_j, frame_j, value, joints, 
     """
     R_i, o_i = _world_of(pose, part_i, frame_i)
     R_j, o_j = _world_of(pose, part_j, frame_j)
-    z_i, x_i = R_i[:, 2], R_i[:, 0]
+    z_i = R_i[:, 2]
     label = {"gear": "gear", "rack-pinion": "rack-and-pinion", "screw": "screw"}[kind]
 
     def parallel(a, b, what):
@@ -575,7 +553,7 @@ def ondsel_coupler(kind, name, part_i, frame_i, part_j, frame_j, value, joints, 
                          params=(("ratio", float(ratio)),), source=where or "")
 
     if kind == "rack-pinion":
-        rack, pinion, R_rack, o_rack, R_pin, o_pin, swapped = part_i, part_j, R_i, o_i, R_j, o_j, False
+        rack, pinion, R_rack, o_pin = part_i, part_j, R_i, o_j
         pair = _find_pair(pinion, _ROT, rack, _SLIDE, joints, fixed)
         if pair is None:
             alt = _find_pair(part_i, _ROT, part_j, _SLIDE, joints, fixed)
@@ -587,8 +565,8 @@ def ondsel_coupler(kind, name, part_i, frame_i, part_j, frame_j, value, joints, 
             warnings.warn(f"{where}: rack-and-pinion {name}: marker I is on the rotating part and "
                           "marker J on the sliding part (OndselSolver expects the reverse); "
                           "converted with the roles swapped", stacklevel=3)
-            pair, swapped = alt, True
-            rack, pinion, R_rack, o_rack, R_pin, o_pin = part_j, part_i, R_j, o_j, R_i, o_i
+            pair = alt
+            rack, pinion, R_rack, o_pin = part_j, part_i, R_j, o_i
         jq, jt = pair
         a_p, c_p = _joint_axis(jq, pose)
         s_dir, _ = _joint_axis(jt, pose)
@@ -705,7 +683,6 @@ def joint_violations(spec, tol=1e-7):
         origin from the line of marker I's z), ``plane`` (m), ``axis`` (rad, angle between
         the z axes that should be parallel) or ``twist`` (rad); only values above ``tol``.
     """
-    from ..kernel.motion import quat_to_matrix
 
     pose = {p.name: (quat_to_matrix(p.orientation), np.array(p.position, float)) for p in spec.parts}
     out = []

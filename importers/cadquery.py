@@ -44,9 +44,7 @@ Drivers are dicts like ``[[drivers]]`` entries (angles in rad, lengths in
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field, replace
-from typing import Dict, List, Optional
+from dataclasses import dataclass, replace
 
 import numpy as np
 

@@ -91,6 +91,7 @@ from typing import Dict, Optional
 import numpy as np
 
 from ..errors import CadImportError
+from ..kernel.rotations import invert_pose, pose_matrix
 from ..kernel.spec import Frame, JointSpec, MechanismSpec, PartSpec
 from .asmt import (align_axes, joint_violations, matrix_to_quaternion, ondsel_coupler,
                    zero_joint_coordinates)
@@ -289,20 +290,7 @@ def _placement(el, where):
     n = math.sqrt(x * x + y * y + z * z + w * w)
     if not np.all(np.isfinite(p)) or not math.isfinite(n) or n < 1e-12:
         raise CadImportError("a Placement is not finite or has a zero quaternion", where=where)
-    x, y, z, w = x / n, y / n, z / n, w / n
-    X = np.eye(4)
-    X[:3, :3] = [[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-                 [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-                 [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]]
-    X[:3, 3] = p
-    return X
-
-
-def _inv(X):
-    Y = np.eye(4)
-    Y[:3, :3] = X[:3, :3].T
-    Y[:3, 3] = -X[:3, :3].T @ X[:3, 3]
-    return Y
+    return pose_matrix(p, (w, x, y, z))
 
 
 def _to_frame(X):
@@ -482,7 +470,7 @@ class _Document:
         holder = self.obj(oname) or part.obj
         X = np.eye(4)
         if holder is not part.obj and holder.prop("Placement") is not None:
-            X = _inv(part.X_WP) @ _placement(holder.prop("Placement"), self.where(item))
+            X = invert_pose(part.X_WP) @ _placement(holder.prop("Placement"), self.where(item))
         el = joint.prop(f"Element{index}")
         return part, X, holder, (el.get("value") if el is not None else "")
 
@@ -639,7 +627,7 @@ def _make_local_shape(doc, geo, obj, depth):
     # keep the (usually identity) remainder X^-1 L as a location: exact geometry.
     L = _location_matrix(raw)
     L[:3, 3] *= MM
-    D = _inv(X) @ L
+    D = invert_pose(X) @ L
     if np.allclose(D, np.eye(4), rtol=0.0, atol=1e-12):
         D = np.eye(4)
     from OCP.TopLoc import TopLoc_Location
@@ -965,7 +953,7 @@ def _coupler(doc, o, jname, jtype, sides, src, where, specs, pose, fixed):
         WI = np.eye(4)
         WI[:3, :3] = np.column_stack([x, np.cross(z, x), z])
         WI[:3, 3] = W2[:3, 3]
-        X1r = _inv(p1.X_WP) @ WI
+        X1r = invert_pose(p1.X_WP) @ WI
         spec = ondsel_coupler("rack-pinion", jname, p1.name, _to_frame(X1r), p2.name, _to_frame(X2),
                               d1, specs, pose, fixed, where=where)
     return replace(spec, source=src)

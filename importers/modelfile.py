@@ -47,6 +47,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ModelFileError
+from ..kernel.rotations import unit_quat_to_matrix
 from ..kernel.spec import (
     DriverSpec,
     ForceSpec,
@@ -134,15 +135,6 @@ class _Ctx:
                            hint=f"known keys: {', '.join(sorted(allowed))}")
 
 
-def _quat_matrix(q):
-    w, x, y, z = q / np.linalg.norm(q)
-    return np.array([
-        [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-        [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-        [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
-    ])
-
-
 def joint_frame(origin, axis, xaxis=None):
     """A world rotation (3, 3) whose z column is ``axis`` and x column follows ``xaxis``.
 
@@ -169,7 +161,7 @@ def joint_frame(origin, axis, xaxis=None):
 
 def _frame_in_part(part, origin_w, R_w):
     """Express a world frame (origin, rotation) in the part's frame at its initial pose."""
-    Rp = _quat_matrix(np.asarray(part.orientation, float))
+    Rp = unit_quat_to_matrix(part.orientation)
     s = Rp.T @ (origin_w - np.asarray(part.position, float))
     R = Rp.T @ R_w
     return Frame(tuple(map(float, s)), tuple(tuple(map(float, r)) for r in R))

@@ -49,12 +49,11 @@ Example
 from __future__ import annotations
 
 import math
-import re
 import warnings
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Dict, List, Mapping, Optional, Tuple
 
 from OCP.BRepBuilderAPI import BRepBuilderAPI_Transform
 from OCP.gp import gp_Trsf
@@ -78,6 +77,7 @@ from ..errors import CadImportError
 from ..kernel.spec import MechanismSpec, PartSpec
 from .massprops import MassProperties, count_loose_faces, volume_properties
 from .materials import density_of
+from .part_names import clean_name, uniquify
 
 __all__ = ["read_step", "read_step_model", "StepAssembly", "StepImportWarning", "LENGTH_UNITS"]
 
@@ -112,7 +112,6 @@ LENGTH_UNITS: Mapping[str, Tuple[str, float]] = MappingProxyType(
 """Length unit names as OCCT reports them (lower-cased) -> (abbreviation, metres per unit)."""
 
 _RIGID_TOL = 1e-9
-_AUTO_NAME = re.compile(r"^=>\[[0-9:]+\]$")  # names OCCT makes up for unnamed instances
 
 
 @dataclass(frozen=True)
@@ -243,17 +242,6 @@ def _label_name(label: TDF_Label) -> Optional[str]:
     return None
 
 
-def _clean_name(raw: Optional[str]) -> Optional[str]:
-    if raw is None:
-        return None
-    name = raw.strip()
-    if name.startswith("->"):
-        name = name[2:].strip()
-    if not name or _AUTO_NAME.match(name):
-        return None
-    return name.replace("/", "_")
-
-
 def _entry(label: TDF_Label) -> str:
     s = TCollection_AsciiString()
     TDF_Tool.Entry_s(label, s)
@@ -283,24 +271,6 @@ def _subshape_color(label: TDF_Label) -> Optional[Tuple[float, ...]]:
         if color is not None:
             return color
     return None
-
-
-def _uniquify(names: Sequence[str]) -> List[str]:
-    """Make names unique in order: n, n_2, n_3, ...; never reuse a name in ``names``."""
-    taken = set(names)
-    used: set = set()
-    out = []
-    for n in names:
-        if n not in used:
-            candidate = n
-        else:
-            k = 2
-            while f"{n}_{k}" in used or f"{n}_{k}" in taken:
-                k += 1
-            candidate = f"{n}_{k}"
-        used.add(candidate)
-        out.append(candidate)
-    return out
 
 
 def _length_unit(reader: STEPCAFControl_Reader) -> Tuple[str, Optional[float]]:
@@ -342,10 +312,10 @@ def _walk(label, trsf, segments, ancestors, out, problems, where):
         if not XCAFDoc_ShapeTool.GetReferredShape_s(comp, ref):
             problems.append(f"{where}: instance {_label_name(comp)!r} refers to no product; skipped")
             continue
-        name = (_clean_name(_label_name(comp)) or _clean_name(_label_name(ref))
+        name = (clean_name(_label_name(comp)) or clean_name(_label_name(ref))
                 or ("assembly" if XCAFDoc_ShapeTool.IsAssembly_s(ref) else "part"))
         items.append((comp, ref, name))
-    for (comp, ref, name), seg in zip(items, _uniquify([n for _, _, n in items])):
+    for (comp, ref, name), seg in zip(items, uniquify([n for _, _, n in items])):
         child = trsf.Multiplied(XCAFDoc_ShapeTool.GetLocation_s(comp).Transformation())
         if XCAFDoc_ShapeTool.IsAssembly_s(ref):
             _walk(ref, child, segments + (seg,), (comp, ref) + ancestors, out, problems, where)
@@ -360,7 +330,7 @@ def _collect_instances(shape_tool, where, problems) -> Tuple[List[_Instance], st
         raise CadImportError("the STEP file holds no shape", where=where,
                              hint="export the assembly with its geometry (solids)")
     root_labels = [roots.Value(i) for i in range(1, roots.Length() + 1)]
-    root_names = _uniquify([_clean_name(_label_name(lb)) or "model" for lb in root_labels])
+    root_names = uniquify([clean_name(_label_name(lb)) or "model" for lb in root_labels])
     several = len(root_labels) > 1
     out: List[_Instance] = []
     for label, rname in zip(root_labels, root_names):
@@ -574,7 +544,7 @@ def read_step(
     if not insts:
         raise CadImportError("the STEP file holds no part", where=where,
                              hint="export the assembly with its parts' geometry")
-    names = _uniquify([i.raw_name for i in insts])
+    names = uniquify([i.raw_name for i in insts])
 
     # one shape and one set of geometric mass properties per product
     products: Dict[str, _Product] = {}
@@ -596,7 +566,7 @@ def read_step(
             continue
         if shape is None:
             shape = XCAFDoc_ShapeTool.GetShape_s(inst.ref)
-        pname = _clean_name(_label_name(inst.ref)) or name
+        pname = clean_name(_label_name(inst.ref)) or name
         props = volume_properties(shape)
         if props.is_empty:
             problems.append(

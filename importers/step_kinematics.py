@@ -112,8 +112,10 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from ..errors import CadImportError
+from ..kernel.rotations import quat_to_matrix
 from ..kernel.spec import Frame, JointSpec, MechanismSpec
 from .asmt import align_axes, joint_violations, zero_joint_coordinates
+from .part_names import clean_name, uniquify
 
 __all__ = [
     "read_step_kinematics",
@@ -797,47 +799,6 @@ def _arrays(frame: Frame):
     return np.array(frame.rotation, float), np.array(frame.origin, float)
 
 
-def _quat_matrix(q):
-    w, x, y, z = q
-    return np.array([
-        [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-        [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-        [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
-    ])
-
-
-# ===================================================================== names
-
-
-_AUTO_NAME = re.compile(r"^=>\[[0-9:]+\]$")
-
-
-def _clean_name(raw) -> Optional[str]:
-    """Names as :mod:`cadmotion.importers.step` cleans them (keep the two in step)."""
-    if not isinstance(raw, str):
-        return None
-    name = raw.strip()
-    if name.startswith("->"):
-        name = name[2:].strip()
-    if not name or _AUTO_NAME.match(name):
-        return None
-    return name.replace("/", "_")
-
-
-def _uniquify(names: Sequence[str]) -> List[str]:
-    taken, used, out = set(names), set(), []
-    for n in names:
-        candidate = n
-        if n in used:
-            k = 2
-            while f"{n}_{k}" in used or f"{n}_{k}" in taken:
-                k += 1
-            candidate = f"{n}_{k}"
-        used.add(candidate)
-        out.append(candidate)
-    return out
-
-
 # ===================================================================== the result
 
 
@@ -958,7 +919,7 @@ class _Links:
         prod = m.ref(g["of_product"], pdf, "of_product")
         _, h = m.fields(prod, ("PRODUCT",), pdf)
         name = m.string(h["name"]) or m.string(h["id"])
-        return int(prod), _clean_name(name)
+        return int(prod), clean_name(name)
 
     def _pds_definitions(self, shape_rep) -> List[Tuple[int, int]]:
         """(SDR id, definition id) of the product definition shapes of a shape rep."""
@@ -1001,7 +962,7 @@ class _Links:
         # a PRODUCT_DEFINITION_SHAPE refers to the occurrence (else by its product's name)
         inst = None
         if self._pds_of(nid):
-            inst = _clean_name(m.string(f["description"]) or m.string(f["name"])
+            inst = clean_name(m.string(f["description"]) or m.string(f["name"])
                                or m.string(f["id"]))
         return f, inst
 
@@ -1186,7 +1147,7 @@ class _Reader:
         self.units = _Units(self.model, getattr(asm, "unit_scale", None))
         self.links = _Links(self.model, asm)
         self.messages: List[str] = []
-        self.pose = {p.name: (_quat_matrix(p.orientation), np.array(p.position, float))
+        self.pose = {p.name: (quat_to_matrix(p.orientation), np.array(p.position, float))
                      for p in asm.parts}
         self._mech_of_item: Optional[Dict[int, int]] = None
         self._prr_of_pair: Optional[Dict[int, List[int]]] = None
@@ -1520,7 +1481,7 @@ class _Reader:
                                           "define that joint in a model file")
             pairs.append(self.read_pair(pid, leaf))
         ground = self.ground()
-        names = _uniquify([p.name for p in pairs if p.kind])
+        names = uniquify([p.name for p in pairs if p.kind])
         joints: List[JointSpec] = []
         by_id: Dict[int, JointSpec] = {}
         k = 0

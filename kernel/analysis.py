@@ -15,7 +15,7 @@ by a pivoted QR of that small basis — cost grows with nc, not nc³.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import List, Tuple
+from typing import List
 
 import numpy as np
 import scipy.linalg as sla

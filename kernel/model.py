@@ -23,6 +23,7 @@ import scipy.sparse as sps
 
 from ..errors import MechanismError
 from .expressions import time_function
+from .rotations import unit_quat_to_matrix
 from .symbolic.codegen import generated
 from .symbolic.parametrization import get_parametrization
 from .symbolic.templates import COUPLER_TYPES, JOINT_TYPES, MEASURES, TEMPLATES
@@ -34,12 +35,6 @@ def _readonly(a):
     a = np.ascontiguousarray(a)
     a.setflags(write=False)
     return a
-
-
-def quat_matrix(q):
-    from .motion import quat_to_matrix
-
-    return quat_to_matrix(np.asarray(q, float) / np.linalg.norm(q))
 
 
 def frame_matrix(frame):
@@ -145,7 +140,7 @@ class Model:
 
 
 def _part_coordinates(par, part):
-    R = quat_matrix(part.orientation)
+    R = unit_quat_to_matrix(part.orientation)
     q = np.asarray(part.orientation, float)
     q = q / np.linalg.norm(q)
     return np.concatenate([np.asarray(part.position, float), par.from_quaternion(q)]), R
@@ -225,7 +220,7 @@ def compile_model(spec, parametrization="euler-parameters"):
             for key in tpl.params:
                 value = j.param(key)
                 if value is None and key == "length":
-                    (s0, R0), (s1, R1) = frame_matrix(j.markers[0]), frame_matrix(j.markers[1])
+                    s0, s1 = (frame_matrix(m)[0] for m in j.markers[:2])
                     P = [coords[bi][:3] + _part_coordinates(par, order[bi])[1] @ s for bi, s in zip(b, (s0, s1))]
                     value = float(np.linalg.norm(P[1] - P[0]))
                 if value is None:
@@ -289,7 +284,6 @@ def compile_model(spec, parametrization="euler-parameters"):
     # groups, rows, Jacobian pattern
     groups, row_labels = [], []
     row = 0
-    entries_r, entries_c = [], []
     pending = []
     order_keys = [k for k in TEMPLATES if k in instances]
     for key in order_keys:

@@ -14,6 +14,8 @@ from typing import Dict, List, Tuple
 
 import numpy as np
 
+from .rotations import quat_to_matrix
+
 __all__ = ["Motion", "JointCoordinate", "Event", "quat_to_matrix", "slerp"]
 
 
@@ -149,23 +151,6 @@ class Motion:
             extra={k: v[:n] for k, v in self.extra.items()}, events=list(self.events),
             complete=False, message=message, spec=self.spec,
         )
-
-
-def quat_to_matrix(q):
-    """Rotation matrix of a unit quaternion (w, x, y, z); works on (..., 4) arrays."""
-    q = np.asarray(q, dtype=float)
-    w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
-    R = np.empty(q.shape[:-1] + (3, 3))
-    R[..., 0, 0] = 1 - 2 * (y * y + z * z)
-    R[..., 0, 1] = 2 * (x * y - w * z)
-    R[..., 0, 2] = 2 * (x * z + w * y)
-    R[..., 1, 0] = 2 * (x * y + w * z)
-    R[..., 1, 1] = 1 - 2 * (x * x + z * z)
-    R[..., 1, 2] = 2 * (y * z - w * x)
-    R[..., 2, 0] = 2 * (x * z - w * y)
-    R[..., 2, 1] = 2 * (y * z + w * x)
-    R[..., 2, 2] = 1 - 2 * (x * x + y * y)
-    return R
 
 
 def slerp(q0, q1, s):

@@ -89,7 +89,8 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 
 from ..errors import MechanismError
-from ..kernel.motion import quat_to_matrix
+from ..kernel.rotations import quat_to_matrix
+from .writers.step_frames import as_compound
 
 __all__ = [
     "find_interference",
@@ -834,17 +835,6 @@ class _NoGeometry(Exception):
     pass
 
 
-def _compound(shape):
-    from OCP.BRep import BRep_Builder
-    from OCP.TopoDS import TopoDS_Compound
-
-    comp = TopoDS_Compound()
-    builder = BRep_Builder()
-    builder.MakeCompound(comp)
-    builder.Add(comp, shape)
-    return comp
-
-
 def _trsf(R, p):
     from OCP.gp import gp_Trsf
 
@@ -890,7 +880,7 @@ class _Geometry:
         if len(self.tris) == 0:
             raise _NoGeometry
         self.has_solid = TopExp_Explorer(shape, TopAbs_SOLID).More()
-        self.cmp = _compound(shape)
+        self.cmp = as_compound(shape)
         self._classifier = None
         self._dss = None
 
@@ -899,35 +889,20 @@ class _Geometry:
         from OCP.BRepAdaptor import BRepAdaptor_Curve, BRepAdaptor_Surface
         from OCP.BRepMesh import BRepMesh_IncrementalMesh
         from OCP.GeomAbs import GeomAbs_Line, GeomAbs_Plane
-        from OCP.TopAbs import TopAbs_EDGE, TopAbs_FACE, TopAbs_REVERSED
+        from OCP.TopAbs import TopAbs_EDGE
         from OCP.TopExp import TopExp_Explorer
-        from OCP.TopLoc import TopLoc_Location
         from OCP.TopoDS import TopoDS
 
-        from .writers.tessellate import ANGULAR_DEFLECTION, LINEAR_DEFLECTION
+        from .writers.tessellate import ANGULAR_DEFLECTION, LINEAR_DEFLECTION, triangulated_faces
 
         # the writers' parameters, so the triangulation stored in the shape is shared
         requested = max(LINEAR_DEFLECTION * diag, 1e-9)
         BRepMesh_IncrementalMesh(self.shape, requested, False, ANGULAR_DEFLECTION, True)
         tris, fids, tdels, nodes, faces = [], [], [], [], []
         fpl, fn, fo = [], [], []
-        explorer = TopExp_Explorer(self.shape, TopAbs_FACE)
-        while explorer.More():
-            face = TopoDS.Face_s(explorer.Current())
-            explorer.Next()
-            loc = TopLoc_Location()
-            tri = BRep_Tool.Triangulation_s(face, loc)
-            if tri is None or tri.NbTriangles() == 0:
-                continue
-            nv, nf = tri.NbNodes(), tri.NbTriangles()
-            P = np.array([tri.Node(i).Coord() for i in range(1, nv + 1)], float)
-            ij = np.array([tri.Triangle(i).Get() for i in range(1, nf + 1)], np.int64) - 1
-            if face.Orientation() == TopAbs_REVERSED:
-                ij = ij[:, ::-1]
-            if not loc.IsIdentity():
-                T = loc.Transformation()
-                M = np.array([[T.Value(r, c) for c in range(1, 5)] for r in range(1, 4)])
-                P = P @ M[:, :3].T + M[:, 3]
+        for tf in triangulated_faces(self.shape):
+            face, tri, loc, P, ij = tf.face, tf.triangulation, tf.location, tf.nodes, tf.triangles
+            nv, nf = len(P), len(ij)
             surface = BRepAdaptor_Surface(face)
             planar = surface.GetType() == GeomAbs_Plane
             # chord errors: of the face (curved faces), of its boundary polygons (per segment)

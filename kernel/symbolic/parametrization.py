@@ -151,7 +151,7 @@ class Euler313(Parametrization):
 
     def angular_acceleration(self, p, pd, pdd):
         phi, th = p[..., 0], p[..., 1]
-        phid, thd, psid = pd[..., 0], pd[..., 1], pd[..., 2]
+        phid, thd = pd[..., 0], pd[..., 1]
         Bd = np.zeros(p.shape[:-1] + (3, 3))
         Bd[..., 0, 1] = -np.sin(phi) * phid
         Bd[..., 1, 1] = np.cos(phi) * phid

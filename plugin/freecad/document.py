@@ -33,12 +33,13 @@ import os
 import tempfile
 import warnings
 from dataclasses import dataclass, field, replace
-from typing import Dict, List, Optional
+from typing import Dict, List
 
 import numpy as np
 
 from ...errors import CadImportError, MechanismError, ModelFileError
-from ...kernel.spec import DriverSpec, Frame, JointSpec, MechanismSpec, PartSpec, TimeFunctionSpec
+from ...kernel.rotations import matrix_to_quaternion
+from ...kernel.spec import DriverSpec, Frame, JointSpec, MechanismSpec, PartSpec
 
 __all__ = [
     "MM", "WORLD", "REQUIRED_MODULES", "missing_modules", "check_dependencies",
@@ -144,36 +145,8 @@ def matrix_placement(X):
     App = _app()
     X = np.asarray(X, float)
     R = X[:3, :3]
-    w, x, y, z = _matrix_quaternion(R)
+    w, x, y, z = matrix_to_quaternion(R)
     return App.Placement(App.Vector(*(X[:3, 3] / MM)), App.Rotation(x, y, z, w))
-
-
-def _matrix_quaternion(R):
-    """Unit quaternion (w, x, y, z), w >= 0, of a rotation matrix."""
-    from ...importers.asmt import matrix_to_quaternion
-
-    return matrix_to_quaternion(np.asarray(R, float))
-
-
-def _quat_matrix(q):
-    from ...kernel.motion import quat_to_matrix
-
-    q = np.asarray(q, float)
-    return quat_to_matrix(q / np.linalg.norm(q))
-
-
-def _pose(position, quaternion):
-    X = np.eye(4)
-    X[:3, :3] = _quat_matrix(quaternion)
-    X[:3, 3] = position
-    return X
-
-
-def _inv(X):
-    Y = np.eye(4)
-    Y[:3, :3] = X[:3, :3].T
-    Y[:3, 3] = -X[:3, :3].T @ X[:3, 3]
-    return Y
 
 
 def global_placement(obj):
@@ -341,7 +314,7 @@ def _part_spec(binding, density, fixed=False):
     mass, com, inertia = mass_properties(binding.obj, density)
     return PartSpec(
         name=binding.name, fixed=fixed, position=tuple(map(float, X[:3, 3])),
-        orientation=tuple(map(float, _matrix_quaternion(X[:3, :3]))), mass=mass, com=com,
+        orientation=tuple(map(float, matrix_to_quaternion(X[:3, :3]))), mass=mass, com=com,
         inertia=inertia, color=_color(binding.obj), shape=_local_shape(binding.obj),
         path=binding.obj.FullName if hasattr(binding.obj, "FullName") else binding.obj.Name,
         source=f"{binding.obj.Document.Name}: {binding.obj.Label} ({binding.obj.Name}, {binding.obj.TypeId})")
@@ -637,7 +610,7 @@ def _sidecar_model(doc, parts, path, density):
         bindings[name] = b
         X = b.matrix()
         entry.setdefault("position", [float(v) / scale for v in X[:3, 3]])
-        entry.setdefault("orientation", [float(v) for v in _matrix_quaternion(X[:3, :3])])
+        entry.setdefault("orientation", [float(v) for v in matrix_to_quaternion(X[:3, :3])])
         mass, com, inertia = mass_properties(obj, _density_of({name: rho}, name))
         if mass is not None and "mass" not in entry:
             entry["mass"] = mass

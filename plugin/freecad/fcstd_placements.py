@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import io
 import math
-import os
 import re
 import zipfile
 from pathlib import Path

@@ -29,6 +29,7 @@ import FreeCADGui as Gui
 
 from ...errors import CadmotionError
 from .document import report_error
+from .joints import StatelessProxy
 
 __all__ = ["JOINT_COMMANDS", "RUN_COMMANDS", "SimulationPanel", "open_task_panel", "report_error",
            "JointViewProvider"]
@@ -44,7 +45,7 @@ def _qt():
     return QtCore, QtGui
 
 
-class JointViewProvider:
+class JointViewProvider(StatelessProxy):
     """View provider of joint objects: an icon, no geometry."""
 
     def __init__(self, vobj):
@@ -64,17 +65,6 @@ class JointViewProvider:
 
     def onChanged(self, vobj, prop):
         pass
-
-    def dumps(self):
-        return None
-
-    def loads(self, state):
-        return None
-
-    __getstate__ = dumps
-
-    def __setstate__(self, state):
-        return None
 
 
 _JOINT_ICON = """

@@ -44,13 +44,12 @@ vertex            the point; axis only for spherical and fixed joints (z)
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from ...errors import MechanismError
 from ...kernel.spec import DriverSpec, TimeFunctionSpec
-from .document import MM, _inv, global_placement, matrix_placement, placement_matrix
+from ...kernel.rotations import invert_pose
+from .document import MM, global_placement, matrix_placement, placement_matrix
 
 __all__ = ["JOINT_KINDS", "make_joint", "joint_from_selection", "joint_markers", "joint_driver",
            "axis_from_element", "refresh_markers", "JointProxy", "SelectionError"]
@@ -135,7 +134,23 @@ def _frame_rotation(axis, xaxis=None):
 
 
 # --------------------------------------------------------------------------- objects
-class JointProxy:
+class StatelessProxy:
+    """FreeCAD proxy objects that keep nothing in the saved document (their data lives in
+    the object's properties)."""
+
+    def dumps(self):
+        return None
+
+    def loads(self, state):
+        return None
+
+    __getstate__ = dumps
+
+    def __setstate__(self, state):
+        return None
+
+
+class JointProxy(StatelessProxy):
     """Python proxy of a joint object: keeps ``Placement2`` in step with edits."""
 
     def __init__(self, obj):
@@ -155,17 +170,6 @@ class JointProxy:
             refresh_markers(obj)
         except Exception:
             pass
-
-    def dumps(self):
-        return None
-
-    def loads(self, state):
-        return None
-
-    __getstate__ = dumps
-
-    def __setstate__(self, state):
-        return None
 
 
 def _add_properties(obj):
@@ -224,7 +228,7 @@ def make_joint(doc, jtype, part1, part2, origin=(0.0, 0.0, 0.0), axis=(0.0, 0.0,
     X_WM[:3, :3] = R
     X_WM[:3, 3] = np.asarray(origin, float) * MM
     X_W1 = np.eye(4) if part1 is None else placement_matrix(global_placement(part1))
-    X_1M = _inv(X_W1) @ X_WM
+    X_1M = invert_pose(X_W1) @ X_WM
     import FreeCAD as App
 
     obj = doc.addObject("App::FeaturePython", name or f"{jtype.capitalize().replace('-', '')}Joint")
@@ -279,7 +283,7 @@ def refresh_markers(joint):
     X_1M = _part1_frame(joint)
     X_W1 = np.eye(4) if joint.Part1 is None else placement_matrix(global_placement(joint.Part1))
     X_W2 = placement_matrix(global_placement(joint.Part2))
-    joint.Placement2 = matrix_placement(_inv(X_W2) @ X_W1 @ X_1M)
+    joint.Placement2 = matrix_placement(invert_pose(X_W2) @ X_W1 @ X_1M)
 
 
 def _check_refs(joint):

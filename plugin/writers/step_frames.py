@@ -95,7 +95,8 @@ def _pose(motion, b, part, t):
     return motion.pose(part, t)
 
 
-def _compound(shape):
+def as_compound(shape):
+    """A compound holding ``shape`` (a location can then be put on the whole)."""
     from OCP.BRep import BRep_Builder
     from OCP.TopoDS import TopoDS_Compound
 
@@ -144,7 +145,7 @@ def _document(motion, t, specs):
             if any(k[0] == key[0] for k in products):
                 from OCP.BRepBuilderAPI import BRepBuilderAPI_Copy
                 shape = BRepBuilderAPI_Copy(shape).Shape()
-            label = shapes.AddShape(_compound(shape), False)
+            label = shapes.AddShape(as_compound(shape), False)
             name(label, part)
             r, g, bl = (min(max(float(c), 0.0), 1.0) for c in rgba[:3])
             alpha = float(rgba[3]) if len(rgba) > 3 else 1.0

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Optional
 
 import numpy as np
 
-__all__ = ["Mesh", "MeshCache", "tessellate", "box_mesh", "LINEAR_DEFLECTION", "ANGULAR_DEFLECTION"]
+__all__ = ["Mesh", "MeshCache", "tessellate", "triangulated_faces", "TriangulatedFace", "box_mesh", "LINEAR_DEFLECTION", "ANGULAR_DEFLECTION"]
 
 #: linear deflection relative to the bounding-box diagonal of the shape
 LINEAR_DEFLECTION = 1e-3
@@ -71,14 +72,8 @@ def tessellate(shape, *, linear=None, angular=ANGULAR_DEFLECTION):
         (reversed faces have their winding and normals flipped) and location applied.
     """
     from OCP.Bnd import Bnd_Box
-    from OCP.BRep import BRep_Tool
     from OCP.BRepBndLib import BRepBndLib
-    from OCP.BRepLib import BRepLib_ToolTriangulatedShape
     from OCP.BRepMesh import BRepMesh_IncrementalMesh
-    from OCP.TopAbs import TopAbs_FACE, TopAbs_REVERSED
-    from OCP.TopExp import TopExp_Explorer
-    from OCP.TopLoc import TopLoc_Location
-    from OCP.TopoDS import TopoDS
 
     if shape is None or shape.IsNull():
         return None
@@ -94,6 +89,48 @@ def tessellate(shape, *, linear=None, angular=ANGULAR_DEFLECTION):
 
     positions, normals, indices = [], [], []
     offset = 0
+    for face in triangulated_faces(shape, normals=True):
+        positions.append(face.nodes)
+        normals.append(face.normals)
+        indices.append(face.triangles + offset)
+        offset += len(face.nodes)
+    if not indices:
+        return None
+    n = np.concatenate(normals)
+    length = np.linalg.norm(n, axis=1, keepdims=True)
+    n = np.divide(n, length, out=np.zeros_like(n), where=length > 0)
+    return Mesh(np.concatenate(positions).astype(np.float32), n.astype(np.float32),
+                np.concatenate(indices).astype(np.uint32))
+
+
+@dataclass(frozen=True)
+class TriangulatedFace:
+    """One face's stored triangulation, in the shape's frame.
+
+    ``nodes`` (n, 3) and ``normals`` (n, 3, or None) have the face location applied;
+    ``triangles`` (m, 3) index ``nodes`` (0-based), wound outwards (reversed faces
+    flipped, their normals too). ``face``, ``triangulation`` and ``location`` are the OCCT
+    objects, for callers that read more (e.g. edge polygons on the triangulation).
+    """
+
+    face: object
+    triangulation: object
+    location: object
+    nodes: np.ndarray
+    triangles: np.ndarray
+    normals: Optional[np.ndarray] = None
+
+
+def triangulated_faces(shape, normals=False):
+    """Yield a :class:`TriangulatedFace` for every face of ``shape`` that has a triangulation
+    (mesh the shape first, e.g. with ``BRepMesh_IncrementalMesh``)."""
+    from OCP.BRep import BRep_Tool
+    from OCP.BRepLib import BRepLib_ToolTriangulatedShape
+    from OCP.TopAbs import TopAbs_FACE, TopAbs_REVERSED
+    from OCP.TopExp import TopExp_Explorer
+    from OCP.TopLoc import TopLoc_Location
+    from OCP.TopoDS import TopoDS
+
     explorer = TopExp_Explorer(shape, TopAbs_FACE)
     while explorer.More():
         face = TopoDS.Face_s(explorer.Current())
@@ -102,29 +139,21 @@ def tessellate(shape, *, linear=None, angular=ANGULAR_DEFLECTION):
         tri = BRep_Tool.Triangulation_s(face, loc)
         if tri is None or tri.NbTriangles() == 0:
             continue
-        BRepLib_ToolTriangulatedShape.ComputeNormals_s(face, tri)
         nv, nf = tri.NbNodes(), tri.NbTriangles()
         p = np.array([tri.Node(i).Coord() for i in range(1, nv + 1)], float)
-        n = np.array([tri.Normal(i).Coord() for i in range(1, nv + 1)], float)
         ij = np.array([tri.Triangle(i).Get() for i in range(1, nf + 1)], np.int64) - 1
+        n = None
+        if normals:
+            BRepLib_ToolTriangulatedShape.ComputeNormals_s(face, tri)
+            n = np.array([tri.Normal(i).Coord() for i in range(1, nv + 1)], float)
         if face.Orientation() == TopAbs_REVERSED:
             ij = ij[:, ::-1]
-            n = -n
+            n = None if n is None else -n
         if not loc.IsIdentity():
             m = _trsf_matrix(loc.Transformation())
             p = p @ m[:, :3].T + m[:, 3]
-            n = n @ m[:, :3].T
-        positions.append(p)
-        normals.append(n)
-        indices.append(ij + offset)
-        offset += nv
-    if not indices:
-        return None
-    n = np.concatenate(normals)
-    length = np.linalg.norm(n, axis=1, keepdims=True)
-    n = np.divide(n, length, out=np.zeros_like(n), where=length > 0)
-    return Mesh(np.concatenate(positions).astype(np.float32), n.astype(np.float32),
-                np.concatenate(indices).astype(np.uint32))
+            n = None if n is None else n @ m[:, :3].T
+        yield TriangulatedFace(face, tri, loc, p, ij, n)
 
 
 def box_mesh(center, size):

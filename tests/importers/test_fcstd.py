@@ -609,7 +609,7 @@ def test_crank_slider_kinematics(tmp_path):
                 motion.position[:, b] + R[:, b] @ np.array(m.origin))
 
     for j in spec.joints:
-        (Ri, oi), (Rj, oj) = marker(j, 0), marker(j, 1)
+        (Ri, oi), (_, oj) = marker(j, 0), marker(j, 1)
         d = oj - oi
         if j.type == "revolute":
             assert np.max(np.linalg.norm(d, axis=1)) < 1e-9, j.name

@@ -1,7 +1,5 @@
 """Model files: the documented keys load in SI units; every mistake gives one clear message."""
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 

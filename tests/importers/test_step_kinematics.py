@@ -519,7 +519,7 @@ def gear_train(tmp_path_factory):
     kin = Kinematics(step)
     for part in ("ground", "pinion", "wheel", "ring", "rack"):
         kin.link(part)
-    o, z = (0, 0, 0), (0, 0, 1)
+    o = (0, 0, 0)
     kin.pair("REVOLUTE_PAIR", "pinion axle", "ground", (o,), "pinion", (o,))
     # the wheel's axle written the other way round: wheel first, axis down
     kin.pair("REVOLUTE_PAIR", "wheel axle", "wheel", (o, (0, 0, -1)), "ground",

@@ -7,7 +7,6 @@ Positions to 1e-9 m / rad, velocities and accelerations against analytic derivat
 from pathlib import Path
 
 import numpy as np
-import pytest
 import sympy as sp
 from scipy.optimize import brentq
 
