@@ -623,3 +623,48 @@ def test_crank_slider_kinematics(tmp_path):
     axis = marker(spec.joint("Slider"), 1)[0][0, :, 2]              # the Base's slide axis
     assert np.max(np.linalg.norm(np.cross(travel, axis), axis=1)) < 1e-9   # along it only
     assert np.allclose(R[:, slider], R[0, slider], atol=1e-9)        # without turning
+
+
+def _gui_document(*view_providers):
+    body = "".join(f'<ViewProvider name="{name}"><Properties>{props}</Properties></ViewProvider>'
+                   for name, props in view_providers)
+    return f"<?xml version='1.0' encoding='utf-8'?><Document SchemaVersion=\"1\"><ViewProviderData>{body}</ViewProviderData></Document>"
+
+
+def test_colours_as_freecad_shows_them(tmp_path):
+    """FreeCAD 1.x keeps a part's colour in a ShapeAppearance material list (count, then
+    ambient, diffuse, specular, emissive as 0xRRGGBBAA, shininess, transparency), 0.x in
+    ShapeColor plus Transparency (percent); a link shows its target's colour."""
+    import struct
+
+    doc = Doc()
+    doc.box("Red", 10, 10, 10)
+    doc.box("Blue", 10, 10, 10, plc={"x": 20.0})
+    doc.box("Block", 10, 10, 10, in_assembly=False)
+    doc.link("L1", "Block", plc={"y": 30.0})
+    doc.ground("Red")
+    appearance = struct.pack("<I4I2f", 1, 0x333333FF, 0xCC1A0D00, 0x888888FF, 0xFF, 0.9, 0.25) + struct.pack("<3I", 0, 0, 0)
+    gui = _gui_document(
+        ("Red", '<Property name="ShapeAppearance" type="App::PropertyMaterialList">'
+                '<MaterialList file="ShapeAppearance1" version="3"/></Property>'),
+        ("Blue", '<Property name="ShapeColor" type="App::PropertyColor"><PropertyColor value="%d"/></Property>'
+                 '<Property name="Transparency" type="App::PropertyPercent"><Integer value="40"/></Property>'
+         % 0x0033FF00),
+        ("Block", '<Property name="ShapeColor" type="App::PropertyColor"><PropertyColor value="%d"/></Property>'
+         % 0x00FF0000),
+    )
+    path = doc.write(tmp_path / "colours.FCStd", extra_members=[("GuiDocument.xml", gui), ("ShapeAppearance1", appearance)])
+    spec = _read(path, geometry=False)
+    assert spec.part("Red").color == pytest.approx((0xCC / 255, 0x1A / 255, 0x0D / 255, 0.75))
+    assert spec.part("Blue").color == pytest.approx((0.0, 0.2, 1.0, 0.6))
+    assert spec.part("L1").color == pytest.approx((0.0, 1.0, 0.0))
+
+
+def test_real_document_colours_and_none_without_a_gui_document(tmp_path):
+    # the crank's ShapeAppearance member holds diffuse 0xB34D3300 (bytes read by hand)
+    spec = _read(CRANK, geometry=False)
+    assert spec.part("Crank").color == pytest.approx((0xB3 / 255, 0x4D / 255, 0x33 / 255))
+    doc = Doc()
+    doc.box("A", 10, 10, 10)
+    doc.ground("A")
+    assert read_fcstd(doc.write(tmp_path / "plain.FCStd"), geometry=False).part("A").color is None
