@@ -115,9 +115,16 @@ class TimeFunction:
         return f"TimeFunction({self.description})"
 
 
+def _almost_everywhere(expr):
+    """``expr`` with the distributions that derivatives of sign/abs/min/max bring in
+    replaced by their values away from the jump: DiracDelta -> 0, Heaviside -> step."""
+    expr = expr.replace(sp.DiracDelta, lambda *args: sp.S.Zero)
+    return expr.replace(sp.Heaviside, lambda x, *args: (sp.sign(x) + 1) / 2)
+
+
 def _from_expression(text, scale, where):
     expr = parse_expression(text, where=where) * scale
-    derivs = [expr, sp.diff(expr, _t), sp.diff(expr, _t, 2)]
+    derivs = [expr] + [_almost_everywhere(sp.diff(expr, _t, n)) for n in (1, 2)]
     funcs = [sp.lambdify(_t, d, modules="math") for d in derivs]
     for d, fn in zip(derivs, funcs):  # fail now, not in the middle of a run
         try:

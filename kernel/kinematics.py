@@ -21,7 +21,9 @@ Events: a drop of the reciprocal condition number of the kept Jacobian below
 ``singular_rcond`` (toggle / dead-centre, the drivers no longer determine the motion)
 is reported as ``singular``; a position iteration that fails there is a ``lockup`` and
 ends the run with the frames computed so far; a converged pose far from the
-predictor, relative to the step, is a ``branch`` jump.
+predictor, relative to the step, would be a jump to another branch (assembly mode): the
+step is split like a failed one, and only a jump that persists at the finest split is
+reported as ``branch`` (and accepted).
 """
 
 from __future__ import annotations
@@ -333,9 +335,10 @@ class _Stop(Exception):
 class _Stepper:
     """Moves an accepted state (q, q̇, q̈) from one time to the next.
 
-    A step whose position iteration fails is split in two, down to ``1/2**max_depth`` of
-    an output interval, before a lock-up is declared: output spacing does not decide
-    whether the motion is followed.
+    A step whose position iteration fails, or converges far from the predictor (another
+    branch), is split in two, down to ``1/2**max_depth`` of an output interval, before a
+    lock-up or branch jump is declared: output spacing does not decide whether the motion
+    is followed.
     """
 
     max_depth = 8
@@ -378,11 +381,12 @@ class _Stepper:
         q, qd, qdd = state
         h = t1 - t0
         q_pred = q + h * qd + 0.5 * h * h * qdd
+        solver = self.solver
         q_new = self._position(q_pred, t1, angles)
-        if q_new is None:
-            if depth >= self.max_depth:
-                raise _Stop("lockup", f"lock-up at t = {t1:.6g} s: the position equations have no solution near the "
-                            "previous pose (the drivers push the mechanism past a limit or toggle position)")
+        step = np.max(np.abs(q_pred - q))
+        jumped = q_new is not None and np.max(np.abs(q_new - q_pred)) > max(0.5 * step, 1e3 * self.tol)
+        if (q_new is None or jumped) and depth < self.max_depth:
+            self.solver = solver                    # the factorisation at the accepted pose
             try:
                 tm = 0.5 * (t0 + t1)
                 mid = self.advance(t0, state, tm, angles, events, depth + 1)
@@ -391,14 +395,17 @@ class _Stepper:
                 if depth == 0 and stop.kind == "lockup":
                     events.append(Event("lockup", float(t1), str(stop)))
                 raise
+        if q_new is None:
+            raise _Stop("lockup", f"lock-up at t = {t1:.6g} s: the position equations have no solution near the "
+                        "previous pose (the drivers push the mechanism past a limit or toggle position)")
+        if jumped:
+            jump = np.max(np.abs(q_new - q_pred))
+            events.append(Event("branch", float(t1),
+                                f"branch jump at t = {t1:.6g} s: even in steps of {h:.3g} s the pose lands "
+                                f"{jump:.3g} away from the predicted one (step {step:.3g}); the mechanism "
+                                "passes a bifurcation (change point) or the drivers move it discontinuously"))
         system = self.system
         self.solver = RowSolver(system.jacobian_auto(q_new, t1, angles), self.rows)
-        step = np.max(np.abs(q_pred - q))
-        jump = np.max(np.abs(q_new - q_pred))
-        if step > 0 and jump > max(0.5 * step, 1e3 * self.tol):
-            events.append(Event("branch", float(t1),
-                                f"possible branch jump at t = {t1:.6g} s: the pose moved {jump:.3g} away from the "
-                                f"predicted one (step {step:.3g}); use more output steps to follow the motion"))
         system.accept(q_new, angles)
         if self.solver.rcond < self.singular_rcond:
             # the rows kept at the start may have lost rank while the whole Jacobian has not:

@@ -233,7 +233,7 @@ def check(source, t_end=None, steps=None, *, parametrization="euler-parameters",
         _check_interference(report, motion, spec, clearance=clearance, exclude_jointed=exclude_jointed,
                             joint_clearance=joint_clearance,
                             near=clearance + _NEAR_MARGIN if near is None else near)
-    if any(e.kind in ("lockup", "singular") for e in motion.events) or not motion.complete:
+    if any(e.kind in ("lockup", "singular", "branch") for e in motion.events) or not motion.complete:
         report.status = "locks"
     elif report.collisions:
         report.status = "collides"
