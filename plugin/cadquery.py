@@ -22,7 +22,7 @@ from ..errors import MechanismError
 from ..importers.cadquery import _nodes, assembly_spec
 from ..kernel.motion import Motion
 
-__all__ = ["simulate", "assembly_spec", "CadQueryMotion", "apply", "frames", "ocp_animation"]
+__all__ = ["simulate", "assembly_spec", "CadQueryMotion", "apply", "frames", "ocp_animation", "ocp_tracks"]
 
 
 @dataclass
@@ -131,45 +131,66 @@ def frames(motion, assy, times=None):
         yield float(t), apply(motion, _clone(assy), float(t))
 
 
-def ocp_animation(motion, assy, speed=1.0, show=True):
-    """Animate ``assy`` in OCP CAD Viewer (VS Code); None when ``ocp_vscode`` is absent.
+def ocp_tracks(motion, assy):
+    """Keyframe tracks of the moving parts of ``assy``, as OCP CAD Viewer plays them.
 
-    The assembly is shown at its initial pose and each moving part gets a translation
-    (``t``) and a quaternion (``q``) track, relative to its initial placement in its
-    parent's frame, as three-cad-viewer's Animation expects.
+    Returns a list of ``(path, action, times, values)``: for each moving part node a
+    ``"t"`` track (offsets, assembly units, added to the node's initial position in its
+    parent's frame) and a ``"q"`` track (quaternions x, y, z, w that three-cad-viewer
+    multiplies onto the node's initial quaternion: final = initial * q, so
+    q = R0^T R(t) in the parent's frame). Paths are ``/root/child/...`` by node name.
+    Parents are taken as not moving (sub-assemblies that are parts of their own are
+    animated through their own tracks).
+    """
+    from ..importers.modelfile import UNITS
+    from ..kernel.rotations import invert_pose, matrix_to_quaternion
+
+    if assy is None:
+        raise MechanismError("ocp_tracks needs the assembly")
+    scale = UNITS[getattr(motion, "length_unit", "mm")]
+    nodes = _nodes(assy)
+    world = {key: X for key, _, X, _ in nodes}
+    paths = {}
+    for key, node, _, parent in nodes:
+        paths[key] = (paths[parent] if parent is not None else "") + "/" + node.name
+    times = [float(t) for t in motion.time]
+    tracks = []
+    for key, node, X0, parent in nodes:
+        if key not in motion.parts:
+            continue
+        P_inv = invert_pose(world[parent]) if parent is not None else np.eye(4)
+        L0 = P_inv @ X0                                   # initial pose in the parent frame
+        tv, qv = [], []
+        for t in times:
+            X = motion.pose(key, t)
+            X[:3, 3] /= scale
+            L = P_inv @ X
+            tv.append([float(v) for v in L[:3, 3] - L0[:3, 3]])
+            w, x, y, z = matrix_to_quaternion(L0[:3, :3].T @ L[:3, :3])
+            qv.append([float(x), float(y), float(z), float(w)])
+        if np.allclose(tv, tv[0]) and np.allclose(qv, qv[0]):
+            continue
+        tracks.append((paths[key], "t", times, tv))
+        tracks.append((paths[key], "q", times, qv))
+    return tracks
+
+
+def ocp_animation(motion, assy, speed=1.0, show=True):
+    """Play the motion of ``assy`` in OCP CAD Viewer (VS Code or the standalone
+    ``ocp_viewer``); returns the ``Animation``, or None when ``ocp_vscode`` is absent.
+
+    ``show=True`` first shows the assembly at its initial pose (the animation's paths
+    belong to the last ``show``). The tracks are :func:`ocp_tracks`.
     """
     try:
         import ocp_vscode
     except ImportError:
         return None
-    from ..importers.modelfile import UNITS
-    from ..importers.asmt import matrix_to_quaternion
-
-    if assy is None:
-        raise MechanismError("ocp_animation needs the assembly")
-    scale = UNITS[getattr(motion, "length_unit", "mm")]
+    tracks = ocp_tracks(motion, assy)
     if show:
         ocp_vscode.show(assy)
-    anim = ocp_vscode.Animation(assy)
-    paths = {}
-    for key, node, X, parent in _nodes(assy):
-        paths[key] = (paths[parent] if parent is not None else "") + "/" + node.name
-    times = [float(t) for t in motion.time]
-    for key, node, X0, parent in _nodes(assy):
-        if key not in motion.parts:
-            continue
-        tv, qv = [], []
-        for t in times:
-            P = motion.pose(key, t)
-            P[:3, 3] /= scale
-            # offsets from the initial pose: position p - p0, rotation R R0^T (about the
-            # node's own origin), as three-cad-viewer adds them to the initial placement
-            tv.append([float(v) for v in P[:3, 3] - X0[:3, 3]])
-            w, x, y, z = matrix_to_quaternion(P[:3, :3] @ X0[:3, :3].T)
-            qv.append([float(x), float(y), float(z), float(w)])
-        if np.allclose(tv, tv[0]) and np.allclose(qv, qv[0]):
-            continue
-        anim.add_track(paths[key], "t", times, tv)
-        anim.add_track(paths[key], "q", times, qv)
+    anim = ocp_vscode.Animation()
+    for path, action, times, values in tracks:
+        anim.add_track(path, action, times, values)
     anim.animate(speed)
     return anim
