@@ -30,7 +30,7 @@ from cadmotion.importers.asmt import (
 )
 from cadmotion.importers.asmt_expressions import evaluate_expression, translate_expression
 
-DATA = Path("/work/shared/data/asmt-ondsel")
+DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "asmt-ondsel"  # ../shared/data beside the repo
 FOURBAR = DATA / "fourbar.asmt"
 GEARS = DATA / "Gears.asmt"
 RACKSCREW = DATA / "rackscrew.asmt"

@@ -26,7 +26,7 @@ from cadmotion.errors import CadImportError
 from cadmotion.importers.fcstd import read_fcstd
 from cadmotion.kernel.spec import DriverSpec, TimeFunctionSpec
 
-DATA = Path("/work/shared/data")
+DATA = Path(__file__).resolve().parents[3] / "shared" / "data"  # ../shared/data beside the repo
 CRANK = DATA / "fcstd-crank-slider" / "crank_and_slider_assembly.FCStd"
 UJOINT = DATA / "fcstd-universal-joint" / "universal_joint_assembly.FCStd"
 ARM6 = DATA / "fcstd-robot-arm-6dof" / "6_dof_robot_arm.FCStd"

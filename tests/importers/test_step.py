@@ -29,7 +29,7 @@ from cadmotion.importers.materials import density_of, known_materials  # noqa: E
 from cadmotion.importers.step import StepImportWarning, read_step  # noqa: E402
 from cadmotion.kernel.spec import PartSpec  # noqa: E402
 
-DATA = Path("/work/shared/data")
+DATA = Path(__file__).resolve().parents[3] / "shared" / "data"  # ../shared/data beside the repo
 GRIPPER = DATA / "step-gripper" / "gripper.step"
 BOX = DATA / "step-hinged-box" / "AutMobRos_Box_Komplett.stp"
 PUMP = DATA / "step-rotor-pump" / "trj6_pm4-ec-203.stp"

@@ -34,7 +34,7 @@ from cadmotion.importers.step_kinematics import (  # noqa: E402
 )
 from cadmotion.kernel.spec import DriverSpec, MechanismSpec, TimeFunctionSpec  # noqa: E402
 
-DATA = Path("/work/shared/data")
+DATA = Path(__file__).resolve().parents[3] / "shared" / "data"  # ../shared/data beside the repo
 MM, INCH, DEG = 1e-3, 0.0254, math.pi / 180.0
 TOL = 1e-9  # m and rad
 

@@ -337,8 +337,7 @@ def test_timings(crank):
 
 
 # --------------------------------------------------------------------------- FCStd writer
-FCSTD = Path("/work/shared/data/fcstd-crank-slider/crank_and_slider_assembly.FCStd")
-_DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "fcstd-crank-slider" / "crank_and_slider_assembly.FCStd"
+FCSTD = Path(__file__).resolve().parents[3] / "shared" / "data" / "fcstd-crank-slider" / "crank_and_slider_assembly.FCStd"
 
 REOPEN_SCRIPT = r'''
 import FreeCAD as App
@@ -362,7 +361,7 @@ def test_fcstd_copy_with_new_placements_reopens_in_freecad(tmp_path):
     from cadmotion.kernel import DriverSpec, TimeFunctionSpec, compile_model, kinematics
     from cadmotion.plugin.freecad.fcstd_placements import read_placements, write_motion_frame
 
-    src = _DATA if _DATA.is_file() else FCSTD
+    src = FCSTD
     if not src.is_file():
         pytest.skip("the crank-slider FCStd sample is not available")
     with warnings.catch_warnings():
