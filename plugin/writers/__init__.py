@@ -9,6 +9,7 @@
 ``.step`` / ``.stp``   the assembly at time ``at`` (:mod:`.step_frames`)
 folder or ``.../``     one STEP file per output frame in that folder
 ``.png`` / ``.svg``    position/velocity/acceleration plots (:mod:`.plots`)
+``.gif`` / ``.mp4``    video drawn offscreen (:mod:`.video`; ``.mp4`` needs imageio-ffmpeg)
 =====================  ==============================================================
 
 Every file is written to a temporary file in its folder and renamed over the target
@@ -31,6 +32,7 @@ from .scene import build_scene
 from .step_frames import check_time, write_step, write_step_frames
 from .table import write_csv, write_json
 from .tessellate import MeshCache
+from .video import check_video_backend, write_video
 
 __all__ = ["write_outputs", "check_outputs", "WRITERS", "atomic_write", "atomic_path"]
 
@@ -45,6 +47,8 @@ WRITERS = {
     ".stp": "STEP assembly at time --at (a folder: one file per frame)",
     ".png": "plots (PNG)",
     ".svg": "plots (SVG)",
+    ".gif": "animation drawn offscreen (GIF)",
+    ".mp4": "animation drawn offscreen (H.264 MP4, needs cadmotion[video])",
 }
 
 
@@ -84,6 +88,11 @@ def check_outputs(paths):
         paths = [paths]
     jobs = [(_kind(p), p) for p in paths]
     for kind, raw in jobs:
+        if kind in (".gif", ".mp4"):
+            try:
+                check_video_backend(kind)
+            except OutputError as exc:
+                raise OutputError(exc.message, where=os.fspath(raw), hint=exc.hint) from None
         path = Path(raw)
         if kind == "frames" and path.is_dir():
             check_writable_dir(path)
@@ -124,7 +133,7 @@ def write_outputs(motion, paths, *, at=None, plot=None, partial=False):
         select(motion, plot)                        # unknown plot names fail before writing
     if kinds & {".step", ".stp"}:
         check_time(motion, at)                      # so does a time outside the run
-    needs_frames = {".glb", ".gltf", ".html", ".png", ".svg", "frames"}
+    needs_frames = {".glb", ".gltf", ".html", ".png", ".svg", ".gif", ".mp4", "frames"}
     if motion.nt == 0 and any(k in needs_frames for k, _ in jobs):
         raise OutputError("the run produced no frames; only .csv and .json can be written",
                           where=", ".join(os.fspath(p) for k, p in jobs if k in needs_frames))
@@ -135,7 +144,7 @@ def write_outputs(motion, paths, *, at=None, plot=None, partial=False):
     written = []
     for kind, raw in jobs:
         path = Path(raw)
-        if kind in (".glb", ".gltf", ".html") and scene is None:
+        if kind in (".glb", ".gltf", ".html", ".gif", ".mp4") and scene is None:
             scene = build_scene(motion, cache=cache, complete=complete)
         if kind == ".csv":
             written.append(Path(write_csv(motion, path)))
@@ -151,6 +160,8 @@ def write_outputs(motion, paths, *, at=None, plot=None, partial=False):
             written.append(Path(write_step(motion, path, at=at)))
         elif kind == "frames":
             written.extend(write_step_frames(motion, path))
+        elif kind in (".gif", ".mp4"):
+            written.append(Path(write_video(motion, path, scene=scene, complete=complete)))
         elif kind in (".png", ".svg"):
             written.append(Path(write_plot(motion, path, plot, complete=complete)))
     return written
