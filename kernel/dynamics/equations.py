@@ -41,8 +41,11 @@ from .mass import cross, accelerations_to_qdd, body_state, compile_mass, kinetic
 
 __all__ = ["Dynamics", "Evaluation", "DENSE_LIMIT"]
 
-#: velocities (6 per moving body) up to which dense linear algebra is used
-DENSE_LIMIT = 240
+#: velocities (6 per moving body) up to which dense linear algebra is used. 120 as in
+#: :mod:`..linalg`: on the shared 2-core machine a threaded OpenBLAS made one dense
+#: evaluation of the 40-plate lattice (240 velocities, 156 rows) 1.2 ms with one thread
+#: but 16 ms with two, and SuperLU (no threaded BLAS) is as fast as the one-thread LAPACK
+DENSE_LIMIT = 120
 
 
 class Evaluation:

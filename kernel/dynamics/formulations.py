@@ -564,7 +564,9 @@ class PenaltyFormulation(_IndexOne):
         M = dyn.mass_matrix(ev.bs)
         if dyn.sparse:
             A = (M + a * (J.T @ J)).tocsc()
-            lu = splu(A)
+            # symmetric positive definite: keep the diagonal pivots and a symmetric ordering (the
+            # default partial pivoting of SuperLU fills in badly on this ill-conditioned matrix)
+            lu = splu(A, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0, options=dict(SymmetricMode=True))
             solve = lu.solve
         else:
             A = M + a * (J.T @ J)

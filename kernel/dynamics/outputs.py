@@ -54,12 +54,23 @@ class FrameOutputs:
         Returns (v̇, q̈) at the frame.
         """
         dyn = self.dyn
-        ev = dyn.evaluate(q, v, t, refs)
-        if vd is None:
-            vd, lam_r = dyn.accelerations(ev)
-        else:
-            g = ev.f - dyn.mass_times(ev.bs, vd)
-            lam_r = ev.solve_S(ev.minv_jt() @ g) if len(dyn.rows) else np.zeros(0)
+        for attempt in range(2):
+            ev = dyn.evaluate(q, v, t, refs)
+            try:
+                if vd is None:
+                    vd_out, lam_r = dyn.accelerations(ev)
+                else:
+                    g = ev.f - dyn.mass_times(ev.bs, vd)
+                    vd_out = vd
+                    lam_r = ev.solve_S(ev.minv_jt() @ g) if len(dyn.rows) else np.zeros(0)
+                break
+            except np.linalg.LinAlgError:
+                if attempt:
+                    raise
+                # the rows kept at t0 became dependent (the redundant set of a loop moves with
+                # the configuration, e.g. a planar N-gon): choose the independent rows again here
+                dyn.set_rows(ev.J, ev.bs)
+        vd = vd_out
         lam, N = dyn.full_multipliers(ev, lam_r)
         if N.shape[1]:
             involved = np.flatnonzero(np.any(np.abs(N) > 1e-9 * max(1.0, np.abs(N).max()), axis=1))
