@@ -153,17 +153,22 @@ def suggest_relaxations(spec, parametrization="euler-parameters", limit=8):
     return [text for _, text in sorted(found)[:limit]]
 
 
-def _load(source, parametrization):
+def _load(source, parametrization, drive):
     from ..importers import load
+    from ..importers.drive_option import with_drivers
     from ..kernel import MechanismSpec, compile_model
 
-    spec = source if isinstance(source, MechanismSpec) else load(source)
+    spec = with_drivers(source if isinstance(source, MechanismSpec) else load(source), drive)
     return spec, compile_model(spec, parametrization)
 
 
 def check(source, t_end=None, steps=None, *, parametrization="euler-parameters", interference=True,
-          clearance=0.0, near=None, exclude_jointed=True, joint_clearance=0.0):
+          clearance=0.0, near=None, exclude_jointed=True, joint_clearance=0.0, drive=()):
     """Check a mechanism (a path any importer reads, or a MechanismSpec).
+
+    ``drive``: drivers to add, ``"NAME=EXPRESSION"`` each, as ``--drive`` on the command
+    line (:mod:`cadmotion.importers.drive_option`), e.g. for a FreeCAD document that
+    stores joints but no motion.
 
     ``interference`` checks the parts that have geometry (from STEP, FCStd, CadQuery) for
     collisions along the motion (:func:`~cadmotion.plugin.interference.find_interference`):
@@ -178,7 +183,7 @@ def check(source, t_end=None, steps=None, *, parametrization="euler-parameters",
     """
     from ..kernel import AngleState, assemble, kinematics, mobility
 
-    spec, model = _load(source, parametrization)
+    spec, model = _load(source, parametrization, drive)
     report = CheckReport(model=str(getattr(spec, "source", "") or spec.name))
     angles = AngleState(model, model.q0)
     asm = assemble(model, model.q0, 0.0, angles)

@@ -39,6 +39,13 @@ def _float(text):
         raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
 
 
+def _vector(text):
+    parts = text.split(",")
+    if len(parts) != 3:
+        raise argparse.ArgumentTypeError(f"expected three comma-separated numbers, got {text!r}")
+    return tuple(_float(p) for p in parts)
+
+
 def build_parser():
     parser = argparse.ArgumentParser(prog="cadmotion", description="Mechanism simulation for CAD assemblies.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -49,13 +56,20 @@ def build_parser():
                        help="output intervals: N+1 frames from t=0 to t-end (default: the model's, else 100)")
         p.add_argument("--parametrization", default="euler-parameters", choices=["euler-parameters", "euler-313"],
                        help="orientation coordinates (default: euler-parameters)")
+        p.add_argument("--drive", action="append", default=[], metavar="NAME=EXPR",
+                       help="drive a joint (rad or m from the initial pose) or PART.x|y|z (m) by an expression of t, "
+                            "e.g. \"crank_pivot=2*pi*t\"; replaces the file's driver of that coordinate; repeatable")
 
     run = sub.add_parser("run", help="simulate a mechanism and write outputs")
     run.add_argument("model")
     span(run)
     run.add_argument("-o", "--output", action="append", default=[],
                      help="output file; the extension picks the writer (.csv .json .glb .gltf .html .step .png .svg); repeatable")
-    run.add_argument("--analysis", choices=["kinematic", "dynamic"], default="kinematic")
+    run.add_argument("--analysis", choices=["kinematic", "dynamic", "inverse"], default="kinematic",
+                     help="kinematic: driven motion; dynamic: motion under forces; inverse: driven motion plus "
+                          "the driver efforts and joint reactions it takes (needs mass properties)")
+    run.add_argument("--gravity", type=_vector, default=None, metavar="GX,GY,GZ",
+                     help="gravity in m/s^2, assembly frame (replaces the file's; FreeCAD documents store none)")
     run.add_argument("--formulation", default=None, help="dynamics formulation (see --help-formulations)")
     run.add_argument("--integrator", default=None, help="dynamics integrator: RK45, DOP853, Radau, BDF, LSODA, RK4")
     run.add_argument("--rtol", type=_float, default=None)
@@ -111,12 +125,20 @@ def _external(module):
     return importlib.import_module(f"cadmotion.plugin.{module}")
 
 
-def _load_model(path, parametrization):
+def _load_spec(args):
+    """The mechanism of ``args.model`` with the command line's drivers and gravity."""
     from ..importers import load
+    from ..importers.drive_option import with_drivers, with_gravity
+
+    spec = with_drivers(load(args.model), args.drive)
+    return with_gravity(spec, getattr(args, "gravity", None))
+
+
+def _load_model(args):
     from ..kernel import compile_model
 
-    spec = load(path)
-    return spec, compile_model(spec, parametrization)
+    spec = _load_spec(args)
+    return spec, compile_model(spec, args.parametrization)
 
 
 def _span(args, spec):
@@ -139,7 +161,7 @@ def _progress(enabled, total):
 
 
 def cmd_run(args):
-    spec, model = _load_model(args.model, args.parametrization)
+    spec, model = _load_model(args)
     t_end, steps = _span(args, spec)
     if args.output:
         from .writers import check_outputs
@@ -157,6 +179,10 @@ def cmd_run(args):
             from ..kernel import kinematics
 
             motion = kinematics(model, t_end=t_end, steps=steps, progress=progress)
+            if args.analysis == "inverse":
+                from ..kernel.dynamics import inverse_dynamics
+
+                motion = inverse_dynamics(model, motion)
     finally:
         close()
     written = []
@@ -181,7 +207,7 @@ def cmd_check(args):
     from .check import EXIT_CODES, CheckReport, check
 
     try:
-        report = check(args.model, t_end=args.t_end, steps=args.steps, parametrization=args.parametrization,
+        report = check(_load_spec(args), t_end=args.t_end, steps=args.steps, parametrization=args.parametrization,
                        interference=args.interference, clearance=args.clearance, near=args.near,
                        exclude_jointed=not args.check_jointed, joint_clearance=args.joint_clearance)
     except CadmotionError as exc:
@@ -204,7 +230,10 @@ def cmd_check(args):
 def cmd_equations(args):
     from .equations import describe_equations
 
-    _, model = _load_model(args.model, args.parametrization)
+    from ..importers import load
+    from ..kernel import compile_model
+
+    model = compile_model(load(args.model), args.parametrization)
     print(describe_equations(model, joint=args.joint, latex=args.latex))
     return 0
 

@@ -133,3 +133,43 @@ def test_check_suggests_joints_to_relax_to_remove_redundancy():
     # a planar four-bar: any one revolute made spherical leaves 1 of the 3 redundant equations
     assert any(s.endswith("-> spherical removes 2 redundant equations") for s in report.relaxations)
     assert all("removes" in s for s in report.relaxations)
+
+
+ROTOR = """
+units = "m"
+gravity = [0, 0, -9.81]            # along the axis: gravity exerts no torque about it
+[parts.ground]
+fixed = true
+[parts.rod]
+mass = 1.0
+com = [0.05, 0, 0]
+inertia = [1e-5, 8.3e-4, 8.3e-4]
+[[joints]]
+name = "pivot"
+type = "revolute"
+parts = ["ground", "rod"]
+origin = [0, 0, 0]
+axis = [0, 0, 1]
+[[drivers]]
+joint = "pivot"
+expression = "t**2"
+"""
+
+
+def test_run_inverse_writes_the_motor_torque_a_hand_computation_gives(tmp_path):
+    """θ = t² about a vertical axis: τ = (I_com + m d²) θ̈ = (8.3e-4 + 0.05²) · 2 N m; the pivot
+    carries the weight (fz = m g) and the centripetal pull m d θ̇² towards the axis."""
+    model = tmp_path / "rotor.cadmotion.toml"
+    model.write_text(ROTOR)
+    out = tmp_path / "rotor.csv"
+    assert main(["run", str(model), "--analysis", "inverse", "--t-end", "1", "--steps", "10", "-o", str(out),
+                 "-q"]) == 0
+    rows = list(csv.reader(out.open()))
+    cols = {name: [float(r[k]) for r in rows[1:]] for k, name in enumerate(rows[0])}
+    torque = 2 * (8.3e-4 + 0.05 ** 2)
+    assert all(abs(abs(e) - torque) < 1e-9 for e in cols["pivot.driver.effort"])
+    for k, t in enumerate(cols["t"]):
+        pull = (cols["pivot.fx"][k] ** 2 + cols["pivot.fy"][k] ** 2) ** 0.5
+        tangential = 0.05 * 2.0  # m d θ̈ keeps the com on its circle
+        assert abs(pull - ((0.05 * (2 * t) ** 2) ** 2 + tangential ** 2) ** 0.5) < 1e-9
+        assert abs(cols["pivot.fz"][k] - 9.81) < 1e-9
