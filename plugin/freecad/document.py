@@ -11,7 +11,9 @@ Where the joints come from (the first source that has any):
    ``geometry=False`` (so the joint frames are exactly those of the FCStd importer); the
    parts are then bound to the live objects by their internal names and their mass
    properties are taken from FreeCAD's shapes. Part frames are the objects' ``Placement``
-   relative to the assembly, and that is what is written back.
+   relative to the assembly, and that is what is written back. FreeCAD 0.20 opening a
+   1.x document loads the parts but not the assembly: the joints are then read from the
+   document's saved file (:func:`saved_assembly`) and the poses from the open document.
 2. **Workbench joints**: the ``App::FeaturePython`` objects made by
    :mod:`cadmotion.plugin.freecad.joints` (property ``CadmotionJoint``). Their parts are
    the mechanism's parts; a joint whose ``Part1`` is empty joins ``Part2`` to the world.
@@ -45,7 +47,7 @@ __all__ = [
     "MM", "WORLD", "REQUIRED_MODULES", "missing_modules", "check_dependencies",
     "placement_matrix", "matrix_placement", "global_placement", "set_global_placement",
     "PartBinding", "DocumentModel", "document_spec", "shape_parts", "part_names",
-    "mass_properties", "is_cadmotion_object", "workbench_joints", "assemblies", "sidecar_path",
+    "mass_properties", "is_cadmotion_object", "workbench_joints", "assemblies", "saved_assembly", "sidecar_path",
     "report_error",
 ]
 
@@ -198,7 +200,7 @@ class DocumentModel:
 
     spec: MechanismSpec
     bindings: Dict[str, PartBinding]
-    origin: str                       # "assembly", "workbench" or "sidecar"
+    origin: str                       # "assembly", "saved-assembly", "workbench" or "sidecar"
     warnings: List[str] = field(default_factory=list)
 
 
@@ -398,6 +400,8 @@ def document_spec(doc, *, drivers=(), density=1000.0, sidecar=None, units="mm"):
                              hint="import or model solids (a STEP assembly, Part or PartDesign bodies) first")
     if assemblies(doc):
         model = _assembly_model(doc, assemblies(doc)[0], density)
+    elif saved_assembly(doc):
+        model = _saved_assembly_model(doc, density)
     elif workbench_joints(doc):
         model = _workbench_model(doc, density)
     else:
@@ -458,39 +462,84 @@ def _with_drivers(spec, drivers, units):
 
 
 # -- 1. Assembly workbench -------------------------------------------------------------
-def _assembly_model(doc, asm, density):
+def _read_assembly(path, assembly, label, where):
     from ...importers.fcstd import read_fcstd
 
-    fd, tmp = tempfile.mkstemp(suffix=".FCStd", prefix="cadmotion-")
-    os.close(fd)
-    try:
-        doc.saveCopy(tmp)
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            try:
-                spec = read_fcstd(tmp, geometry=False, assembly=asm.Name)
-            except ImportError as exc:  # Distance joints need OCP to classify elements
-                raise MechanismError(
-                    f"the assembly {asm.Label!r} has a joint that needs OCP to interpret ({exc})",
-                    where=doc.FileName or doc.Name,
-                    hint="replace Distance joints by Revolute/Slider/... joints, or run "
-                         "`cadmotion run` on the saved .FCStd outside FreeCAD") from None
-    finally:
-        os.unlink(tmp)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            spec = read_fcstd(path, geometry=False, assembly=assembly)
+        except ImportError as exc:  # Distance joints need OCP to classify elements
+            raise MechanismError(
+                f"the assembly {label!r} has a joint that needs OCP to interpret ({exc})", where=where,
+                hint="replace Distance joints by Revolute/Slider/... joints, or run "
+                     "`cadmotion run` on the saved .FCStd outside FreeCAD") from None
+    return spec, [str(w.message) for w in caught]
+
+
+def _bind_assembly(doc, spec, asm_name, density, notes, live_poses=False, origin="assembly"):
+    """Bind the parts of an Assembly spec to the document's objects by internal name.
+
+    ``live_poses`` takes each part's initial pose from its object's Placement (the
+    document in memory) instead of the file the spec was read from.
+    """
     bindings, parts = {}, []
     for p in spec.parts:
         objname = p.path.rsplit("/", 1)[-1]
-        obj = doc.getObject(objname) if objname != asm.Name else None
-        if obj is None:
+        obj = doc.getObject(objname) if objname != asm_name else None
+        if obj is None or not _has_solids(obj):
             parts.append(p)  # the assembly's own frame (ground): nothing to move
             continue
         b = PartBinding(p.name, obj, "local")
         bindings[p.name] = b
         mass, com, inertia = mass_properties(obj, _density_of(density, p.name))
+        pose = {}
+        if live_poses:
+            X = b.matrix()
+            pose = dict(position=tuple(float(v) for v in X[:3, 3]),
+                        orientation=tuple(float(v) for v in matrix_to_quaternion(X[:3, :3])))
         parts.append(replace(p, mass=mass, com=com, inertia=inertia, color=_color(obj),
-                             shape=_local_shape(obj)))
+                             shape=_local_shape(obj), **pose))
     spec = replace(spec, parts=tuple(parts), source=doc.FileName or doc.Name)
-    return DocumentModel(spec, bindings, "assembly", [str(w.message) for w in caught])
+    return DocumentModel(spec, bindings, origin, notes)
+
+
+def _assembly_model(doc, asm, density):
+    fd, tmp = tempfile.mkstemp(suffix=".FCStd", prefix="cadmotion-")
+    os.close(fd)
+    try:
+        doc.saveCopy(tmp)
+        spec, notes = _read_assembly(tmp, asm.Name, asm.Label, doc.FileName or doc.Name)
+    finally:
+        os.unlink(tmp)
+    return _bind_assembly(doc, spec, asm.Name, density, notes)
+
+
+def saved_assembly(doc):
+    """True when the document's file holds Assembly-workbench objects this FreeCAD did not load.
+
+    FreeCAD 0.20 opens a 1.x Assembly document with its parts but without the
+    ``Assembly::AssemblyObject`` (an unknown type there) and with the joints' proxies
+    blocked; the joints are still in the file, where
+    :func:`cadmotion.importers.fcstd.read_fcstd` reads them.
+    """
+    import zipfile
+
+    fname = getattr(doc, "FileName", "") or ""
+    if assemblies(doc) or not os.path.isfile(fname):
+        return False
+    try:
+        with zipfile.ZipFile(fname) as zf:
+            return b'type="Assembly::AssemblyObject"' in zf.read("Document.xml")
+    except (OSError, KeyError, zipfile.BadZipFile):
+        return False
+
+
+def _saved_assembly_model(doc, density):
+    spec, notes = _read_assembly(doc.FileName, None, doc.Label, doc.FileName)
+    notes.append("joints read from the saved file (this FreeCAD has no Assembly workbench); "
+                 "part poses from the open document")
+    return _bind_assembly(doc, spec, None, density, notes, live_poses=True, origin="saved-assembly")
 
 
 # -- 2. workbench joint objects --------------------------------------------------------

@@ -199,7 +199,9 @@ def simulate_document(path_or_doc, *, t_end=None, steps=None, analysis="kinemati
     fixed : part labels to ground.
     at : time whose pose the document keeps (s); None: the first frame; "end": the last.
     save_as : file to save to. Default: the document's own file; for a STEP input the
-        ``.FCStd`` beside it (never overwritten unless named here).
+        ``.FCStd`` beside it (never overwritten unless named here). A FreeCAD 1.x Assembly
+        document opened in FreeCAD 0.20 needs ``save_as`` (or ``save=False``): 0.20 would
+        save it without the assembly and its joints.
     save : False leaves the document unsaved.
     density : kg/m^3, material name or mapping part -> either.
     options : extra keyword arguments of the kernel's ``kinematics``/``simulate``.
@@ -228,6 +230,10 @@ def simulate_document(path_or_doc, *, t_end=None, steps=None, analysis="kinemati
                               sidecar=sidecar if sidecar and os.path.isfile(sidecar) else None,
                               units=units)
         timings["read"] = time.perf_counter() - tick
+        if save and save_as is None and model.origin == "saved-assembly":
+            raise OutputError("saving would overwrite the document without its Assembly and joints, which "
+                              "this FreeCAD cannot load", where=doc.FileName,
+                              hint="pass save_as= another file, or save=False")
         tick = time.perf_counter()
         motion = run_model(model.spec, t_end=t_end, steps=steps, analysis=analysis,
                            options=options, progress=progress)

@@ -383,3 +383,58 @@ def test_fcstd_copy_with_new_placements_reopens_in_freecad(tmp_path):
         X0 = np.asarray(result["original"][name]["placement"])
         c0 = np.r_[np.asarray(result["original"][name]["com"]) * 1e-3, 1.0]
         assert _close(np.asarray(got["com"]) * 1e-3, (X @ np.linalg.inv(X0) @ c0)[:3], atol=1e-9), name
+
+
+# ------------------------------------------------------------ a 1.x Assembly document in 0.20
+ASSEMBLY_SCRIPT = r'''
+import FreeCAD as App
+from cadmotion.errors import OutputError
+from cadmotion.plugin.freecad import simulate_document, document as D
+drivers = [{"joint": "Revolute", "expression": "2*pi*t"}]
+doc = App.openDocument(ARGS["doc"])
+RESULT["has_assembly_objects"] = bool(D.assemblies(doc))
+RESULT["saved_assembly"] = D.saved_assembly(doc)
+try:
+    simulate_document(doc, drivers=drivers, t_end=1.0, steps=20)
+    RESULT["refused"] = None
+except OutputError as exc:
+    RESULT["refused"] = str(exc)
+run = simulate_document(doc, drivers=drivers, t_end=1.0, steps=20, at=0.35, save_as=ARGS["out"])
+RESULT["origin"] = run.model.origin
+RESULT["joints"] = sorted(j.name for j in run.model.spec.joints)
+RESULT["placements"] = {o.Name: D.placement_matrix(o.Placement).tolist()
+                        for o in doc.Objects if o.TypeId == "Part::Feature"}
+'''
+
+
+def test_a_freecad_1x_assembly_document_simulates_where_freecad_has_no_assembly_workbench(tmp_path):
+    """Debian's FreeCAD 0.20 loads the crank-slider's parts but not its Assembly: the joints
+    come from the saved file, the original is never overwritten, and the placements FreeCAD
+    shows at t = 0.35 s are the ones cadmotion's FreeCAD-free importer and kernel compute."""
+    pytest.importorskip("OCP")
+    import shutil
+    from dataclasses import replace
+
+    from cadmotion.importers.fcstd import read_fcstd
+    from cadmotion.kernel import DriverSpec, TimeFunctionSpec, compile_model, kinematics
+
+    if not FCSTD.is_file():
+        pytest.skip("the crank-slider FCStd sample is not available")
+    src = tmp_path / "crank.FCStd"
+    shutil.copy(FCSTD, src)
+    before = src.read_bytes()
+    result, _ = run_freecad(ASSEMBLY_SCRIPT, tmp_path, {"doc": str(src), "out": str(tmp_path / "moved.FCStd")})
+    if result["has_assembly_objects"]:
+        pytest.skip("this FreeCAD has the Assembly workbench (the document's own objects are used)")
+    assert result["saved_assembly"] and result["origin"] == "saved-assembly"
+    assert "save_as" in result["refused"] and src.read_bytes() == before
+    assert result["joints"] == ["Revolute", "Revolute001", "Revolute002", "Slider"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        spec = read_fcstd(FCSTD)
+    spec = replace(spec, drivers=(DriverSpec("turn", TimeFunctionSpec("2*pi*t"), joint="Revolute",
+                                             coordinate="angle"),))
+    motion = kinematics(compile_model(spec), t_end=1.0, steps=20)
+    for name in ("Crank", "ConnectingRod", "SliderRod"):
+        assert _close(result["placements"][name], motion.pose(name, 0.35), atol=1e-7), name
+    assert (tmp_path / "moved.FCStd").is_file()
