@@ -94,6 +94,7 @@ import numpy as np
 from ..errors import CadImportError
 from ..kernel.rotations import invert_pose, pose_matrix
 from ..kernel.spec import Frame, JointSpec, MechanismSpec, PartSpec
+from .materials import part_density
 from .asmt import (align_axes, joint_violations, matrix_to_quaternion, ondsel_coupler,
                    zero_joint_coordinates)
 
@@ -681,16 +682,6 @@ def _element_kind(doc, geo, holder, element, item):
 # --------------------------------------------------------------------------------------
 # public API
 # --------------------------------------------------------------------------------------
-def _density_for(density, name):
-    d = density.get(name, 1000.0) if isinstance(density, dict) else density
-    if isinstance(d, str):
-        from .materials import density_of
-
-        d = density_of(d)
-    d = float(d)
-    if not d > 0 or not math.isfinite(d):
-        raise CadImportError(f"density {d!r} for part {name!r} must be a positive number (kg/m^3)")
-    return d
 
 
 def read_fcstd(path, *, include_deactivated=False, geometry=True, density=1000.0,
@@ -935,7 +926,7 @@ def _read(arc, include_deactivated, geometry, density, assembly, unconnected):
         if geometry and p is not doc.ground:
             shape = _local_shape(doc, geo, p.obj)
             if shape is not None:
-                mass, com, inertia = _mass_properties(shape, _density_for(density, p.name))
+                mass, com, inertia = _mass_properties(shape, part_density(density, p.name))
         part_specs.append(PartSpec(
             name=p.name, fixed=p.fixed, position=tuple(float(v) for v in p.X_WP[:3, 3]),
             orientation=matrix_to_quaternion(p.X_WP[:3, :3]), mass=mass, com=com,

@@ -12,13 +12,14 @@ the same material. This module does not import OCP.
 
 from __future__ import annotations
 
+import math
 import re
 from types import MappingProxyType
 from typing import Mapping
 
 from ..errors import CadImportError
 
-__all__ = ["MATERIAL_DENSITIES", "density_of", "known_materials", "normalize_material_name"]
+__all__ = ["MATERIAL_DENSITIES", "density_of", "part_density", "known_materials", "normalize_material_name"]
 
 # canonical name -> density, kg/m^3
 _CANONICAL = {
@@ -121,3 +122,23 @@ def density_of(material: str, *, where: str = None) -> float:
             hint="use one of: " + ", ".join(known_materials())
             + "; or give the density in kg/m^3 instead (densities={part: rho})",
         ) from None
+
+
+def part_density(density, name, *, default=1000.0, where=None) -> float:
+    """The density (kg/m^3) of part ``name`` from a density setting.
+
+    ``density`` is a number (kg/m^3), a material name, or a mapping part name -> either
+    (parts not in it get ``default``). Raises :class:`CadImportError` naming the part for
+    an unknown material or a density that is not a positive number.
+    """
+    d = density.get(name, default) if isinstance(density, Mapping) else density
+    if isinstance(d, str):
+        d = density_of(d, where=where or f"part {name!r}")
+    try:
+        d = float(d)
+    except (TypeError, ValueError):
+        d = math.nan
+    if not d > 0 or not math.isfinite(d):
+        raise CadImportError(f"density {d!r} of part {name!r} must be a positive number (kg/m^3)", where=where,
+                             hint="give kg/m^3 or a material name such as \"steel\"")
+    return d

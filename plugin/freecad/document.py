@@ -30,7 +30,6 @@ frame W is the document's global frame (the assembly's frame for source 1).
 
 from __future__ import annotations
 
-import math
 import os
 import tempfile
 import warnings
@@ -40,6 +39,7 @@ from typing import Dict, List
 import numpy as np
 
 from ...errors import CadImportError, MechanismError, ModelFileError
+from ...importers.materials import part_density
 from ...kernel.rotations import matrix_to_quaternion
 from ...kernel.spec import DriverSpec, Frame, JointSpec, MechanismSpec, PartSpec
 
@@ -326,18 +326,6 @@ def _world_part():
     return PartSpec(name=WORLD, fixed=True, source="the document's global frame")
 
 
-def _density_of(density, name):
-    d = density.get(name, 1000.0) if isinstance(density, dict) else density
-    if isinstance(d, str):
-        from ...importers.materials import density_of
-
-        d = density_of(d)
-    d = float(d)
-    if not d > 0 or not math.isfinite(d):
-        raise MechanismError(f"density {d!r} of part {name!r} must be a positive number (kg/m^3)")
-    return d
-
-
 # --------------------------------------------------------------------------- sources
 def workbench_joints(doc):
     """The workbench's joint objects of ``doc`` (see :mod:`.joints`), in document order."""
@@ -492,7 +480,7 @@ def _bind_assembly(doc, spec, asm_name, density, notes, live_poses=False, origin
             continue
         b = PartBinding(p.name, obj, "local")
         bindings[p.name] = b
-        mass, com, inertia = mass_properties(obj, _density_of(density, p.name))
+        mass, com, inertia = mass_properties(obj, part_density(density, p.name))
         pose = {}
         if live_poses:
             X = b.matrix()
@@ -572,7 +560,7 @@ def _workbench_model(doc, density):
             raise MechanismError(f"the object {o.Label!r} ({o.Name}) that a joint names has no solid",
                                  where=doc.FileName or doc.Name,
                                  hint="joints connect solid parts; pick the part's body or feature")
-        parts.append(_part_spec(b, _density_of(density, b.name), fixed=o.Name in fixed_objs))
+        parts.append(_part_spec(b, part_density(density, b.name), fixed=o.Name in fixed_objs))
     specs, drivers = [], []
     jnames = set()
     for j, o1, X1, o2, X2 in resolved:
@@ -654,13 +642,13 @@ def _sidecar_model(doc, parts, path, density):
         if material is not None:
             rho = material
         if rho is None:
-            rho = data.get("density", data.get("material", _density_of(density, name)))
+            rho = data.get("density", data.get("material", part_density(density, name)))
         b = PartBinding(name, obj, "global")
         bindings[name] = b
         X = b.matrix()
         entry.setdefault("position", [float(v) / scale for v in X[:3, 3]])
         entry.setdefault("orientation", [float(v) for v in matrix_to_quaternion(X[:3, :3])])
-        mass, com, inertia = mass_properties(obj, _density_of({name: rho}, name))
+        mass, com, inertia = mass_properties(obj, part_density({name: rho}, name))
         if mass is not None and "mass" not in entry:
             entry["mass"] = mass
             entry.setdefault("com", [float(v) / scale for v in com])
