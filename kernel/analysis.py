@@ -87,17 +87,61 @@ def _sparse(J, rtol):
     return RankInfo(nc - r, nc, nq, independent, redundant, smallest)
 
 
-def rank_info(J, rtol=1e-9):
+def rank_info(J, rtol=1e-9, prefer=None):
     """Numerical rank and a split of the rows of ``J`` into independent and redundant.
 
     Parameters
     ----------
     J : ndarray or sparse matrix, shape (nc, nq)
     rtol : pivots below ``rtol`` times the largest count as zero.
+    prefer : row indices to keep among the independent rows where a choice exists (e.g.
+        the Euler-parameter normalisations, so that redundancy is blamed on joints). The
+        other rows are ranked after projecting out the span of the preferred ones.
     """
+    if prefer is not None and len(prefer):
+        return _with_preferred_rows(J, np.asarray(prefer, int), rtol)
     nc, nq = J.shape
     if sps.issparse(J):
         if nc + nq <= DENSE_LIMIT or nc < 3:
             return _dense(J.toarray(), rtol)
         return _sparse(J.tocsr(), rtol)
     return _dense(np.asarray(J), rtol)
+
+
+def _with_preferred_rows(J, prefer, rtol):
+    nc, nq = J.shape
+    rest = np.setdiff1d(np.arange(nc), prefer)
+    J = J.tocsr() if sps.issparse(J) else np.asarray(J)
+    P, R = J[prefer], J[rest]
+    first = rank_info(P, rtol)
+    P = P[first.independent]
+    if sps.issparse(P):
+        PPt = (P @ P.T).tocsr()
+        disjoint = PPt.nnz == P.shape[0] and np.all(PPt.indices == np.arange(P.shape[0]))
+    else:
+        disjoint = False
+    if disjoint:  # rows on separate columns (one normalisation per body): project in sparse form
+        Q = sps.diags(1.0 / np.sqrt(PPt.diagonal())) @ P
+        R = (R - (R @ Q.T) @ Q).tocsr()
+    else:
+        dense_p = P.toarray() if sps.issparse(P) else P
+        Q = sla.qr(dense_p.T, mode="economic")[0]
+        dense_r = R.toarray() if sps.issparse(R) else R
+        R = dense_r - (dense_r @ Q) @ Q.T
+    # rows the preferred ones span entirely are left as zeros: redundant without a factorisation
+    # (the sparse null-space search cannot return a null space as large as the matrix)
+    norms = np.sqrt(np.asarray(abs(R.multiply(R) if sps.issparse(R) else R * R).sum(axis=1)).ravel())
+    scale = _row_scale(J)
+    alive = norms > rtol * scale
+    second = rank_info(R[np.flatnonzero(alive)], rtol)
+    live = rest[alive]
+    independent = np.sort(np.concatenate([prefer[first.independent], live[second.independent]]))
+    redundant = np.sort(np.concatenate([prefer[first.redundant], live[second.redundant], rest[~alive]]))
+    return RankInfo(first.rank + second.rank, nc, nq, independent, redundant, min(first.smallest, second.smallest))
+
+
+def _row_scale(J):
+    """The largest row norm of ``J`` (1 for an empty or zero matrix)."""
+    sq = J.multiply(J).sum(axis=1) if sps.issparse(J) else (J * J).sum(axis=1)
+    m = float(np.sqrt(np.max(sq))) if J.shape[0] else 0.0
+    return m or 1.0

@@ -81,7 +81,10 @@ def mobility(model, q=None, t=0.0, angles=None):
     J = system.jacobian(q, t, angles)
     driver_rows = np.array([r for r, lab in enumerate(model.row_labels) if lab[1].startswith("drive-")], dtype=int)
     joint_rows = np.setdiff1d(np.arange(model.nc), driver_rows)
-    info_joints = rank_info(J[joint_rows]) if len(joint_rows) else None
+    # the Euler-parameter normalisations are never the redundant ones: redundancy is the joints'
+    norm_rows = np.flatnonzero(np.isin(joint_rows, [r for r, lab in enumerate(model.row_labels)
+                                                    if lab[1] == "normalize"]))
+    info_joints = rank_info(J[joint_rows], prefer=norm_rows) if len(joint_rows) else None
     info_all = rank_info(J)
     rank_j = info_joints.rank if info_joints else 0
     redundant_rows = joint_rows[info_joints.redundant] if info_joints else np.zeros(0, int)

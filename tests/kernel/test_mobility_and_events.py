@@ -260,3 +260,28 @@ def test_a_driver_that_jumps_is_reported_as_a_branch_jump_at_its_time(build):
     assert jumps and all(0.5 <= t <= 0.5 + 2 * 0.1 / 2**8 + 1e-12 for t in jumps)
     assert motion.complete
     np.testing.assert_allclose(motion.coordinate("slide.disp")[-1], 0.04, atol=1e-12)
+
+
+@pytest.mark.parametrize("n", [4, 400])  # dense QR, and the sparse null-space path
+def test_redundancy_is_blamed_on_the_rows_not_preferred(n):
+    """Rows 2k and 2k+1 repeat each other; rank_info must report the non-preferred one, whatever
+    the pivoting would pick (it picks by norm: the preferred rows are made the larger ones)."""
+    import scipy.sparse as sps
+
+    from cadmotion.kernel.analysis import rank_info
+
+    rows = []
+    for k in range(n):
+        e = np.zeros(n)
+        e[k] = 1.0
+        rows += [3.0 * e, e]  # the preferred copy first, with the larger norm
+    J = np.array(rows)
+    prefer = np.arange(0, 2 * n, 2)[::-1]  # every even row, in any order
+    for M in (J, sps.csr_matrix(J)):
+        info = rank_info(M, prefer=prefer)
+        assert info.rank == n
+        assert np.array_equal(info.redundant, np.arange(1, 2 * n, 2)), info.redundant[:6]
+        assert np.array_equal(info.independent, np.arange(0, 2 * n, 2))
+    # and the other way round: with no preference, the larger rows are kept
+    plain = rank_info(J[::-1].copy())
+    assert plain.rank == n
