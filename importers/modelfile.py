@@ -6,6 +6,8 @@ parts (``step = "gripper.step"``). Keys (lengths in the file's ``units``, angles
     units = "m"                       # "m", "mm", "cm" or "in"
     gravity = [0, -9.81, 0]           # m/s^2, optional
     step = "assembly.step"            # optional: parts come from this STEP file
+    unreferenced_parts = "weld"       # parts no joint/driver/force names: "weld" (default with
+                                      # step) to their sub-assembly, "fix", "report" or "free"
     [simulation]                      # optional defaults for the command line
     t_end = 2.0
     steps = 200
@@ -58,6 +60,7 @@ from ..kernel.spec import (
     PartSpec,
     TimeFunctionSpec,
 )
+from .unreferenced import POLICIES, resolve_unreferenced
 
 try:  # Python 3.11+
     import tomllib
@@ -258,6 +261,11 @@ def parse_model(data, source="<model>", base_dir="."):
             tuple(ctx.vec(item, "velocity", entry.get("velocity", [0, 0, 0]))),
             tuple(ctx.vec(item, "angular_velocity", entry.get("angular_velocity", [0, 0, 0]), length=False)),
         ))
+    policy = data.get("unreferenced_parts", "weld" if "step" in data else "free")
+    if policy not in POLICIES:
+        raise ctx.err("unreferenced_parts", f"unknown choice {policy!r}", hint="use " + ", ".join(map(repr, POLICIES)))
+    joints += resolve_unreferenced(parts, joints, drivers, forces, init_v, policy,
+                                   lambda message, hint: ctx.err("unreferenced_parts", message, hint=hint))
     name = data.get("name") or Path(source).name.split(".")[0]
     return MechanismSpec(parts=tuple(parts.values()), joints=tuple(joints), drivers=tuple(drivers),
                          forces=tuple(forces), gravity=gravity, initial_velocities=tuple(init_v),
