@@ -24,6 +24,7 @@ import scipy.sparse as sps
 __all__ = ["RankInfo", "rank_info", "DENSE_LIMIT"]
 
 DENSE_LIMIT = 600  # rows + columns up to which dense QR is used
+DENSE_FALLBACK = 3000  # up to this size, dense QR when the first Lanczos run finds only zeros
 
 
 @dataclass
@@ -70,6 +71,9 @@ def _sparse(J, rtol):
     while True:
         vals, vecs = eigsh(A, k=k, sigma=-shift, which="LM")
         small = vals < tol
+        if small.all() and nc + nq <= DENSE_FALLBACK:
+            # many redundant rows: growing k costs more than one dense QR of this size
+            return _dense(J.toarray(), rtol)
         if small.all() and k < nc - 1:
             k = min(2 * k, nc - 1)
             continue

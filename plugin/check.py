@@ -118,39 +118,95 @@ RELAXATIONS = {
 }
 
 
-def suggest_relaxations(spec, parametrization="euler-parameters", limit=8):
+def suggest_relaxations(spec, parametrization="euler-parameters", limit=8, seconds=10.0):
     """Joint replacements that remove redundant equations without changing the mobility.
 
     Each candidate (a joint named in the redundancy, with a looser type from
-    :data:`RELAXATIONS`) is compiled and its rank compared; returns readable lines such
-    as ``"revolute B -> spherical removes 2 redundant equations"``, best first.
+    :data:`RELAXATIONS`) has its rows of Φq replaced by those of the looser type (compiled
+    for that joint's two parts alone) and the rank compared; returns readable lines such
+    as ``"revolute B -> spherical removes 2 redundant equations"``, best first, welds
+    (``fixed`` joints) after the joints that move. Trials stop after ``seconds`` of wall
+    time (joints that move first); a last line then says how many were not tried.
     """
-    from dataclasses import replace
+    import time
 
-    from ..kernel import compile_model, mobility
+    import scipy.sparse as sps
 
-    base = mobility(compile_model(spec, parametrization))
+    from ..kernel import AngleState, compile_model, mobility
+    from ..kernel.analysis import DENSE_FALLBACK, rank_info
+    from ..kernel.system import System
+
+    model = compile_model(spec, parametrization)
+    base = mobility(model)
     if not base.redundant:
         return []
+    J = System(model).jacobian(model.q0, 0.0, AngleState(model, model.q0)).tocsr()
+    labels = model.row_labels
+    joint_rows = np.array([r for r, lab in enumerate(labels) if not lab[1].startswith("drive-")], dtype=int)
+    parts = {p.name: p for p in spec.parts}
     found = []
     # every joint of a small mechanism (all joints of a loop share its redundancy),
-    # else the joints whose rows were found redundant
+    # else the joints whose rows were found redundant; welds last
     everyone = len(spec.joints) <= 40
-    for j in spec.joints:
-        if not everyone and j.name not in base.redundant_joints:
+    trials = [(j, looser) for j in sorted(spec.joints, key=lambda j: j.type == "fixed")
+              if (everyone or j.name in base.redundant_joints) and len(j.parts) == 2
+              for looser in RELAXATIONS.get(j.type, ())]
+    deadline = time.perf_counter() + seconds
+    skipped = 0
+    for done, (j, looser) in enumerate(trials):
+        if time.perf_counter() > deadline:
+            skipped = len(trials) - done
+            break
+        rows = _joint_rows(model, spec, parts, j, looser, parametrization)
+        if rows is None:
             continue
-        for looser in RELAXATIONS.get(j.type, ()):
-            joints = tuple(replace(x, type=looser) if x.name == j.name else x for x in spec.joints)
-            drivers = tuple(d for d in spec.drivers if d.joint != j.name)  # its driver may not fit the new type
-            try:
-                trial = mobility(compile_model(replace(spec, joints=joints, drivers=drivers), parametrization))
-            except CadmotionError:
-                continue
-            removed = len(base.redundant) - len(trial.redundant)
-            if trial.dof == base.dof and removed > 0:
-                found.append((-removed, f"{j.type} {j.name} -> {looser} removes {removed} redundant "
-                                        f"equation{'s' if removed > 1 else ''}"))
-    return [text for _, text in sorted(found)[:limit]]
+        others = np.array([r for r in joint_rows if labels[r][0] != j.name], dtype=int)
+        trial = sps.vstack([J[others], rows]).tocsr()
+        if sum(trial.shape) <= DENSE_FALLBACK:  # one dense QR beats Lanczos when many rows are redundant
+            trial = trial.toarray()
+        norm = np.flatnonzero([labels[r][1] == "normalize" for r in others])
+        info = rank_info(trial, prefer=norm)
+        removed = len(base.redundant) - len(info.redundant)
+        if model.nq - info.rank == base.dof and removed > 0:
+            found.append(((j.type == "fixed", -removed),
+                          f"{j.type} {j.name} -> {looser} removes {removed} redundant "
+                          f"equation{'s' if removed > 1 else ''}"))
+    lines = [text for _, text in sorted(found)[:limit]]
+    if skipped:
+        lines.append(f"({skipped} of {len(trials)} candidate relaxations not tried: time limit)")
+    return lines
+
+
+def _joint_rows(model, spec, parts, joint, looser, parametrization):
+    """Rows of Φq (in ``model``'s columns, at its q0) of ``joint`` made of type ``looser``, or None."""
+    from dataclasses import replace
+
+    import scipy.sparse as sps
+
+    from ..kernel import AngleState, MechanismSpec, compile_model
+    from ..kernel.system import System
+
+    pair = tuple(parts[name] for name in joint.parts)
+    if all(p.fixed for p in pair):
+        return None
+    mini_spec = MechanismSpec(parts=pair, joints=(replace(joint, type=looser),), name=f"{spec.name}: {joint.name}")
+    try:
+        mini = compile_model(mini_spec, parametrization)
+    except CadmotionError:
+        return None
+    Jm = System(mini).jacobian(mini.q0, 0.0, AngleState(mini, mini.q0)).tocsc()
+    keep = [r for r, lab in enumerate(mini.row_labels) if lab[0] == joint.name and lab[1] != "normalize"]
+    nqb = model.nqb
+    cols, src = [], []
+    for b, name in enumerate(mini.body_names):
+        if mini.body_fixed[b]:
+            continue
+        big = model.body_index(name)
+        cols.append(model.body_qadr[big] + np.arange(nqb))
+        src.append(mini.body_qadr[b] + np.arange(nqb))
+    cols, src = np.concatenate(cols), np.concatenate(src)
+    block = Jm[keep][:, src].tocoo()
+    return sps.csr_matrix((block.data, (block.row, cols[block.col])), shape=(len(keep), model.nq))
 
 
 def _load(source, parametrization, drive):
