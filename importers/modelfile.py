@@ -11,6 +11,12 @@ parts (``step = "gripper.step"``). Keys (lengths in the file's ``units``, angles
     [simulation]                      # optional defaults for the command line
     t_end = 2.0
     steps = 200
+    [check]                           # optional defaults for `cadmotion check`
+    clearance = 0.0                   # gap unjointed parts must keep
+    near = 1.0                        # list moving pairs closer than this
+    joint_clearance = -0.05           # with check_jointed: overlap allowed to jointed parts
+    check_jointed = false
+    ignore = [["Link 8", "M2x10*"]]   # pairs (names or globs) whose contact is by design
     [parts.crank]
     fixed = false
     position = [0, 0, 0]              # part frame origin, assembly frame, initial pose
@@ -72,7 +78,7 @@ __all__ = ["read_model_file", "parse_model", "UNITS", "joint_frame"]
 UNITS = {"m": 1.0, "mm": 1e-3, "cm": 1e-2, "in": 0.0254}
 
 _TOP_KEYS = {"units", "gravity", "step", "parts", "joints", "drivers", "forces", "initial_velocity",
-             "simulation", "name", "unreferenced_parts", "density", "material"}
+             "simulation", "check", "name", "unreferenced_parts", "density", "material"}
 _PART_KEYS = {"fixed", "position", "orientation", "mass", "com", "inertia", "color", "density", "material"}
 _JOINT_KEYS = {"name", "type", "parts", "origin", "axis", "xaxis", "axis2", "points", "length", "angle",
                "pitch", "radius", "ratio", "joints", "limits"}
@@ -83,6 +89,7 @@ _FORCE_KEYS = {"name", "type", "parts", "points", "joint", "expression", "stiffn
 # takes one number or three (per axis of its frame) for each of them
 _FORCE_NUMBERS = ("stiffness", "damping", "preload", "rotational_stiffness", "rotational_damping")
 _SIM_KEYS = {"t_end", "steps", "t_start"}
+_CHECK_KEYS = {"clearance", "near", "joint_clearance", "check_jointed", "ignore"}
 
 
 def read_model_file(path):
@@ -198,6 +205,9 @@ def parse_model(data, source="<model>", base_dir="."):
         for k, v in data["simulation"].items():
             settings[k] = ctx.num("[simulation]", k, v)
 
+    if "check" in data:
+        settings.update(_check_settings(ctx, data["check"]))
+
     cad = None
     step_parts = {}
     if "step" in data:
@@ -270,6 +280,33 @@ def parse_model(data, source="<model>", base_dir="."):
     return MechanismSpec(parts=tuple(parts.values()), joints=tuple(joints), drivers=tuple(drivers),
                          forces=tuple(forces), gravity=gravity, initial_velocities=tuple(init_v),
                          name=str(name), source=source, cad=cad, settings=tuple(settings.items()))
+
+
+def _check_settings(ctx, table):
+    """``[check]``: defaults of ``cadmotion check`` (lengths in the file's unit), as settings
+    ``check.<key>``; ``ignore`` is a list of [pattern_a, pattern_b] part-name globs."""
+    item = "[check]"
+    ctx.check_keys(item, table, _CHECK_KEYS)
+    out = {}
+    for key in ("clearance", "near"):
+        if key in table:
+            value = ctx.num(item, key, table[key], length=True)
+            if value < 0:
+                raise ctx.err(item, f"`{key}` must not be negative, got {table[key]!r}")
+            out[f"check.{key}"] = value
+    if "joint_clearance" in table:
+        out["check.joint_clearance"] = ctx.num(item, "joint_clearance", table["joint_clearance"], length=True)
+    if "check_jointed" in table:
+        if not isinstance(table["check_jointed"], bool):
+            raise ctx.err(item, "`check_jointed` must be true or false")
+        out["check.check_jointed"] = table["check_jointed"]
+    if "ignore" in table:
+        pairs = table["ignore"]
+        if not isinstance(pairs, list) or not all(
+                isinstance(p, list) and len(p) == 2 and all(isinstance(n, str) for n in p) for p in pairs):
+            raise ctx.err(item, "`ignore` must be a list of [part_a, part_b] pairs (names or globs like \"M3x20*\")")
+        out["check.ignore"] = tuple(tuple(p) for p in pairs)
+    return out
 
 
 def _replace(part, **kw):

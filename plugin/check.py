@@ -12,7 +12,7 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from ..errors import CadmotionError, DrivingError, SingularityError
+from ..errors import CadmotionError, DrivingError, MechanismError, SingularityError
 
 __all__ = ["CheckReport", "check", "EXIT_CODES"]
 
@@ -219,7 +219,7 @@ def _load(source, parametrization, drive):
 
 
 def check(source, t_end=None, steps=None, *, parametrization="euler-parameters", interference=True,
-          clearance=0.0, near=None, exclude_jointed=True, joint_clearance=0.0, drive=()):
+          clearance=None, near=None, exclude_jointed=None, joint_clearance=None, ignore=(), drive=()):
     """Check a mechanism (a path any importer reads, or a MechanismSpec).
 
     ``drive``: drivers to add, ``"NAME=EXPRESSION"`` each, as ``--drive`` on the command
@@ -233,6 +233,10 @@ def check(source, t_end=None, steps=None, *, parametrization="euler-parameters",
     ``report.near`` with their minimum distance; ``exclude_jointed=False`` also checks
     parts joined by a joint, against ``joint_clearance`` (m; negative allows that much
     overlap, for pins modelled line-to-line).
+    ``ignore`` lists pairs (part names or globs such as ``"M3x20*"``) whose contact is by
+    design (pins in holes, links on their washers). Arguments left at None take the model
+    file's ``[check]`` values, else clearance 0, joint clearance 0, jointed pairs excluded;
+    the file's ``ignore`` pairs are added to ``ignore``.
 
     Never raises for mechanism problems: they are recorded in the report. Errors reading
     the file (:class:`~cadmotion.errors.CadmotionError`) propagate.
@@ -291,9 +295,20 @@ def check(source, t_end=None, steps=None, *, parametrization="euler-parameters",
                 report.limits.append(dict(joint=j.name, coordinate=coord, time=t0, limits=[lo, hi],
                                           message=f"{col} leaves [{lo:.6g}, {hi:.6g}] at t = {t0:.6g} s"))
     if interference and any(p.shape is not None for p in spec.parts):
-        _check_interference(report, motion, spec, clearance=clearance, exclude_jointed=exclude_jointed,
-                            joint_clearance=joint_clearance,
-                            near=clearance + _NEAR_MARGIN if near is None else near)
+        clearance = _setting(spec, "clearance", clearance, 0.0)
+        near = _setting(spec, "near", near, clearance + _NEAR_MARGIN)
+        if exclude_jointed is None:
+            exclude_jointed = not spec.setting("check.check_jointed", False)
+        try:
+            pairs = ignored_pairs(spec, tuple(ignore) + tuple(spec.setting("check.ignore", ())))
+        except CadmotionError as exc:
+            report.status = "error"
+            report.messages.append(f"interference not checked: {exc}")
+            return report
+        else:
+            _check_interference(report, motion, spec, clearance=clearance, exclude_jointed=exclude_jointed,
+                                joint_clearance=_setting(spec, "joint_clearance", joint_clearance, 0.0),
+                                near=near, ignore=pairs)
     if any(e.kind in ("lockup", "singular", "branch") for e in motion.events) or not motion.complete:
         report.status = "locks"
     elif report.collisions:
@@ -305,6 +320,35 @@ def check(source, t_end=None, steps=None, *, parametrization="euler-parameters",
 
 #: m; pairs this much beyond their clearance are listed as close by default
 _NEAR_MARGIN = 1e-3
+
+
+def _setting(spec, key, given, default):
+    """An argument, else the model file's ``[check]`` value, else ``default``."""
+    if given is not None:
+        return given
+    return spec.setting(f"check.{key}", default)
+
+
+def ignored_pairs(spec, patterns):
+    """Concrete (part_a, part_b) pairs matching ``patterns`` (names or fnmatch globs), a != b.
+
+    A pattern pair that matches no two parts raises :class:`MechanismError` naming it, so
+    that a renamed part does not silently turn an exception off.
+    """
+    from fnmatch import fnmatchcase
+
+    names = [p.name for p in spec.parts if p.shape is not None] or [p.name for p in spec.parts]
+    out = set()
+    for a, b in patterns:
+        first = [n for n in names if fnmatchcase(n, a)]
+        second = [n for n in names if fnmatchcase(n, b)]
+        found = {tuple(sorted((x, y))) for x in first for y in second if x != y}
+        if not found:
+            missing = a if not first else b
+            raise MechanismError(f"ignore pair [{a!r}, {b!r}] matches no two parts ({missing!r} matches none)",
+                                 hint="use part names as `cadmotion inspect` lists them; * and ? are wildcards")
+        out |= found
+    return sorted(out)
 
 
 def _check_interference(report, motion, spec, **options):

@@ -39,6 +39,13 @@ def _float(text):
         raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
 
 
+def _pair(text):
+    parts = [p.strip() for p in text.split(",")]
+    if len(parts) != 2 or not all(parts):
+        raise CadmotionError(f"--ignore {text!r}: expected PART_A,PART_B")
+    return tuple(parts)
+
+
 def _vector(text):
     parts = text.split(",")
     if len(parts) != 3:
@@ -86,13 +93,16 @@ def build_parser():
     chk.add_argument("--report", default=None, help="also write the JSON report to this file")
     chk.add_argument("--no-interference", dest="interference", action="store_false",
                      help="skip the collision check of parts with geometry")
-    chk.add_argument("--clearance", type=_float, default=0.0,
-                     help="gap unjointed parts must keep, in metres (default 0: report touching parts)")
+    chk.add_argument("--clearance", type=_float, default=None,
+                     help="gap unjointed parts must keep, in metres (default: the model's [check], else 0: "
+                          "report touching parts)")
     chk.add_argument("--near", type=_float, default=None,
                      help="list pairs closer than this (m) with their minimum distance (default clearance + 1 mm)")
-    chk.add_argument("--check-jointed", action="store_true",
+    chk.add_argument("--check-jointed", action="store_true", default=None,
                      help="also check parts joined by a joint, against --joint-clearance")
-    chk.add_argument("--joint-clearance", type=_float, default=0.0,
+    chk.add_argument("--ignore", action="append", default=[], metavar="PART_A,PART_B",
+                     help="a pair whose contact is by design (names or globs, e.g. \"Link*,M3x20*\"); repeatable")
+    chk.add_argument("--joint-clearance", type=_float, default=None,
                      help="gap jointed parts must keep, m; negative allows that much overlap (pins line-to-line)")
 
     eq = sub.add_parser("equations", help="print the generated constraint equations and Jacobian blocks")
@@ -209,7 +219,8 @@ def cmd_check(args):
     try:
         report = check(_load_spec(args), t_end=args.t_end, steps=args.steps, parametrization=args.parametrization,
                        interference=args.interference, clearance=args.clearance, near=args.near,
-                       exclude_jointed=not args.check_jointed, joint_clearance=args.joint_clearance)
+                       exclude_jointed=None if args.check_jointed is None else not args.check_jointed,
+                       joint_clearance=args.joint_clearance, ignore=[_pair(text) for text in args.ignore])
     except CadmotionError as exc:
         report = CheckReport(model=args.model, status="error", messages=[str(exc)])
     data = report.to_dict()

@@ -1839,8 +1839,9 @@ def find_interference(motion, spec=None, *, exclude_jointed=True, clearance=0.0,
         values allow that much penetration (pins modelled line-to-line). A joint's own
         ``clearance`` parameter takes precedence.
     near : float, optional
-        m; pairs whose minimum distance is at most ``near`` without violating their
-        threshold are listed in ``report.near`` with that distance. Default: no such list.
+        m; pairs that move relative to each other and whose minimum distance is at most
+        ``near`` without violating their threshold are listed in ``report.near`` with that
+        distance. Default: no such list.
     ignore : iterable of (part_a, part_b)
         Pairs not to check.
     check_static : bool, default False
@@ -2008,7 +2009,8 @@ def find_interference(motion, spec=None, *, exclude_jointed=True, clearance=0.0,
         if entry is None:
             continue
         if entry.kind == "near":
-            report.near.append(entry)
+            if moving:  # a static pair's gap never changes: nothing to watch along the motion
+                report.near.append(entry)
         elif moving or check_static:
             report.collisions.append(entry)
         else:

@@ -104,3 +104,48 @@ def test_check_statuses_of_the_samples():
     (c,) = collided.collisions
     assert set(c["parts"]) == {"bar", "post"}
     assert c["first_time"] == pytest.approx(T_COLLIDE, abs=1e-6)
+
+
+def _with_check_table(tmp_path, table):
+    """The collide sample with a [check] table, beside its STEP file."""
+    text = (SAMPLES / "collide.cadmotion.toml").read_text().replace('step = "collide.step"',
+                                                                    f'step = "{SAMPLES / "collide.step"}"')
+    path = tmp_path / "collide_checked.cadmotion.toml"
+    path.write_text(text + "\n[check]\n" + table + "\n")
+    return path
+
+
+def test_contacts_by_design_are_ignored_from_the_model_file_or_the_command_line(tmp_path, capsys):
+    from cadmotion import check
+    from cadmotion.plugin.cli import main
+
+    allowed = check(_with_check_table(tmp_path, 'ignore = [["b?r", "po*"]]'))  # globs
+    assert allowed.status == "ok" and allowed.collisions == []
+    assert check(SAMPLES / "collide.cadmotion.toml", ignore=[("post", "bar")]).status == "ok"
+    assert main(["check", str(SAMPLES / "collide.cadmotion.toml"), "--ignore", "bar,post"]) == 0
+    # a pattern that matches nothing is an error, so a renamed part cannot switch a check off
+    stale = check(_with_check_table(tmp_path, 'ignore = [["bar", "pillar"]]'))
+    assert stale.status == "error" and any("'pillar' matches none" in m for m in stale.messages)
+    capsys.readouterr()
+
+
+def test_clearance_from_the_model_file_and_the_command_line_overriding_it(tmp_path):
+    """A 5 mm clearance makes the bar 'collide' earlier: when the post axis is 10 + 10 + 5 mm
+    from the bar's face, R sin(phi - theta) = 25 mm."""
+    from cadmotion import check
+
+    early = PHI_POST - math.asin(25.0 / R_POST)
+    path = _with_check_table(tmp_path, "clearance = 5.0")  # mm, the file's unit
+    (c,) = check(path).collisions
+    assert c["first_time"] == pytest.approx(early, abs=1e-6)
+    (c,) = check(path, clearance=0.0).collisions
+    assert c["first_time"] == pytest.approx(T_COLLIDE, abs=1e-6)
+
+
+def test_a_bad_check_table_names_the_key(tmp_path):
+    from cadmotion.errors import ModelFileError
+
+    for table, message in [("clearence = 1", "unknown key"), ("ignore = [\"bar\"]", r"list of \[part_a, part_b\]"),
+                           ("clearance = -1", "must not be negative")]:
+        with pytest.raises(ModelFileError, match=message):
+            load(_with_check_table(tmp_path, table))
