@@ -5,7 +5,8 @@ bodies in absolute coordinates (Euler parameters), N revolute joints (5 equation
 them are redundant for the planar loop and are found by the rank-revealing step). Released
 from rest, 0..10 s. Formulation ``projection`` (index 1, positions and velocities projected
 onto the joints after steps whenever they are violated by more than CM_PROJECTION_TOL = 1e-10),
-integrator scipy DOP853 at rtol = atol = CM_TOL (1e-8).
+integrator DOP853 at rtol = atol = CM_TOL (1e-8), run by the compiled DOP853 loop
+(kernel/dynamics/_dop853.py; ``integrator`` in the JSON says which loop ran).
 
 Environment: CM_TOL, CM_FORMULATION, CM_INTEGRATOR, CM_DT; PEERS_P2_N, PEERS_REPEAT.
 Prints one JSON line.
@@ -105,7 +106,8 @@ for N in p2_N_list():
                         probe_t=P2["t_probe"], probe_xy=probe.tolist(), message=motion.message))
     print(results[-1], file=sys.stderr)
 emit(dict(engine="cadmotion", problem="P2",
-          integrator=f"scipy {INTEGRATOR} on the index-1 equations in absolute coordinates ({FORMULATION}), "
-                     "compiled right-hand side, band Cholesky of the Schur complement",
+          integrator=f"{'compiled' if 'DOP853 in the compiled loop' in res.notes else 'scipy'} {INTEGRATOR} on the "
+                     f"index-1 equations in absolute coordinates ({FORMULATION}), compiled right-hand side, band "
+                     "Cholesky of the Schur complement",
           settings=f"rtol=atol={TOL}" + (f", dt={DT}" if DT else "") + (f", projection tol {PTOL}" if OPTIONS else ""),
           results=results))

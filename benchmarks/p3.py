@@ -3,7 +3,9 @@
 The model is the sample ``samples/dynamics/double_pendulum.cadmotion.toml``: two rods in absolute
 coordinates (Euler parameters) and two revolute joints built in 3-D, released from rest with both
 rods horizontal (E(0) = 0). Formulation ``projection``, integrator DOP853 at
-rtol = atol = CM_TOL (3e-13; the motion is chaotic, the tip error grows with the tolerance).
+rtol = atol = CM_TOL (3e-13; the motion is chaotic, the tip error grows with the tolerance), run
+by the compiled DOP853 loop (kernel/dynamics/_dop853.py: scipy's method and step control, the
+whole integration in compiled code; ``integrator`` in the JSON says which loop ran).
 The wall time is the whole ``run`` call (assembly, integration, the output frame at t = 10 s).
 
 Environment: CM_TOL, CM_FORMULATION, CM_INTEGRATOR, CM_DT; PEERS_REPEAT. Prints one JSON line.
@@ -56,8 +58,8 @@ tip = p3_tip(p1, p2)
 (a1, v1), (a2, v2) = angles(motion, 0)
 E0, E1 = p3_energy(a1, a2, v1, v2), p3_energy(p1, p2, w1, w2)
 emit(dict(engine="cadmotion", problem="P3",
-          integrator=f"scipy {INTEGRATOR} on the index-1 equations in absolute coordinates ({FORMULATION}), "
-                     "compiled right-hand side",
+          integrator=f"{'compiled' if 'DOP853 in the compiled loop' in res.notes else 'scipy'} {INTEGRATOR} on the "
+                     f"index-1 equations in absolute coordinates ({FORMULATION}), compiled right-hand side",
           settings=f"rtol=atol={TOL}" + (f", dt={DT}" if DT else ""),
           tip_x=tip[0], tip_y=tip[1], energy_end_J=E1, energy_drift_J=E1 - E0,
           n_rhs_evals=res.nfev, n_steps=res.nsteps, complete=motion.complete, message=motion.message,

@@ -173,21 +173,26 @@ def cross(a0, a1, a2, b0, b1, b2):
 
 
 @numba.njit(**_JIT)
-def forces(nmov, gravf, Jw, w, vc, A, rc, F, N,
-           sp_ia, sp_ib, sp_da, sp_db, sp_k, sp_c, sp_l0, sp_F0,
-           ax_ia, ax_ib, ax_Ri, ax_Rj, ax_k, ax_c, ax_tau0, ax_expr, ax_ref, tau,
-           bl_ia, bl_ib, bl_Ri, bl_Rj, bl_k, bl_c):
-    """Applied forces F and moments about the com N (nb, 3), and the non-conservative power."""
-    nb = F.shape[0]
-    for b in range(nb):
-        for i in range(3):
-            F[b, i] = 0.0
-            N[b, i] = 0.0
-    for b in range(nmov):
-        for i in range(3):
-            F[b, i] = gravf[b, i]
+def axis_angle(A, a, b, Ri, Rj):
+    """(raw angle in (−π, π] rad, axis z (world)) of an axis element between bodies a and b:
+    the angle from marker i's x axis to marker j's x axis about marker i's z axis."""
+    Wi = np.zeros((3, 3))
+    Wj = np.zeros((3, 3))
+    for i in range(3):
+        for j in range(3):
+            for k in range(3):
+                Wi[i, j] += A[a, i, k] * Ri[k, j]
+                Wj[i, j] += A[b, i, k] * Rj[k, j]
+    ydx = Wi[0, 1] * Wj[0, 0] + Wi[1, 1] * Wj[1, 0] + Wi[2, 1] * Wj[2, 0]
+    xdx = Wi[0, 0] * Wj[0, 0] + Wi[1, 0] * Wj[1, 0] + Wi[2, 0] * Wj[2, 0]
+    return math.atan2(ydx, xdx), Wi[0, 2], Wi[1, 2], Wi[2, 2]
+
+
+@numba.njit(**_JIT)
+def spring_forces(A, rc, w, vc, F, N, sp_ia, sp_ib, sp_da, sp_db, sp_k, sp_c, sp_l0, sp_F0):
+    """Translational spring-damper-actuators: adds to F (N) and N (N m, about the com), returns
+    their non-conservative power (W)."""
     power = 0.0
-    # translational spring-damper-actuators
     for s in range(sp_ia.shape[0]):
         a, bb = sp_ia[s], sp_ib[s]
         pa = np.zeros(3)
@@ -220,24 +225,21 @@ def forces(nmov, gravf, Jw, w, vc, A, rc, F, N,
             N[bb, i] += mb[i]
             N[a, i] -= ma[i]
         power -= sp_c[s] * ld * ld
-    # axis elements: rotational spring-dampers and torques about a joint axis
+    return power
+
+
+@numba.njit(**_JIT)
+def axis_forces(A, w, N, ax_ia, ax_ib, ax_Ri, ax_Rj, ax_k, ax_c, ax_tau0, ax_expr, ax_ref, tau):
+    """Axis elements (rotational spring-dampers, torques about a joint axis): adds to N (N m),
+    returns their non-conservative power (W)."""
+    power = 0.0
     two_pi = 2.0 * math.pi
     for s in range(ax_ia.shape[0]):
         a, bb = ax_ia[s], ax_ib[s]
-        Wi = np.zeros((3, 3))
-        Wj = np.zeros((3, 3))
-        for i in range(3):
-            for j in range(3):
-                for k in range(3):
-                    Wi[i, j] += A[a, i, k] * ax_Ri[s, k, j]
-                    Wj[i, j] += A[bb, i, k] * ax_Rj[s, k, j]
-        ydx = Wi[0, 1] * Wj[0, 0] + Wi[1, 1] * Wj[1, 0] + Wi[2, 1] * Wj[2, 0]
-        xdx = Wi[0, 0] * Wj[0, 0] + Wi[1, 0] * Wj[1, 0] + Wi[2, 0] * Wj[2, 0]
-        raw = math.atan2(ydx, xdx)
+        raw, z0, z1, z2 = axis_angle(A, a, bb, ax_Ri[s], ax_Rj[s])
         theta = raw + two_pi * np.round((ax_ref[s] - raw) / two_pi)
-        z0, z1, z2 = Wi[0, 2], Wi[1, 2], Wi[2, 2]
         rate = z0 * (w[bb, 0] - w[a, 0]) + z1 * (w[bb, 1] - w[a, 1]) + z2 * (w[bb, 2] - w[a, 2])
-        if ax_expr[s]:
+        if ax_expr[s] != 0:
             t = tau[s]
             power += t * rate
         else:
@@ -249,7 +251,14 @@ def forces(nmov, gravf, Jw, w, vc, A, rc, F, N,
         N[a, 0] -= t * z0
         N[a, 1] -= t * z1
         N[a, 2] -= t * z2
-    # 3-D rotational spring-dampers (spherical-type joints)
+    return power
+
+
+@numba.njit(**_JIT)
+def ball_forces(A, w, N, bl_ia, bl_ib, bl_Ri, bl_Rj, bl_k, bl_c):
+    """3-D rotational spring-dampers (spherical-type joints): adds to N (N m), returns their
+    non-conservative power (W)."""
+    power = 0.0
     for s in range(bl_ia.shape[0]):
         a, bb = bl_ia[s], bl_ib[s]
         Wi = np.zeros((3, 3))
@@ -448,16 +457,20 @@ def f1(df, di, k):
     return df[o: o + di[4 * k + 1]]
 
 
+# the 2-D and 3-D views are made with as_strided: ``reshape`` is a library call costing ~30 ns,
+# which added up to a tenth of an evaluation of a small model
 @numba.njit(**_JIT)
 def f2(df, di, k):
     o, d0, d1 = di[4 * k], di[4 * k + 1], di[4 * k + 2]
-    return df[o: o + d0 * d1].reshape((d0, d1))
+    s = df.itemsize
+    return np.lib.stride_tricks.as_strided(df[o: o + d0 * d1], (d0, d1), (s * d1, s))
 
 
 @numba.njit(**_JIT)
 def f3(df, di, k):
     o, d0, d1, d2 = di[4 * k], di[4 * k + 1], di[4 * k + 2], di[4 * k + 3]
-    return df[o: o + d0 * d1 * d2].reshape((d0, d1, d2))
+    s = df.itemsize
+    return np.lib.stride_tricks.as_strided(df[o: o + d0 * d1 * d2], (d0, d1, d2), (s * d1 * d2, s * d2, s))
 
 
 @numba.njit(**_JIT)
@@ -468,8 +481,7 @@ def i1(di, k):
 
 @numba.njit(**_JIT)
 def i2(di, k):
-    o, d0, d1 = di[4 * k], di[4 * k + 1], di[4 * k + 2]
-    return di[o: o + d0 * d1].reshape((d0, d1))
+    return f2(di, di, k)
 
 
 @numba.njit(**_JIT)
@@ -518,6 +530,7 @@ COMMON = [
     ("qf", "w", 1), ("qdf", "w", 1), ("A", "w", 3), ("rho", "w", 2), ("rc", "w", 2), ("E", "w", 3), ("Jw", "w", 3),
     ("Jwinv", "w", 3), ("B", "w", 3), ("bdot", "w", 2), ("w", "w", 2), ("vc", "w", 2), ("Jc", "w", 3),
     ("gam", "w", 1), ("pt", "w", 1), ("ph", "w", 1), ("aux", "w", 1),
+    ("is_angle", "i", 1), ("mref", "d", 1),
 ]
 GROUP = [("gather", "i", 2), ("markers", "f", 2), ("params", "f", 2), ("bodies", "i", 2), ("F", "d", 2),
          ("ref", "d", 2), ("mpos", "i", 2)]
@@ -532,6 +545,41 @@ I_STAB = _I["stab"]
 I_QF, I_QDF, I_A, I_RHO, I_RC, I_E, I_JW, I_JWINV, I_B, I_BDOT, I_W, I_VC, I_JC, I_GAM, I_PT, I_PH, I_AUX = (
     _I[n] for n in ("qf", "qdf", "A", "rho", "rc", "E", "Jw", "Jwinv", "B", "bdot", "w", "vc", "Jc", "gam", "pt",
                     "ph", "aux"))
+I_IS_ANGLE, I_MREF = _I["is_angle"], _I["mref"]
+
+
+@numba.njit(**_JIT)
+def count(di, k):
+    """The length of packed array k (its first dimension)."""
+    return di[4 * k + 1]
+
+
+@numba.njit(**_JIT)
+def applied_forces(df, di, dd, ws, F, N):
+    """Gravity and the force elements the model has (from the workspace's body kinematics):
+    F (N) and moments about the com N (N m), (nb, 3); returns the non-conservative power (W)."""
+    nmov = i1(di, I_SIZES)[1]
+    gravf = f2(df, di, I_GRAVF)
+    F[:] = 0.0
+    N[:] = 0.0
+    for b in range(nmov):
+        for i in range(3):
+            F[b, i] = gravf[b, i]
+    power = 0.0
+    A = f3(ws, di, I_A)
+    w = f2(ws, di, I_W)
+    if count(di, I_SP):
+        power += spring_forces(A, f2(ws, di, I_RC), w, f2(ws, di, I_VC), F, N, i1(di, I_SP), i1(di, I_SP + 1),
+                               f2(df, di, I_SP + 2), f2(df, di, I_SP + 3), f1(df, di, I_SP + 4), f1(df, di, I_SP + 5),
+                               f1(df, di, I_SP + 6), f1(df, di, I_SP + 7))
+    if count(di, I_AX):
+        power += axis_forces(A, w, N, i1(di, I_AX), i1(di, I_AX + 1), f3(df, di, I_AX + 2), f3(df, di, I_AX + 3),
+                             f1(df, di, I_AX + 4), f1(df, di, I_AX + 5), f1(df, di, I_AX + 6), i1(di, I_AX + 7),
+                             f1(dd, di, I_AX + 8), f1(dd, di, I_AX + 9))
+    if count(di, I_BL):
+        power += ball_forces(A, w, N, i1(di, I_BL), i1(di, I_BL + 1), f3(df, di, I_BL + 2), f3(df, di, I_BL + 3),
+                             f1(df, di, I_BL + 4), f1(df, di, I_BL + 5))
+    return power
 
 
 @numba.njit(**_JIT)
@@ -583,14 +631,7 @@ def stage_rhs(t, y, df, di, dd, ws):
             gam[r] += -2.0 * stab[0] * vres[r] - stab[1] * stab[1] * ph[r]
     Fo = np.empty((nb, 3))
     No = np.empty((nb, 3))
-    power = forces(nmov, f2(df, di, I_GRAVF), Jw, w, f2(ws, di, I_VC), f3(ws, di, I_A), f2(ws, di, I_RC), Fo, No,
-                   i1(di, I_SP), i1(di, I_SP + 1), f2(df, di, I_SP + 2), f2(df, di, I_SP + 3), f1(df, di, I_SP + 4),
-                   f1(df, di, I_SP + 5), f1(df, di, I_SP + 6), f1(df, di, I_SP + 7),
-                   i1(di, I_AX), i1(di, I_AX + 1), f3(df, di, I_AX + 2), f3(df, di, I_AX + 3), f1(df, di, I_AX + 4),
-                   f1(df, di, I_AX + 5), f1(df, di, I_AX + 6), i1(di, I_AX + 7) != 0, f1(dd, di, I_AX + 8),
-                   f1(dd, di, I_AX + 9),
-                   i1(di, I_BL), i1(di, I_BL + 1), f3(df, di, I_BL + 2), f3(df, di, I_BL + 3), f1(df, di, I_BL + 4),
-                   f1(df, di, I_BL + 5))
+    power = applied_forces(df, di, dd, ws, Fo, No)
     f = np.empty(nv)
     for b in range(nmov):
         Jww0 = Jw[b, 0, 0] * w[b, 0] + Jw[b, 0, 1] * w[b, 1] + Jw[b, 0, 2] * w[b, 2]
@@ -669,3 +710,37 @@ def velocity_step(y, df, di, dd, ws, tol):
         for i in range(6 * nmov):
             y[nq + i] += dv[i]
     return viol
+
+
+# ---------------------------------------------------------------- after an accepted step
+@numba.njit(**_JIT)
+def unwrap(raw, ref):
+    """ref ← the continuous angles: raw (rad, wrapped) plus the turns nearest to ref (2-D)."""
+    two_pi = 2.0 * math.pi
+    for i in range(raw.shape[0]):
+        for j in range(raw.shape[1]):
+            ref[i, j] = raw[i, j] + two_pi * np.round((ref[i, j] - raw[i, j]) / two_pi)
+
+
+@numba.njit(**_JIT)
+def accept_refs(df, di, dd, ws):
+    """After an evaluation at an accepted state: the axis elements' angle references and the
+    joint measures' continuity references (``mref``, angles only) follow that state."""
+    two_pi = 2.0 * math.pi
+    A = f3(ws, di, I_A)
+    ia, ib = i1(di, I_AX), i1(di, I_AX + 1)
+    Ri, Rj = f3(df, di, I_AX + 2), f3(df, di, I_AX + 3)
+    ref = f1(dd, di, I_AX + 8)
+    for s in range(ia.shape[0]):
+        raw = axis_angle(A, ia[s], ib[s], Ri[s], Rj[s])[0]
+        ref[s] = raw + two_pi * np.round((ref[s] - raw) / two_pi)
+    aux = f1(ws, di, I_AUX)
+    is_angle = i1(di, I_IS_ANGLE)
+    mref = f1(dd, di, I_MREF)
+    for p in range(mref.shape[0]):
+        raw = aux[3 + p]
+        if is_angle[p]:
+            mref[p] = raw + two_pi * np.round((mref[p] - raw) / two_pi)
+        else:
+            mref[p] = raw
+

@@ -42,6 +42,14 @@ ODE formulations run with scipy's ``RK23``, ``RK45``, ``DOP853``, ``Radau``, ``B
 the explicit methods (RK*, DOP853); the implicit/multistep ones keep their history and
 only the output frames are projected.
 
+``projection`` and ``baumgarte`` take the options ``fast`` (default True: the compiled
+right-hand side of :mod:`.fast` when numba is available) and ``compiled_loop`` (default True:
+with ``DOP853``, the whole integration loop — steps, step-size control, dense output,
+projections and angle bookkeeping — runs compiled (:mod:`._dop853`) when nothing in ẏ is
+evaluated in Python, i.e. no drivers' time functions and no expression torques). The compiled
+loop is scipy's DOP853 (same coefficients, initial step, error norm and step-size control), so
+it takes the same steps up to round-off and the results are those of the scipy driver.
+
 Contract (subclasses of :class:`Formulation`, like scipy's ``OdeSolver``)
 ------------------------------------------------------------------------
 ``name``                  registry key.
@@ -59,6 +67,9 @@ ODE formulations implement ``initial_state(t, q, v) -> y``, ``rhs(t, y) -> ẏ``
 ``accept(t, y) -> y or None`` (after each accepted step; may return a corrected state)
 and ``unpack(t, y) -> (q, v, work)``; the base class ``solve`` drives the integrators.
 The last state component is always the non-conservative work W (J), Ẇ = P_nc.
+An index-1 formulation opts in to the compiled DOP853 loop by the option ``compiled_loop``;
+its ``accept`` must then be what the loop does in compiled code: the angle bookkeeping,
+then the projection given by ``_step_projection() -> (tol, max_iter) or None``.
 """
 
 from __future__ import annotations
@@ -105,6 +116,7 @@ class DynamicsResult:
     success : False if the run stopped early; ``message`` and ``t_fail`` say why and when
     nfev : right-hand side (or residual) evaluations; ``nsteps`` accepted steps;
     nfactor : matrix factorisations; ``nproject`` projections applied
+    notes : remarks on the run (e.g. "DOP853 in the compiled loop")
     """
 
     t: np.ndarray
@@ -220,11 +232,17 @@ class Formulation:
         try:
             if integrator == "RK4":
                 self._run_rk4(times, y, rec, dt)
+            elif integrator == "DOP853" and self._compiled_loop_applies(times, rtol, atol):
+                self._run_compiled(times, y, rec, rtol, atol)
             else:
                 self._run_scipy(times, y, rec, integrator, rtol, atol)
         except _Stop:
             pass
         return rec.result(self)
+
+    def _compiled_loop_applies(self, times, rtol, atol):
+        """True when :meth:`_run_compiled` can replace scipy's DOP853 (index-1 formulations)."""
+        return False
 
     def _run_rk4(self, times, y, rec, dt):
         f = self._counted_rhs
@@ -346,6 +364,7 @@ class _Recorder:
         self.message = ""
         self.t_fail = None
         self.nsteps = 0
+        self.notes = []
 
     def record(self, t, y, accepted=True, unpack=None):
         form = self.form
@@ -371,6 +390,7 @@ class _Recorder:
             work=np.array(self.w), angles=self.angles, refs=self.refs, measures=np.array(self.meas).reshape(len(self.t), -1),
             success=self.success, message=self.message,
             t_fail=self.t_fail, nfev=form.nfev, nsteps=self.nsteps, nfactor=form.nfactor, nproject=form.nproject,
+            notes=list(self.notes),
         )
 
 
@@ -394,6 +414,50 @@ class _IndexOne(Formulation):
             from .fast import fast_rhs
 
             self._fast = fast_rhs(self.dyn, self.angles, self.refs, baumgarte)
+
+    def _step_projection(self):
+        """(tol, max_iter) of the projection onto the joints after accepted steps, or None."""
+        return None
+
+    def _compiled_loop_applies(self, times, rtol, atol):
+        fast = self._fast
+        return bool(self.options.get("compiled_loop", False) and fast is not None and fast.self_contained
+                    and np.ndim(rtol) == 0 and np.ndim(atol) == 0 and np.isfinite(rtol) and atol >= 0
+                    and times[-1] > times[0] and np.all(np.diff(times) >= 0))
+
+    def _run_compiled(self, times, y0, rec, rtol, atol):
+        """DOP853 in one compiled loop (:meth:`.fast.FastRHS.dop853`): the steps, projections and
+        angle bookkeeping of :meth:`_run_scipy` without returning to Python per step."""
+        from . import _dop853 as D
+
+        eps100 = 100 * np.finfo(float).eps
+        if rtol < eps100:  # as scipy's validate_tol
+            import warnings
+
+            warnings.warn(f"At least one element of `rtol` is too small. Setting `rtol = np.maximum(rtol, {eps100})`.",
+                          stacklevel=4)
+            rtol = eps100
+        ptol, max_iter = self._step_projection() or (None, 0)
+        meas = self._meas_ref if len(self.model.joint_measures) else None
+        status, Y, snaps, stats = self._fast.dop853(times, y0, rtol, atol, ptol, max_iter, meas_ref=meas)
+        rec.notes.append("DOP853 in the compiled loop")
+        self.nfev += int(stats[D.S_NFEV])
+        self.nproject += int(stats[D.S_NPROJECT])
+        rec.nsteps += int(stats[D.S_NSTEPS])
+        for k in range(1, int(stats[D.S_K])):
+            mref = self._fast.restore(snaps[k])
+            if meas is not None:
+                self._meas_ref = mref
+            rec.record(times[k], Y[k])
+        t_fail, t_eval = stats[D.S_T_FAIL], stats[D.S_T_EVAL]
+        if status == D.NOT_FINITE:
+            rec.fail(t_fail, f"the equations of motion could not be solved after t = {t_fail:.6g} s: the accelerations "
+                             f"are not finite at t = {t_eval:.6g} s")
+        elif status == D.STEP_COLLAPSE:
+            rec.fail(t_fail, f"the integrator DOP853 failed after t = {t_fail:.6g} s: Required step size is less than "
+                             "spacing between numbers. (step size collapse: the model is stiff, singular or blows up)")
+        elif status == D.NAN_STATE:
+            rec.fail(t_fail, f"the solution became NaN/inf after t = {t_fail:.6g} s")
 
     def rhs(self, t, y):
         if self._fast is not None:
@@ -442,7 +506,7 @@ class ProjectionFormulation(_IndexOne):
     """Index 1 with projection of positions and velocities after steps."""
 
     name = "projection"
-    defaults = {"tol": None, "max_iter": 5, "fast": True}
+    defaults = {"tol": None, "max_iter": 5, "fast": True, "compiled_loop": True}
 
     def __init__(self, dyn, **kw):
         super().__init__(dyn, **kw)
@@ -458,9 +522,13 @@ class ProjectionFormulation(_IndexOne):
             self._qrows = rank_info(J).independent
         return self._qrows
 
+    def _step_projection(self):
+        tol = self.options["tol"] if self.options["tol"] is not None else self.atol
+        return tol, self.options["max_iter"]
+
     def _project(self, t, y, count=True):
         nq, nv = self.nq, self.nv
-        tol = self.options["tol"] if self.options["tol"] is not None else self.atol
+        tol = self._step_projection()[0]
         q, v = y[:nq], y[nq: nq + nv]
         dyn = self.dyn
         aux = self._fast_aux(y)
@@ -522,7 +590,7 @@ class BaumgarteFormulation(_IndexOne):
     """Index 1 with Baumgarte stabilisation Jv v̇ = γ̂ − 2α Φ̇ − β² Φ."""
 
     name = "baumgarte"
-    defaults = {"alpha": 10.0, "beta": 10.0, "fast": True}
+    defaults = {"alpha": 10.0, "beta": 10.0, "fast": True, "compiled_loop": True}
 
     def __init__(self, dyn, **kw):
         super().__init__(dyn, **kw)

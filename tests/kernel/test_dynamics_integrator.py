@@ -1,0 +1,292 @@
+"""The compiled DOP853 loop (kernel/dynamics/_dop853.py) against independent references.
+
+References: scipy's DOP853 driving the same compiled right-hand side (the Python loop of
+``Formulation._run_scipy``, option ``compiled_loop=False``), the double pendulum's
+minimal-coordinate Lagrange equations integrated by scipy at 1e-13, the P3 reference tip,
+the closed-form motion of a nut on a screw, conservation of energy, and a toy ODE with a
+closed-form solution on which the integrator templates are compiled alone (order of one step
+and of the dense output, scipy's solve_ivp step for step, a failed evaluation).
+"""
+
+import inspect
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.integrate import solve_ivp
+
+from cadmotion.importers.modelfile import read_model_file
+from cadmotion.kernel import compile_model
+from cadmotion.kernel.dynamics import fast
+from cadmotion.kernel.dynamics.forward import run
+
+SAMPLES = Path(__file__).resolve().parents[2] / "samples" / "dynamics"
+P3_TIP = np.array([-1.655867425202119, -0.5284454840664549])  # peers/reference, its own error ≈ 6e-9 m
+COMPILED = "DOP853 in the compiled loop"
+
+pytestmark = pytest.mark.skipif(not fast.available(), reason="numba is not available")
+numba = pytest.importorskip("numba")
+
+
+def model(name):
+    return compile_model(read_model_file(SAMPLES / f"{name}.cadmotion.toml"))
+
+
+def _run(mdl, t_end, steps, tol, compiled=True, formulation="projection"):
+    m, res = run(mdl, t_end, steps, formulation=formulation, rtol=tol, atol=tol, options={"compiled_loop": compiled})
+    assert m.complete, m.message
+    assert (COMPILED in res.notes) == compiled
+    return m, res
+
+
+def _spinning_pendulum(build):
+    """A pendulum on a tilted revolute joint with a rotational spring, spun up: several turns
+    in 2 s, so the spring's angle reference and the joint coordinate must follow the turns."""
+    return compile_model(build({
+        "gravity": [0, -9.81, 0],
+        "parts": {"ground": {"fixed": True},
+                  "arm": {"position": [0, 0, 0], "orientation": [0.9, 0.2, 0.3, 0.1], "mass": 1.5,
+                          "com": [0.3, 0.1, 0.05], "inertia": [0.02, 0.03, 0.04, 0.001, 0.002, 0.0]}},
+        "joints": [{"name": "pivot", "type": "revolute", "parts": ["ground", "arm"], "origin": [0, 0, 0],
+                    "axis": [0, 0.3, 1]}],
+        "forces": [{"name": "s", "type": "rotational-spring-damper", "joint": "pivot", "stiffness": 0.05}],
+        "initial_velocity": {"arm": {"angular_velocity": [0.5, 3.0, 10.0]}},
+    }))
+
+
+CASES = {
+    # name: (model, formulation, t_end (s), tolerance)
+    "double pendulum": (lambda build: model("double_pendulum"), "projection", 2.0, 1e-10),
+    "four-bar (redundant rows)": (lambda build: model("four_bar"), "projection", 2.0, 1e-9),
+    "four-bar, baumgarte": (lambda build: model("four_bar"), "baumgarte", 2.0, 1e-9),
+    "spinning pendulum with spring": (_spinning_pendulum, "projection", 2.0, 1e-10),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_compiled_loop_takes_the_steps_of_scipys_dop853(case, build):
+    make, formulation, t_end, tol = CASES[case]
+    mdl = make(build)
+    a, ra = _run(mdl, t_end, 20, tol, True, formulation)
+    b, rb = _run(mdl, t_end, 20, tol, False, formulation)
+    # the same method and step control: the same steps up to round-off
+    assert abs(ra.nsteps - rb.nsteps) <= 2, (ra.nsteps, rb.nsteps)
+    assert abs(ra.nfev - rb.nfev) <= 30, (ra.nfev, rb.nfev)
+    # and the same solution, frames between steps included (dense output), to 100 × tol
+    np.testing.assert_allclose(a.position, b.position, rtol=0, atol=100 * tol)
+    np.testing.assert_allclose(a.velocity, b.velocity, rtol=0, atol=1e3 * tol)
+    for ca, cb in zip(a.joint_coordinates, b.joint_coordinates):
+        np.testing.assert_allclose(ca.values, cb.values, rtol=0, atol=100 * tol)
+    np.testing.assert_allclose(a.extra["energy.total"], b.extra["energy.total"], rtol=0, atol=1e3 * tol)
+
+
+def test_spinning_pendulum_angle_follows_the_turns(build):
+    m, _ = _run(_spinning_pendulum(build), 2.0, 200, 1e-10)
+    angle = m.coordinate("pivot.angle")
+    assert np.max(np.abs(angle)) > 4 * math.pi  # more than two turns ...
+    assert np.max(np.abs(np.diff(angle))) < 0.5  # ... and no jump of 2π between frames of 10 ms
+    E = m.extra["energy.total"]  # the spring's energy is continuous over the turns too
+    assert np.max(np.abs(E - E[0])) < 1e-8 * np.max(m.extra["energy.kinetic"])
+
+
+def _double_pendulum_lagrange(t_end, times):
+    """Absolute rod angles (rad) from the minimal-coordinate Lagrange equations (1 m / 1 kg rods,
+    I = m L²/12), released from rest horizontal; scipy DOP853 at rtol = atol = 1e-13."""
+    g = 9.81
+    a, b = 4.0 / 3.0, 1.0 / 3.0  # m L²/4 + I + m L², m L²/4 + I (kg m²)
+
+    def f(t, s):
+        p1, p2, w1, w2 = s
+        d = p1 - p2
+        M = np.array([[a, 0.5 * math.cos(d)], [0.5 * math.cos(d), b]])
+        r = np.array([-0.5 * math.sin(d) * w2 ** 2 - 1.5 * g * math.cos(p1),
+                      0.5 * math.sin(d) * w1 ** 2 - 0.5 * g * math.cos(p2)])
+        return np.concatenate([[w1, w2], np.linalg.solve(M, r)])
+
+    sol = solve_ivp(f, (0.0, t_end), [0.0, 0.0, 0.0, 0.0], method="DOP853", rtol=1e-13, atol=1e-13, t_eval=times)
+    return sol.y[:2].T
+
+
+def _rod_angles(m):
+    out = []
+    for name in ("link1", "link2"):
+        q = m.quaternion[:, m.part_index(name)]
+        out.append(2 * np.arctan2(q[:, 3], q[:, 0]))
+    return np.unwrap(np.array(out).T, axis=0)
+
+
+def test_compiled_loop_error_follows_the_tolerance():
+    """Error against the Lagrange solution at three tolerances: within 30 × tol, and down by at
+    least 10 × for every 100 × tighter tolerance."""
+    mdl = model("double_pendulum")
+    t_end = 2.0
+    ref = _double_pendulum_lagrange(t_end, np.linspace(0.0, t_end, 5))
+    err = []
+    for tol in (1e-6, 1e-8, 1e-10):
+        m, _ = _run(mdl, t_end, 4, tol)
+        err.append(np.max(np.abs(_rod_angles(m) - ref)))
+        assert err[-1] < 30 * tol, (tol, err)
+    assert np.all(np.array(err[1:]) < 0.1 * np.array(err[:-1])), err
+
+
+# ---------------------------------------------------------------------------- the template on a toy ODE
+@numba.njit
+def _toy_rhs(t, y, df, di, dd, ws):
+    """x' = v, v' = −x, u' = u (1 − u) (exact from (1, 0, 0.5) at t = 0: cos t, −sin t, 1 / (1 + e^−t))."""
+    return np.array([y[1], -y[0], y[2] * (1.0 - y[2])]), True
+
+
+@numba.njit
+def _no_windings(y, df, di, dd, ws):
+    return 0
+
+
+@numba.njit
+def _no_groups(t, y, df, di, dd, ws, need_gamma):
+    return 0
+
+
+@numba.njit
+def _whole_interval(t0, y0, f0, t_bound, rtol, atol, df, di, dd, ws):
+    return t_bound - t0, True
+
+
+def _toy_exact(t):
+    return np.array([np.cos(t), -np.sin(t), 1.0 / (1.0 + np.exp(-t))])
+
+
+@numba.njit
+def _toy_rhs_failing(t, y, df, di, dd, ws):
+    """The toy right-hand side, not finite after t = 0.7 s."""
+    out, ok = _toy_rhs(t, y, df, di, dd, ws)
+    return out, t <= 0.7
+
+
+def _toy_integrator(one_step, rhs=_toy_rhs):
+    """The templates of _dop853 compiled with a toy right-hand side (as fast.py compiles them
+    with a model's); ``one_step``: the first step spans the whole interval."""
+    from cadmotion.kernel.dynamics import _dop853 as D
+
+    ns = {}
+    exec("import math\nimport numba\nimport numpy as np\nfrom cadmotion.kernel.dynamics import _kernels as K\n"
+         f"from cadmotion.kernel.dynamics._dop853 import {', '.join(D.HELPERS)}\n", ns)
+    for fn in D.TEMPLATES:
+        exec("@numba.njit\n" + inspect.getsource(fn), ns)
+    ns.update(rhs=rhs, windings=_no_windings, groups=_no_groups)
+    if one_step:
+        ns["initial_step"] = _whole_interval
+    dop853 = ns["dop853"]
+
+    def solve(times, tol):
+        times = np.asarray(times, float)
+        Y = np.zeros((len(times), 3))
+        Y[0] = _toy_exact(0.0)
+        stats = np.zeros(7)
+        z = np.zeros(1)
+        status = dop853(times[0], Y[0].copy(), times, tol, tol, -1.0, 0, z, np.zeros(8, np.int64), z, z, Y,
+                        np.zeros((len(times), 1)), stats)
+        return status, Y, stats
+
+    return solve, D
+
+
+def test_one_dop853_step_has_local_error_of_order_9_and_dense_output_of_order_8():
+    """One step of size h (error control off: tol 1e3) on the toy ODE: the error at t = h falls
+    as h⁹ (an 8th-order method) and the dense output's at h/2 as h⁸ (7th-order interpolant)."""
+    solve, D = _toy_integrator(one_step=True)
+    hs = np.array([1.6, 0.8, 0.4, 0.2])
+    end, mid = [], []
+    for h in hs:
+        status, Y, stats = solve([0.0, 0.5 * h, h], 1e3)
+        assert status == D.DONE and stats[D.S_NSTEPS] == 1
+        mid.append(np.max(np.abs(Y[1] - _toy_exact(0.5 * h))))
+        end.append(np.max(np.abs(Y[2] - _toy_exact(h))))
+    p_end = np.log2(np.array(end[:-1]) / np.array(end[1:]))
+    p_mid = np.log2(np.array(mid[:-1]) / np.array(mid[1:]))
+    assert np.all((p_end > 8.5) & (p_end < 9.5)), (end, p_end)
+    assert np.all((p_mid > 7.5) & (p_mid < 8.5)), (mid, p_mid)
+
+
+def test_compiled_template_matches_scipys_dop853_step_for_step():
+    """The adaptive loop on the toy ODE against scipy.integrate.solve_ivp(DOP853) at rtol = atol
+    = 1e-10: the same number of evaluations and steps, solutions equal to 1e-13."""
+    solve, D = _toy_integrator(one_step=False)
+    times = np.linspace(0.0, 1.5, 7)
+    status, Y, stats = solve(times, 1e-10)
+    assert status == D.DONE
+    sol = solve_ivp(lambda t, y: _toy_rhs(t, y, None, None, None, None)[0], (0.0, 1.5), _toy_exact(0.0),
+                    method="DOP853", rtol=1e-10, atol=1e-10, dense_output=True)
+    assert stats[D.S_NSTEPS] == sol.t.size - 1
+    plain = solve_ivp(lambda t, y: _toy_rhs(t, y, None, None, None, None)[0], (0.0, 1.5), _toy_exact(0.0),
+                      method="DOP853", rtol=1e-10, atol=1e-10)
+    extra = stats[D.S_NFEV] - plain.nfev  # the dense output's 3 evaluations per step with a frame inside
+    assert extra % 3 == 0 and 0 < extra <= 3 * (len(times) - 2), extra
+    np.testing.assert_allclose(Y, sol.sol(times).T, rtol=0, atol=1e-13)
+    np.testing.assert_allclose(Y, np.array([_toy_exact(t) for t in times]), rtol=0, atol=1e-9)
+
+
+def test_double_pendulum_p3_tip_and_energy_with_the_compiled_loop():
+    m, res = _run(model("double_pendulum"), 10.0, 100, 3e-13)
+    tip = (m.pose("link2", 10.0) @ np.array([1.0, 0, 0, 1]))[:2]
+    assert np.hypot(*(tip - P3_TIP)) < 5e-9  # within the reference's own error
+    assert np.max(np.abs(m.extra["energy.total"])) < 1e-10  # E(0) = 0 J, conservative
+
+
+def test_conservative_four_bar_energy_with_the_compiled_loop():
+    m, _ = _run(model("four_bar"), 10.0, 100, 1e-10)
+    E = m.extra["energy.total"]
+    assert np.max(np.abs(E - E[0])) / abs(E[0]) < 1e-8
+    assert np.max(m.extra["violation.position"]) < 1e-9
+
+
+def test_nut_on_a_screw_falls_with_the_closed_form_acceleration(build):
+    """The screw's equation uses the continuous angle (three turns here): x = p θ / 2π, so
+    the nut falls with a = m g / (m + I (2π/p)²) (m, I about the axis, p the pitch)."""
+    mass, inertia, pitch = 2.0, 0.004, 0.05
+    mdl = compile_model(build({
+        "gravity": [0, -9.81, 0],
+        "parts": {"ground": {"fixed": True},
+                  "nut": {"position": [0, 0, 0], "mass": mass, "com": [0, 0, 0], "inertia": [0.01, inertia, 0.01]}},
+        "joints": [{"name": "thread", "type": "screw", "parts": ["ground", "nut"], "origin": [0, 0, 0],
+                    "axis": [0, 1, 0], "pitch": pitch}],
+    }))
+    m, _ = _run(mdl, 1.0, 10, 1e-10)
+    acc = 9.81 * mass / (mass + inertia * (2 * math.pi / pitch) ** 2)
+    np.testing.assert_allclose(m.position[:, m.part_index("nut"), 1], -0.5 * acc * m.time ** 2, rtol=0, atol=1e-9)
+    theta = m.coordinate("thread.angle")
+    assert abs(theta[-1]) > 4 * math.pi
+    np.testing.assert_allclose(np.abs(theta), 2 * math.pi / pitch * 0.5 * acc * m.time ** 2, rtol=0, atol=1e-7)
+
+
+def test_models_with_python_inputs_keep_the_scipy_loop():
+    """A torque given as an expression of t is evaluated in Python: the scipy loop runs."""
+    m, res = run(model("slider_crank_torque"), 0.2, 2, rtol=1e-9, atol=1e-9)
+    assert m.complete, m.message
+    assert COMPILED not in res.notes
+
+
+def test_a_failed_evaluation_stops_the_loop_and_keeps_the_frames_before(monkeypatch):
+    solve, D = _toy_integrator(one_step=False, rhs=_toy_rhs_failing)
+    times = np.linspace(0.0, 1.5, 16)
+    status, Y, stats = solve(times, 1e-10)
+    assert status == D.NOT_FINITE
+    assert stats[D.S_T_FAIL] <= 0.7 < stats[D.S_T_EVAL]  # the step that began at T_FAIL failed
+    k = int(stats[D.S_K])
+    assert times[k - 1] <= stats[D.S_T_FAIL] < times[k]  # the frames before the failed step, all of them
+    np.testing.assert_allclose(Y[:k], np.array([_toy_exact(t) for t in times[:k]]), rtol=0, atol=1e-9)
+    # the formulation reports it as the scipy loop does: frames kept, run incomplete, time named
+    from cadmotion.kernel.dynamics.fast import FastRHS
+
+    real = FastRHS.dop853
+
+    def failing(self, times, *args, **kw):
+        status, Y, snaps, stats = real(self, times, *args, **kw)
+        stats[D.S_K], stats[D.S_T_FAIL], stats[D.S_T_EVAL] = 3, times[2], times[2] + 0.01
+        return D.NOT_FINITE, Y, snaps, stats
+
+    monkeypatch.setattr(FastRHS, "dop853", failing)
+    m, res = run(model("double_pendulum"), 1.0, 10, rtol=1e-9, atol=1e-9)
+    assert not m.complete and m.nt == 3
+    assert "not finite" in m.message and "t = 0.2 s" in m.message
+    assert [e for e in m.events if e.kind == "failed"]
