@@ -530,7 +530,7 @@ COMMON = [
     ("qf", "w", 1), ("qdf", "w", 1), ("A", "w", 3), ("rho", "w", 2), ("rc", "w", 2), ("E", "w", 3), ("Jw", "w", 3),
     ("Jwinv", "w", 3), ("B", "w", 3), ("bdot", "w", 2), ("w", "w", 2), ("vc", "w", 2), ("Jc", "w", 3),
     ("gam", "w", 1), ("pt", "w", 1), ("ph", "w", 1), ("aux", "w", 1),
-    ("is_angle", "i", 1), ("mref", "d", 1),
+    ("is_angle", "i", 1), ("mref", "d", 1), ("ax_const", "f", 2),
 ]
 GROUP = [("gather", "i", 2), ("markers", "f", 2), ("params", "f", 2), ("bodies", "i", 2), ("F", "d", 2),
          ("ref", "d", 2), ("mpos", "i", 2)]
@@ -546,6 +546,7 @@ I_QF, I_QDF, I_A, I_RHO, I_RC, I_E, I_JW, I_JWINV, I_B, I_BDOT, I_W, I_VC, I_JC,
     _I[n] for n in ("qf", "qdf", "A", "rho", "rc", "E", "Jw", "Jwinv", "B", "bdot", "w", "vc", "Jc", "gam", "pt",
                     "ph", "aux"))
 I_IS_ANGLE, I_MREF = _I["is_angle"], _I["mref"]
+I_AX_CONST = _I["ax_const"]  # (n_axis, m): the numbers of compiled torque expressions, row per element
 
 
 @numba.njit(**_JIT)

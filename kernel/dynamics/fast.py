@@ -19,13 +19,27 @@ follow an accepted state), ``project`` (projection onto the joints) and ``dop853
 integration loop of :mod:`._dop853` compiled around this model's ``rhs``
 (:meth:`FastRHS.dop853`; used when no input of ẏ is evaluated in Python).
 
+Torque expressions τ(t, q, qd) (``torque`` force elements) are compiled into the module too:
+the parsed, whitelisted sympy expression (:func:`~cadmotion.kernel.expressions.parse_expression`,
+never the user's text) is printed by sympy's Python code printer — the printer ``lambdify``
+uses for the numpy path, so the constants are the same — the printed code is checked against
+a whitelist of names (t, q, qd, abs, min, max and ``math`` functions and constants) and becomes
+a numba function ``torque_<s>`` called by ``rhs`` with the element's continuous joint angle
+q (rad) and rate qd (rad/s). The printed code is part of the source and so of the module's
+hash: each distinct set of expressions has its own cached module. An expression whose
+printed code fails the whitelist stays a Python callback (evaluated at (t, 0, 0) before each
+call, so only when it reads t alone). Drivers' time functions stay Python callbacks; a
+model with any (:attr:`FastRHS.self_contained` False) keeps scipy's loop.
+
 Not covered (the numpy path of :mod:`.equations` is used instead): models without numba,
-line forces and bushings, torques whose expression reads the joint coordinate.
-:func:`fast_rhs` returns None in those cases.
+line forces (``force`` elements) and bushings, torque expressions of q or qd that could not
+be compiled. :func:`fast_rhs` returns None in those cases.
 """
 
 from __future__ import annotations
 
+import ast
+import functools
 import hashlib
 import importlib.util
 import inspect
@@ -62,12 +76,157 @@ def fast_rhs(dyn, angles, refs, baumgarte=None):
     forces = dyn.forces
     if forces.line is not None or forces.bushing is not None:
         return None
-    if forces.angle is not None and any(fn.uses_state for _, fn in forces.axis_expr):
+    if forces.angle is not None and any(fn.uses_state and _expression_code(fn) is None for _, fn in forces.axis_expr):
         return None
     try:
         return FastRHS(dyn, angles, refs, baumgarte)
     except ImportError:  # pragma: no cover - numba vanished
         return None
+
+
+#: names printed expression code may use: the arguments, builtins numba compiles for scalars,
+#: and ``math`` attributes (the functions of cadmotion.kernel.expressions.FUNCTIONS as sympy's
+#: Python printer writes them, and its constants)
+_EXPR_NAMES = frozenset(("t", "q", "qd", "abs", "min", "max"))
+_EXPR_MATH = frozenset(("sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "exp",
+                        "log", "sqrt", "copysign", "pi", "e"))
+_EXPR_NODES = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Call, ast.IfExp, ast.Compare, ast.Name, ast.Load,
+               ast.Attribute, ast.Constant, ast.operator, ast.unaryop, ast.cmpop)
+_EXPR_CODE = {}
+
+
+def _expression_code(fn):
+    """Python source of a torque expression ``fn`` (a :class:`.forces._Expression`) of
+    (t, q, qd) for the compiled right-hand side, or None if it cannot be compiled.
+
+    The source is printed by sympy from the parsed expression tree, then checked node by
+    node: only arithmetic, comparisons and conditional expressions (``sign``), numbers, the
+    arguments, abs/min/max and whitelisted ``math`` attributes. Decimal numbers are printed
+    as ``c_0``, ``c_1``, … (:func:`_expression_constants` gives their values, passed at run
+    time), so expressions that differ only in them share one compiled module."""
+    return _expression_parts(fn)[0]
+
+
+def _expression_constants(fn):
+    """The values of ``c_0``, ``c_1``, … in :func:`_expression_code` (floats)."""
+    return _expression_parts(fn)[1]
+
+
+def _lifted(expr):
+    """``expr`` with its Float atoms (the decimals a user writes and tunes) replaced by symbols
+    c_k; their values. Integers and rationals stay (exponents such as the ½ of ``sqrt``)."""
+    import sympy
+
+    numbers = sorted((a for a in expr.atoms(sympy.Float) if a.is_finite), key=lambda a: (float(a), sympy.srepr(a)))
+    symbols = [sympy.Symbol(f"c_{k}", real=True) for k in range(len(numbers))]
+    return expr.xreplace(dict(zip(numbers, symbols))), [float(a) for a in numbers], set(symbols)
+
+
+def _expression_parts(fn):
+    expr = getattr(fn, "expr", None)
+    if expr is None:
+        return None, []
+    import sympy
+
+    key = sympy.srepr(expr)
+    if key in _EXPR_CODE:
+        return _EXPR_CODE[key]
+    code, values = None, []
+    try:
+        from sympy.printing.pycode import PythonCodePrinter
+
+        t, q, qd = fn.args
+        lifted, values, consts = _lifted(expr)
+        names = _EXPR_NAMES | {c.name for c in consts}
+        if expr.free_symbols <= {t, q, qd}:
+            expr = lifted
+            text = PythonCodePrinter({"fully_qualified_modules": True, "strict": True}).doprint(expr)
+            tree = ast.parse(text, mode="eval")
+            ok = True
+            for node in ast.walk(tree):
+                if not isinstance(node, _EXPR_NODES):
+                    ok = False
+                elif isinstance(node, ast.Name):
+                    ok = node.id in names or node.id == "math"
+                elif isinstance(node, ast.Attribute):
+                    ok = isinstance(node.value, ast.Name) and node.value.id == "math" and node.attr in _EXPR_MATH
+                elif isinstance(node, ast.Constant):
+                    ok = type(node.value) in (int, float)
+                elif isinstance(node, ast.Call):
+                    ok = not node.keywords and (
+                        isinstance(node.func, ast.Attribute) or (isinstance(node.func, ast.Name) and node.func.id != "math"))
+                if not ok:
+                    break
+            if ok:
+                # "math" only as the object of an attribute
+                bare = [n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == "math"]
+                attrs = [n for n in ast.walk(tree) if isinstance(n, ast.Attribute)]
+                code = text if len(bare) == len(attrs) else None
+    except Exception:  # an expression the printer does not support: a Python callback
+        code = None
+    _EXPR_CODE[key] = (code, values if code is not None else [])
+    return _EXPR_CODE[key]
+
+
+def _compiled_torques(dyn):
+    """[(s, code, uses_state, n_constants)]: the torque expressions compiled into the module,
+    s their index among the axis elements."""
+    forces = dyn.forces
+    if forces.angle is None:
+        return []
+    out = []
+    for i, (_, fn) in enumerate(forces.axis_expr):
+        code, values = _expression_parts(fn)
+        if code is not None:
+            out.append((forces.n_axis_rot + i, code, bool(fn.uses_state), len(values)))
+    return out
+
+
+def _torque_constants(dyn, n_axis):
+    """(n_axis, m) array: row s holds the constants c_k of the compiled expression of element s."""
+    forces = dyn.forces
+    rows = {}
+    if forces.angle is not None:
+        for i, (_, fn) in enumerate(forces.axis_expr):
+            code, values = _expression_parts(fn)
+            if code is not None:
+                rows[forces.n_axis_rot + i] = values
+    out = np.zeros((n_axis, max([len(v) for v in rows.values()] + [1])))
+    for s, values in rows.items():
+        out[s, :len(values)] = values
+    return out
+
+
+def _torque_source(dyn):
+    """Source of ``torque_<s>`` per compiled expression and of ``torques``, which writes
+    τ_s(t, q, qd) into the per-call array ``tau`` (q, qd: the element's continuous angle, rad,
+    and rate, rad/s, as :meth:`.forces.ForceElements._angles` computes them)."""
+    items = _compiled_torques(dyn)
+    jit = "\n\n@numba.njit(cache=True, nogil=True)\n"
+    src = ""
+    for s, code, _, n_const in items:
+        unpack = "".join(f"    c_{k} = c[{k}]\n" for k in range(n_const))
+        src += jit + f"def torque_{s}(t, q, qd, c):\n{unpack}    return float({code})\n"
+    body = ["    A = K.f3(ws, di, K.I_A)", "    w = K.f2(ws, di, K.I_W)",
+            "    ia = K.i1(di, K.I_AX)", "    ib = K.i1(di, K.I_AX + 1)",
+            "    Ri = K.f3(df, di, K.I_AX + 2)", "    Rj = K.f3(df, di, K.I_AX + 3)",
+            "    ref = K.f1(dd, di, K.I_AX + 8)", "    tau = K.f1(dd, di, K.I_AX + 9)",
+            "    C = K.f2(df, di, K.I_AX_CONST)",
+            "    two_pi = 2.0 * math.pi"]
+    for s, code, uses_state, _ in items:
+        if uses_state:
+            body += [
+                f"    a, b = ia[{s}], ib[{s}]",
+                f"    raw, z0, z1, z2 = K.axis_angle(A, a, b, Ri[{s}], Rj[{s}])",
+                f"    q = raw + two_pi * np.round((ref[{s}] - raw) / two_pi)",
+                "    qd = z0 * (w[b, 0] - w[a, 0]) + z1 * (w[b, 1] - w[a, 1]) + z2 * (w[b, 2] - w[a, 2])",
+                f"    tau[{s}] = torque_{s}(t, q, qd, C[{s}])",
+            ]
+        else:
+            body.append(f"    tau[{s}] = torque_{s}(t, 0.0, 0.0, C[{s}])")
+    body.append("    return 0")
+    src += jit + "def torques(t, df, di, dd, ws):\n" + "\n".join(body) + "\n"
+    return src, bool(items)
 
 
 def _structure(dyn, baumgarte=None):
@@ -187,17 +346,27 @@ def _source(dyn):
             wind.append(f"    K.unwrap(angles_{k}(K.gather(qf, {acc['gather']}), {acc['markers']}), {acc['ref']})")
     wind += ["    K.accept_refs(df, di, dd, ws)", "    return 0"]
     jit = "\n\n@numba.njit(cache=True, nogil=True)\n"
-    src = ("\n".join(head) + "\n" + jit
+    torque_src, has_torques = _torque_source(dyn)
+    src = ("\n".join(head) + "\n" + torque_src + jit
            + "def groups(t, y, df, di, dd, ws, need_gamma):\n" + "\n".join(lines) + "\n"
            + jit
            + "def rhs(t, y, df, di, dd, ws):\n"
            + "    K.stage_kinematics(y, df, di, ws)\n"
            + "    groups(t, y, df, di, dd, ws, True)\n"
+           + ("    torques(t, df, di, dd, ws)\n" if has_torques else "")
            + "    return K.stage_rhs(t, y, df, di, dd, ws)\n"
            + jit
            + "def windings(y, df, di, dd, ws):\n" + "\n".join(wind) + "\n"
-           + "".join(jit + inspect.getsource(fn) for fn in D.TEMPLATES))
+           + _template_source(jit))
     return src, None
+
+
+@functools.lru_cache(maxsize=None)
+def _template_source(jit):
+    """The integrator templates' source (inspect tokenises it: ~20 ms, so once per process)."""
+    from . import _dop853 as D
+
+    return "".join(jit + inspect.getsource(fn) for fn in D.TEMPLATES)
 
 
 def _module(dyn, baumgarte):
@@ -342,6 +511,7 @@ class FastRHS:
         else:
             sp = (i64(s["ia"]), i64(s["ib"]), f64(s["da"]), f64(s["db"]), f64(s["k"]), f64(s["c"]), f64(s["l0"]), f64(s["F0"]))
         self.n_axis = 0
+        self.n_compiled_exprs = 0
         if forces.angle is None:
             ax = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, 3, 3)), np.zeros((0, 3, 3)),
                   np.zeros(0), np.zeros(0), np.zeros(0), np.zeros(0, np.bool_))
@@ -359,7 +529,10 @@ class FastRHS:
             is_expr[nr:] = True
             ax = (i64(a["ia"]), i64(a["ib"]), f64(a["Ri"]), f64(a["Rj"]), k, c, t0, is_expr)
             self.tau = np.zeros(n_ax)
-            self.exprs = [(nr + i, fn) for i, (_, fn) in enumerate(forces.axis_expr)]
+            compiled = {s for s, _, _, _ in _compiled_torques(dyn)}
+            # the expressions not compiled into the module: evaluated in Python (t only, see fast_rhs)
+            self.exprs = [(nr + i, fn) for i, (_, fn) in enumerate(forces.axis_expr) if nr + i not in compiled]
+            self.n_compiled_exprs = len(compiled)
             self.n_axis = n_ax
         bl = forces.ball
         if bl is None:
@@ -377,6 +550,7 @@ class FastRHS:
                       Jbinv=_pad(mass.body_inertia_inv, nb), mass=mass.body_mass, gravf=forces.gravity_force.reshape(-1, 3),
                       row_map=row_map, rb=rb, pair_i=pi, pair_j=pj, pair_si=psi, pair_sj=psj, sizes=sizes,
                       stab=np.array([a_, b_, getattr(dyn, 'drop_tol', DROP_TOL)]), ax_ref=np.zeros(len(ax[0])), tau=np.zeros(len(ax[0])),
+                      ax_const=_torque_constants(dyn, len(ax[0])),
                       is_angle=np.array([kind_ == "angle" for _, kind_, _, _ in model.joint_measures], np.int64),
                       mref=np.zeros(nmeas))
         values.update(zip(("sp_ia", "sp_ib", "sp_da", "sp_db", "sp_k", "sp_c", "sp_l0", "sp_F0"), sp))
@@ -424,8 +598,8 @@ class FastRHS:
         self.m = m
         self.bw = bw
         self._needs_update = bool(self._timed or self._angle_groups or self.exprs or self.n_axis)
-        #: nothing in ẏ is evaluated in Python (time functions, expression torques): the compiled
-        #: integrator loop (:meth:`dop853`) applies
+        #: nothing in ẏ is evaluated in Python (drivers' time functions, torque expressions not
+        #: compiled into the module): the compiled integrator loop (:meth:`dop853`) applies
         self.self_contained = not (self._timed or self.exprs)
 
     def _update(self, t):

@@ -91,6 +91,10 @@ class _Expression:
             raise ExpressionError(f"force expression {text!r} is not finite at t = 0", where=where)
         self.fn = fn
         self.text = text
+        #: the parsed (whitelisted) sympy expression and its arguments (t, q, qd), for the
+        #: compiled right-hand side of :mod:`.fast`
+        self.expr = expr
+        self.args = (t, q, qd)
         self.uses_state = bool(expr.free_symbols & {q, qd})
 
     def __call__(self, t, q, qd):

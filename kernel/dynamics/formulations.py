@@ -46,7 +46,7 @@ only the output frames are projected.
 right-hand side of :mod:`.fast` when numba is available) and ``compiled_loop`` (default True:
 with ``DOP853``, the whole integration loop — steps, step-size control, dense output,
 projections and angle bookkeeping — runs compiled (:mod:`._dop853`) when nothing in ẏ is
-evaluated in Python, i.e. no drivers' time functions and no expression torques). The compiled
+evaluated in Python, i.e. no drivers' time functions; torque expressions are compiled). The compiled
 loop is scipy's DOP853 (same coefficients, initial step, error norm and step-size control), so
 it takes the same steps up to round-off and the results are those of the scipy driver.
 
