@@ -27,9 +27,12 @@ point on the first part to the point on the second, l its length, l̇ = u·(v_Pb
 ``bushing``                 6-D linear spring-damper between two frames with the assembly
                             axes at the initial pose, fixed in each part, origin ``points[0]``
                             (and ``points[1]`` on the second part if given). In the first
-                            frame's axes: F = −K d − C ḋ, T = −K_r φ − C_r ω_rel; params
-                            ``stiffness``, ``damping``, ``rotational_stiffness``,
-                            ``rotational_damping`` (scalars or 3 values).
+                            frame's axes: F = −K d − C ḋ, T = −J_l(φ)⁻ᵀ K_r φ − C_r ω_rel
+                            (φ the rotation vector of the second frame relative to the
+                            first; J_l⁻ᵀ K_r φ ≈ K_r φ for small φ, and exactly the gradient of
+                            V = ½ dᵀ K d + ½ φᵀ K_r φ, so an anisotropic K_r conserves energy
+                            at large rotations too); params ``stiffness``, ``damping``,
+                            ``rotational_stiffness``, ``rotational_damping`` (scalars or 3 values).
 
 ``torque``/``force`` expressions are whitelisted text (:func:`~cadmotion.kernel.expressions.parse_expression`)
 in ``t`` (s), ``q`` (the joint's angle in rad or displacement in m, zero at the initial
@@ -74,6 +77,19 @@ def rotation_vector(R):
     small = ns < 1e-8
     factor = np.where(small, 1.0 + ns**2 / 6.0, th / np.where(small, 1.0, ns))
     return s * factor[..., None]
+
+
+def rotation_gradient(phi, g):
+    """J_l(φ)⁻ᵀ g for rotation vectors φ (..., 3) and vectors g (..., 3): the moment conjugate
+    to the relative angular velocity (in the first frame's axes) of a potential V(φ) with
+    ∂V/∂φ = g, J_l the left Jacobian of SO(3) (ω = J_l(φ) φ̇ for R = exp[φ], Ṙ Rᵀ = [ω]):
+    g + ½ φ × g + c(θ) φ × (φ × g), c = 1/θ² − sin θ / (2θ (1 − cos θ)) (θ = |φ| < π)."""
+    th = np.linalg.norm(phi, axis=-1)
+    small = th < 1e-4
+    ts = np.where(small, 1.0, th)
+    c = np.where(small, 1.0 / 12.0 + th ** 2 / 720.0, 1.0 / ts ** 2 - np.sin(ts) / (2.0 * ts * (1.0 - np.cos(ts))))
+    pxg = np.cross(phi, g)
+    return g + 0.5 * pxg + c[..., None] * np.cross(phi, pxg)
 
 
 class _Expression:
@@ -419,7 +435,7 @@ class ForceElements:
         dd = np.einsum("nji,nj->ni", Wa, vrel_w)
         wrel = np.einsum("nji,nj->ni", Wa, bs.w[bu["ib"]] - wa)
         F_loc = -bu["Kt"] * d - bu["Ct"] * dd
-        T_loc = -bu["Kr"] * phi - bu["Cr"] * wrel
+        T_loc = -rotation_gradient(phi, bu["Kr"] * phi) - bu["Cr"] * wrel
         F_w = np.einsum("nij,nj->ni", Wa, F_loc)
         T_w = np.einsum("nij,nj->ni", Wa, T_loc)
         power = -float(np.sum(bu["Ct"] * dd * dd) + np.sum(bu["Cr"] * wrel * wrel))
