@@ -255,6 +255,152 @@ def axis_forces(A, w, N, ax_ia, ax_ib, ax_Ri, ax_Rj, ax_k, ax_c, ax_tau0, ax_exp
 
 
 @numba.njit(**_JIT)
+def relative_rotation_vector(Wi, Wj):
+    """Rotation vector φ (rad, |φ| ≤ π, in frame i's axes) of frame j relative to frame i, from
+    their world axes Wi, Wj (3, 3) — as :func:`.forces.rotation_vector` of Wiᵀ Wj."""
+    R = np.zeros((3, 3))
+    for i in range(3):
+        for j in range(3):
+            for k in range(3):
+                R[i, j] += Wi[k, i] * Wj[k, j]
+    s0 = 0.5 * (R[2, 1] - R[1, 2])
+    s1 = 0.5 * (R[0, 2] - R[2, 0])
+    s2 = 0.5 * (R[1, 0] - R[0, 1])
+    c = 0.5 * (R[0, 0] + R[1, 1] + R[2, 2] - 1.0)
+    ns = math.sqrt(s0 * s0 + s1 * s1 + s2 * s2)
+    th = math.atan2(ns, c)
+    fac = 1.0 + ns * ns / 6.0 if ns < 1e-8 else th / ns
+    return s0 * fac, s1 * fac, s2 * fac
+
+
+@numba.njit(**_JIT)
+def rotation_gradient(p0, p1, p2, g0, g1, g2):
+    """J_l(φ)⁻ᵀ g, as :func:`.forces.rotation_gradient` (φ = (p0, p1, p2) rad)."""
+    th = math.sqrt(p0 * p0 + p1 * p1 + p2 * p2)
+    if th < 1e-4:
+        c = 1.0 / 12.0 + th * th / 720.0
+    else:
+        c = 1.0 / (th * th) - math.sin(th) / (2.0 * th * (1.0 - math.cos(th)))
+    x = cross(p0, p1, p2, g0, g1, g2)
+    y = cross(p0, p1, p2, x[0], x[1], x[2])
+    return (g0 + 0.5 * x[0] + c * y[0], g1 + 0.5 * x[1] + c * y[1], g2 + 0.5 * x[2] + c * y[2])
+
+
+@numba.njit(**_JIT)
+def frame_axes(A, b, R):
+    """World axes (3, 3) of a marker R (part axes) on body b."""
+    W = np.zeros((3, 3))
+    for i in range(3):
+        for j in range(3):
+            for k in range(3):
+                W[i, j] += A[b, i, k] * R[k, j]
+    return W
+
+
+@numba.njit(**_JIT)
+def point_offset(A, b, d):
+    """A_b d: a body point's offset from the com (world axes, m)."""
+    return (A[b, 0, 0] * d[0] + A[b, 0, 1] * d[1] + A[b, 0, 2] * d[2],
+            A[b, 1, 0] * d[0] + A[b, 1, 1] * d[1] + A[b, 1, 2] * d[2],
+            A[b, 2, 0] * d[0] + A[b, 2, 1] * d[1] + A[b, 2, 2] * d[2])
+
+
+@numba.njit(**_JIT)
+def line_state(A, rc, w, vc, a, b, di, Ri, dj):
+    """(q, qd, z) of a force element along a joint axis: q = (Pj − Pi)·z_i the displacement of
+    marker j's point from marker i's along z_i (m), qd its rate (m/s), z_i (world) — as
+    :meth:`.forces.ForceElements.evaluate` computes them."""
+    pi = point_offset(A, a, di)
+    pj = point_offset(A, b, dj)
+    z0 = A[a, 0, 0] * Ri[0, 2] + A[a, 0, 1] * Ri[1, 2] + A[a, 0, 2] * Ri[2, 2]
+    z1 = A[a, 1, 0] * Ri[0, 2] + A[a, 1, 1] * Ri[1, 2] + A[a, 1, 2] * Ri[2, 2]
+    z2 = A[a, 2, 0] * Ri[0, 2] + A[a, 2, 1] * Ri[1, 2] + A[a, 2, 2] * Ri[2, 2]
+    d0 = rc[b, 0] + pj[0] - rc[a, 0] - pi[0]
+    d1 = rc[b, 1] + pj[1] - rc[a, 1] - pi[1]
+    d2 = rc[b, 2] + pj[2] - rc[a, 2] - pi[2]
+    xj = cross(w[b, 0], w[b, 1], w[b, 2], pj[0], pj[1], pj[2])
+    xi = cross(w[a, 0], w[a, 1], w[a, 2], pi[0], pi[1], pi[2])
+    wz = cross(w[a, 0], w[a, 1], w[a, 2], z0, z1, z2)
+    qd = ((vc[b, 0] + xj[0] - vc[a, 0] - xi[0]) * z0 + (vc[b, 1] + xj[1] - vc[a, 1] - xi[1]) * z1
+          + (vc[b, 2] + xj[2] - vc[a, 2] - xi[2]) * z2 + d0 * wz[0] + d1 * wz[1] + d2 * wz[2])
+    return d0 * z0 + d1 * z1 + d2 * z2, qd, z0, z1, z2
+
+
+@numba.njit(**_JIT)
+def line_forces(A, rc, w, vc, F, N, ln_ia, ln_ib, ln_di, ln_Ri, ln_dj, ln_F):
+    """Forces ln_F (N) along joint axes: F z_i on the second part at its marker point, −F z_i on
+    the first at the same point; adds to F and N (about the com), returns their power (W)."""
+    power = 0.0
+    for s in range(ln_ia.shape[0]):
+        a, b = ln_ia[s], ln_ib[s]
+        _, qd, z0, z1, z2 = line_state(A, rc, w, vc, a, b, ln_di[s], ln_Ri[s], ln_dj[s])
+        pj = point_offset(A, b, ln_dj[s])
+        f = ln_F[s]
+        f0, f1, f2 = f * z0, f * z1, f * z2
+        mj = cross(pj[0], pj[1], pj[2], f0, f1, f2)
+        # the point of application from the first part's com
+        mi = cross(rc[b, 0] + pj[0] - rc[a, 0], rc[b, 1] + pj[1] - rc[a, 1], rc[b, 2] + pj[2] - rc[a, 2], f0, f1, f2)
+        F[b, 0] += f0
+        F[b, 1] += f1
+        F[b, 2] += f2
+        F[a, 0] -= f0
+        F[a, 1] -= f1
+        F[a, 2] -= f2
+        for i in range(3):
+            N[b, i] += mj[i]
+            N[a, i] -= mi[i]
+        power += f * qd
+    return power
+
+
+@numba.njit(**_JIT)
+def bushing_forces(A, rc, w, vc, F, N, bu_ia, bu_ib, bu_da, bu_db, bu_Ra, bu_Rb, bu_Kt, bu_Ct, bu_Kr, bu_Cr):
+    """6-D bushings between frame a (on the first part) and frame b (on the second): in frame
+    a's axes F = −Kt d − Ct ḋ (N), T = −Kr φ − Cr ω_rel (N m), d the offset of b's origin from
+    a's (m), φ the rotation vector of b relative to a (rad); F and T act on the second part at
+    its point, −F, −T on the first at the same point. Adds to F and N; returns the power (W)."""
+    power = 0.0
+    for s in range(bu_ia.shape[0]):
+        a, b = bu_ia[s], bu_ib[s]
+        Wa = frame_axes(A, a, bu_Ra[s])
+        Wb = frame_axes(A, b, bu_Rb[s])
+        pa = point_offset(A, a, bu_da[s])
+        pb = point_offset(A, b, bu_db[s])
+        dw = np.empty(3)
+        vw = np.empty(3)
+        xb = cross(w[b, 0], w[b, 1], w[b, 2], pb[0], pb[1], pb[2])
+        xa = cross(w[a, 0], w[a, 1], w[a, 2], pa[0], pa[1], pa[2])
+        for i in range(3):
+            dw[i] = rc[b, i] + pb[i] - rc[a, i] - pa[i]
+        xd = cross(w[a, 0], w[a, 1], w[a, 2], dw[0], dw[1], dw[2])
+        for i in range(3):
+            vw[i] = vc[b, i] + xb[i] - vc[a, i] - xa[i] - xd[i]
+        p0, p1, p2 = relative_rotation_vector(Wa, Wb)
+        tg = rotation_gradient(p0, p1, p2, bu_Kr[s, 0] * p0, bu_Kr[s, 1] * p1, bu_Kr[s, 2] * p2)
+        Fw = np.zeros(3)
+        Tw = np.zeros(3)
+        for k in range(3):  # frame a's axes
+            d = Wa[0, k] * dw[0] + Wa[1, k] * dw[1] + Wa[2, k] * dw[2]
+            dd = Wa[0, k] * vw[0] + Wa[1, k] * vw[1] + Wa[2, k] * vw[2]
+            wr = Wa[0, k] * (w[b, 0] - w[a, 0]) + Wa[1, k] * (w[b, 1] - w[a, 1]) + Wa[2, k] * (w[b, 2] - w[a, 2])
+            fl = -bu_Kt[s, k] * d - bu_Ct[s, k] * dd
+            tl = -tg[k] - bu_Cr[s, k] * wr
+            power -= bu_Ct[s, k] * dd * dd + bu_Cr[s, k] * wr * wr
+            for i in range(3):
+                Fw[i] += Wa[i, k] * fl
+                Tw[i] += Wa[i, k] * tl
+        mb = cross(pb[0], pb[1], pb[2], Fw[0], Fw[1], Fw[2])
+        ma = cross(rc[b, 0] + pb[0] - rc[a, 0], rc[b, 1] + pb[1] - rc[a, 1], rc[b, 2] + pb[2] - rc[a, 2],
+                   Fw[0], Fw[1], Fw[2])
+        for i in range(3):
+            F[b, i] += Fw[i]
+            F[a, i] -= Fw[i]
+            N[b, i] += mb[i] + Tw[i]
+            N[a, i] -= ma[i] + Tw[i]
+    return power
+
+
+@numba.njit(**_JIT)
 def ball_forces(A, w, N, bl_ia, bl_ib, bl_Ri, bl_Rj, bl_k, bl_c):
     """3-D rotational spring-dampers (spherical-type joints): adds to N (N m), returns their
     non-conservative power (W)."""
@@ -268,19 +414,7 @@ def ball_forces(A, w, N, bl_ia, bl_ib, bl_Ri, bl_Rj, bl_k, bl_c):
                 for k in range(3):
                     Wi[i, j] += A[a, i, k] * bl_Ri[s, k, j]
                     Wj[i, j] += A[bb, i, k] * bl_Rj[s, k, j]
-        R = np.zeros((3, 3))
-        for i in range(3):
-            for j in range(3):
-                for k in range(3):
-                    R[i, j] += Wi[k, i] * Wj[k, j]
-        s0 = 0.5 * (R[2, 1] - R[1, 2])
-        s1 = 0.5 * (R[0, 2] - R[2, 0])
-        s2 = 0.5 * (R[1, 0] - R[0, 1])
-        c = 0.5 * (R[0, 0] + R[1, 1] + R[2, 2] - 1.0)
-        ns = math.sqrt(s0 * s0 + s1 * s1 + s2 * s2)
-        th = math.atan2(ns, c)
-        fac = 1.0 + ns * ns / 6.0 if ns < 1e-8 else th / ns
-        f0, f1, f2 = s0 * fac, s1 * fac, s2 * fac
+        f0, f1, f2 = relative_rotation_vector(Wi, Wj)
         for i in range(3):
             phw = Wi[i, 0] * f0 + Wi[i, 1] * f1 + Wi[i, 2] * f2
             wr = w[bb, i] - w[a, i]
@@ -358,8 +492,9 @@ def band_solve(Lb, m, bw, b, dropped):
 
 
 @numba.njit(**_JIT_LA)
-def factor_S(nmov, mass, Jwinv, Jc, rb, pair_i, pair_j, pair_si, pair_sj, bw, drop_tol):
-    """X = Jc M⁻¹ and the band Cholesky of S = Jv M⁻¹ Jvᵀ (redundant rows dropped)."""
+def factor_S(nmov, mass, Jwinv, Jc, rb, pair_i, pair_j, pair_si, pair_sj, bw, drop_tol, reg):
+    """X = Jc M⁻¹ and the band Cholesky of S + reg·I, S = Jv M⁻¹ Jvᵀ (redundant rows dropped;
+    reg > 0 is the penalty formulations' 1/α, which keeps them)."""
     m, ns = rb.shape
     X = np.zeros((m, ns, 6))
     for r in range(m):
@@ -380,6 +515,9 @@ def factor_S(nmov, mass, Jwinv, Jc, rb, pair_i, pair_j, pair_si, pair_sj, bw, dr
         for l in range(6):
             acc += X[i, si, l] * Jc[j, sj, l]
         Lb[i, i - j] += acc
+    if reg > 0.0:
+        for i in range(m):
+            Lb[i, 0] += reg
     dropped = np.zeros(m, dtype=np.bool_)
     ndrop = band_cholesky(Lb, m, bw, drop_tol, dropped)
     return X, Lb, dropped, ndrop
@@ -531,6 +669,10 @@ COMMON = [
     ("Jwinv", "w", 3), ("B", "w", 3), ("bdot", "w", 2), ("w", "w", 2), ("vc", "w", 2), ("Jc", "w", 3),
     ("gam", "w", 1), ("pt", "w", 1), ("ph", "w", 1), ("aux", "w", 1),
     ("is_angle", "i", 1), ("mref", "d", 1), ("ax_const", "f", 2),
+    ("ln_ia", "i", 1), ("ln_ib", "i", 1), ("ln_di", "f", 2), ("ln_Ri", "f", 3), ("ln_dj", "f", 2), ("ln_F", "d", 1),
+    ("ln_const", "f", 2),
+    ("bu_ia", "i", 1), ("bu_ib", "i", 1), ("bu_da", "f", 2), ("bu_db", "f", 2), ("bu_Ra", "f", 3), ("bu_Rb", "f", 3),
+    ("bu_Kt", "f", 2), ("bu_Ct", "f", 2), ("bu_Kr", "f", 2), ("bu_Cr", "f", 2),
 ]
 GROUP = [("gather", "i", 2), ("markers", "f", 2), ("params", "f", 2), ("bodies", "i", 2), ("F", "d", 2),
          ("ref", "d", 2), ("mpos", "i", 2)]
@@ -547,6 +689,9 @@ I_QF, I_QDF, I_A, I_RHO, I_RC, I_E, I_JW, I_JWINV, I_B, I_BDOT, I_W, I_VC, I_JC,
                     "ph", "aux"))
 I_IS_ANGLE, I_MREF = _I["is_angle"], _I["mref"]
 I_AX_CONST = _I["ax_const"]  # (n_axis, m): the numbers of compiled torque expressions, row per element
+I_LN = _I["ln_ia"]
+I_LN_CONST = _I["ln_const"]  # (n_line, m): the same for force expressions along joint axes
+I_BU = _I["bu_ia"]
 
 
 @numba.njit(**_JIT)
@@ -580,6 +725,14 @@ def applied_forces(df, di, dd, ws, F, N):
     if count(di, I_BL):
         power += ball_forces(A, w, N, i1(di, I_BL), i1(di, I_BL + 1), f3(df, di, I_BL + 2), f3(df, di, I_BL + 3),
                              f1(df, di, I_BL + 4), f1(df, di, I_BL + 5))
+    if count(di, I_LN):
+        power += line_forces(A, f2(ws, di, I_RC), w, f2(ws, di, I_VC), F, N, i1(di, I_LN), i1(di, I_LN + 1),
+                             f2(df, di, I_LN + 2), f3(df, di, I_LN + 3), f2(df, di, I_LN + 4), f1(dd, di, I_LN + 5))
+    if count(di, I_BU):
+        power += bushing_forces(A, f2(ws, di, I_RC), w, f2(ws, di, I_VC), F, N, i1(di, I_BU), i1(di, I_BU + 1),
+                                f2(df, di, I_BU + 2), f2(df, di, I_BU + 3), f3(df, di, I_BU + 4),
+                                f3(df, di, I_BU + 5), f2(df, di, I_BU + 6), f2(df, di, I_BU + 7),
+                                f2(df, di, I_BU + 8), f2(df, di, I_BU + 9))
     return power
 
 
@@ -603,9 +756,9 @@ def stage_kinematics(y, df, di, ws):
 def _factor(df, di, dd, ws):
     sizes = i1(di, I_SIZES)
     nmov, bw = sizes[1], sizes[4]
-    drop_tol = f1(dd, di, I_STAB)[2]
+    stab = f1(dd, di, I_STAB)
     return factor_S(nmov, f1(df, di, I_MASS), f3(ws, di, I_JWINV), f3(ws, di, I_JC), i2(di, I_RB), i1(di, I_PI),
-                    i1(di, I_PJ), i1(di, I_PSI), i1(di, I_PSJ), bw, drop_tol)
+                    i1(di, I_PJ), i1(di, I_PSI), i1(di, I_PSJ), bw, stab[2], stab[3])
 
 
 @numba.njit(**_JIT)
@@ -647,7 +800,7 @@ def stage_rhs(t, y, df, di, dd, ws):
     vd = minv(nmov, mass, Jwinv, f)
     rhs_c = -gam
     apply_X(X, rb, f, rhs_c)
-    lam = band_solve(Lb, m, bw, rhs_c, dropped)
+    lam = multipliers(Lb, m, bw, rhs_c, dropped, stab, gam)
     apply_XT(X, rb, lam, vd)
     qdf = f1(ws, di, I_QDF)
     out = np.empty(nq + nv + 1)
@@ -667,6 +820,37 @@ def stage_rhs(t, y, df, di, dd, ws):
         if not math.isfinite(out[i]):
             ok = False
     return out, ok
+
+
+@numba.njit(**_JIT_LA)
+def multipliers(Lb, m, bw, rhs_c, dropped, stab, gam):
+    """λ from the factor of S + εI (ε = stab[3]) and rhs_c = Jv M⁻¹ f − γ̂.
+
+    Index 1 and penalty (ε = 1/α): one solve. Augmented Lagrangian (stab[4] = max_iter > 1):
+    the iteration λ ← λ + α (Jv v̇ + r) of the penalty matrix in Schur-complement form,
+    (S + εI) λₖ₊₁ = rhs_c + ε λₖ from λ₀ = 0, until α·ε|λₖ₊₁ − λₖ| = |Jv v̇ + r| ≤
+    stab[5] (1 + max |r|) with r = −γ̂ (Baumgarte terms included): it converges to the exact
+    index-1 λ."""
+    n_iter = int(stab[4])
+    eps = stab[3]
+    if n_iter <= 1 or eps <= 0.0:
+        return band_solve(Lb, m, bw, rhs_c, dropped)
+    tol = stab[5] * (1.0 + max_abs(gam))
+    lam = np.zeros(m)
+    shifted = np.empty(m)
+    for _ in range(n_iter):
+        for r in range(m):
+            shifted[r] = rhs_c[r] + eps * lam[r]
+        new = band_solve(Lb, m, bw, shifted, dropped)
+        res = 0.0
+        for r in range(m):
+            d = eps * abs(new[r] - lam[r])
+            if d > res:
+                res = d
+        lam = new
+        if res <= tol:
+            break
+    return lam
 
 
 @numba.njit(**_JIT)

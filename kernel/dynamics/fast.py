@@ -1,4 +1,4 @@
-"""The fast right-hand side of the index-1 formulations: one compiled call per evaluation.
+"""The fast right-hand side of the index-1 and penalty formulations: one compiled call per evaluation.
 
 When numba is available (the kernel's code generation backend is ``numba``), the whole
 evaluation of ẏ = [q̇, v̇, P_nc] — body kinematics, every constraint group's generated Φq
@@ -19,21 +19,21 @@ follow an accepted state), ``project`` (projection onto the joints) and ``dop853
 integration loop of :mod:`._dop853` compiled around this model's ``rhs``
 (:meth:`FastRHS.dop853`; used when no input of ẏ is evaluated in Python).
 
-Torque expressions τ(t, q, qd) (``torque`` force elements) are compiled into the module too:
+Torque expressions τ(t, q, qd) (``torque`` force elements) and force expressions F(t, q, qd)
+along joint axes (``force`` elements) are compiled into the module too:
 the parsed, whitelisted sympy expression (:func:`~cadmotion.kernel.expressions.parse_expression`,
 never the user's text) is printed by sympy's Python code printer — the printer ``lambdify``
 uses for the numpy path, so the constants are the same — the printed code is checked against
 a whitelist of names (t, q, qd, abs, min, max and ``math`` functions and constants) and becomes
-a numba function ``torque_<s>`` called by ``rhs`` with the element's continuous joint angle
-q (rad) and rate qd (rad/s). The printed code is part of the source and so of the module's
+a numba function ``torque_<s>`` (``force_<s>``) called by ``rhs`` with the element's continuous
+joint angle q (rad) and rate qd (rad/s) (displacement q in m and rate qd in m/s). The printed code is part of the source and so of the module's
 hash: each distinct set of expressions has its own cached module. An expression whose
 printed code fails the whitelist stays a Python callback (evaluated at (t, 0, 0) before each
 call, so only when it reads t alone). Drivers' time functions stay Python callbacks; a
 model with any (:attr:`FastRHS.self_contained` False) keeps scipy's loop.
 
 Not covered (the numpy path of :mod:`.equations` is used instead): models without numba,
-line forces (``force`` elements) and bushings, torque expressions of q or qd that could not
-be compiled. :func:`fast_rhs` returns None in those cases.
+and torque or force expressions of q or qd that could not be compiled. :func:`fast_rhs` returns None in those cases.
 """
 
 from __future__ import annotations
@@ -69,17 +69,15 @@ def available():
         return False
 
 
-def fast_rhs(dyn, angles, refs, baumgarte=None):
+def fast_rhs(dyn, angles, refs, baumgarte=None, penalty=None):
     """A :class:`FastRHS` for ``dyn``, or None where the fast path does not apply."""
     if not available():
         return None
-    forces = dyn.forces
-    if forces.line is not None or forces.bushing is not None:
-        return None
-    if forces.angle is not None and any(fn.uses_state and _expression_code(fn) is None for _, fn in forces.axis_expr):
-        return None
+    for kind in _EXPRESSION_KINDS:
+        if any(fn.uses_state and _expression_code(fn) is None for _, fn in _expression_elements(dyn, kind)):
+            return None
     try:
-        return FastRHS(dyn, angles, refs, baumgarte)
+        return FastRHS(dyn, angles, refs, baumgarte, penalty)
     except ImportError:  # pragma: no cover - numba vanished
         return None
 
@@ -168,52 +166,65 @@ def _expression_parts(fn):
     return _EXPR_CODE[key]
 
 
-def _compiled_torques(dyn):
-    """[(s, code, uses_state, n_constants)]: the torque expressions compiled into the module,
-    s their index among the axis elements."""
+#: the kinds of expression elements (the generated functions' prefixes)
+_EXPRESSION_KINDS = ("torque", "force")
+
+
+def _expression_elements(dyn, kind):
+    """[(s, fn)]: the expression elements of ``kind`` — "torque": torques about joint axes, s
+    their index among the axis elements (after the rotational springs); "force": forces along
+    joint axes, s their index among the line elements."""
     forces = dyn.forces
-    if forces.angle is None:
-        return []
+    if kind == "torque":
+        if forces.angle is None:
+            return []
+        return [(forces.n_axis_rot + i, fn) for i, (_, fn) in enumerate(forces.axis_expr)]
+    return [] if forces.line is None else list(enumerate(forces.line["fns"]))
+
+
+def _compiled_expressions(dyn, kind):
+    """[(s, code, uses_state, n_constants)]: the expressions of ``kind`` compiled into the module."""
     out = []
-    for i, (_, fn) in enumerate(forces.axis_expr):
+    for s, fn in _expression_elements(dyn, kind):
         code, values = _expression_parts(fn)
         if code is not None:
-            out.append((forces.n_axis_rot + i, code, bool(fn.uses_state), len(values)))
+            out.append((s, code, bool(fn.uses_state), len(values)))
     return out
 
 
-def _torque_constants(dyn, n_axis):
-    """(n_axis, m) array: row s holds the constants c_k of the compiled expression of element s."""
-    forces = dyn.forces
+def _expression_table(dyn, kind, n):
+    """(n, m) array: row s holds the constants c_k of the compiled expression of element s."""
     rows = {}
-    if forces.angle is not None:
-        for i, (_, fn) in enumerate(forces.axis_expr):
-            code, values = _expression_parts(fn)
-            if code is not None:
-                rows[forces.n_axis_rot + i] = values
-    out = np.zeros((n_axis, max([len(v) for v in rows.values()] + [1])))
+    for s, fn in _expression_elements(dyn, kind):
+        code, values = _expression_parts(fn)
+        if code is not None:
+            rows[s] = values
+    out = np.zeros((n, max([len(v) for v in rows.values()] + [1])))
     for s, values in rows.items():
         out[s, :len(values)] = values
     return out
 
 
-def _torque_source(dyn):
-    """Source of ``torque_<s>`` per compiled expression and of ``torques``, which writes
-    τ_s(t, q, qd) into the per-call array ``tau`` (q, qd: the element's continuous angle, rad,
-    and rate, rad/s, as :meth:`.forces.ForceElements._angles` computes them)."""
-    items = _compiled_torques(dyn)
+def _expression_source(dyn):
+    """Source of ``torque_<s>`` and ``force_<s>`` per compiled expression and of
+    ``expressions``, which writes τ_s(t, q, qd) into the per-call array ``tau`` (q, qd: the
+    element's continuous angle, rad, and rate, rad/s, as :meth:`.forces.ForceElements._angles`
+    computes them) and F_s(t, q, qd) into ``ln_F`` (q, qd: displacement along the axis, m, and
+    its rate, m/s, :func:`._kernels.line_state`)."""
+    torques, forces = _compiled_expressions(dyn, "torque"), _compiled_expressions(dyn, "force")
     jit = "\n\n@numba.njit(cache=True, nogil=True)\n"
     src = ""
-    for s, code, _, n_const in items:
-        unpack = "".join(f"    c_{k} = c[{k}]\n" for k in range(n_const))
-        src += jit + f"def torque_{s}(t, q, qd, c):\n{unpack}    return float({code})\n"
-    body = ["    A = K.f3(ws, di, K.I_A)", "    w = K.f2(ws, di, K.I_W)",
-            "    ia = K.i1(di, K.I_AX)", "    ib = K.i1(di, K.I_AX + 1)",
-            "    Ri = K.f3(df, di, K.I_AX + 2)", "    Rj = K.f3(df, di, K.I_AX + 3)",
-            "    ref = K.f1(dd, di, K.I_AX + 8)", "    tau = K.f1(dd, di, K.I_AX + 9)",
-            "    C = K.f2(df, di, K.I_AX_CONST)",
-            "    two_pi = 2.0 * math.pi"]
-    for s, code, uses_state, _ in items:
+    for kind, items in (("torque", torques), ("force", forces)):
+        for s, code, _, n_const in items:
+            unpack = "".join(f"    c_{k} = c[{k}]\n" for k in range(n_const))
+            src += jit + f"def {kind}_{s}(t, q, qd, c):\n{unpack}    return float({code})\n"
+    body = ["    A = K.f3(ws, di, K.I_A)", "    w = K.f2(ws, di, K.I_W)", "    two_pi = 2.0 * math.pi"]
+    if torques:
+        body += ["    ia = K.i1(di, K.I_AX)", "    ib = K.i1(di, K.I_AX + 1)",
+                 "    Ri = K.f3(df, di, K.I_AX + 2)", "    Rj = K.f3(df, di, K.I_AX + 3)",
+                 "    ref = K.f1(dd, di, K.I_AX + 8)", "    tau = K.f1(dd, di, K.I_AX + 9)",
+                 "    C = K.f2(df, di, K.I_AX_CONST)"]
+    for s, code, uses_state, _ in torques:
         if uses_state:
             body += [
                 f"    a, b = ia[{s}], ib[{s}]",
@@ -224,9 +235,21 @@ def _torque_source(dyn):
             ]
         else:
             body.append(f"    tau[{s}] = torque_{s}(t, 0.0, 0.0, C[{s}])")
+    if forces:
+        body += ["    rc = K.f2(ws, di, K.I_RC)", "    vc = K.f2(ws, di, K.I_VC)",
+                 "    lia = K.i1(di, K.I_LN)", "    lib = K.i1(di, K.I_LN + 1)",
+                 "    Di = K.f2(df, di, K.I_LN + 2)", "    LR = K.f3(df, di, K.I_LN + 3)",
+                 "    Dj = K.f2(df, di, K.I_LN + 4)", "    mag = K.f1(dd, di, K.I_LN + 5)",
+                 "    LC = K.f2(df, di, K.I_LN_CONST)"]
+    for s, code, uses_state, _ in forces:
+        if uses_state:
+            body += [f"    q, qd, z0, z1, z2 = K.line_state(A, rc, w, vc, lia[{s}], lib[{s}], Di[{s}], LR[{s}], Dj[{s}])",
+                     f"    mag[{s}] = force_{s}(t, q, qd, LC[{s}])"]
+        else:
+            body.append(f"    mag[{s}] = force_{s}(t, 0.0, 0.0, LC[{s}])")
     body.append("    return 0")
-    src += jit + "def torques(t, df, di, dd, ws):\n" + "\n".join(body) + "\n"
-    return src, bool(items)
+    src += jit + "def expressions(t, df, di, dd, ws):\n" + "\n".join(body) + "\n"
+    return src, bool(torques or forces)
 
 
 def _structure(dyn, baumgarte=None):
@@ -346,14 +369,14 @@ def _source(dyn):
             wind.append(f"    K.unwrap(angles_{k}(K.gather(qf, {acc['gather']}), {acc['markers']}), {acc['ref']})")
     wind += ["    K.accept_refs(df, di, dd, ws)", "    return 0"]
     jit = "\n\n@numba.njit(cache=True, nogil=True)\n"
-    torque_src, has_torques = _torque_source(dyn)
-    src = ("\n".join(head) + "\n" + torque_src + jit
+    expression_src, has_expressions = _expression_source(dyn)
+    src = ("\n".join(head) + "\n" + expression_src + jit
            + "def groups(t, y, df, di, dd, ws, need_gamma):\n" + "\n".join(lines) + "\n"
            + jit
            + "def rhs(t, y, df, di, dd, ws):\n"
            + "    K.stage_kinematics(y, df, di, ws)\n"
            + "    groups(t, y, df, di, dd, ws, True)\n"
-           + ("    torques(t, df, di, dd, ws)\n" if has_torques else "")
+           + ("    expressions(t, df, di, dd, ws)\n" if has_expressions else "")
            + "    return K.stage_rhs(t, y, df, di, dd, ws)\n"
            + jit
            + "def windings(y, df, di, dd, ws):\n" + "\n".join(wind) + "\n"
@@ -443,7 +466,14 @@ def _row_bodies(dyn):
 
 
 class FastRHS:
-    """ẏ = rhs(t, y) of the index-1 formulations in one compiled call (see the module docstring).
+    """ẏ = rhs(t, y) of the index-1 and penalty formulations in one compiled call (see the
+    module docstring).
+
+    ``baumgarte`` = (α, β) in 1/s adds −2α Φ̇ − β² Φ to γ̂. ``penalty`` = (ε, max_iter, tol):
+    λ from S + εI instead of S (ε = 1/α of the penalty formulation, so the redundant rows are
+    kept, with a small λ each), iterated as the augmented Lagrangian when max_iter > 1 with the
+    relative tolerance tol (see ``_kernels.multipliers``). Both are run-time data: every
+    formulation shares the model's compiled module.
 
     After each call ``aux`` holds max |Jv v + Φt| and max |Φ| over the rows (and
     max ||p|² − 1|) at (t, y), the number of redundant rows dropped, then the raw joint
@@ -451,11 +481,12 @@ class FastRHS:
     without another evaluation.
     """
 
-    def __init__(self, dyn, angles, refs, baumgarte=None):
+    def __init__(self, dyn, angles, refs, baumgarte=None, penalty=None):
         self.dyn = dyn
         self.angles = angles
         self.refs = refs
         self.baumgarte = baumgarte
+        self.penalty = penalty
         module, _ = _module(dyn, baumgarte)
         self.rhs_fn = module.rhs
         self.project_fn = module.project
@@ -511,12 +542,10 @@ class FastRHS:
         else:
             sp = (i64(s["ia"]), i64(s["ib"]), f64(s["da"]), f64(s["db"]), f64(s["k"]), f64(s["c"]), f64(s["l0"]), f64(s["F0"]))
         self.n_axis = 0
-        self.n_compiled_exprs = 0
         if forces.angle is None:
             ax = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, 3, 3)), np.zeros((0, 3, 3)),
                   np.zeros(0), np.zeros(0), np.zeros(0), np.zeros(0, np.bool_))
             self.tau = np.zeros(0)
-            self.exprs = []
         else:
             a = forces.angle
             n_ax = len(a["ia"])
@@ -529,11 +558,26 @@ class FastRHS:
             is_expr[nr:] = True
             ax = (i64(a["ia"]), i64(a["ib"]), f64(a["Ri"]), f64(a["Rj"]), k, c, t0, is_expr)
             self.tau = np.zeros(n_ax)
-            compiled = {s for s, _, _, _ in _compiled_torques(dyn)}
-            # the expressions not compiled into the module: evaluated in Python (t only, see fast_rhs)
-            self.exprs = [(nr + i, fn) for i, (_, fn) in enumerate(forces.axis_expr) if nr + i not in compiled]
-            self.n_compiled_exprs = len(compiled)
             self.n_axis = n_ax
+        # the expressions not compiled into the module: evaluated in Python (t only, see fast_rhs)
+        self.exprs = {}
+        for kind in _EXPRESSION_KINDS:
+            compiled = {s for s, _, _, _ in _compiled_expressions(dyn, kind)}
+            self.exprs[kind] = [(s, fn) for s, fn in _expression_elements(dyn, kind) if s not in compiled]
+        ln = forces.line
+        if ln is None:
+            lnt = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, 3)), np.zeros((0, 3, 3)), np.zeros((0, 3)),
+                   np.zeros(0))
+        else:
+            lnt = (i64(ln["ia"]), i64(ln["ib"]), f64(ln["di"]), f64(ln["Ri"]), f64(ln["dj"]), np.zeros(len(ln["ia"])))
+        bu = forces.bushing
+        if bu is None:
+            but = (np.zeros(0, np.int64), np.zeros(0, np.int64)) + (np.zeros((0, 3)),) * 2 + (np.zeros((0, 3, 3)),) * 2 \
+                + (np.zeros((0, 3)),) * 4
+        else:
+            n_bu = len(bu["ia"])
+            but = ((i64(bu["ia"]), i64(bu["ib"]), f64(bu["da"]), f64(bu["db"]), f64(bu["Ra"]), f64(bu["Rb"]))
+                   + tuple(f64(np.broadcast_to(bu[k], (n_bu, 3))) for k in ("Kt", "Ct", "Kr", "Cr")))
         bl = forces.ball
         if bl is None:
             blt = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, 3, 3)), np.zeros((0, 3, 3)), np.zeros(0), np.zeros(0))
@@ -549,13 +593,16 @@ class FastRHS:
         values = dict(q_fixed=model.q_fixed, com_all=mass.body_com_all, Jb=_pad(mass.body_inertia, nb),
                       Jbinv=_pad(mass.body_inertia_inv, nb), mass=mass.body_mass, gravf=forces.gravity_force.reshape(-1, 3),
                       row_map=row_map, rb=rb, pair_i=pi, pair_j=pj, pair_si=psi, pair_sj=psj, sizes=sizes,
-                      stab=np.array([a_, b_, getattr(dyn, 'drop_tol', DROP_TOL)]), ax_ref=np.zeros(len(ax[0])), tau=np.zeros(len(ax[0])),
-                      ax_const=_torque_constants(dyn, len(ax[0])),
+                      stab=np.array([a_, b_, getattr(dyn, 'drop_tol', DROP_TOL), *(self.penalty or (0.0, 1, 0.0))]), ax_ref=np.zeros(len(ax[0])), tau=np.zeros(len(ax[0])),
+                      ax_const=_expression_table(dyn, "torque", len(ax[0])),
+                      ln_const=_expression_table(dyn, "force", len(lnt[0])),
                       is_angle=np.array([kind_ == "angle" for _, kind_, _, _ in model.joint_measures], np.int64),
                       mref=np.zeros(nmeas))
         values.update(zip(("sp_ia", "sp_ib", "sp_da", "sp_db", "sp_k", "sp_c", "sp_l0", "sp_F0"), sp))
         values.update(zip(("ax_ia", "ax_ib", "ax_Ri", "ax_Rj", "ax_k", "ax_c", "ax_tau0", "ax_expr"), ax))
         values.update(zip(("bl_ia", "bl_ib", "bl_Ri", "bl_Rj", "bl_k", "bl_c"), blt))
+        values.update(zip(("ln_ia", "ln_ib", "ln_di", "ln_Ri", "ln_dj", "ln_F"), lnt))
+        values.update(zip(("bu_ia", "bu_ib", "bu_da", "bu_db", "bu_Ra", "bu_Rb", "bu_Kt", "bu_Ct", "bu_Kr", "bu_Cr"), but))
         from . import _kernels as K
 
         nrows = m
@@ -593,14 +640,16 @@ class FastRHS:
             if g.n_angles:
                 self._angle_groups.append((views[f"ref_{k}"], gr["gi"]))
         self.tau = views["tau"]
+        self.line_force = views["ln_F"]
         self._refs_arr = views["ax_ref"]
         self._mref = views["mref"]
         self.m = m
         self.bw = bw
-        self._needs_update = bool(self._timed or self._angle_groups or self.exprs or self.n_axis)
+        python_exprs = self.exprs["torque"] or self.exprs["force"]
+        self._needs_update = bool(self._timed or self._angle_groups or python_exprs or self.n_axis)
         #: nothing in ẏ is evaluated in Python (drivers' time functions, torque expressions not
         #: compiled into the module): the compiled integrator loop (:meth:`dop853`) applies
-        self.self_contained = not (self._timed or self.exprs)
+        self.self_contained = not (self._timed or python_exprs)
 
     def _update(self, t):
         for F, fns in self._timed:
@@ -608,8 +657,10 @@ class FastRHS:
                 F[i] = fn(t)
         for ref, gi in self._angle_groups:
             ref[:] = self.angles.ref[gi]
-        for i, fn in self.exprs:
+        for i, fn in self.exprs["torque"]:
             self.tau[i] = fn(t, 0.0, 0.0)
+        for i, fn in self.exprs["force"]:
+            self.line_force[i] = fn(t, 0.0, 0.0)
         if self.n_axis:
             self._refs_arr[:] = self.refs
 

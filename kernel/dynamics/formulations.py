@@ -42,8 +42,11 @@ ODE formulations run with scipy's ``RK23``, ``RK45``, ``DOP853``, ``Radau``, ``B
 the explicit methods (RK*, DOP853); the implicit/multistep ones keep their history and
 only the output frames are projected.
 
-``projection`` and ``baumgarte`` take the options ``fast`` (default True: the compiled
-right-hand side of :mod:`.fast` when numba is available) and ``compiled_loop`` (default True:
+``projection``, ``baumgarte``, ``penalty`` and ``augmented-lagrangian`` take the options
+``fast`` (default True: the compiled right-hand side of :mod:`.fast` when numba is available;
+the penalty matrix is then solved in Schur-complement form, (S + I/α) λ = Jv M⁻¹ f + r with
+S = Jv M⁻¹ Jvᵀ in band storage, which gives the same v̇ by the Woodbury identity and keeps the
+cost linear in a chain's length) and ``compiled_loop`` (default True:
 with ``DOP853``, the whole integration loop — steps, step-size control, dense output,
 projections and angle bookkeeping — runs compiled (:mod:`._dop853`) when nothing in ẏ is
 evaluated in Python, i.e. no drivers' time functions; torque expressions are compiled). The compiled
@@ -408,12 +411,12 @@ class _IndexOne(Formulation):
     def _evaluate(self, t, q, v):
         return self.dyn.evaluate(q, v, t, self.refs)
 
-    def _setup_fast(self, baumgarte=None):
+    def _setup_fast(self, baumgarte=None, penalty=None):
         """Use the compiled right-hand side (:mod:`.fast`) when it applies."""
         if self.options.get("fast", True):
             from .fast import fast_rhs
 
-            self._fast = fast_rhs(self.dyn, self.angles, self.refs, baumgarte)
+            self._fast = fast_rhs(self.dyn, self.angles, self.refs, baumgarte, penalty)
 
     def _step_projection(self):
         """(tol, max_iter) of the projection onto the joints after accepted steps, or None."""
@@ -615,13 +618,18 @@ class PenaltyFormulation(_IndexOne):
     """Penalty formulation (all rows, redundant or not); see the module docstring."""
 
     name = "penalty"
-    defaults = {"penalty": 1e7, "xi": 1.0, "omega": 10.0}
+    defaults = {"penalty": 1e7, "xi": 1.0, "omega": 10.0, "fast": True, "compiled_loop": True}
     iterate = False
 
     def __init__(self, dyn, **kw):
         super().__init__(dyn, **kw)
         self.alpha = float(self.options["penalty"]) * float(np.mean(dyn.mass.body_mass)) if dyn.nmov else 0.0
         self._lam = np.zeros(dyn.nc)
+        if self.alpha > 0:
+            # compiled: λ = (S + I/α)⁻¹ (Jv M⁻¹ f + r), the same v̇ by the Woodbury identity
+            xi, om = float(self.options["xi"]), float(self.options["omega"])
+            iterations = (int(self.options["max_iter"]), float(self.options["tol"])) if self.iterate else (1, 0.0)
+            self._setup_fast((xi * om, om), (1.0 / self.alpha, *iterations))
 
     def accelerations(self, ev, t, q, v):
         dyn = self.dyn
@@ -661,7 +669,7 @@ class PenaltyFormulation(_IndexOne):
         return vd, float(lam @ ev.phit) if dyn.timed else 0.0
 
     def accept(self, t, y):
-        self._update_windings(y[: self.nq])
+        self._update_windings(y[: self.nq], aux=self._fast_aux(y))
         return None
 
 
@@ -669,7 +677,8 @@ class AugmentedLagrangianFormulation(PenaltyFormulation):
     """Iterated augmented Lagrangian with Baumgarte terms (exact index-1 limit)."""
 
     name = "augmented-lagrangian"
-    defaults = {"penalty": 1e5, "xi": 1.0, "omega": 10.0, "tol": 1e-12, "max_iter": 30}
+    defaults = {"penalty": 1e5, "xi": 1.0, "omega": 10.0, "tol": 1e-12, "max_iter": 30, "fast": True,
+                "compiled_loop": True}
     iterate = True
 
 

@@ -81,11 +81,14 @@ CASES = {
     "four-bar (redundant rows)": (lambda build: model("four_bar"), "projection", 2.0, 1e-9),
     "four-bar, baumgarte": (lambda build: model("four_bar"), "baumgarte", 2.0, 1e-9),
     "spinning pendulum with spring": (_spinning_pendulum, "projection", 2.0, 1e-10),
-    # torque expressions compiled into the model's module (fast._torque_source)
+    # torque expressions compiled into the model's module (fast._expression_source)
     "slider-crank, torque of t (P1)": (lambda build: model("slider_crank_torque"), "projection", 2.0, 1e-9),
     "spinning pendulum, torque of t, q, qd": (lambda build: _torque_pendulum(build, TORQUE), "projection", 2.0, 1e-10),
     "spinning pendulum, torque of t, q, qd, baumgarte": (lambda build: _torque_pendulum(build, TORQUE), "baumgarte",
                                                          2.0, 1e-10),
+    # the penalty formulations' Schur-complement form, redundant rows kept
+    "four-bar, penalty": (lambda build: model("four_bar"), "penalty", 2.0, 1e-9),
+    "four-bar, augmented-lagrangian": (lambda build: model("four_bar"), "augmented-lagrangian", 2.0, 1e-9),
 }
 
 
@@ -104,6 +107,25 @@ def test_compiled_loop_takes_the_steps_of_scipys_dop853(case, build):
     for ca, cb in zip(a.joint_coordinates, b.joint_coordinates):
         np.testing.assert_allclose(ca.values, cb.values, rtol=0, atol=100 * tol)
     np.testing.assert_allclose(a.extra["energy.total"], b.extra["energy.total"], rtol=0, atol=1e3 * tol)
+
+
+@pytest.mark.parametrize("formulation", ["penalty", "augmented-lagrangian"])
+@pytest.mark.parametrize("sample", ["four_bar", "slider_crank_torque"])
+def test_compiled_penalty_formulations_solve_the_penalty_matrix_of_the_numpy_path(formulation, sample):
+    """(S + I/α) λ = Jv M⁻¹ f + r in band storage gives the v̇ of (M + α JvᵀJv) v̇ = f − α Jvᵀ r
+    (Woodbury), and the augmented Lagrangian's iteration the same fixed point, on models with
+    redundant rows (planar linkages built in 3-D). Reference: the numpy path (``fast=False``),
+    which factors the penalty matrix itself."""
+    mdl = model(sample)
+    kw = dict(formulation=formulation, rtol=1e-10, atol=1e-10)
+    a, ra = run(mdl, 1.0, 20, options={"fast": True}, **kw)
+    b, rb = run(mdl, 1.0, 20, options={"fast": False}, **kw)
+    assert a.complete and b.complete, (a.message, b.message)
+    assert COMPILED in ra.notes and COMPILED not in rb.notes
+    # measured: 2.4e-9 m and 3e-8 m/s (penalty: the penalty matrix's conditioning), 3e-11 m (AL)
+    np.testing.assert_allclose(a.position, b.position, rtol=0, atol=2e-8)
+    np.testing.assert_allclose(a.velocity, b.velocity, rtol=0, atol=3e-7)
+    np.testing.assert_allclose(a.extra["violation.position"], b.extra["violation.position"], rtol=0, atol=1e-8)
 
 
 def test_spinning_pendulum_angle_follows_the_turns(build):
@@ -284,6 +306,74 @@ def test_nut_on_a_screw_falls_with_the_closed_form_acceleration(build):
     np.testing.assert_allclose(np.abs(theta), 2 * math.pi / pitch * 0.5 * acc * m.time ** 2, rtol=0, atol=1e-7)
 
 
+def _slider_with_axis_force(build, joint="prismatic"):
+    """A 2 kg slider on an inclined joint axis, pushed along it by F = 2 − 4 q − 0.5 qd (N, q in
+    m): the force acts at the joint's point, away from the com, so the joint takes a moment."""
+    return compile_model(build({
+        "gravity": [0, -9.81, 0],
+        "parts": {"ground": {"fixed": True},
+                  "slider": {"position": [0.1, 0.2, 0], "orientation": [0.9, 0.1, 0.3, 0.2], "mass": 2.0,
+                             "com": [0.1, 0.2, 0.05], "inertia": [0.01, 0.02, 0.025, 0.001, 0.0, 0.002]}},
+        "joints": [{"name": "rail", "type": joint, "parts": ["ground", "slider"], "origin": [0.3, 0.1, 0.2],
+                    "axis": [1, 1, 0]}],
+        "forces": [{"name": "push", "type": "force", "joint": "rail", "expression": "2 - 4*q - 0.5*qd"}],
+    }))
+
+
+@pytest.mark.parametrize("fast_path", [True, False])
+def test_force_along_a_joint_axis_gives_the_closed_form_damped_oscillation(build, fast_path):
+    """m q̈ = F0 − k q − c q̇ along the rail (gravity is normal to it only in part: its
+    component along the axis, m g sin 45°, shifts the equilibrium). Closed form of the damped
+    oscillator from rest; the compiled expression (``force_<s>``) and the numpy path."""
+    from cadmotion.kernel.dynamics.energy import energy_balance
+
+    mdl = _slider_with_axis_force(build)
+    m, res = run(mdl, 2.0, 20, rtol=1e-11, atol=1e-11, options={"fast": fast_path})
+    assert m.complete, m.message
+    assert (COMPILED in res.notes) == fast_path
+    mass, k, c = 2.0, 4.0, 0.5
+    q_eq = (2.0 - mass * 9.81 / math.sqrt(2)) / k
+    w0, zeta = math.sqrt(k / mass), c / (2 * math.sqrt(k * mass))
+    wd = w0 * math.sqrt(1 - zeta ** 2)
+    t = m.time
+    q = q_eq - np.exp(-zeta * w0 * t) * (q_eq * np.cos(wd * t) + zeta * w0 * q_eq / wd * np.sin(wd * t))
+    np.testing.assert_allclose(m.coordinate("rail.disp"), q, rtol=0, atol=1e-9)
+    assert m.extra["work.nonconservative"][-1] != 0.0 and energy_balance(m) < 1e-8
+
+
+def _bushing_box(build):
+    """A free body held to ground by a bushing with different stiffness and damping per axis,
+    its second point away from the first: translation and rotation couple."""
+    from dataclasses import replace
+
+    spec = build({
+        "gravity": [0, -9.81, 0],
+        "parts": {"ground": {"fixed": True},
+                  "box": {"position": [0, 0, 0], "orientation": [0.95, 0.1, 0.2, 0.2], "mass": 2.0,
+                          "com": [0.1, 0, 0], "inertia": [0.01, 0.02, 0.025]}},
+        "forces": [{"name": "b", "type": "bushing", "parts": ["ground", "box"], "points": [[0, 0, 0], [0.05, 0.02, 0]],
+                    "stiffness": [500.0, 800.0, 300.0], "damping": [0.5, 1.0, 0.2]}],
+        "initial_velocity": {"box": {"velocity": [0.1, 0.2, 0.0], "angular_velocity": [0.3, -0.5, 2.0]}},
+    })
+    extra = (("rotational_stiffness", (3.0, 4.0, 5.0)), ("rotational_damping", (0.01, 0.02, 0.0)))
+    return compile_model(replace(spec, forces=(replace(spec.forces[0], params=spec.forces[0].params + extra),)))
+
+
+def test_compiled_bushing_gives_the_numpy_paths_motion_and_balances_energy(build):
+    """The compiled bushing kernel against the numpy force elements (``fast=False``), and the
+    energy balance: E(t) − E(0) = the dampers' work."""
+    from cadmotion.kernel.dynamics.energy import energy_balance
+
+    mdl = _bushing_box(build)
+    a, ra = run(mdl, 1.0, 20, rtol=1e-11, atol=1e-11, options={"fast": True})
+    b, rb = run(mdl, 1.0, 20, rtol=1e-11, atol=1e-11, options={"fast": False})
+    assert a.complete and b.complete and COMPILED in ra.notes and COMPILED not in rb.notes
+    assert np.ptp(a.position[:, a.part_index("box")], axis=0).min() > 1e-3  # it moves in x, y and z
+    np.testing.assert_allclose(a.position, b.position, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(a.quaternion, b.quaternion, rtol=0, atol=1e-9)
+    assert a.extra["work.nonconservative"][-1] < -1e-4 and energy_balance(a) < 1e-8
+
+
 def test_models_with_python_inputs_keep_the_scipy_loop():
     """A driver's time function is evaluated in Python: the scipy loop runs."""
     from dataclasses import replace
@@ -377,7 +467,7 @@ def test_each_expression_form_has_its_own_compiled_module_and_decimals_are_data(
     for value in (0.01, 0.02):
         dyn = Dynamics(_torque_pendulum(build, f"{value}*exp(-t)"))
         # element 0 is the spring (no expression), element 1 the torque
-        assert np.array_equal(fast._torque_constants(dyn, 2), [[0.0], [value]])
+        assert np.array_equal(fast._expression_table(dyn, "torque", 2), [[0.0], [value]])
 
 
 def test_expression_code_is_printed_from_the_tree_and_whitelisted():
