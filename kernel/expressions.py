@@ -102,11 +102,19 @@ def parse_expression(text, *, variables=("t",), where=None):
 
 
 class TimeFunction:
-    """f(t) with exact first and second derivatives; ``__call__(t) -> (f, f', f'')``."""
+    """f(t) with exact first and second derivatives; ``__call__(t) -> (f, f', f'')``.
 
-    def __init__(self, evaluate, description):
+    ``expr`` is the (scaled) sympy expression of an expression function, ``spline`` the
+    breakpoints x (s) and the cubic pieces' coefficients c (4, len(x) − 1) of a table's spline
+    (scipy's ``PPoly`` layout, extrapolated by its end pieces); None otherwise. Compiled code
+    (:mod:`cadmotion.kernel.dynamics.fast`) evaluates the function from them.
+    """
+
+    def __init__(self, evaluate, description, expr=None, spline=None):
         self._evaluate = evaluate
         self.description = description
+        self.expr = expr
+        self.spline = spline
 
     def __call__(self, t):
         return self._evaluate(t)
@@ -122,9 +130,15 @@ def _almost_everywhere(expr):
     return expr.replace(sp.Heaviside, lambda x, *args: (sp.sign(x) + 1) / 2)
 
 
+def derivatives(expr):
+    """[f, f', f''] of an expression in t (the derivatives of sign/abs/min/max taken away from
+    their jumps)."""
+    return [expr] + [_almost_everywhere(sp.diff(expr, _t, n)) for n in (1, 2)]
+
+
 def _from_expression(text, scale, where):
     expr = parse_expression(text, where=where) * scale
-    derivs = [expr] + [_almost_everywhere(sp.diff(expr, _t, n)) for n in (1, 2)]
+    derivs = derivatives(expr)
     funcs = [sp.lambdify(_t, d, modules="math") for d in derivs]
     for d, fn in zip(derivs, funcs):  # fail now, not in the middle of a run
         try:
@@ -137,7 +151,7 @@ def _from_expression(text, scale, where):
                 hint="drivers need f, f' and f'' defined over the whole run",
             )
     f0, f1, f2 = funcs
-    return TimeFunction(lambda t: (float(f0(t)), float(f1(t)), float(f2(t))), text)
+    return TimeFunction(lambda t: (float(f0(t)), float(f1(t)), float(f2(t))), text, expr=expr)
 
 
 def _from_table(rows, scale, where):
@@ -153,7 +167,8 @@ def _from_table(rows, scale, where):
     else:
         spline = CubicSpline(data[:, 0], data[:, 1] * scale, bc_type="not-a-knot")
     d1, d2 = spline.derivative(1), spline.derivative(2)
-    return TimeFunction(lambda t: (float(spline(t)), float(d1(t)), float(d2(t))), f"table of {len(data)} rows")
+    return TimeFunction(lambda t: (float(spline(t)), float(d1(t)), float(d2(t))), f"table of {len(data)} rows",
+                        spline=(spline.x, spline.c))
 
 
 def time_function(spec, where=None):

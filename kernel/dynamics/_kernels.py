@@ -255,6 +255,17 @@ def axis_forces(A, w, N, ax_ia, ax_ib, ax_Ri, ax_Rj, ax_k, ax_c, ax_tau0, ax_exp
 
 
 @numba.njit(**_JIT)
+def spline_value(x, c, n, t):
+    """(f, f', f'') at t of a cubic spline with breakpoints x[:n] and pieces c[:, :n − 1]
+    (scipy ``PPoly`` layout; outside [x0, x_{n−1}] the end pieces are extended, as scipy does)."""
+    j = np.searchsorted(x[:n], t, side="right") - 1
+    j = min(max(j, 0), n - 2)
+    h = t - x[j]
+    c0, c1, c2, c3 = c[0, j], c[1, j], c[2, j], c[3, j]
+    return ((c0 * h + c1) * h + c2) * h + c3, (3.0 * c0 * h + 2.0 * c1) * h + c2, 6.0 * c0 * h + 2.0 * c1
+
+
+@numba.njit(**_JIT)
 def relative_rotation_vector(Wi, Wj):
     """Rotation vector φ (rad, |φ| ≤ π, in frame i's axes) of frame j relative to frame i, from
     their world axes Wi, Wj (3, 3) — as :func:`.forces.rotation_vector` of Wiᵀ Wj."""
@@ -675,7 +686,9 @@ COMMON = [
     ("bu_Kt", "f", 2), ("bu_Ct", "f", 2), ("bu_Kr", "f", 2), ("bu_Cr", "f", 2),
 ]
 GROUP = [("gather", "i", 2), ("markers", "f", 2), ("params", "f", 2), ("bodies", "i", 2), ("F", "d", 2),
-         ("ref", "d", 2), ("mpos", "i", 2)]
+         ("ref", "d", 2), ("mpos", "i", 2),
+         # drivers' time functions: constants of compiled expressions, tables' splines
+         ("fn_const", "f", 2), ("spl_x", "f", 2), ("spl_c", "f", 3), ("spl_n", "i", 1)]
 _I = {name: i for i, (name, _, _) in enumerate(COMMON)}
 I_Q_FIXED, I_COM, I_JB, I_JBINV, I_MASS, I_GRAVF = (_I[n] for n in ("q_fixed", "com_all", "Jb", "Jbinv", "mass", "gravf"))
 I_ROW_MAP, I_RB, I_PI, I_PJ, I_PSI, I_PSJ, I_SIZES = (_I[n] for n in ("row_map", "rb", "pair_i", "pair_j", "pair_si",

@@ -29,8 +29,11 @@ a numba function ``torque_<s>`` (``force_<s>``) called by ``rhs`` with the eleme
 joint angle q (rad) and rate qd (rad/s) (displacement q in m and rate qd in m/s). The printed code is part of the source and so of the module's
 hash: each distinct set of expressions has its own cached module. An expression whose
 printed code fails the whitelist stays a Python callback (evaluated at (t, 0, 0) before each
-call, so only when it reads t alone). Drivers' time functions stay Python callbacks; a
-model with any (:attr:`FastRHS.self_contained` False) keeps scipy's loop.
+call, so only when it reads t alone). Drivers' time functions are compiled the same way —
+f, f' and f'' of an expression (differentiated after its decimals became c_k, so they stay
+data), a table's cubic spline from its coefficients (data too) — and evaluated in ``groups``
+at the time of the call; a model with anything left in Python (:attr:`FastRHS.self_contained`
+False) keeps scipy's loop.
 
 Not covered (the numpy path of :mod:`.equations` is used instead): models without numba,
 and torque or force expressions of q or qd that could not be compiled. :func:`fast_rhs` returns None in those cases.
@@ -120,50 +123,124 @@ def _lifted(expr):
     return expr.xreplace(dict(zip(numbers, symbols))), [float(a) for a in numbers], set(symbols)
 
 
+def _checked_code(expr, names):
+    """Python source of a sympy expression whose free symbols are named in ``names``, printed
+    by sympy's Python code printer and checked node by node against the whitelist, or None."""
+    from sympy.printing.pycode import PythonCodePrinter
+
+    if not {sym.name for sym in expr.free_symbols} <= names:
+        return None
+    try:
+        text = PythonCodePrinter({"fully_qualified_modules": True, "strict": True}).doprint(expr)
+        tree = ast.parse(text, mode="eval")
+    except Exception:  # an expression the printer does not support
+        return None
+    for node in ast.walk(tree):
+        if not isinstance(node, _EXPR_NODES):
+            ok = False
+        elif isinstance(node, ast.Name):
+            ok = node.id in names or node.id == "math"
+        elif isinstance(node, ast.Attribute):
+            ok = isinstance(node.value, ast.Name) and node.value.id == "math" and node.attr in _EXPR_MATH
+        elif isinstance(node, ast.Constant):
+            ok = type(node.value) in (int, float)
+        elif isinstance(node, ast.Call):
+            ok = not node.keywords and (
+                isinstance(node.func, ast.Attribute) or (isinstance(node.func, ast.Name) and node.func.id != "math"))
+        else:
+            ok = True
+        if not ok:
+            return None
+    # "math" only as the object of an attribute
+    bare = [n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == "math"]
+    attrs = [n for n in ast.walk(tree) if isinstance(n, ast.Attribute)]
+    return text if len(bare) == len(attrs) else None
+
+
 def _expression_parts(fn):
     expr = getattr(fn, "expr", None)
     if expr is None:
         return None, []
     import sympy
 
-    key = sympy.srepr(expr)
-    if key in _EXPR_CODE:
-        return _EXPR_CODE[key]
-    code, values = None, []
-    try:
-        from sympy.printing.pycode import PythonCodePrinter
-
-        t, q, qd = fn.args
+    key = ("force", sympy.srepr(expr))
+    if key not in _EXPR_CODE:
         lifted, values, consts = _lifted(expr)
-        names = _EXPR_NAMES | {c.name for c in consts}
-        if expr.free_symbols <= {t, q, qd}:
-            expr = lifted
-            text = PythonCodePrinter({"fully_qualified_modules": True, "strict": True}).doprint(expr)
-            tree = ast.parse(text, mode="eval")
-            ok = True
-            for node in ast.walk(tree):
-                if not isinstance(node, _EXPR_NODES):
-                    ok = False
-                elif isinstance(node, ast.Name):
-                    ok = node.id in names or node.id == "math"
-                elif isinstance(node, ast.Attribute):
-                    ok = isinstance(node.value, ast.Name) and node.value.id == "math" and node.attr in _EXPR_MATH
-                elif isinstance(node, ast.Constant):
-                    ok = type(node.value) in (int, float)
-                elif isinstance(node, ast.Call):
-                    ok = not node.keywords and (
-                        isinstance(node.func, ast.Attribute) or (isinstance(node.func, ast.Name) and node.func.id != "math"))
-                if not ok:
-                    break
-            if ok:
-                # "math" only as the object of an attribute
-                bare = [n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == "math"]
-                attrs = [n for n in ast.walk(tree) if isinstance(n, ast.Attribute)]
-                code = text if len(bare) == len(attrs) else None
-    except Exception:  # an expression the printer does not support: a Python callback
-        code = None
-    _EXPR_CODE[key] = (code, values if code is not None else [])
+        code = _checked_code(lifted, _EXPR_NAMES | {c.name for c in consts})
+        _EXPR_CODE[key] = (code, values if code is not None else [])
     return _EXPR_CODE[key]
+
+
+def _time_function_parts(fn):
+    """([f, f', f''] source, constants) of a driver's expression time function in t (s), or
+    (None, []): its decimals lifted to c_k before differentiation, so they stay data."""
+    expr = getattr(fn, "expr", None)
+    if expr is None:
+        return None, []
+    import sympy
+
+    from ..expressions import derivatives
+
+    key = ("time", sympy.srepr(expr))
+    if key not in _EXPR_CODE:
+        lifted, values, consts = _lifted(expr)
+        names = {"t", "abs", "min", "max"} | {c.name for c in consts}
+        codes = [_checked_code(d, names) for d in derivatives(lifted)]
+        _EXPR_CODE[key] = (codes, values) if None not in codes else (None, [])
+    return _EXPR_CODE[key]
+
+
+def _time_function_kind(fn):
+    """How compiled code evaluates a driver's time function: "expression", "table" or None
+    (a Python callback)."""
+    if _time_function_parts(fn)[0] is not None:
+        return "expression"
+    return "table" if getattr(fn, "spline", None) is not None else None
+
+
+def _time_function_source(dyn):
+    """Source of ``timefn_<k>_<i>`` (f, f', f'') per compiled expression of group k, instance i,
+    and the lines of ``groups`` that fill each driver group's F (the tables by
+    :func:`._kernels.spline_value`)."""
+    jit = "\n\n@numba.njit(cache=True, nogil=True)\n"
+    src, lines = "", []
+    for k, gr in enumerate(dyn.groups):
+        for i, fn in enumerate(gr["g"].functions):
+            kind = _time_function_kind(fn)
+            if kind == "expression":
+                codes, values = _time_function_parts(fn)
+                unpack = "".join(f"    c_{j} = c[{j}]\n" for j in range(len(values)))
+                src += (jit + f"def timefn_{k}_{i}(t, c):\n{unpack}"
+                        + f"    return float({codes[0]}), float({codes[1]}), float({codes[2]})\n")
+                lines.append(f"    v = timefn_{k}_{i}(t, fn_const_{k}[{i}])")
+            elif kind == "table":
+                lines.append(f"    v = K.spline_value(spl_x_{k}[{i}], spl_c_{k}[{i}], spl_n_{k}[{i}], t)")
+            else:
+                continue
+            lines += [f"    F_{k}[{i}, 0] = v[0]", f"    F_{k}[{i}, 1] = v[1]", f"    F_{k}[{i}, 2] = v[2]"]
+    return src, lines
+
+
+def _time_function_data(g):
+    """The arrays of K.GROUP ``fn_const``, ``spl_x``, ``spl_c``, ``spl_n`` of group g."""
+    consts, splines = [], []
+    for fn in g.functions:
+        kind = _time_function_kind(fn)
+        consts.append(_time_function_parts(fn)[1] if kind == "expression" else [])
+        splines.append(fn.spline if kind == "table" else (np.zeros(2), np.zeros((4, 1))))
+    n = g.n
+    mc = max([len(c) for c in consts] + [1])
+    nk = max([len(x) for x, _ in splines] + [2])
+    fn_const = np.zeros((n, mc))
+    spl_x = np.zeros((n, nk))
+    spl_c = np.zeros((n, 4, nk - 1))
+    spl_n = np.full(n, 2, dtype=np.int64)
+    for i, (c, (x, coef)) in enumerate(zip(consts, splines)):
+        fn_const[i, :len(c)] = c
+        spl_x[i, :len(x)] = x
+        spl_c[i, :, :coef.shape[1]] = coef
+        spl_n[i] = len(x)
+    return dict(fn_const=fn_const, spl_x=spl_x, spl_c=spl_c, spl_n=spl_n)
 
 
 #: the kinds of expression elements (the generated functions' prefixes)
@@ -325,6 +402,8 @@ def _source(dyn):
         for j, (name, kind, ndim) in enumerate(K.GROUP):
             lines.append(f"    {name}_{g} = {_accessor(kind, ndim, k0 + g * len(K.GROUP) + j)}")
     k_qf = [name for name, _, _ in K.COMMON].index("qf")
+    time_src, time_lines = _time_function_source(dyn)
+    lines += time_lines  # the drivers' f, f', f'' at t, before any group uses them
     lines.append("    nmov = sizes[1]")
     for k, gr in enumerate(dyn.groups):
         g = gr["g"]
@@ -370,7 +449,7 @@ def _source(dyn):
     wind += ["    K.accept_refs(df, di, dd, ws)", "    return 0"]
     jit = "\n\n@numba.njit(cache=True, nogil=True)\n"
     expression_src, has_expressions = _expression_source(dyn)
-    src = ("\n".join(head) + "\n" + expression_src + jit
+    src = ("\n".join(head) + "\n" + expression_src + time_src + jit
            + "def groups(t, y, df, di, dd, ws, need_gamma):\n" + "\n".join(lines) + "\n"
            + jit
            + "def rhs(t, y, df, di, dd, ws):\n"
@@ -628,15 +707,16 @@ class FastRHS:
                 for c, kind_ in enumerate(kinds):
                     pos[i, c] = mpos.get(gr["gi"], {}).get((i, kind_), -1)
             arrays = dict(gather=g.gather, markers=g.markers, params=g.params.reshape(g.n, -1), bodies=g.bodies,
-                          F=np.zeros((g.n, 3)), ref=np.zeros((g.n, g.n_angles)), mpos=pos)
+                          F=np.zeros((g.n, 3)), ref=np.zeros((g.n, g.n_angles)), mpos=pos, **_time_function_data(g))
             for name, kind, ndim in K.GROUP:
                 P.add(f"{name}_{k}", kind, arrays[name])
         self.df, self.di, self.dd, self.ws, views = P.pack()
         self.aux = views["aux"]
         for k, gr in enumerate(dyn.groups):
             g = gr["g"]
-            if g.functions:
-                self._timed.append((views[f"F_{k}"], g.functions))
+            python_fns = [(i, fn) for i, fn in enumerate(g.functions) if _time_function_kind(fn) is None]
+            if python_fns:
+                self._timed.append((views[f"F_{k}"], python_fns))
             if g.n_angles:
                 self._angle_groups.append((views[f"ref_{k}"], gr["gi"]))
         self.tau = views["tau"]
@@ -647,13 +727,13 @@ class FastRHS:
         self.bw = bw
         python_exprs = self.exprs["torque"] or self.exprs["force"]
         self._needs_update = bool(self._timed or self._angle_groups or python_exprs or self.n_axis)
-        #: nothing in ẏ is evaluated in Python (drivers' time functions, torque expressions not
-        #: compiled into the module): the compiled integrator loop (:meth:`dop853`) applies
+        #: nothing in ẏ is evaluated in Python (drivers' time functions, torque or force
+        #: expressions not compiled into the module): the compiled integrator loop applies
         self.self_contained = not (self._timed or python_exprs)
 
     def _update(self, t):
         for F, fns in self._timed:
-            for i, fn in enumerate(fns):
+            for i, fn in fns:
                 F[i] = fn(t)
         for ref, gi in self._angle_groups:
             ref[:] = self.angles.ref[gi]

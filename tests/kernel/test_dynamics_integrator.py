@@ -374,18 +374,71 @@ def test_compiled_bushing_gives_the_numpy_paths_motion_and_balances_energy(build
     assert a.extra["work.nonconservative"][-1] < -1e-4 and energy_balance(a) < 1e-8
 
 
-def test_models_with_python_inputs_keep_the_scipy_loop():
-    """A driver's time function is evaluated in Python: the scipy loop runs."""
+SHOULDER_TABLE = ((0.0, 0.0), (0.3, 0.2), (0.7, -0.1), (1.0, 0.4), (1.5, 0.0))
+
+
+def _driven_pendulum(function):
+    """The double pendulum with its shoulder driven by ``function`` (rad, a TimeFunctionSpec)
+    and the elbow free: the driven arm shakes the free one."""
     from dataclasses import replace
 
-    from cadmotion.kernel.spec import DriverSpec, TimeFunctionSpec
+    from cadmotion.kernel.spec import DriverSpec
 
-    base = model("slider_crank_torque")
-    drivers = (DriverSpec("drive", TimeFunctionSpec(expression="0.3*sin(3*t)"), joint="crank_pivot",
-                          coordinate="angle"),)
-    m, res = run(compile_model(replace(base.spec, drivers=drivers, forces=())), 0.2, 2, rtol=1e-9, atol=1e-9)
-    assert m.complete, m.message
-    assert COMPILED not in res.notes
+    base = model("double_pendulum")
+    drivers = (DriverSpec("shake", function, joint="shoulder", coordinate="angle"),)
+    return compile_model(replace(base.spec, drivers=drivers))
+
+
+def _shoulder_functions():
+    from scipy.interpolate import CubicSpline
+
+    from cadmotion.kernel.spec import TimeFunctionSpec
+
+    table = np.array(SHOULDER_TABLE)
+    return {"expression": (TimeFunctionSpec(expression="0.3*sin(3.5*t) + 0.05*t^2"),
+                           lambda t: 0.3 * np.sin(3.5 * t) + 0.05 * t ** 2),
+            "table": (TimeFunctionSpec(table=SHOULDER_TABLE), CubicSpline(table[:, 0], table[:, 1], bc_type="not-a-knot"))}
+
+
+@pytest.mark.parametrize("kind", ["expression", "table"])
+def test_drivers_time_functions_run_compiled_and_the_driven_joint_follows_them(kind):
+    """A driver's f, f', f'' are evaluated in compiled code (expression: sympy derivatives of the
+    printed expression; table: the spline's pieces, extended past its ends as scipy does, t ∈
+    [0, 2] s for a table ending at 1.5 s). References: the function itself, evaluated
+    independently, for the driven angle; the numpy path with the Python time function for the
+    free arm."""
+    spec, reference = _shoulder_functions()[kind]
+    mdl = _driven_pendulum(spec)
+    a, ra = run(mdl, 2.0, 40, rtol=1e-10, atol=1e-10)
+    b, rb = run(mdl, 2.0, 40, rtol=1e-10, atol=1e-10, options={"fast": False})
+    assert a.complete and b.complete, (a.message, b.message)
+    assert COMPILED in ra.notes and COMPILED not in rb.notes
+    np.testing.assert_allclose(a.coordinate("shoulder.angle"), reference(a.time), rtol=0, atol=1e-9)
+    assert np.ptp(a.coordinate("elbow.angle")) > 0.5  # the free arm swings
+    np.testing.assert_allclose(a.position, b.position, rtol=0, atol=1e-7)
+    np.testing.assert_allclose(a.extra["shake.effort"], b.extra["shake.effort"], rtol=0, atol=1e-5)
+
+
+def test_a_time_function_left_in_python_keeps_scipys_loop_with_the_same_motion(monkeypatch):
+    """Time functions compiled code cannot evaluate (a TimeFunction with neither an expression
+    nor a spline, e.g. built in Python) are called from Python before each evaluation."""
+    mdl = _driven_pendulum(_shoulder_functions()["expression"][0])
+    a, _ = run(mdl, 0.5, 5, rtol=1e-10, atol=1e-10)
+    monkeypatch.setattr(fast, "_time_function_kind", lambda fn: None)
+    b, rb = run(mdl, 0.5, 5, rtol=1e-10, atol=1e-10)
+    assert b.complete and COMPILED not in rb.notes
+    np.testing.assert_allclose(a.position, b.position, rtol=0, atol=1e-9)
+
+
+def test_driver_decimals_are_data_not_code():
+    from cadmotion.kernel.dynamics.equations import Dynamics
+    from cadmotion.kernel.spec import TimeFunctionSpec
+
+    def module(text):
+        return fast._module(Dynamics(_driven_pendulum(TimeFunctionSpec(expression=text))), None)[0]
+
+    assert module("0.3*sin(3.5*t)") is module("0.2*sin(1.5*t)")
+    assert module("0.3*sin(3.5*t)") is not module("0.3*cos(3.5*t)")
 
 
 # ---------------------------------------------------------------- torque expressions in compiled code
