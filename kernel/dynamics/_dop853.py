@@ -7,7 +7,7 @@ output (Hairer, Nørsett & Wanner, *Solving ODEs I*, II.10), the same method, co
 compiled code: each stage calls the model's compiled right-hand side directly, and after each
 accepted step the formulation's bookkeeping (angle references, joint-measure continuity,
 optional projection onto the joints) is compiled too. It applies when nothing in ẏ needs Python
-(no drivers' time functions; torque expressions are compiled into the model's module:
+(drivers' time functions and torque/force expressions are compiled into the model's module;
 :attr:`.fast.FastRHS.self_contained`).
 
 Units: t in s; the state y = [q, v, W] in m, 1 (Euler parameters), m/s, rad/s and J;

@@ -49,7 +49,7 @@ S = Jv M⁻¹ Jvᵀ in band storage, which gives the same v̇ by the Woodbury id
 cost linear in a chain's length) and ``compiled_loop`` (default True:
 with ``DOP853``, the whole integration loop — steps, step-size control, dense output,
 projections and angle bookkeeping — runs compiled (:mod:`._dop853`) when nothing in ẏ is
-evaluated in Python, i.e. no drivers' time functions; torque expressions are compiled). The compiled
+evaluated in Python (drivers' time functions and torque/force expressions are compiled). The compiled
 loop is scipy's DOP853 (same coefficients, initial step, error norm and step-size control), so
 it takes the same steps up to round-off and the results are those of the scipy driver.
 
