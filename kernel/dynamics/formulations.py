@@ -118,7 +118,9 @@ class DynamicsResult:
     measures : ndarray (nt, n_measures) joint coordinates, angles continuous over turns
     success : False if the run stopped early; ``message`` and ``t_fail`` say why and when
     nfev : right-hand side (or residual) evaluations; ``nsteps`` accepted steps;
-    nfactor : matrix factorisations; ``nproject`` projections applied
+    nfactor : matrix factorisations of the evaluations and projections (the compiled
+              path counts one per evaluation, not those inside its projections);
+              ``nproject`` projections applied
     notes : remarks on the run (e.g. "DOP853 in the compiled loop")
     """
 
@@ -445,6 +447,7 @@ class _IndexOne(Formulation):
         status, Y, snaps, stats = self._fast.dop853(times, y0, rtol, atol, ptol, max_iter, meas_ref=meas)
         rec.notes.append("DOP853 in the compiled loop")
         self.nfev += int(stats[D.S_NFEV])
+        self.nfactor += int(stats[D.S_NFEV])  # one factorisation of S per compiled evaluation
         self.nproject += int(stats[D.S_NPROJECT])
         rec.nsteps += int(stats[D.S_NSTEPS])
         for k in range(1, int(stats[D.S_K])):
@@ -465,6 +468,7 @@ class _IndexOne(Formulation):
     def rhs(self, t, y):
         if self._fast is not None:
             out = self._fast(t, y)  # redundant rows are dropped inside; NaN raises FloatingPointError
+            self.nfactor += 1
             self._last = (y, None)
             return out
         nq, nv = self.nq, self.nv
