@@ -189,6 +189,23 @@ def axis_angle(A, a, b, Ri, Rj):
 
 
 @numba.njit(**_JIT)
+def apply_pair(F, N, a, b, f0, f1, f2, rb0, rb1, rb2, ra0, ra1, ra2):
+    """Force f (N, world) on body b at the arm rb from its com and −f on body a at the arm ra
+    (m, world): adds to F and to the moments about the coms N."""
+    F[b, 0] += f0
+    F[b, 1] += f1
+    F[b, 2] += f2
+    F[a, 0] -= f0
+    F[a, 1] -= f1
+    F[a, 2] -= f2
+    mb = cross(rb0, rb1, rb2, f0, f1, f2)
+    ma = cross(ra0, ra1, ra2, f0, f1, f2)
+    for i in range(3):
+        N[b, i] += mb[i]
+        N[a, i] -= ma[i]
+
+
+@numba.njit(**_JIT)
 def spring_forces(A, rc, w, vc, F, N, sp_ia, sp_ib, sp_da, sp_db, sp_k, sp_c, sp_l0, sp_F0):
     """Translational spring-damper-actuators: adds to F (N) and N (N m, about the com), returns
     their non-conservative power (W)."""
@@ -212,18 +229,7 @@ def spring_forces(A, rc, w, vc, F, N, sp_ia, sp_ib, sp_da, sp_db, sp_k, sp_c, sp
         ld = (u0 * (vc[bb, 0] + xb[0] - vc[a, 0] - xa[0]) + u1 * (vc[bb, 1] + xb[1] - vc[a, 1] - xa[1])
               + u2 * (vc[bb, 2] + xb[2] - vc[a, 2] - xa[2]))
         f = -sp_k[s] * (l - sp_l0[s]) - sp_c[s] * ld + sp_F0[s]
-        f0, f1, f2 = f * u0, f * u1, f * u2
-        F[bb, 0] += f0
-        F[bb, 1] += f1
-        F[bb, 2] += f2
-        F[a, 0] -= f0
-        F[a, 1] -= f1
-        F[a, 2] -= f2
-        mb = cross(pb[0], pb[1], pb[2], f0, f1, f2)
-        ma = cross(pa[0], pa[1], pa[2], f0, f1, f2)
-        for i in range(3):
-            N[bb, i] += mb[i]
-            N[a, i] -= ma[i]
+        apply_pair(F, N, a, bb, f * u0, f * u1, f * u2, pb[0], pb[1], pb[2], pa[0], pa[1], pa[2])
         power -= sp_c[s] * ld * ld
     return power
 
@@ -347,19 +353,9 @@ def line_forces(A, rc, w, vc, F, N, ln_ia, ln_ib, ln_di, ln_Ri, ln_dj, ln_F):
         _, qd, z0, z1, z2 = line_state(A, rc, w, vc, a, b, ln_di[s], ln_Ri[s], ln_dj[s])
         pj = point_offset(A, b, ln_dj[s])
         f = ln_F[s]
-        f0, f1, f2 = f * z0, f * z1, f * z2
-        mj = cross(pj[0], pj[1], pj[2], f0, f1, f2)
-        # the point of application from the first part's com
-        mi = cross(rc[b, 0] + pj[0] - rc[a, 0], rc[b, 1] + pj[1] - rc[a, 1], rc[b, 2] + pj[2] - rc[a, 2], f0, f1, f2)
-        F[b, 0] += f0
-        F[b, 1] += f1
-        F[b, 2] += f2
-        F[a, 0] -= f0
-        F[a, 1] -= f1
-        F[a, 2] -= f2
-        for i in range(3):
-            N[b, i] += mj[i]
-            N[a, i] -= mi[i]
+        # both parts at the second part's marker point
+        apply_pair(F, N, a, b, f * z0, f * z1, f * z2, pj[0], pj[1], pj[2],
+                   rc[b, 0] + pj[0] - rc[a, 0], rc[b, 1] + pj[1] - rc[a, 1], rc[b, 2] + pj[2] - rc[a, 2])
         power += f * qd
     return power
 
@@ -400,14 +396,11 @@ def bushing_forces(A, rc, w, vc, F, N, bu_ia, bu_ib, bu_da, bu_db, bu_Ra, bu_Rb,
             for i in range(3):
                 Fw[i] += Wa[i, k] * fl
                 Tw[i] += Wa[i, k] * tl
-        mb = cross(pb[0], pb[1], pb[2], Fw[0], Fw[1], Fw[2])
-        ma = cross(rc[b, 0] + pb[0] - rc[a, 0], rc[b, 1] + pb[1] - rc[a, 1], rc[b, 2] + pb[2] - rc[a, 2],
-                   Fw[0], Fw[1], Fw[2])
+        apply_pair(F, N, a, b, Fw[0], Fw[1], Fw[2], pb[0], pb[1], pb[2],
+                   rc[b, 0] + pb[0] - rc[a, 0], rc[b, 1] + pb[1] - rc[a, 1], rc[b, 2] + pb[2] - rc[a, 2])
         for i in range(3):
-            F[b, i] += Fw[i]
-            F[a, i] -= Fw[i]
-            N[b, i] += mb[i] + Tw[i]
-            N[a, i] -= ma[i] + Tw[i]
+            N[b, i] += Tw[i]
+            N[a, i] -= Tw[i]
     return power
 
 

@@ -163,7 +163,7 @@ def _expression_parts(fn):
         return None, []
     import sympy
 
-    key = ("force", sympy.srepr(expr))
+    key = ("t, q, qd", sympy.srepr(expr))
     if key not in _EXPR_CODE:
         lifted, values, consts = _lifted(expr)
         code = _checked_code(lifted, _EXPR_NAMES | {c.name for c in consts})
@@ -260,24 +260,20 @@ def _expression_elements(dyn, kind):
 
 
 def _compiled_expressions(dyn, kind):
-    """[(s, code, uses_state, n_constants)]: the expressions of ``kind`` compiled into the module."""
+    """[(s, code, uses_state, constants)]: the expressions of ``kind`` compiled into the module."""
     out = []
     for s, fn in _expression_elements(dyn, kind):
         code, values = _expression_parts(fn)
         if code is not None:
-            out.append((s, code, bool(fn.uses_state), len(values)))
+            out.append((s, code, bool(fn.uses_state), values))
     return out
 
 
 def _expression_table(dyn, kind, n):
     """(n, m) array: row s holds the constants c_k of the compiled expression of element s."""
-    rows = {}
-    for s, fn in _expression_elements(dyn, kind):
-        code, values = _expression_parts(fn)
-        if code is not None:
-            rows[s] = values
-    out = np.zeros((n, max([len(v) for v in rows.values()] + [1])))
-    for s, values in rows.items():
+    items = _compiled_expressions(dyn, kind)
+    out = np.zeros((n, max([len(values) for _, _, _, values in items] + [1])))
+    for s, _, _, values in items:
         out[s, :len(values)] = values
     return out
 
@@ -292,8 +288,8 @@ def _expression_source(dyn):
     jit = "\n\n@numba.njit(cache=True, nogil=True)\n"
     src = ""
     for kind, items in (("torque", torques), ("force", forces)):
-        for s, code, _, n_const in items:
-            unpack = "".join(f"    c_{k} = c[{k}]\n" for k in range(n_const))
+        for s, code, _, values in items:
+            unpack = "".join(f"    c_{k} = c[{k}]\n" for k in range(len(values)))
             src += jit + f"def {kind}_{s}(t, q, qd, c):\n{unpack}    return float({code})\n"
     body = ["    A = K.f3(ws, di, K.I_A)", "    w = K.f2(ws, di, K.I_W)", "    two_pi = 2.0 * math.pi"]
     if torques:
