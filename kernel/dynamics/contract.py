@@ -112,6 +112,10 @@ class Formulation:
 
     name = ""
     defaults = {}
+    #: the integrators this formulation runs; another is an error, never a substitution
+    integrators = INTEGRATORS
+    #: the integrator used when none is named
+    default_integrator = "DOP853"
 
     def __init__(self, dyn, *, angles, refs, **options):
         unknown = sorted(set(options) - set(self.defaults))
@@ -129,6 +133,13 @@ class Formulation:
         self.nfev = 0
         self.nfactor = 0
         self.nproject = 0
+
+    @classmethod
+    def check_integrator(cls, integrator):
+        """Raise SolverError unless this formulation runs ``integrator``."""
+        if integrator not in cls.integrators:
+            raise SolverError(f"formulation {cls.name!r} does not run the integrator {integrator!r}",
+                              hint=f"use one of {', '.join(cls.integrators)} (see `cadmotion formulations`)")
 
     # ------------------------------------------------------------------ ODE contract
     def initial_state(self, t, q, v):
@@ -191,9 +202,7 @@ class Formulation:
     # ------------------------------------------------------------------ driver
     def solve(self, times, q0, v0, *, integrator="DOP853", rtol=1e-8, atol=1e-10, dt=None):
         """Integrate from (q0, v0) at times[0] and report at every time (see the contract)."""
-        if integrator not in INTEGRATORS:
-            raise SolverError(f"unknown integrator {integrator!r} for formulation {self.name!r}",
-                              hint=f"use one of {', '.join(INTEGRATORS)}")
+        self.check_integrator(integrator)
         times = np.asarray(times, float)
         nt = len(times)
         rec = _Recorder(self, nt)

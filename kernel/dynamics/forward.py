@@ -121,7 +121,7 @@ def prepare(model, t0=0.0):
     return dyn, q0, v0, angles, refs
 
 
-def simulate(model, t_end=1.0, steps=100, *, formulation=DEFAULT_FORMULATION, integrator="DOP853", rtol=1e-8,
+def simulate(model, t_end=1.0, steps=100, *, formulation=DEFAULT_FORMULATION, integrator=None, rtol=1e-8,
              atol=1e-10, dt=None, t_start=0.0, options=None, times=None):
     """Forward dynamics of a mechanism under its forces (and drivers, if any).
 
@@ -130,8 +130,10 @@ def simulate(model, t_end=1.0, steps=100, *, formulation=DEFAULT_FORMULATION, in
     model : :class:`~cadmotion.kernel.model.Model` (Euler parameters)
     t_end, steps : output times ``linspace(t_start, t_end, steps + 1)`` (s), unless ``times``.
     formulation : a name from :data:`FORMULATIONS` (default ``projection``).
-    integrator : ``DOP853`` (default), ``RK45``, ``RK23``, ``Radau``, ``BDF``, ``LSODA`` or the
-        fixed-step ``RK4``; for ``index3``: ``generalized-alpha`` (default) or ``HHT``.
+    integrator : ``DOP853``, ``RK45``, ``RK23``, ``Radau``, ``BDF``, ``LSODA`` or the fixed-step
+        ``RK4``; for ``index3``: ``generalized-alpha`` or ``HHT``. None: the formulation's
+        default (DOP853; generalized-alpha for index3). A pair the formulation does not run
+        is a SolverError.
     rtol, atol : integrator tolerances on the state (m, rad-like, m/s, rad/s).
     dt : step of the fixed-step methods (s); default min(output interval, 1 ms).
     options : formulation options (e.g. ``{"alpha": 5, "beta": 5}`` for ``baumgarte``).
@@ -159,7 +161,7 @@ def simulate(model, t_end=1.0, steps=100, *, formulation=DEFAULT_FORMULATION, in
                t_start=t_start, options=options, times=times)[0]
 
 
-def run(model, t_end=1.0, steps=100, *, formulation=DEFAULT_FORMULATION, integrator="DOP853", rtol=1e-8,
+def run(model, t_end=1.0, steps=100, *, formulation=DEFAULT_FORMULATION, integrator=None, rtol=1e-8,
         atol=1e-10, dt=None, t_start=0.0, options=None, times=None):
     """:func:`simulate`, returning (Motion, :class:`~.formulations.DynamicsResult`) (counters included)."""
     if times is None:
@@ -170,6 +172,8 @@ def run(model, t_end=1.0, steps=100, *, formulation=DEFAULT_FORMULATION, integra
         times = np.linspace(t_start, t_end, int(steps) + 1)
     times = np.asarray(times, float)
     cls = get_formulation(formulation)
+    integrator = integrator or cls.default_integrator
+    cls.check_integrator(integrator)
     dyn, q0, v0, angles, refs = prepare(model, times[0])
     form = cls(dyn, angles=angles, refs=refs, **(options or {}))
     result = form.solve(times, q0, v0, integrator=integrator, rtol=rtol, atol=atol, dt=dt)

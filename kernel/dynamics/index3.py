@@ -36,10 +36,13 @@ class Index3Formulation(Formulation):
     """Generalised-α (or HHT) on the index-3 equations in q; see the module docstring."""
 
     name = "index3"
+    integrators = INDEX3_INTEGRATORS
+    default_integrator = "generalized-alpha"
     defaults = {"rho_inf": 0.9, "tol": None, "max_iter": 12, "project_velocities": "output"}
 
     def solve(self, times, q0, v0, *, integrator="generalized-alpha", rtol=1e-8, atol=1e-10, dt=None):
-        scheme = integrator if integrator in INDEX3_INTEGRATORS else "generalized-alpha"
+        self.check_integrator(integrator)
+        scheme = integrator
         rho = float(self.options["rho_inf"])
         if not 0.0 <= rho <= 1.0:
             raise SolverError(f"index3: rho_inf must be in [0, 1], got {rho}")
