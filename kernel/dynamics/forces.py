@@ -58,6 +58,25 @@ FORCE_TYPES = ("spring-damper", "rotational-spring-damper", "torque", "force", "
 _AXIS_TORQUE_JOINTS = ("revolute", "cylindrical", "screw", "planar")
 _AXIS_FORCE_JOINTS = ("prismatic", "cylindrical", "screw", "point-on-line")
 _TWO_PI = 2.0 * math.pi
+#: the numbers each force type takes (anything else is an error, not silently ignored)
+_PARAMS = {
+    "spring-damper": ("stiffness", "damping", "free_length", "preload"),
+    "rotational-spring-damper": ("stiffness", "damping", "preload"),
+    "torque": (),
+    "force": (),
+    "bushing": ("stiffness", "damping", "rotational_stiffness", "rotational_damping"),
+}
+_PARAM_HINTS = {
+    "stiffness": "a stiffness is ≥ 0 (N/m, N m/rad for rotational elements); a negative spring rate makes the "
+                 "model unstable — write an active force as a `force`/`torque` expression instead",
+    "damping": "a damping coefficient is ≥ 0 (N s/m, N m s/rad); a negative one feeds energy in — write an "
+               "active force as a `force`/`torque` expression instead",
+    "free_length": "the free (rest) length of a spring is a distance ≥ 0 in the model's length unit; leave it out "
+                   "to use the initial distance between the points",
+    "preload": "the preload is the force (N) or torque (N m) at the free length, any finite number",
+    "rotational_stiffness": "a rotational stiffness is ≥ 0 (N m/rad), one number or three (per axis)",
+    "rotational_damping": "a rotational damping is ≥ 0 (N m s/rad), one number or three (per axis)",
+}
 
 
 def _cross(a, b):
@@ -187,16 +206,41 @@ class ForceElements:
             value = params.get(key, default)
             if value is None:
                 raise MechanismError(f"force {f.name!r} ({f.type}) needs `{key}`", where=where_of(f))
+            items = value if isinstance(value, (list, tuple, np.ndarray)) else [value]
+            if any(isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating))
+                   for v in np.ravel(np.asarray(items, dtype=object))):
+                raise MechanismError(f"force {f.name!r} ({f.type}): `{key}` must be a number"
+                                     + (f" or {n} numbers" if n else "") + f", got {value!r}", where=where_of(f),
+                                     hint=_PARAM_HINTS.get(key))
             arr = np.asarray(value, float)
             if n is not None:
-                arr = np.broadcast_to(arr, (n,)).astype(float) if arr.size in (1, n) else None
+                arr = np.broadcast_to(arr, (n,)).astype(float) if arr.size in (1, n) and arr.ndim <= 1 else None
                 if arr is None:
-                    raise MechanismError(f"force {f.name!r}: `{key}` must be a number or {n} numbers", where=where_of(f))
+                    raise MechanismError(f"force {f.name!r} ({f.type}): `{key}` must be a number or {n} numbers, "
+                                         f"got {value!r}", where=where_of(f), hint=_PARAM_HINTS.get(key))
+            elif arr.ndim != 0:
+                raise MechanismError(f"force {f.name!r} ({f.type}): `{key}` must be one number, got {value!r}",
+                                     where=where_of(f), hint=_PARAM_HINTS.get(key))
             if not np.all(np.isfinite(arr)):
-                raise MechanismError(f"force {f.name!r}: `{key}` must be finite", where=where_of(f))
+                raise MechanismError(f"force {f.name!r} ({f.type}): `{key}` must be finite, got {value!r}",
+                                     where=where_of(f), hint=_PARAM_HINTS.get(key))
             if nonneg and np.any(arr < 0):
-                raise MechanismError(f"force {f.name!r}: `{key}` must not be negative, got {value!r}", where=where_of(f))
+                raise MechanismError(f"force {f.name!r} ({f.type}): `{key}` must not be negative, got {value!r}",
+                                     where=where_of(f), hint=_PARAM_HINTS.get(key))
             return arr if n is not None else float(arr)
+
+        def known_params(f):
+            allowed = _PARAMS[f.type]
+            unknown = sorted(k for k, _ in f.params if k not in allowed)
+            if unknown:
+                raise MechanismError(
+                    f"force {f.name!r} ({f.type}) has no parameter(s) {', '.join(map(repr, unknown))}",
+                    where=where_of(f), hint=f"{f.type} takes {', '.join(allowed) or 'no numbers'}")
+            for k, p in enumerate(f.points):
+                if len(p) != 3 or not all(isinstance(x, (int, float, np.integer, np.floating)) and math.isfinite(x)
+                                          for x in p):
+                    raise MechanismError(f"force {f.name!r} ({f.type}): point {k + 1} must be three finite numbers "
+                                         f"(m, assembly frame), got {p!r}", where=where_of(f))
 
         springs, axis_rot, ball_rot, axis_expr, line_expr, bushings = [], [], [], [], [], []
         seen = set()
@@ -204,6 +248,8 @@ class ForceElements:
             if f.name in seen:
                 raise MechanismError(f"force names must be unique; repeated: {f.name!r}", where=where_of(f))
             seen.add(f.name)
+            if f.type in _PARAMS:
+                known_params(f)
             if f.type == "spring-damper":
                 b = need_parts(f, 2)
                 if len(f.points) != 2:
@@ -212,6 +258,11 @@ class ForceElements:
                 k = number(f, "stiffness", 0.0, nonneg=True)
                 c = number(f, "damping", 0.0, nonneg=True)
                 l_init = float(np.linalg.norm(np.subtract(f.points[1], f.points[0])))
+                if l_init == 0.0:
+                    raise MechanismError(f"force {f.name!r} (spring-damper): its two points coincide, so the direction "
+                                         "of its force is undefined", where=where_of(f),
+                                         hint="attach the ends at distinct points; for a spring that holds two points "
+                                              "together use a `bushing`")
                 l0 = number(f, "free_length", l_init, nonneg=True)
                 F0 = number(f, "preload", 0.0)
                 springs.append((f.name, b[0], b[1], body_point(b[0], f.points[0]), body_point(b[1], f.points[1]), k, c, l0, F0))
