@@ -135,6 +135,20 @@ class _Expression:
     def __call__(self, t, q, qd):
         return float(self.fn(t, q, qd))
 
+    def derivatives(self, t, q, qd):
+        """(∂f/∂q, ∂f/∂qd) at (t, q, qd): the exact derivatives of the parsed expression
+        (sympy, lambdified on first use); a non-finite value (a kink of ``abs``/``sign``) is 0."""
+        if self._dfn is None:
+            t_, q_, qd_ = self.args
+            self._dfn = sp.lambdify(self.args, [sp.diff(self.expr, q_), sp.diff(self.expr, qd_)], modules="math")
+        try:
+            a, b = (float(v) for v in self._dfn(t, q, qd))
+        except (ValueError, ZeroDivisionError, OverflowError, TypeError):
+            return 0.0, 0.0
+        return (a if math.isfinite(a) else 0.0), (b if math.isfinite(b) else 0.0)
+
+    _dfn = None
+
 
 class ForceElements:
     """The force elements and gravity of a model.
@@ -469,6 +483,115 @@ class ForceElements:
             np.add.at(N, bu["ia"], -_cross(Pb - bs.rc[bu["ia"]], F_b) - T_b)
             power += power_b
         return F, N, power
+
+    def expression_values(self, bs, t, refs):
+        """The current values of the expression elements, for compiled force kernels:
+        (τ (n_torque,) N m of the ``torque`` elements, F (n_force,) N of the ``force``
+        elements), each evaluated at its joint coordinate and rate as :meth:`evaluate` does."""
+        tau = np.zeros(len(self.axis_expr) if self.angle is not None else 0)
+        if len(tau):
+            theta, rate, _ = self._angles(bs, refs)
+            nr = self.n_axis_rot
+            for k, (_, fn) in enumerate(self.axis_expr):
+                tau[k] = fn(t, theta[nr + k], rate[nr + k])
+        ln = self.line
+        if ln is None:
+            return tau, np.zeros(0)
+        Ai, Aj = bs.A[ln["ia"]], bs.A[ln["ib"]]
+        Pi_off = np.einsum("nij,nj->ni", Ai, ln["di"])
+        Pj_off = np.einsum("nij,nj->ni", Aj, ln["dj"])
+        Z = np.einsum("nij,nj->ni", Ai, ln["Ri"][:, :, 2])
+        d = bs.rc[ln["ib"]] + Pj_off - bs.rc[ln["ia"]] - Pi_off
+        disp = np.sum(d * Z, 1)
+        drate = np.sum((bs.vc[ln["ib"]] + _cross(bs.w[ln["ib"]], Pj_off) - bs.vc[ln["ia"]]
+                        - _cross(bs.w[ln["ia"]], Pi_off)) * Z, 1) + np.sum(d * _cross(bs.w[ln["ia"]], Z), 1)
+        return tau, np.array([fn(t, disp[k], drate[k]) for k, fn in enumerate(ln["fns"])])
+
+    # ------------------------------------------------------------------ tangent
+    def axis_law(self, bs, t, refs):
+        """(τ, k, c) of every axis element (rotational springs on axis joints, then torque
+        expressions): the torque about Z_i (N m), k = −∂τ/∂θ (N m/rad) and c = −∂τ/∂θ̇
+        (N m s/rad) at the current state; None without axis elements."""
+        if self.angle is None:
+            return None
+        theta, rate, _ = self._angles(bs, refs)
+        n = len(theta)
+        tau, k, c = np.zeros(n), np.zeros(n), np.zeros(n)
+        nr = self.n_axis_rot
+        if nr:
+            r = self.axis_rot
+            tau[:nr] = -r["k"] * theta[:nr] - r["c"] * rate[:nr] + r["tau0"]
+            k[:nr], c[:nr] = r["k"], r["c"]
+        for j, (_, fn) in enumerate(self.axis_expr):
+            tau[nr + j] = fn(t, theta[nr + j], rate[nr + j])
+            dq, dqd = fn.derivatives(t, theta[nr + j], rate[nr + j])
+            k[nr + j], c[nr + j] = -dq, -dqd
+        return tau, k, c
+
+    def tangent_blocks(self, bs, t, refs):
+        """The elements' stiffness K = −∂f/∂x and damping D = −∂f/∂v (:mod:`.force_jacobians`).
+
+        Returns a list of (ia, ib, Kb, Db), one item per element kind present: body indices
+        (n,) of the first and second part, and blocks (n, 2, 2, 6, 6) — [element, body row
+        (0: first part), body column, 6 × 6] over each body's [com displacement (m), rotation
+        (rad)] and [com velocity (m/s), angular velocity (rad/s)], world axes. Forces along a
+        joint axis from expressions are not included.
+        """
+        from . import force_jacobians as fj
+
+        A, rc, w, vc = bs.A, bs.rc, bs.w, bs.vc
+        out = []
+
+        def blocks(n):
+            return np.zeros((n, 2, 2, 6, 6)), np.zeros((n, 2, 2, 6, 6))
+
+        s = self.springs
+        if s is not None:
+            Kb, Db = blocks(len(s["ia"]))
+            fj.spring_tangent(A, rc, w, vc, s["ia"], s["ib"], s["da"], s["db"], s["k"], s["c"], s["l0"], s["F0"],
+                              Kb, Db)
+            out.append((s["ia"], s["ib"], Kb, Db))
+        law = self.axis_law(bs, t, refs)
+        if law is not None:
+            a = self.angle
+            Kb, Db = blocks(len(a["ia"]))
+            fj.axis_tangent(A, w, a["ia"], a["ib"], a["Ri"], a["Rj"], law[0], law[1], law[2], Kb, Db)
+            out.append((a["ia"], a["ib"], Kb, Db))
+        b = self.ball
+        if b is not None:
+            Kb, Db = blocks(len(b["ia"]))
+            fj.ball_tangent(A, b["ia"], b["ib"], b["Ri"], b["Rj"], b["k"], b["c"], Kb, Db)
+            out.append((b["ia"], b["ib"], Kb, Db))
+        bu = self.bushing
+        if bu is not None:
+            Kb, Db = blocks(len(bu["ia"]))
+            fj.bushing_tangent(A, rc, w, vc, bu["ia"], bu["ib"], bu["da"], bu["db"], bu["Ra"], bu["Rb"], bu["Kt"],
+                               bu["Ct"], bu["Kr"], bu["Cr"], Kb, Db)
+            out.append((bu["ia"], bu["ib"], Kb, Db))
+        return out
+
+    def tangent(self, bs, t, refs):
+        """K = −∂f/∂x and D = −∂f/∂v of the force elements as dense arrays (6 nmov, 6 nmov).
+
+        f = [F_b; n_b] per moving body (force at the com, moment about it; N, N m, world),
+        x_b = [δr_c, δθ] (m, rad; A → exp([δθ]) A), v_b = [v_c, ω] (m/s, rad/s), as
+        :meth:`tangent_blocks`; rows and columns of fixed bodies are left out. Gravity adds
+        nothing (constant). For models small enough for dense matrices (tests, the stiffness
+        estimate of :mod:`.stiffness`).
+        """
+        nmov = self.mass.nmov
+        K = np.zeros((6 * nmov, 6 * nmov))
+        D = np.zeros((6 * nmov, 6 * nmov))
+        for ia, ib, Kb, Db in self.tangent_blocks(bs, t, refs):
+            bodies = (ia, ib)
+            for j in range(2):
+                for k in range(2):
+                    for e in range(len(ia)):
+                        bj, bk = bodies[j][e], bodies[k][e]
+                        if bj < nmov and bk < nmov:
+                            K[6 * bj: 6 * bj + 6, 6 * bk: 6 * bk + 6] += Kb[e, j, k]
+                            D[6 * bj: 6 * bj + 6, 6 * bk: 6 * bk + 6] += Db[e, j, k]
+        return K, D
 
     def _bushing(self, bs, potential=False):
         bu = self.bushing
