@@ -1,34 +1,248 @@
 """The index-3 formulation: generalised-α (or HHT) on the equations in q.
 
 ``index3``      the index-3 DAE in q (7 coordinates per body, normalisation rows included),
-                M_q q̈ + Φqᵀ λ = Q_q, Φ(q, t) = 0, integrated by the generalised-α method
-                (Chung–Hulbert parameters from the spectral radius ρ∞, default 0.9; or HHT
-                with α = ρ∞ ... ) with a Newton iteration on (q̈, λ) using the iteration
-                matrix [M_q, Φqᵀ; Φq, 0] (refactorised when convergence slows). Positions
-                satisfy Φ = 0 to the Newton tolerance at every step; the reported
-                velocities are projected onto Φq q̇ = −Φt (M_q metric) and the reported
-                accelerations solve the index-1 equations at the reported state.
-                ``project_velocities="state"`` feeds the projection back into the
-                integration (drift-free velocities, but first order, as Arnold showed);
+
+                    M_q q̈ + Φqᵀ λ = Q_q(q, q̇, t),    Φ(q, t) = 0,
+
+                integrated by the generalised-α method of Arnold & Brüls (2007) — the
+                equations hold at t_{n+1}, a pseudo-acceleration a carries the numerical
+                damping:
+
+                    (1 − α_m) a_{n+1} + α_m a_n = (1 − α_f) q̈_{n+1} + α_f q̈_n
+                    q_{n+1} = q_n + h q̇_n + h² (½ − β) a_n + h² β a_{n+1}
+                    q̇_{n+1} = q̇_n + h (1 − γ) a_n + h γ a_{n+1}
+
+                (Chung–Hulbert parameters from the spectral radius ρ∞, default 0.9:
+                α_m = (2ρ∞ − 1)/(ρ∞ + 1), α_f = ρ∞/(ρ∞ + 1); ``HHT``: α_m = 0,
+                α_f = (1 − ρ∞)/(1 + ρ∞) ≤ ⅓; γ = ½ − α_m + α_f, β = ¼ (γ + ½)²).
+                Each step solves for (q̈_{n+1}, λ) by Newton's method on
+
+                    [M_q q̈ + Φqᵀ λ − Q_q;  β' Φ] = 0,     β' = (1 − α_m)/(h² β (1 − α_f))
+
+                with the iteration matrix (Negrut et al. 2007, Arnold & Brüls 2007)
+
+                    [ M_q + (γ'/β') C_t + K_t / β'    Φqᵀ ]       γ' = γ/(h β)
+                    [ Φq                               0  ]
+
+                C_t = −∂Q/∂q̇ and K_t = ∂(M_q q̈ − Q_q)/∂q: the force elements' damping and
+                stiffness (exact, :mod:`.force_jacobians`), the centripetal and gyroscopic
+                terms and the normalisation rows' Hessians (:mod:`.index3_kernels` lists what
+                is left out). So stiff springs and dampers take steps far beyond their own
+                time constants without halving (``newton="mass"`` keeps the earlier matrix
+                [M_q, Φqᵀ; Φq, 0], for comparison). The matrix is factorised at the first
+                iteration of a step and again when the iteration slows (``jacobian="step"``),
+                or kept over steps while it converges fast (``jacobian="lazy"``).
+                Positions satisfy Φ = 0 to the Newton tolerance ``tol`` (default: atol, m)
+                at every step; the reported velocities are projected onto Φq q̇ = −Φt (M_q
+                metric) and the reported accelerations solve the index-1 equations at the
+                reported state. ``project_velocities="state"`` feeds the projection back into
+                the integration (drift-free velocities, but first order, as Arnold showed);
                 ``False`` reports the raw velocities. Second order otherwise. Fixed step
-                ``dt`` (halved on Newton failure).
+                ``dt`` (halved on Newton failure; the run's notes count the halvings).
+
+With numba, the residual (body kinematics, forces, M_q q̈ − Q_q) and the Newton matrix are
+compiled (:mod:`.index3_kernels`, the force kernels of the compiled right-hand side);
+without it the same equations run on numpy. Torque and force expressions are evaluated in
+Python between the compiled calls.
 """
 
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import numpy as np
-import scipy.linalg as sla
 import scipy.sparse as sps
+from scipy.linalg.lapack import dgetrf, dgetrs
 from scipy.sparse.linalg import splu
 
 from ...errors import SolverError
 from ..analysis import rank_info
+from ..linalg import DENSE_LIMIT
 from .contract import INDEX3_INTEGRATORS, Formulation, _default_dt, _Failure, _Recorder, _Stop
-from .mass import cross, velocities_from_rates
+from .mass import velocities_from_rates
 
-__all__ = ["Index3Formulation"]
+__all__ = ["Index3Formulation", "QForm", "alpha_coefficients"]
+
+
+def alpha_coefficients(scheme, rho):
+    """(α_m, α_f, γ, β) of ``generalized-alpha`` or ``HHT`` for the spectral radius ρ∞ ∈ [0, 1]."""
+    if not 0.0 <= rho <= 1.0:
+        raise SolverError(f"index3: rho_inf must be in [0, 1], got {rho}",
+                          hint="ρ∞ = 1 is undamped (trapezoidal); smaller values damp high frequencies more")
+    if scheme == "HHT":
+        af = min((1.0 - rho) / (1.0 + rho), 1.0 / 3.0)  # HHT α in [0, 1/3] for ρ∞ in [0.5, 1]
+        am = 0.0
+    else:
+        am = (2.0 * rho - 1.0) / (rho + 1.0)
+        af = rho / (rho + 1.0)
+    gam = 0.5 - am + af
+    beta = 0.25 * (gam + 0.5) ** 2
+    return am, af, gam, beta
+
+
+class QForm:
+    """The index-3 equations in q of a :class:`~.equations.Dynamics`: residual and Newton matrix.
+
+    ``residual(q, q̇, q̈, t) -> (R, P_nc)`` with R = M_q q̈ − Q_q (nq,) and the power of the
+    non-conservative forces (W); ``matrix(q, q̇, t, λ_n, c_k, c_d)`` the Newton matrix
+    S = M_q + c_d C_t + c_k K_t (dense (nq, nq), or CSR for sparse models); ``c_k = c_d = 0``
+    gives M_q. See :mod:`.index3_kernels` for the equations.
+    """
+
+    def __init__(self, dyn, refs):
+        from . import index3_kernels  # numba (if present) is imported on first use, not with the package
+
+        self._k = IK = index3_kernels
+        self.dyn = dyn
+        self.refs = refs
+        model = dyn.model
+        fe = dyn.forces
+        self.fe = fe
+        nmov, nb = dyn.nmov, model.nb
+        self.nmov, self.nq = nmov, dyn.nq
+        self.compiled = IK.HAVE_NUMBA
+        self.q_fixed = np.ascontiguousarray(model.q_fixed, float)
+        self.com_all = np.ascontiguousarray(dyn.mass.body_com_all, float)
+        self.Jb = np.ascontiguousarray(dyn.mass.body_inertia, float)
+        self.mass = np.ascontiguousarray(dyn.mass.body_mass, float)
+        self.grav_f = np.ascontiguousarray(fe.gravity_force, float)
+        self.A = np.zeros((nb, 3, 3))
+        self.rho = np.zeros((nb, 3))
+        self.rc = np.zeros((nb, 3))
+        self.E = np.zeros((nmov, 3, 4))
+        self.Jw = np.zeros((nmov, 3, 3))
+        self.w = np.zeros((nb, 3))
+        self.vc = np.zeros((nb, 3))
+        self.F = np.zeros((nb, 3))
+        self.N = np.zeros((nb, 3))
+        self.R = np.zeros(self.nq)
+        self.Cs = np.zeros((nmov, 6, 7))
+        self.Vs = np.zeros((nmov, 6, 7))
+        self.diag = np.zeros((nmov, 7, 7))
+        self.bs = SimpleNamespace(A=self.A, rc=self.rc, w=self.w, vc=self.vc)
+        self.has_expr = bool((fe.angle is not None and len(fe.axis_expr)) or fe.line is not None)
+        if self.compiled:
+            self._force_args = self._pack_forces()
+        # normalisation rows: one per moving body (Euler parameters)
+        self.norm_rows = np.full(nmov, -1, dtype=np.int64)
+        for g in model.groups:
+            if g.kind == "normalize":
+                self.norm_rows[g.bodies[:, 0]] = g.row[0] + np.arange(g.n)
+        self._pattern = None
+
+    # ------------------------------------------------------------------ data
+    def _pack_forces(self):
+        fe = self.fe
+        i0, f3, f33 = np.zeros(0, np.int64), np.zeros((0, 3)), np.zeros((0, 3, 3))
+        f0 = np.zeros(0)
+        s = fe.springs
+        sp = (s["ia"], s["ib"], s["da"], s["db"], s["k"], s["c"], s["l0"], s["F0"]) if s is not None \
+            else (i0, i0, f3, f3, f0, f0, f0, f0)
+        a = fe.angle
+        if a is not None:
+            nr, ne = fe.n_axis_rot, len(fe.axis_expr)
+            pad = np.zeros(ne)
+            r = fe.axis_rot
+            self._ax_tau = np.zeros(nr + ne)
+            ax = (a["ia"], a["ib"], a["Ri"], a["Rj"], np.concatenate([r["k"], pad]), np.concatenate([r["c"], pad]),
+                  np.concatenate([r["tau0"], pad]), np.concatenate([np.zeros(nr, np.int64), np.ones(ne, np.int64)]),
+                  self.refs, self._ax_tau)
+        else:
+            self._ax_tau = f0
+            ax = (i0, i0, f33, f33, f0, f0, f0, i0, f0, f0)
+        b = fe.ball
+        bl = (b["ia"], b["ib"], b["Ri"], b["Rj"], b["k"], b["c"]) if b is not None else (i0, i0, f33, f33, f0, f0)
+        ln = fe.line
+        self._ln_F = np.zeros(len(ln["ia"]) if ln is not None else 0)
+        lnargs = (ln["ia"], ln["ib"], ln["di"], ln["Ri"], ln["dj"], self._ln_F) if ln is not None \
+            else (i0, i0, f3, f33, f3, self._ln_F)
+        bu = fe.bushing
+        buargs = (bu["ia"], bu["ib"], bu["da"], bu["db"], bu["Ra"], bu["Rb"], bu["Kt"], bu["Ct"], bu["Kr"], bu["Cr"]) \
+            if bu is not None else (i0, i0, f3, f3, f33, f33, f3, f3, f3, f3)
+        args = sp + ax + bl + lnargs + buargs
+        return tuple(np.ascontiguousarray(x) if x is not self.refs else x for x in args)
+
+    # ------------------------------------------------------------------ evaluation
+    def kinematics(self, q, qd):
+        self._k.body_kinematics(q, qd, self.nmov, self.q_fixed, self.com_all, self.Jb, self.A, self.rho, self.rc, self.E,
+                           self.Jw, self.w, self.vc)
+
+    def residual(self, q, qd, qdd, t):
+        """(R = M_q q̈ − Q_q (nq,), non-conservative power W) at (q, q̇, q̈, t)."""
+        self.kinematics(q, qd)
+        if self.compiled:
+            if self.has_expr:
+                tau, lnF = self.fe.expression_values(self.bs, t, self.refs)
+                self._ax_tau[self.fe.n_axis_rot:] = tau
+                self._ln_F[:] = lnF
+            power = self._k.applied_forces(self.A, self.rc, self.w, self.vc, self.F, self.N, self.nmov, self.grav_f,
+                                      *self._force_args)
+        else:
+            self.F[:] = 0.0
+            self.N[:] = 0.0
+            self.F[: self.nmov] = self.grav_f
+            _, _, power = self.fe.evaluate(self.bs, t, self.refs, self.F, self.N)
+        self._k.residual(qdd, self.nmov, self.mass, self.rho, self.E, self.Jw, self.w, self.F, self.N, self.R)
+        return self.R, float(power)
+
+    def _element_blocks(self, t):
+        return self.fe.tangent_blocks(self.bs, t, self.refs)
+
+    def blocks(self, q, qd, t, lam_norm, c_k, c_d, with_forces=True):
+        """(diag (nmov, 7, 7), [(ia, ib, offd (n, 2, 2, 7, 7))]) of the Newton matrix."""
+        self.kinematics(q, qd)
+        self._k.body_blocks(q, qd, self.nmov, self.mass, self.rho, self.E, self.Jw, self.w, lam_norm, c_k, c_d, self.Cs,
+                       self.Vs, self.diag)
+        out = []
+        if with_forces and (c_k != 0.0 or c_d != 0.0) and not self.fe.empty:
+            for ia, ib, Kb, Db in self._element_blocks(t):
+                offd = np.zeros((len(ia), 2, 2, 7, 7))
+                self._k.element_blocks(self.nmov, c_k, c_d, self.Cs, self.Vs, ia, ib, Kb, Db, offd)
+                out.append((ia, ib, offd))
+        return self.diag, out
+
+    def matrix(self, q, qd, t, lam_norm, c_k, c_d, sparse=False, with_forces=True):
+        """The Newton matrix S (nq, nq): dense, or CSR when ``sparse``."""
+        diag, elems = self.blocks(q, qd, t, lam_norm, c_k, c_d, with_forces)
+        rows, cols = self._block_index(elems)
+        data = np.concatenate([diag.reshape(-1)] + [o.reshape(-1) for _, _, o in elems])
+        nq = self.nq
+        keep = self._keep(elems)
+        if keep is not None:
+            data = data[keep]
+        if sparse:
+            return sps.csr_matrix((data, (rows, cols)), shape=(nq, nq))
+        return np.bincount(rows * nq + cols, weights=data, minlength=nq * nq).reshape(nq, nq)
+
+    def _block_index(self, elems):
+        """Row and column indices of the blocks' entries (cached per element structure)."""
+        key = tuple(len(ia) for ia, _, _ in elems)
+        if self._pattern is not None and self._pattern[0] == key:
+            return self._pattern[1], self._pattern[2]
+        nmov = self.nmov
+        r7 = np.arange(7)
+        rows = [((7 * np.arange(nmov))[:, None, None] + r7[None, :, None] + 0 * r7[None, None, :]).reshape(-1)]
+        cols = [((7 * np.arange(nmov))[:, None, None] + r7[None, None, :] + 0 * r7[None, :, None]).reshape(-1)]
+        keeps = [np.ones(49 * nmov, bool)]
+        for ia, ib, _ in elems:
+            bodies = np.stack([ia, ib], 1)  # (n, 2)
+            bj = np.broadcast_to(bodies[:, :, None, None, None], (len(ia), 2, 2, 7, 7))
+            bk = np.broadcast_to(bodies[:, None, :, None, None], (len(ia), 2, 2, 7, 7))
+            rr = np.broadcast_to(r7[None, None, None, :, None], bj.shape)
+            cc = np.broadcast_to(r7[None, None, None, None, :], bj.shape)
+            ok = ((bj < nmov) & (bk < nmov)).reshape(-1)
+            keeps.append(ok)
+            rows.append((7 * bj + rr).reshape(-1))
+            cols.append((7 * bk + cc).reshape(-1))
+        keep = np.concatenate(keeps)
+        rows = np.concatenate(rows)[keep]
+        cols = np.concatenate(cols)[keep]
+        self._pattern = (key, rows, cols, None if keep.all() else keep)
+        return rows, cols
+
+    def _keep(self, elems):
+        return self._pattern[3]
 
 
 # ====================================================================== index 3
@@ -38,43 +252,40 @@ class Index3Formulation(Formulation):
     name = "index3"
     integrators = INDEX3_INTEGRATORS
     default_integrator = "generalized-alpha"
-    defaults = {"rho_inf": 0.9, "tol": None, "max_iter": 12, "project_velocities": "output"}
+    defaults = {"rho_inf": 0.9, "tol": None, "max_iter": 12, "project_velocities": "output", "newton": "full",
+                "jacobian": "step"}
 
     def solve(self, times, q0, v0, *, integrator="generalized-alpha", rtol=1e-8, atol=1e-10, dt=None):
         self.check_integrator(integrator)
-        scheme = integrator
-        rho = float(self.options["rho_inf"])
-        if not 0.0 <= rho <= 1.0:
-            raise SolverError(f"index3: rho_inf must be in [0, 1], got {rho}")
-        if scheme == "HHT":
-            af = (1.0 - rho) / (1.0 + rho)  # HHT α in [0, 1/3] for ρ∞ in [0.5, 1]
-            af = min(af, 1.0 / 3.0)
-            am = 0.0
-        else:
-            am = (2.0 * rho - 1.0) / (rho + 1.0)
-            af = rho / (rho + 1.0)
-        gam = 0.5 - am + af
-        beta = 0.25 * (gam + 0.5) ** 2
-        self.coef = (am, af, gam, beta)
+        if self.options["newton"] not in ("full", "mass"):
+            raise SolverError(f"index3: newton must be 'full' or 'mass', got {self.options['newton']!r}")
+        if self.options["jacobian"] not in ("step", "lazy"):
+            raise SolverError(f"index3: jacobian must be 'step' or 'lazy', got {self.options['jacobian']!r}")
+        self.coef = alpha_coefficients(integrator, float(self.options["rho_inf"]))
         self.tol = self.options["tol"] if self.options["tol"] is not None else atol
         times = np.asarray(times, float)
         nt = len(times)
         rec = _Recorder(self, nt)
         dyn = self.dyn
-        nq = self.nq
+        self.qf = QForm(dyn, self.refs)
+        if self.qf.compiled:
+            rec.notes.append("index3: compiled residual and Newton matrix")
         t = times[0]
         q = np.array(q0, float)
-        bs = self._bs(q, np.asarray(v0, float))
-        qd = dyn.qd(bs, v0)
+        self.qf.kinematics(q, np.zeros(self.nq))
+        qd = dyn.qd(self._bs(q), np.asarray(v0, float))
         J = self.system.jacobian_auto(q, t, self.angles)
         self.rows = rank_info(J).independent
+        self._prepare_constraints()
+        self._norm_pos = self._norm_positions()
         qdd, lam = self._consistent_acc(q, qd, t)
         a = qdd.copy()
         work, power = 0.0, self._power
         self._y_out = (q, qd, work)
         rec.record(t, None)
         h_target = dt if dt else _default_dt(times)
-        self._K = None
+        self._solve = None
+        self.nhalve = 0
         try:
             for k in range(1, nt):
                 t_out = times[k]
@@ -86,9 +297,10 @@ class Index3Formulation(Formulation):
                         try:
                             res = self._step(t, h, q, qd, qdd, a, lam)
                             break
-                        except _Failure as exc:
+                        except (_Failure, np.linalg.LinAlgError, FloatingPointError) as exc:
                             h *= 0.5
-                            self._K = None
+                            self.nhalve += 1
+                            self._solve = None
                             if h < 1e-10 * max(1.0, times[-1] - times[0]):
                                 rec.fail(t, f"index3: the Newton iteration does not converge at t = {t:.6g} s "
                                             f"even with step {h:.3g} s: {exc}")
@@ -106,143 +318,191 @@ class Index3Formulation(Formulation):
                 rec.record(t_out, None)
         except _Stop:
             pass
+        if self.nhalve:
+            rec.notes.append(f"index3: the step was halved {self.nhalve} times (Newton failures)")
         return rec.result(self)
 
     def unpack(self, t, y):
         q, qd, work = self._y_out
-        v = velocities_from_rates(self._bs(q, np.zeros(self.nv)), qd, self.dyn.nmov)
+        v = velocities_from_rates(self._bs(q), qd, self.dyn.nmov)
         return q, v, work
 
-    def _bs(self, q, v):
+    def _bs(self, q):
         from .mass import body_state
 
-        return body_state(self.model, self.dyn.mass, q, v)
+        return body_state(self.model, self.dyn.mass, q, np.zeros(self.nv))
 
-    def _forces(self, q, qd, t):
-        """M_q blocks (nmov, 7, 7), Q_q (nq,), C (nmov, 6, 7), v, power."""
-        from .mass import mass_blocks, velocity_map
+    def _norm_positions(self):
+        """Positions of the moving bodies' normalisation rows among the kept rows (−1: none)."""
+        pos = np.full(self.dyn.nmov, -1, dtype=np.int64)
+        where = {int(r): k for k, r in enumerate(self.rows)}
+        for b, r in enumerate(self.qf.norm_rows):
+            pos[b] = where.get(int(r), -1)
+        return pos
 
-        dyn = self.dyn
-        nmov = dyn.nmov
-        bs0 = self._bs(q, np.zeros(self.nv))
-        v = velocities_from_rates(bs0, qd, nmov)
-        ev = dyn.evaluate(q, v, t, self.refs, with_gamma=False)
-        bs = ev.bs
-        C = velocity_map(bs, nmov)
-        Mv = mass_blocks(dyn.mass, bs)
-        Mq = np.einsum("bki,bkl,blj->bij", C, Mv, C)
-        V = v.reshape(nmov, 6)
-        w, rho = V[:, 3:], bs.rho[:nmov]
-        cdq = np.zeros((nmov, 6))
-        cdq[:, :3] = cross(w, cross(w, rho))
-        g = ev.f.reshape(nmov, 6) - np.einsum("bij,bj->bi", Mv, cdq)
-        Qq = np.einsum("bki,bk->bi", C, g).reshape(-1)
-        self.nfev += 1
-        return Mq, Qq, ev
+    def _lam_norm(self, lam):
+        out = np.zeros(self.dyn.nmov)
+        ok = self._norm_pos >= 0
+        out[ok] = lam[self._norm_pos[ok]]
+        return out
 
-    def _assemble_K(self, Mq, J):
-        """The iteration matrix [M_q, Jᵀ; J, 0] (kept rows), factorised."""
+    def _constraints(self, q, t):
+        """(Φ (kept rows), Φq (all rows; dense, or CSC for large models)) at (q, t), in one pass."""
+        system, model, angles = self.system, self.model, self.angles
+        if self.dyn.sparse or model.nq > DENSE_LIMIT:
+            return system.phi(q, t, angles)[self.rows], system.jacobian_auto(q, t, angles)
+        qf = model.q_full(q)
+        phi = np.empty(model.nc)
+        J = np.zeros(model.nc * model.nq)
+        for gi, g, flat, keep, dup in self._groups:
+            Q = qf[g.gather]
+            Fv = system._F(gi, g, t)
+            W = system._W(gi, g, Q, angles)
+            val = g.code.phi(Q, g.markers, g.params, Fv, W)
+            phi[g.row[0]: g.row[0] + val.size] = val.reshape(-1)
+            jv = g.code.jac(Q, g.markers, g.params, Fv, W).reshape(-1)[keep]
+            if dup:
+                np.add.at(J, flat, jv)
+            else:
+                J[flat] = jv
+        return (phi if self._all_rows else phi[self.rows]), J.reshape(model.nc, model.nq)
+
+    def _prepare_constraints(self):
+        system = self.system
+        self._groups = [(gi, g, g.jac_flat[system._keep[gi]], system._keep[gi], system._dup[gi])
+                        for gi, g in enumerate(self.model.groups)]
+        self._all_rows = len(self.rows) == self.model.nc and np.all(self.rows == np.arange(self.model.nc))
+
+    # ------------------------------------------------------------------ linear algebra
+    def _factor(self, S, J):
+        """The iteration matrix [S, Jᵀ; J, 0] (kept rows), factorised; returns a solve function."""
         nq = self.nq
         m = len(self.rows)
-        nmov = self.dyn.nmov
         Jr = J[self.rows] if not sps.issparse(J) else J.tocsr()[self.rows]
-        idx = (np.arange(nmov) * 7)[:, None, None]
-        ri = (idx + np.arange(7)[None, :, None]) + 0 * np.arange(7)[None, None, :]
-        ci = (idx + np.arange(7)[None, None, :]) + 0 * np.arange(7)[None, :, None]
         self.nfactor += 1
         if self.dyn.sparse:
-            Ms = sps.csr_matrix((Mq.reshape(-1), (ri.reshape(-1), ci.reshape(-1))), shape=(nq, nq))
             Jr = sps.csr_matrix(Jr)
-            K = sps.bmat([[Ms, Jr.T], [Jr, None]], format="csc")
-            lu = splu(K)
+            K = sps.bmat([[sps.csr_matrix(S), Jr.T], [Jr, None]], format="csc")
+            try:
+                lu = splu(K)
+            except RuntimeError as exc:  # exactly singular
+                raise np.linalg.LinAlgError(str(exc))
             return lambda b: lu.solve(b)
-        K = np.zeros((nq + m, nq + m))
-        K[ri.reshape(-1), ci.reshape(-1)] = Mq.reshape(-1)
+        K = np.zeros((nq + m, nq + m), order="F")
+        K[:nq, :nq] = S
         Jd = Jr.toarray() if sps.issparse(Jr) else Jr
         K[:nq, nq:] = Jd.T
         K[nq:, :nq] = Jd
-        lu = sla.lu_factor(K, check_finite=False)
-        return lambda b: sla.lu_solve(lu, b, check_finite=False)
+        lu, piv, info = dgetrf(K, overwrite_a=True)
+        if info != 0 or not np.all(np.isfinite(np.diagonal(lu))):
+            raise np.linalg.LinAlgError("singular iteration matrix")
+
+        def solve(b):
+            x, info = dgetrs(lu, piv, b)
+            return x
+
+        return solve
+
+    def _mass_solver(self, q, qd, t, J):
+        Mq = self.qf.matrix(q, qd, t, np.zeros(self.dyn.nmov), 0.0, 0.0, sparse=self.dyn.sparse, with_forces=False)
+        return self._factor(Mq, J)
 
     def _project_qd(self, q, qd, t, fresh=False):
         """q̇ with Φq q̇ = −Φt, closest to the given one in the M_q metric."""
         nq = self.nq
         J = self.system.jacobian_auto(q, t, self.angles)
-        res = J[self.rows] @ qd + self.system.phit(q, t, self.angles)[self.rows]
+        Jr = J[self.rows]
+        res = Jr @ qd + self.system.phit(q, t, self.angles)[self.rows]
         if not res.size:
             return qd
-        solve = self._K
+        solve = self._solve
         if fresh or solve is None:
-            Mq, _, _ = self._forces(q, qd, t)
-            solve = self._assemble_K(Mq, J)
+            solve = self._mass_solver(q, qd, t, J)
         for _ in range(3):
             qd = qd + solve(np.concatenate([np.zeros(nq), -res]))[:nq]
-            res = J[self.rows] @ qd + self.system.phit(q, t, self.angles)[self.rows]
+            res = Jr @ qd + self.system.phit(q, t, self.angles)[self.rows]
             if np.max(np.abs(res)) <= 1e-14 * (1.0 + np.max(np.abs(qd))):
                 break
         return qd
 
-    def _mq_times(self, Mq, x):
-        return np.einsum("bij,bj->bi", Mq, x.reshape(-1, 7)).reshape(-1)
-
     def _consistent_acc(self, q, qd, t):
-        Mq, Qq, ev = self._forces(q, qd, t)
+        """(q̈, λ) of the index-1 equations at (q, q̇, t); sets the initial power."""
+        R, power = self.qf.residual(q, qd, np.zeros(self.nq), t)
+        Qq = -R.copy()
+        self.nfev += 1
         J = self.system.jacobian_auto(q, t, self.angles)
-        solve = self._assemble_K(Mq, J)
+        solve = self._mass_solver(q, qd, t, J)
         gamma = self.system.gamma(q, qd, t, self.angles)[self.rows]
         x = solve(np.concatenate([Qq, gamma]))
-        self._power = self._power_of(ev, x[self.nq:], q, t)
+        self._power = self._power_of(power, x[self.nq:], q, t)
         return x[: self.nq], x[self.nq:]
 
-    def _power_of(self, ev, lam, q, t):
-        p = ev.power
+    def _power_of(self, power, lam, q, t):
         if self.dyn.timed:
             phit = self.system.phit(q, t, self.angles)[self.rows]
-            p += float(lam @ phit)
-        return p
+            power += float(lam @ phit)
+        return power
 
+    # ------------------------------------------------------------------ step
     def _step(self, t, h, q0, qd0, qdd0, a0, lam0):
         am, af, gam, beta = self.coef
         nq = self.nq
         t1 = t + h
-        bp = (1 - am) / (h * h * beta * (1 - af))  # ∂q̈/∂q
+        c_k = h * h * beta * (1 - af) / (1 - am)  # ∂q/∂q̈
+        c_d = h * gam * (1 - af) / (1 - am)  # ∂q̇/∂q̈
+        bp = 1.0 / c_k
+        full = self.options["newton"] == "full"
+        lazy = self.options["jacobian"] == "lazy"
+        # q = base_q + c_k q̈, q̇ = base_qd + c_d q̈
+        ahat = (af * qdd0 - am * a0) / (1 - am)
+        base_q = q0 + h * qd0 + h * h * ((0.5 - beta) * a0 + beta * ahat)
+        base_qd = qd0 + h * ((1 - gam) * a0 + gam * ahat)
         qdd = qdd0.copy()
         lam = lam0.copy()
-
-        def kin(qdd):
-            a1 = (af * qdd0 - am * a0 + (1 - af) * qdd) / (1 - am)
-            q1 = q0 + h * qd0 + h * h * (0.5 - beta) * a0 + h * h * beta * a1
-            qd1 = qd0 + h * (1 - gam) * a0 + h * gam * a1
-            return a1, q1, qd1
-
+        if not lazy or getattr(self, "_solve_h", None) != h:
+            self._solve = None
         tol = self.tol
-        converged = False
+        rows = self.rows
         prev = np.inf
+        err = np.inf
+        fresh = False
         for it in range(self.options["max_iter"]):
-            a1, q1, qd1 = kin(qdd)
-            Mq, Qq, ev = self._forces(q1, qd1, t1)
-            J = self.system.jacobian_auto(q1, t1, self.angles)
-            phi = self.system.phi(q1, t1, self.angles)[self.rows]
-            Jr = J[self.rows]
-            r1 = self._mq_times(Mq, qdd) + Jr.T @ lam - Qq
-            r2 = bp * phi
-            if self._K is None:
-                self._K = self._assemble_K(Mq, J)
-            dx = self._K(-np.concatenate([r1, r2]))
-            dq = dx[:nq] / bp
+            q1 = base_q + c_k * qdd
+            qd1 = base_qd + c_d * qdd
+            R, power = self.qf.residual(q1, qd1, qdd, t1)
+            self.nfev += 1
+            phi, J = self._constraints(q1, t1)
+            Jr = J if self._all_rows else J[rows]
+            if self._solve is None:
+                if full:
+                    S = self.qf.matrix(q1, qd1, t1, self._lam_norm(lam), c_k, c_d, sparse=self.dyn.sparse)
+                else:
+                    S = self.qf.matrix(q1, qd1, t1, np.zeros(self.dyn.nmov), 0.0, 0.0, sparse=self.dyn.sparse,
+                                       with_forces=False)
+                self._solve = self._factor(S, J)
+                self._solve_h = h
+                fresh = True
+            dx = self._solve(-np.concatenate([R + Jr.T @ lam, bp * phi]))
             qdd += dx[:nq]
             lam += dx[nq:]
-            err = np.max(np.abs(dq))
+            err = c_k * np.max(np.abs(dx[:nq]))
+            if not np.isfinite(err):
+                raise _Failure("the Newton iteration produced NaN/inf")
             if err <= tol and np.max(np.abs(phi)) <= 10 * tol:
-                converged = True
                 break
-            if it >= 2 and err > 0.25 * prev:
-                self._K = None  # slow: refactorise at the current iterate
+            if it >= 1 and err > 0.25 * prev:
+                if err > 1e3 * prev and fresh:
+                    raise _Failure(f"the Newton iteration diverges (correction {err:.3g})")
+                self._solve = None  # slow: refactorise at the current iterate
+                fresh = False
             prev = err
-        if not converged:
+        else:
             raise _Failure(f"no convergence in {self.options['max_iter']} iterations (last correction {err:.3g})")
-        a1, q1, qd1 = kin(qdd)
+        ahat_q = (1 - af) / (1 - am) * qdd
+        a1 = ahat + ahat_q
+        q1 = base_q + c_k * qdd
+        qd1 = base_qd + c_d * qdd
         if self.options["project_velocities"] == "state":
             qd1 = self._project_qd(q1, qd1, t1)
-        p1 = self._power_of(ev, lam, q1, t1)  # forces of the last iterate (the work is O(h²) anyway)
+        p1 = self._power_of(power, lam, q1, t1)  # forces of the last iterate (the work is O(h²) anyway)
         return q1, qd1, qdd, a1, lam, p1
