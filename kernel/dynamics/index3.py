@@ -31,7 +31,9 @@
                 time constants without halving (``newton="mass"`` keeps the earlier matrix
                 [M_q, Φqᵀ; Φq, 0], for comparison). The matrix is factorised at the first
                 iteration of a step and again when the iteration slows (``jacobian="step"``),
-                or kept over steps while it converges fast (``jacobian="lazy"``).
+                or kept over steps while it converges fast (``jacobian="lazy"``). The
+                iteration stops when the correction is below ``tol`` or when the
+                contraction rate θ says what is left is: θ/(1 − θ) |Δq| ≤ tol.
                 Positions satisfy Φ = 0 to the Newton tolerance ``tol`` (default: atol, m)
                 at every step; the reported velocities are projected onto Φq q̇ = −Φt (M_q
                 metric) and the reported accelerations solve the index-1 equations at the
@@ -184,7 +186,7 @@ class QForm:
             self.F[: self.nmov] = self.grav_f
             _, _, power = self.fe.evaluate(self.bs, t, self.refs, self.F, self.N)
         self._k.residual(qdd, self.nmov, self.mass, self.rho, self.E, self.Jw, self.w, self.F, self.N, self.R)
-        return self.R, float(power)
+        return self.R.copy(), float(power)
 
     def _element_blocks(self, t):
         return self.fe.tangent_blocks(self.bs, t, self.refs)
@@ -490,6 +492,12 @@ class Index3Formulation(Formulation):
                 raise _Failure("the Newton iteration produced NaN/inf")
             if err <= tol and np.max(np.abs(phi)) <= 10 * tol:
                 break
+            # the contraction rate θ bounds what is left after this correction: θ/(1 − θ) |Δq|
+            # (Hairer & Wanner, Solving ODEs II, IV.8), so a fast iteration stops a pass early
+            if it >= 1:
+                theta = err / prev
+                if theta < 0.5 and theta / (1.0 - theta) * err <= tol:
+                    break
             if it >= 1 and err > 0.25 * prev:
                 if err > 1e3 * prev and fresh:
                     raise _Failure(f"the Newton iteration diverges (correction {err:.3g})")
