@@ -1,0 +1,174 @@
+"""Stiff dynamics: the IFToMM stiff flyball governor (A05) with every method that runs it.
+
+For ``samples/dynamics/flyball_governor.cadmotion.toml`` (10 s, 100 output frames) prints, per
+formulation / integrator / setting: accepted steps, evaluations of the right-hand side (or of
+the index-3 residual), factorisations, the wall time (median of ``--repeat`` runs after a
+warm-up in the same process, so numba compilation is not counted), the drift of the axial
+angular momentum max |L_z − L_z(0)| / L_z(0), the largest rise of the total energy between
+frames (J; kinetic + gravity + springs — the dampers only take energy out, so any rise is an
+integration error) and the slider's position error at 10 s against DOP853 at rtol 1e-10,
+atol 1e-12. L_z and the energy are computed here from the motion and the model file.
+
+Rows:
+  projection / DOP853        the explicit default (rtol 1e-8, atol 1e-10)
+  index3 / generalized-alpha ρ∞ = 0.9, fixed steps dt; the full Newton matrix
+  index3 / HHT               ρ∞ = 0.9 (α = −0.053)
+  index3 newton=mass         the earlier iteration matrix [M_q, Φqᵀ; Φq, 0] (step halving)
+  projection / Radau, BDF    scipy (rtol = atol = 1e-8), differenced Jacobian
+  … + jac                    the same with the analytic Jacobian of :mod:`cadmotion.kernel.dynamics.implicit`
+                             (passed here by wrapping scipy's class: what formulations.py will do with ``jac=``)
+
+Each run (warm-up included) is capped at ``--time-cap`` wall seconds (SIGALRM, POSIX): a method
+that is too slow prints "time cap".
+
+    python benchmarks/stiff.py [--repeat 3] [--time-cap 60] [--quick]
+
+BLAS is pinned to one thread unless the variables are set.
+"""
+import os
+
+for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_v, "1")
+
+import argparse  # noqa: E402
+import signal  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+import scipy.integrate as si  # noqa: E402
+
+from cadmotion.importers.modelfile import read_model_file  # noqa: E402
+from cadmotion.kernel import compile_model  # noqa: E402
+from cadmotion.kernel.dynamics.forward import run  # noqa: E402
+from cadmotion.kernel.dynamics.implicit import rhs_jacobian  # noqa: E402
+from cadmotion.kernel.dynamics.mass import rotation  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MODEL = os.path.join(HERE, "..", "samples", "dynamics", "flyball_governor.cadmotion.toml")
+T_END, STEPS = 10.0, 100
+
+
+class _TimeCap(BaseException):
+    """Raised by SIGALRM; a BaseException so the formulations' error handling does not catch it."""
+
+
+def _alarm(signum, frame):
+    raise _TimeCap()
+
+
+def capped(seconds, fn, *args, **kw):
+    if not hasattr(signal, "setitimer") or not seconds:
+        return fn(*args, **kw)
+    old = signal.signal(signal.SIGALRM, _alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        return fn(*args, **kw)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def invariants(m, mdl):
+    """(L_z (nt,), E (nt,)) from the motion and the model file's masses, inertias and springs."""
+    g = np.asarray(mdl.spec.gravity, float)
+    L, E = np.zeros(m.nt), np.zeros(m.nt)
+    parts = {p.name: p for p in mdl.spec.parts}
+    for p in mdl.spec.parts:
+        if p.fixed:
+            continue
+        b = m.part_index(p.name)
+        I = np.asarray(p.inertia, float)
+        I = I if I.shape == (3, 3) else np.diag(I)
+        for k in range(m.nt):
+            X = m.pose(p.name, m.time[k])
+            R, r = X[:3, :3], X[:3, 3]
+            rho = R @ np.asarray(p.com, float)
+            w = m.angular_velocity[k, b]
+            vc = m.velocity[k, b] + np.cross(w, rho)
+            Jw = R @ I @ R.T @ w
+            L[k] += p.mass * np.cross(r + rho, vc)[2] + Jw[2]
+            E[k] += 0.5 * p.mass * vc @ vc + 0.5 * w @ Jw - p.mass * g @ (r + rho)
+    for f in mdl.spec.forces:
+        par = dict(f.params)
+        ends = []
+        for part, P in zip(f.parts, f.points):
+            p0 = parts[part]
+            ends.append((part, rotation(np.asarray(p0.orientation, float)).T @ (np.asarray(P) - p0.position)))
+        for k in range(m.nt):
+            a, b = (m.pose(part, m.time[k]) @ np.append(x, 1.0) for part, x in ends)
+            E[k] += 0.5 * par["stiffness"] * (np.linalg.norm(b[:3] - a[:3]) - par["free_length"]) ** 2
+    return L, E
+
+
+def with_jacobian(cls):
+    """scipy's ``cls`` given the analytic Jacobian of the formulation whose rhs it integrates."""
+
+    class WithJac(cls):
+        def __init__(self, fun, t0, y0, t_bound, **kw):
+            super().__init__(fun, t0, y0, t_bound, jac=rhs_jacobian(fun.__self__), **kw)
+
+    return WithJac
+
+
+def cases(quick):
+    out = [("projection / DOP853 (default)", dict(), None)]
+    for dt in ((1e-2,) if quick else (1e-2, 5e-3, 1e-3)):
+        out.append((f"index3 / generalized-alpha dt={dt:g}", dict(formulation="index3", dt=dt), None))
+    for dt in ((1e-2,) if quick else (1e-2, 5e-3)):
+        out.append((f"index3 / HHT dt={dt:g}", dict(formulation="index3", integrator="HHT", dt=dt), None))
+    if not quick:
+        out.append(("index3 / generalized-alpha dt=0.01 newton=mass",
+                    dict(formulation="index3", dt=1e-2, options={"newton": "mass"}), None))
+        for integ in ("Radau", "BDF"):
+            out.append((f"projection / {integ} rtol=atol=1e-8", dict(integrator=integ, rtol=1e-8, atol=1e-8), None))
+    for integ in ("Radau", "BDF"):
+        out.append((f"projection / {integ} rtol=atol=1e-8 + jac", dict(integrator=integ, rtol=1e-8, atol=1e-8), integ))
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--time-cap", type=float, default=60.0)
+    ap.add_argument("--quick", action="store_true", help="the default and index3 at dt = 0.01 and the jac rows only")
+    args = ap.parse_args()
+    mdl = compile_model(read_model_file(MODEL))
+    ref, _ = run(mdl, T_END, STEPS, rtol=1e-10, atol=1e-12)
+    z_ref = ref.position[-1, ref.part_index("slider"), 2]
+    print(f"A05 stiff flyball governor, {T_END:g} s, {STEPS} frames; wall = median of {args.repeat} warm runs; "
+          f"cap {args.time_cap:g} s per run")
+    head = (f"{'method':52s} {'steps':>7s} {'evals':>8s} {'factor':>7s} {'wall s':>8s} {'L_z drift':>10s} "
+            f"{'max dE+ J':>10s} {'slider err m':>12s}")
+    print(head)
+    print("-" * len(head))
+    for label, kw, jac_for in cases(args.quick):
+        original = getattr(si, jac_for) if jac_for else None
+        if jac_for:
+            setattr(si, jac_for, with_jacobian(original))
+        try:
+            try:
+                capped(args.time_cap, run, mdl, 0.05, 1, **kw)  # warm-up: load compiled code
+                walls = []
+                for _ in range(max(1, args.repeat)):
+                    t0 = time.perf_counter()
+                    m, res = capped(args.time_cap, run, mdl, T_END, STEPS, **kw)
+                    walls.append(time.perf_counter() - t0)
+            except _TimeCap:
+                print(f"{label:52s} time cap ({args.time_cap:g} s)")
+                continue
+        finally:
+            if jac_for:
+                setattr(si, jac_for, original)
+        if not m.complete:
+            print(f"{label:52s} stopped at t = {m.time[-1]:.4g} s: {m.message}")
+            continue
+        L, E = invariants(m, mdl)
+        drift = np.max(np.abs(L - L[0])) / abs(L[0])
+        rise = float(np.max(np.diff(E)))
+        zerr = abs(m.position[-1, m.part_index("slider"), 2] - z_ref)
+        print(f"{label:52s} {res.nsteps:7d} {res.nfev:8d} {res.nfactor:7d} {np.median(walls):8.3f} {drift:10.2e} "
+              f"{rise:10.2e} {zerr:12.2e}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
