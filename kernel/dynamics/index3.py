@@ -265,6 +265,14 @@ class Index3Formulation(Formulation):
             raise SolverError(f"index3: jacobian must be 'step' or 'lazy', got {self.options['jacobian']!r}")
         self.coef = alpha_coefficients(integrator, float(self.options["rho_inf"]))
         self.tol = self.options["tol"] if self.options["tol"] is not None else atol
+        if dt is not None and not (np.isfinite(dt) and dt > 0):
+            raise SolverError(f"index3: the step dt must be a positive number of seconds, got {dt!r}",
+                              hint="e.g. --dt 1e-2 for a stiff model; leave it out for min(output interval, 1 ms)")
+        if not (np.isfinite(self.tol) and self.tol > 0):
+            raise SolverError(f"index3: the Newton tolerance must be positive, got {self.tol!r}",
+                              hint="set atol (or the option tol) to a positive length, m")
+        if int(self.options["max_iter"]) < 1:
+            raise SolverError(f"index3: max_iter must be at least 1, got {self.options['max_iter']!r}")
         times = np.asarray(times, float)
         nt = len(times)
         rec = _Recorder(self, nt)

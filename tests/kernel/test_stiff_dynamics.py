@@ -409,3 +409,18 @@ def test_bad_force_parameters_name_the_element(build, kind, change, words):
     with pytest.raises(MechanismError, match=f"'e'.*({words})") as info:
         simulate(compile_model(replace(spec, forces=(f,))), 0.01, 1)
     assert info.value.where  # says where (the model source)
+
+
+@pytest.mark.parametrize("kw, words", [
+    (dict(dt=-1e-2), "dt must be a positive"),
+    (dict(dt=float("nan")), "dt must be a positive"),
+    (dict(atol=0.0), "tolerance must be positive"),
+    (dict(options={"max_iter": 0}), "max_iter"),
+    (dict(options={"rho_inf": 1.5}), "rho_inf"),
+    (dict(options={"newton": "exact"}), "newton"),
+])
+def test_bad_index3_settings_are_reported(a05, kw, words):
+    from cadmotion.errors import SolverError
+
+    with pytest.raises(SolverError, match=words):
+        simulate(a05, 0.01, 1, formulation="index3", **kw)
