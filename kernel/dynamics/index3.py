@@ -425,9 +425,8 @@ class Index3Formulation(Formulation):
         res = Jr @ qd + self.system.phit(q, t, self.angles)[self.rows]
         if not res.size:
             return qd
-        solve = self._solve
-        if fresh or solve is None:
-            solve = self._mass_solver(q, qd, t, J)
+        # the M_q metric: the Newton matrix (damping, stiffness) would not give the closest q̇
+        solve = self._mass_solver(q, qd, t, J)
         for _ in range(3):
             qd = qd + solve(np.concatenate([np.zeros(nq), -res]))[:nq]
             res = Jr @ qd + self.system.phit(q, t, self.angles)[self.rows]
