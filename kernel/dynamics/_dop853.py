@@ -42,8 +42,9 @@ ERROR_EXPONENT = -1.0 / 8.0  # −1 / (error estimator order 7 + 1)
 #: the output time t_k is reached when t_k ≤ t + TIME_EPS · max(1, |t|) (as the scipy driver)
 TIME_EPS = 1e-12
 
-#: status codes returned by :func:`dop853`
-DONE, NOT_FINITE, STEP_COLLAPSE, NAN_STATE = 0, 1, 2, 3
+#: status codes returned by :func:`dop853`; SINGULAR: stopped at an accepted step near a
+#: singular configuration (the smallest pivot ratio of S below ``zone``), for the caller to cross
+DONE, NOT_FINITE, STEP_COLLAPSE, NAN_STATE, SINGULAR = 0, 1, 2, 3, 4
 #: layout of the ``stats`` array
 S_T, S_NFEV, S_NSTEPS, S_NPROJECT, S_K, S_T_FAIL, S_T_EVAL = range(7)
 
@@ -59,6 +60,25 @@ def rms(x, scale):
         r = x[i] / scale[i]
         s += r * r
     return math.sqrt(s / x.shape[0])
+
+
+#: fractions of a step at which :func:`strides_singular` probes the measure
+PROBES = (0.0, 0.25, 0.5, 0.75, 1.0)
+#: an interior probe below this fraction of both neighbours is the bottom of a V
+V_DEPTH = 0.4
+
+
+@numba.njit(**_JIT)
+def strided(s, s_zone):
+    """True if the square roots s of the measure at :data:`PROBES` show a singular
+    configuration: one below s_zone, or an interior sharp minimum (see :func:`strides_singular`)."""
+    for j in range(s.shape[0]):
+        if s[j] < s_zone:
+            return True
+    for j in range(1, s.shape[0] - 1):
+        if s[j] < V_DEPTH * s[j - 1] and s[j] < V_DEPTH * s[j + 1]:
+            return True
+    return False
 
 
 @numba.njit(**_JIT)
@@ -138,7 +158,7 @@ def interpolate(F, y_old, x, out):
         out[i] = acc + y_old[i]
 
 
-def dop853(t, y0, times, rtol, atol, ptol, max_iter, df, di, dd, ws, Y, DD, stats):
+def dop853(t, y0, times, rtol, atol, ptol, max_iter, zone, df, di, dd, ws, Y, DD, stats, y_end):
     """Integrate ẏ = rhs(t, y) from (times[0], y0) to times[-1]; fill the output frames (template).
 
     ``rhs(t, y, df, di, dd, ws) -> (ẏ, ok)`` is the model's compiled right-hand side;
@@ -148,9 +168,15 @@ def dop853(t, y0, times, rtol, atol, ptol, max_iter, df, di, dd, ws, Y, DD, stat
     violation above it (then ẏ is evaluated again at the projected state, as the scipy
     driver does).
 
+    With ``zone`` > 0, a step that passes through a singular configuration's zone
+    (:func:`strides_singular`) stops the loop at its start, and one that ends in it (the
+    measure :func:`._kernels.singularity` below ``zone``) at its end with status SINGULAR: the
+    state is in ``y_end`` and ``stats[S_T]`` is its time (the caller crosses the singular
+    configuration by other means and restarts the loop).
+
     Frame k ≥ 1 gets ``Y[k]`` (the projected state if times[k] is a step end, else the dense
     output of the step) and ``DD[k]`` (a copy of ``dd``: the references after that step).
-    Returns the status (DONE, NOT_FINITE, STEP_COLLAPSE, NAN_STATE); ``stats`` gets the time
+    Returns the status (DONE, NOT_FINITE, STEP_COLLAPSE, NAN_STATE, SINGULAR); ``stats`` gets the time
     reached, evaluations, accepted steps, projections, frames filled, the start time of the
     failed step and the time of the failing evaluation.
     """
@@ -248,6 +274,11 @@ def dop853(t, y0, times, rtol, atol, ptol, max_iter, df, di, dd, ws, Y, DD, stat
             status = NAN_STATE
             t_fail = t_old
             break
+        if zone > 0.0:
+            if strides_singular(t_old, h, y, y_new, Ks[0], Ks[N_STAGES], zone, tmp, df, di, dd, ws):
+                status = SINGULAR  # stop at the start of the step: the crossing takes it from there
+                break
+            rhs(t_new, y_new, df, di, dd, ws)  # the probes used the workspace: restore y_new's
         nsteps += 1
         t = t_new
         # bookkeeping at the accepted state (the workspace holds the evaluation at y_new)
@@ -294,6 +325,11 @@ def dop853(t, y0, times, rtol, atol, ptol, max_iter, df, di, dd, ws, Y, DD, stat
                 DD[k, :] = dd
                 k += 1
             break
+        if zone > 0.0 and K.singularity(df, di, dd, ws) < zone:
+            status = SINGULAR
+            break
+    for i in range(n):
+        y_end[i] = y[i]
     stats[S_T] = t
     stats[S_NFEV] = nfev
     stats[S_NSTEPS] = nsteps
@@ -302,6 +338,30 @@ def dop853(t, y0, times, rtol, atol, ptol, max_iter, df, di, dd, ws, Y, DD, stat
     stats[S_T_FAIL] = t_fail
     stats[S_T_EVAL] = t_eval
     return status
+
+
+def strides_singular(t, h, y, y_new, f, f_new, zone, tmp, df, di, dd, ws):
+    """True if the step from (t, y) to (t + h, y_new) passes through a singular configuration
+    (template; overwrites the workspace). The measure s = √(:func:`._kernels.singularity`),
+    about the smallest relative singular value of Jv, is taken at :data:`PROBES` of the step
+    (states from the cubic Hermite interpolant of y, f, y_new, f_new): True when one is below
+    √zone, or when an interior one is a sharp minimum (below :data:`V_DEPTH` times both its
+    neighbours): s falls linearly to 0 at a singular configuration and rises after it, a V
+    that a step can stride over between probes."""
+    n = y.shape[0]
+    s = np.empty(len(PROBES))
+    for j in range(len(PROBES)):
+        p = PROBES[j]
+        h00 = 2.0 * p ** 3 - 3.0 * p ** 2 + 1.0
+        h10 = p ** 3 - 2.0 * p ** 2 + p
+        h01 = -2.0 * p ** 3 + 3.0 * p ** 2
+        h11 = p ** 3 - p ** 2
+        for i in range(n):
+            tmp[i] = h00 * y[i] + h10 * h * f[i] + h01 * y_new[i] + h11 * h * f_new[i]
+        K.stage_kinematics(tmp, df, di, ws)
+        groups(t + p * h, tmp, df, di, dd, ws, False)
+        s[j] = math.sqrt(max(K.singularity(df, di, dd, ws), 0.0))
+    return strided(s, math.sqrt(zone))
 
 
 def project(t, y, df, di, dd, ws, tol, max_iter):
@@ -323,8 +383,8 @@ def project(t, y, df, di, dd, ws, tol, max_iter):
 
 
 #: compiled inside each generated module (they call the model's ``rhs``, ``groups``, ``windings``)
-TEMPLATES = (initial_step, dense_output, project, dop853)
+TEMPLATES = (initial_step, dense_output, strides_singular, project, dop853)
 #: names the templates use from this module
 HELPERS = ("A", "B", "C", "D", "E3", "E5", "N_STAGES", "SAFETY", "MIN_FACTOR", "MAX_FACTOR", "ERROR_EXPONENT",
-           "TIME_EPS", "DONE", "NOT_FINITE", "STEP_COLLAPSE", "NAN_STATE", "S_T", "S_NFEV", "S_NSTEPS",
-           "S_NPROJECT", "S_K", "S_T_FAIL", "S_T_EVAL", "rms", "stage_state", "interpolate")
+           "TIME_EPS", "DONE", "NOT_FINITE", "STEP_COLLAPSE", "NAN_STATE", "SINGULAR", "S_T", "S_NFEV", "S_NSTEPS",
+           "S_NPROJECT", "S_K", "S_T_FAIL", "S_T_EVAL", "rms", "stage_state", "interpolate", "PROBES", "strided")

@@ -498,7 +498,9 @@ def band_solve(Lb, m, bw, b, dropped):
 @numba.njit(**_JIT_LA)
 def factor_S(nmov, mass, Jwinv, Jc, rb, pair_i, pair_j, pair_si, pair_sj, bw, drop_tol, reg):
     """X = Jc M⁻¹ and the band Cholesky of S + reg·I, S = Jv M⁻¹ Jvᵀ (redundant rows dropped;
-    reg > 0 is the penalty formulations' 1/α, which keeps them)."""
+    reg > 0 is the penalty formulations' 1/α, which keeps them), and the smallest pivot over
+    its diagonal among the kept rows (1: well conditioned; → 0 as a singular configuration
+    is approached)."""
     m, ns = rb.shape
     X = np.zeros((m, ns, 6))
     for r in range(m):
@@ -523,8 +525,13 @@ def factor_S(nmov, mass, Jwinv, Jc, rb, pair_i, pair_j, pair_si, pair_sj, bw, dr
         for i in range(m):
             Lb[i, 0] += reg
     dropped = np.zeros(m, dtype=np.bool_)
-    ndrop = band_cholesky(Lb, m, bw, drop_tol, dropped)
-    return X, Lb, dropped, ndrop
+    ratio = np.empty(m)
+    band_cholesky(Lb, m, bw, drop_tol, dropped, ratio)
+    weakest = 1.0
+    for r in range(m):
+        if not dropped[r] and ratio[r] < weakest:
+            weakest = ratio[r]
+    return X, Lb, dropped, weakest
 
 
 @numba.njit(**_JIT_LA)
@@ -767,6 +774,24 @@ def _factor(df, di, dd, ws):
                     i1(di, I_PJ), i1(di, I_PSI), i1(di, I_PSJ), bw, stab[2], stab[3])
 
 
+@numba.njit(**_JIT_LA)
+def singularity(df, di, dd, ws):
+    """How near a singular configuration the evaluated state is: the smallest pivot ratio of
+    Jv W Jvᵀ over its kept rows, W = diag(1, 1, 1, 1/ℓ², 1/ℓ², 1/ℓ²) per body with ℓ the
+    model's length scale (``stab[6]``, :attr:`.equations.Dynamics.length_scale`): a purely
+    kinematic measure, so that light or slender parts do not read as singular. 1: far from one."""
+    sizes = i1(di, I_SIZES)
+    nmov, bw = sizes[1], sizes[4]
+    stab = f1(dd, di, I_STAB)
+    iso = np.zeros((nmov, 3, 3))
+    inv = 1.0 / (stab[6] * stab[6])
+    for b in range(nmov):
+        for i in range(3):
+            iso[b, i, i] = inv
+    return factor_S(nmov, np.ones(nmov), iso, f3(ws, di, I_JC), i2(di, I_RB), i1(di, I_PI), i1(di, I_PJ),
+                    i1(di, I_PSI), i1(di, I_PSJ), bw, stab[2], 0.0)[3]
+
+
 @numba.njit(**_JIT)
 def stage_rhs(t, y, df, di, dd, ws):
     """ẏ = [q̇, v̇, P_nc] from the workspace filled by stage_kinematics and the group loop."""
@@ -802,7 +827,7 @@ def stage_rhs(t, y, df, di, dd, ws):
         f[6 * b + 3] = No[b, 0] - (w[b, 1] * Jww2 - w[b, 2] * Jww1)
         f[6 * b + 4] = No[b, 1] - (w[b, 2] * Jww0 - w[b, 0] * Jww2)
         f[6 * b + 5] = No[b, 2] - (w[b, 0] * Jww1 - w[b, 1] * Jww0)
-    X, Lb, dropped, ndrop = _factor(df, di, dd, ws)
+    X, Lb, dropped, weakest = _factor(df, di, dd, ws)
     vd = minv(nmov, mass, Jwinv, f)
     rhs_c = -gam
     apply_X(X, rb, f, rhs_c)
@@ -820,7 +845,7 @@ def stage_rhs(t, y, df, di, dd, ws):
     out[nq + nv] = power + pc
     aux[0] = max_abs(vres)
     aux[1] = max(max_abs(ph), norm_violation(y, nmov))
-    aux[2] = ndrop
+    aux[2] = weakest
     ok = True
     for i in range(out.shape[0]):
         if not math.isfinite(out[i]):
@@ -869,7 +894,7 @@ def position_step(y, df, di, dd, ws):
     """y[:nq] += B Δv with Δv = −M⁻¹ Jvᵀ S⁻¹ Φ (one mass-weighted Newton step); p renormalised."""
     sizes = i1(di, I_SIZES)
     nmov, m, bw = sizes[1], sizes[3], sizes[4]
-    X, Lb, dropped, ndrop = _factor(df, di, dd, ws)
+    X, Lb, dropped, _ = _factor(df, di, dd, ws)
     mu = band_solve(Lb, m, bw, f1(ws, di, I_PH), dropped)
     dv = np.zeros(6 * nmov)
     apply_XT(X, i2(di, I_RB), mu, dv)
@@ -894,7 +919,7 @@ def velocity_step(y, df, di, dd, ws, tol):
     velocity_residual(f3(ws, di, I_JC), i2(di, I_RB), y, nq, f1(ws, di, I_PT), vres)
     viol = max_abs(vres)
     if viol > tol:
-        X, Lb, dropped, ndrop = _factor(df, di, dd, ws)
+        X, Lb, dropped, _ = _factor(df, di, dd, ws)
         mu = band_solve(Lb, m, bw, vres, dropped)
         dv = np.zeros(6 * nmov)
         apply_XT(X, i2(di, I_RB), mu, dv)

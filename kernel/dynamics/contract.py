@@ -10,9 +10,17 @@ work at the output times (the formulations themselves: :mod:`.formulations`,
 
 ODE formulations run with scipy's ``RK23``, ``RK45``, ``DOP853``, ``Radau``, ``BDF``,
 ``LSODA`` (error control ``rtol``/``atol`` on the state) or the fixed-step classical
-``RK4`` (step ``dt``). Projection of the integrator state after steps is applied with
-the explicit methods (RK*, DOP853); the implicit/multistep ones keep their history and
-only the output frames are projected.
+``RK4`` (step ``dt``). Projection of the integrator state after steps is applied with the one-step methods (RK*,
+DOP853, Radau); the multistep ones (BDF, LSODA) keep their history and only the output frames
+are projected.
+
+Singular configurations (mechanisms with closed loops only: a tree's Jacobian cannot lose
+rank). Near one the index-1 equations are ill-conditioned and a projection at a slightly wrong
+position can put the motion on a neighbouring branch (the IFToMM N-four-bar lost its energy
+that way at tight tolerances). The driver watches the measure of
+:meth:`.equations.Dynamics.singularity` at every accepted step and at probes inside it; where a
+singular configuration is near or strided over, :meth:`Formulation._cross_singular` crosses it
+with index-3 generalised-α steps and hands back; the run's notes list the crossings.
 
 ``projection``, ``baumgarte``, ``penalty`` and ``augmented-lagrangian`` take the options
 ``fast`` (default True: the compiled right-hand side of :mod:`.fast` when numba is available;
@@ -64,6 +72,37 @@ SCIPY_INTEGRATORS = ("RK23", "RK45", "DOP853", "Radau", "BDF", "LSODA")
 _EXPLICIT = ("RK23", "RK45", "DOP853", "RK4")
 INTEGRATORS = SCIPY_INTEGRATORS + ("RK4",)
 INDEX3_INTEGRATORS = ("generalized-alpha", "HHT")
+
+#: a singular configuration is near when the measure of :meth:`.equations.Dynamics.singularity`
+#: (about the square of the smallest relative singular value of Jv) falls below
+#: sqrt(tol) clipped to [SINGULAR_ZONE, SINGULAR_ZONE_MAX]: a looser tolerance leaves the
+#: positions less determined, so the zone where they may fall on a neighbouring branch is wider
+SINGULAR_ZONE = 1e-4
+SINGULAR_ZONE_MAX = 1e-2
+#: with closed loops, rtol and atol looser than this are tightened to it: a longer step can
+#: stride over a singular configuration between the probes of :func:`._dop853.strides_singular`
+#: and land on a neighbouring branch (the N-four-bar at rtol = atol = 1e-6 did)
+LOOP_TOL = 1e-8
+#: the crossing ends when the pivot ratio is back above SINGULAR_ZONE times this
+SINGULAR_EXIT = 4.0
+#: generalised-α steps per crossing chunk (the pivot ratio is checked between chunks)
+CROSSING_CHUNK = 16
+#: crossing step h = CROSSING_STEP · sqrt(tol) s (second order: the error over a zone of
+#: duration T is about h² T times the motion's third derivative, below tol for A02)
+CROSSING_STEP = 3.0
+#: a chunk whose Newton iteration fails is tried again this many times, each with its steps
+#: shortened by CROSSING_RETRY_FACTOR
+CROSSING_RETRIES = 3
+CROSSING_RETRY_FACTOR = 0.77
+#: and at most this (s): the index3 formulation's own default step
+CROSSING_MAX_STEP = 1e-3
+#: the crossing's Newton tolerance on the position corrections (m): near a singular
+#: configuration a looser position leaves the branch undetermined, a tighter one is below
+#: the round-off of the iteration matrix's 1/(βh²) scaling at the short steps of tight tolerances
+CROSSING_NEWTON_TOL = 1e-10
+#: and at most this many Newton iterations a step (the first step also removes the drift the
+#: index-1 formulation left, e.g. Baumgarte's, which converges slowly near the singular configuration)
+CROSSING_NEWTON_ITER = 40
 
 
 class _Failure(Exception):
@@ -138,7 +177,9 @@ class Formulation:
     def check_integrator(cls, integrator):
         """Raise SolverError unless this formulation runs ``integrator``."""
         if integrator not in cls.integrators:
-            raise SolverError(f"formulation {cls.name!r} does not run the integrator {integrator!r}",
+            known = integrator in INTEGRATORS + INDEX3_INTEGRATORS
+            raise SolverError(f"formulation {cls.name!r} does not run the integrator {integrator!r}" if known
+                              else f"unknown integrator {integrator!r} for formulation {cls.name!r}",
                               hint=f"use one of {', '.join(cls.integrators)} (see `cadmotion formulations`)")
 
     # ------------------------------------------------------------------ ODE contract
@@ -206,7 +247,12 @@ class Formulation:
         times = np.asarray(times, float)
         nt = len(times)
         rec = _Recorder(self, nt)
+        if self.dyn.has_loops and max(np.max(rtol), np.max(atol)) > LOOP_TOL:
+            rtol, atol = np.minimum(rtol, LOOP_TOL), np.minimum(atol, LOOP_TOL)
+            rec.notes.append(f"tolerances tightened to {LOOP_TOL:g}: with closed loops a looser step can stride over "
+                             "a singular configuration")
         self.rtol, self.atol = rtol, atol
+        self.crossings = []
         y = self.initial_state(times[0], q0, v0)
         rec.record(times[0], y)
         try:
@@ -226,13 +272,15 @@ class Formulation:
 
     def _run_rk4(self, times, y, rec, dt):
         f = self._counted_rhs
-        for k in range(1, len(times)):
-            t0, t1 = times[k - 1], times[k]
-            span = t1 - t0
-            h_target = dt if dt else _default_dt(times)
-            n = max(1, int(math.ceil(span / h_target - 1e-9)))
-            h = span / n
-            t = t0
+        h_target = dt if dt else _default_dt(times)
+        nt = len(times)
+        k = 1
+        t = times[0]
+        while k < nt:
+            t0, t1 = t, times[k]
+            n = max(1, int(math.ceil((t1 - t0) / h_target - 1e-9)))
+            h = (t1 - t0) / n
+            cross = False
             for i in range(n):
                 try:
                     k1 = f(t, y)
@@ -241,8 +289,12 @@ class Formulation:
                     k4 = f(t + h, y + h * k3)
                 except (_Failure, np.linalg.LinAlgError, FloatingPointError, ValueError) as exc:
                     rec.fail(t, f"the equations of motion could not be solved near t = {t:.6g} s: {exc}")
-                y = y + (h / 6.0) * (k1 + 2 * k2 + 2 * k3 + k4)
-                t = t0 + (i + 1) * h
+                y_new = y + (h / 6.0) * (k1 + 2 * k2 + 2 * k3 + k4)
+                t_new = t1 if i == n - 1 else t0 + (i + 1) * h
+                if self._strides_singular(t, h, y, y_new, k1, f(t_new, y_new)):
+                    cross = True  # cross from the start of this step
+                    break
+                y, t = y_new, t_new
                 if not np.all(np.isfinite(y)):
                     rec.fail(t, f"the solution became NaN/inf at t = {t:.6g} s (the step dt = {h:.3g} s is too large "
                                 "for this model, or the model is unstable)")
@@ -252,14 +304,20 @@ class Formulation:
                     new = new.y
                 if new is not None:
                     y = new
-            rec.record(t1, y)
+            if t >= t1:
+                rec.record(t1, y)
+                k += 1
+            if k < nt and (cross or self._near_singular(t, y)):
+                t, y, k = self._cross_singular(t, y, rec, times, k, h)
 
     def _run_scipy(self, times, y0, rec, integrator, rtol, atol):
         cls = getattr(si, integrator)
         t_end = times[-1]
         k = 1
         nt = len(times)
-        explicit = integrator in _EXPLICIT
+        # one-step methods take a projected state back (Radau's Newton starts from its last
+        # stage values, still a valid guess); multistep ones (BDF, LSODA) keep their history
+        explicit = integrator in _EXPLICIT + ("Radau",)
 
         def make(t, y):
             return cls(self._counted_rhs, t, y, t_end, rtol=rtol, atol=atol)
@@ -268,12 +326,23 @@ class Formulation:
             solver = make(times[0], y0)
         except (_Failure, np.linalg.LinAlgError, FloatingPointError, ValueError) as exc:
             rec.fail(times[0], f"the equations of motion could not be solved at t = {times[0]:.6g} s: {exc}")
+        last_fallback = -np.inf
         while k < nt:
-            t_before = solver.t
+            t_before, y_before = solver.t, solver.y.copy()
+            f_before = solver.f.copy() if hasattr(solver, "f") else None
             try:
                 message = solver.step()
             except (_Failure, np.linalg.LinAlgError, FloatingPointError, ValueError) as exc:
                 rec.fail(t_before, f"the equations of motion could not be solved after t = {t_before:.6g} s: {exc}")
+            if solver.status == "failed" and self._singularity(t_before, y_before) is not None \
+                    and self._singularity(t_before, y_before) < SINGULAR_ZONE_MAX and t_before > last_fallback:
+                # the step collapsed on the way into a singular configuration (an implicit method's
+                # Newton iteration fails there before the zone is reached): cross it from here
+                last_fallback = t_before
+                t_x, y_x, k = self._cross_singular(t_before, y_before, rec, times, k)
+                if k < nt:
+                    solver = make(t_x, y_x)
+                continue
             if solver.status == "failed":
                 rec.fail(t_before, f"the integrator {integrator} failed after t = {t_before:.6g} s: {message} "
                                    "(step size collapse: the model is stiff, singular or blows up)")
@@ -281,6 +350,13 @@ class Formulation:
                 rec.fail(t_before, f"the solution became NaN/inf after t = {t_before:.6g} s")
             rec.nsteps += 1
             t_new = solver.t
+            if f_before is not None and self._strides_singular(t_before, t_new - t_before, y_before, solver.y,
+                                                              f_before, solver.f):
+                # cross from the start of the step (its frames are not recorded yet)
+                t_x, y_x, k = self._cross_singular(t_before, y_before, rec, times, k)
+                if k < nt:
+                    solver = make(t_x, y_x)
+                continue
             need_out = k < nt and times[k] <= t_new + 1e-12 * max(1.0, abs(t_new))
             sol = solver.dense_output() if need_out else None
             y_acc = solver.y
@@ -298,6 +374,12 @@ class Formulation:
                     else:
                         rec.record(times[k], sol(times[k]))
                 k += 1
+            y_now = new if new is not None else y_acc
+            if k < nt and not restart and self._near_singular(t_new, y_now):
+                t_x, y_now, k = self._cross_singular(t_new, y_now, rec, times, k, solver.step_size or np.inf)
+                if k < nt:
+                    solver = make(t_x, y_now)
+                continue
             if restart:
                 solver = make(t_new, new)
             elif new is not None:
@@ -307,6 +389,117 @@ class Formulation:
             if solver.status == "finished" and k < nt:
                 rec.record(times[k], solver.y)
                 k += 1
+
+    # ------------------------------------------------------------------ singular configurations
+    def singular_measure(self, t, y):
+        """The smallest pivot ratio of S at the state y (1: far from a singular configuration,
+        → 0 at one), or None where the formulation does not cross singular configurations
+        by :meth:`_cross_singular` (index3 passes them by itself)."""
+        return None
+
+    def state_from(self, t, q, v, work):
+        """The formulation's state y for coordinates q, velocities v and work W (J) at t."""
+        raise NotImplementedError
+
+    def _singularity(self, t, y):
+        """:meth:`singular_measure`, 0 where the equations cannot be solved at all."""
+        try:
+            return self.singular_measure(t, y)
+        except (_Failure, np.linalg.LinAlgError):
+            return 0.0
+
+    @property
+    def singular_zone(self):
+        """The measure below which a singular configuration is near (see :data:`SINGULAR_ZONE`)."""
+        tol = float(max(np.max(self.rtol), np.max(self.atol)))
+        return min(max(math.sqrt(tol), SINGULAR_ZONE), SINGULAR_ZONE_MAX)
+
+    def _near_singular(self, t, y):
+        """True when the state is in a singular configuration's zone (the measure below
+        :data:`SINGULAR_ZONE`)."""
+        w = self._singularity(t, y) if self.dyn.has_loops else None
+        return w is not None and w < self.singular_zone
+
+    def _strides_singular(self, t, h, y, y_new, f, f_new):
+        """True if the step from (t, y) to (t + h, y_new) passes through a singular
+        configuration (:func:`._dop853.strides_singular`, on the cubic Hermite interpolant of
+        y, f = ẏ(t), y_new, f_new = ẏ(t + h))."""
+        from ._dop853 import PROBES, strided
+
+        if not self.dyn.has_loops:
+            return False
+        s = np.empty(len(PROBES))
+        for j, p in enumerate(PROBES):
+            ym = ((2 * p ** 3 - 3 * p ** 2 + 1) * y + (p ** 3 - 2 * p ** 2 + p) * h * f
+                  + (3 * p ** 2 - 2 * p ** 3) * y_new + (p ** 3 - p ** 2) * h * f_new)
+            s[j] = math.sqrt(max(self._singularity(t + p * h, ym), 0.0))
+        return bool(strided(s, math.sqrt(self.singular_zone)))
+
+    def _cross_singular(self, t, y, rec, times, k, h_hint=np.inf):
+        """Cross a singular configuration (toggle, flat four-bar, branch point) from the state
+        y at t with the index-3 generalised-α method of :mod:`.index3`, then hand back.
+
+        Near a singular configuration the index-1 equations are ill-conditioned: the
+        accelerations amplify any position error by 1/σ² (σ the smallest singular value of
+        Jv), and a projection onto the joints at a slightly wrong position projects the
+        velocity onto the tangent of a neighbouring branch, which drains the energy. The
+        index-3 step instead solves Φ(q) = 0 together with the equations of motion, anchored
+        by the mass-weighted predictor q + h q̇ + …, so it stays on the branch the motion
+        is on. The crossing runs in chunks of :data:`CROSSING_CHUNK` steps of
+        h = min(:data:`CROSSING_STEP` · sqrt(tol), :data:`CROSSING_MAX_STEP`, h_hint, output
+        interval) until the pivot
+        measure is above :attr:`singular_zone` · :data:`SINGULAR_EXIT` or the run ends; output
+        frames inside are recorded as they are reached. Returns (t, y, k) after the crossing.
+        """
+        from .index3 import Index3Formulation
+
+        nt = len(times)
+        t_end = times[-1]
+        tol = float(max(np.max(self.rtol), np.max(self.atol)))
+        gaps = np.diff(times)
+        h = min(CROSSING_STEP * math.sqrt(tol), CROSSING_MAX_STEP, h_hint, float(np.max(gaps)) if len(gaps) else np.inf)
+        h = max(h, 1e-9 * max(1.0, t_end - times[0]))
+        q, v, work = self.unpack(t, y)
+        q, v = np.array(q, float), np.array(v, float)
+        rows, redundant = self.dyn.rows.copy(), self.dyn.redundant.copy()
+        step = Index3Formulation(self.dyn, angles=self.angles, refs=self.refs, project_velocities=False,
+                                 tol=CROSSING_NEWTON_TOL, max_iter=CROSSING_NEWTON_ITER)
+        t_start, steps = t, 0
+        while True:
+            eps = 1e-12 * max(1.0, abs(t))
+            t_stop = min(t + CROSSING_CHUNK * h, t_end)
+            inner = [float(tk) for tk in times[k:] if tk < t_stop - eps]
+            for attempt in range(CROSSING_RETRIES + 1):
+                # a step that lands on the singular configuration itself leaves the Newton matrix
+                # singular whatever its size; a chunk of slightly shorter steps lands beside it
+                res = step.solve(np.array([t] + inner + [t_stop]), q, v, integrator="generalized-alpha",
+                                 atol=self.atol, rtol=self.rtol, dt=h * CROSSING_RETRY_FACTOR ** attempt)
+                steps += res.nsteps
+                if res.success:
+                    break
+            if not res.success:
+                self.nfev += step.nfev
+                rec.nsteps += steps
+                rec.fail(res.t_fail, f"crossing the singular configuration near t = {t_start:.6g} s: {res.message}")
+            for j, tk in enumerate(inner, start=1):
+                rec.record(tk, self.state_from(tk, res.q[j], res.v[j], work + res.work[j]))
+                k += 1
+            t, q, v, work = t_stop, res.q[-1], res.v[-1], work + res.work[-1]
+            self.continuous_measures(q, update=True)
+            while k < nt and abs(times[k] - t) <= 1e-12 * max(1.0, abs(t)):
+                rec.record(times[k], self.state_from(t, q, v, work))
+                k += 1
+            if k >= nt:
+                break
+            w = self._singularity(t, self.state_from(t, q, v, work))
+            if w is None or w > self.singular_zone * SINGULAR_EXIT:
+                break
+        self.dyn.rows, self.dyn.redundant = rows, redundant
+        self.nfev += step.nfev
+        self.nfactor += step.nfactor
+        rec.nsteps += steps
+        self.crossings.append((t_start, t, steps, h))
+        return t, self.state_from(t, q, v, work), k
 
     def _counted_rhs(self, t, y):
         self.nfev += 1
@@ -370,5 +563,11 @@ class _Recorder:
             work=np.array(self.w), angles=self.angles, refs=self.refs, measures=np.array(self.meas).reshape(len(self.t), -1),
             success=self.success, message=self.message,
             t_fail=self.t_fail, nfev=form.nfev, nsteps=self.nsteps, nfactor=form.nfactor, nproject=form.nproject,
-            notes=list(self.notes),
+            notes=list(self.notes) + _crossing_notes(form),
         )
+
+
+def _crossing_notes(form):
+    """One note per singular configuration crossed by :meth:`Formulation._cross_singular`."""
+    return [f"singular configuration crossed from t = {t0:.6g} to {t1:.6g} s by {n} index-3 generalised-α steps "
+            f"of {h:.3g} s" for t0, t1, n, h in getattr(form, "crossings", ())]

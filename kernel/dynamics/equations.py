@@ -182,6 +182,32 @@ class Dynamics:
         self._minv_rows_idx = np.concatenate([rt, rr.reshape(-1)])
         self._minv_cols_idx = np.concatenate([rt, cr.reshape(-1)])
 
+    @property
+    def has_loops(self):
+        """True if the constraint graph (parts as nodes, the fixed ones merged into one, an
+        edge per joint, coupler or driver instance joining two parts) has a cycle: only then
+        can the constraint Jacobian lose rank (a singular configuration); a tree's cannot."""
+        if not hasattr(self, "_has_loops"):
+            parent = list(range(self.nmov + 1))  # node nmov: every fixed part
+
+            def root(a):
+                while parent[a] != a:
+                    parent[a] = parent[parent[a]]
+                    a = parent[a]
+                return a
+
+            loops = False
+            for gr in self.groups:
+                for inst in np.minimum(gr["g"].bodies, self.nmov):
+                    nodes = sorted(set(int(b) for b in inst))
+                    for a, b in zip(nodes[:-1], nodes[1:]):
+                        ra, rb = root(a), root(b)
+                        if ra == rb:
+                            loops = True
+                        parent[ra] = rb
+            self._has_loops = loops
+        return self._has_loops
+
     # ------------------------------------------------------------------ rows
     def set_rows(self, J, bs=None):
         """Choose the independent rows of Jv; returns (independent, redundant) row indices.
@@ -372,6 +398,40 @@ class Dynamics:
         lam = ev.solve_S(X @ ev.f - rhs_c)
         vd = ev.Minv_f - X.T @ lam
         return vd, lam
+
+    @property
+    def length_scale(self):
+        """ℓ (m): the RMS distance of the moving parts' centres of mass (and the fixed parts'
+        origins) from their centroid at the initial pose; weighs angular against linear
+        velocities in :meth:`singularity`."""
+        if not hasattr(self, "_length_scale"):
+            from .mass import body_state
+
+            bs = body_state(self.model, self.mass, self.model.q0, np.zeros(self.nv))
+            pts = np.vstack([bs.rc[: self.nmov], np.reshape(self.model.q_fixed, (-1, 7))[:, :3]])
+            ell = float(np.sqrt(np.mean(np.sum((pts - pts.mean(0)) ** 2, axis=1)))) if len(pts) > 1 else 0.0
+            self._length_scale = ell if ell > 0 else 1.0
+        return self._length_scale
+
+    def singularity(self, ev):
+        """How near a singular configuration ev's state is: of the Jacobi-scaled
+        Jv W Jvᵀ over all rows, W = diag(1, 1, 1, 1/ℓ², 1/ℓ², 1/ℓ²) per body (ℓ:
+        :attr:`length_scale`), the smallest eigenvalue after the redundant rows' zeros —
+        a purely kinematic measure, about the square of the smallest relative singular value
+        of Jv that is not a redundancy, so that light or slender parts do not read as
+        singular, whichever rows happen to be kept. 1 far from a singular configuration,
+        → 0 at one."""
+        J = ev.J.toarray() if sps.issparse(ev.J) else ev.J
+        if J.shape[0] == 0:
+            return 1.0
+        D = np.tile(np.r_[np.ones(3), np.full(3, 1.0 / self.length_scale ** 2)], self.nmov)
+        S = (J * D[None, :]) @ J.T
+        d = np.sqrt(np.diag(S))
+        live = d > 0
+        S = S[np.ix_(live, live)] / d[live][:, None] / d[live][None, :]
+        eig = np.linalg.eigvalsh(S)
+        r = len(self.redundant) - int(np.sum(~live))
+        return float(eig[min(max(r, 0), len(eig) - 1)])
 
     def velocity_residual(self, ev, v=None):
         """Jv v + Φt over all rows (nc,)."""

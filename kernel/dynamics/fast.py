@@ -551,7 +551,8 @@ class FastRHS:
     formulation shares the model's compiled module.
 
     After each call ``aux`` holds max |Jv v + Φt| and max |Φ| over the rows (and
-    max ||p|² − 1|) at (t, y), the number of redundant rows dropped, then the raw joint
+    max ||p|² − 1|) at (t, y), the smallest pivot ratio of S over the kept rows (how near a
+    singular configuration (t, y) is: 1 far from one, → 0 at one), then the raw joint
     coordinates in ``model.joint_measures`` order — what the per-step bookkeeping needs,
     without another evaluation.
     """
@@ -668,7 +669,8 @@ class FastRHS:
         values = dict(q_fixed=model.q_fixed, com_all=mass.body_com_all, Jb=_pad(mass.body_inertia, nb),
                       Jbinv=_pad(mass.body_inertia_inv, nb), mass=mass.body_mass, gravf=forces.gravity_force.reshape(-1, 3),
                       row_map=row_map, rb=rb, pair_i=pi, pair_j=pj, pair_si=psi, pair_sj=psj, sizes=sizes,
-                      stab=np.array([a_, b_, getattr(dyn, 'drop_tol', DROP_TOL), *(self.penalty or (0.0, 1, 0.0))]), ax_ref=np.zeros(len(ax[0])), tau=np.zeros(len(ax[0])),
+                      stab=np.array([a_, b_, getattr(dyn, 'drop_tol', DROP_TOL), *(self.penalty or (0.0, 1, 0.0)),
+                                     dyn.length_scale]), ax_ref=np.zeros(len(ax[0])), tau=np.zeros(len(ax[0])),
                       ax_const=_expression_table(dyn, "torque", len(ax[0])),
                       ln_const=_expression_table(dyn, "force", len(lnt[0])),
                       is_angle=np.array([kind_ == "angle" for _, kind_, _, _ in model.joint_measures], np.int64),
@@ -746,8 +748,15 @@ class FastRHS:
         out, ok = self.rhs_fn(t, y, self.df, self.di, self.dd, self.ws)
         if not ok:
             raise FloatingPointError(f"the accelerations are not finite at t = {t:.6g} s")
-        # self.aux: max |Jv v + Φt|, max |Φ| (and ||p|² − 1|), rows dropped, raw joint measures
+        # self.aux: max |Jv v + Φt|, max |Φ| (and ||p|² − 1|), smallest pivot ratio of S, raw joint measures
         return out
+
+    def singularity(self, t, y):
+        """:func:`._kernels.singularity` at (t, y): how near a singular configuration y is."""
+        from ._kernels import singularity
+
+        self(t, y)
+        return float(singularity(self.df, self.di, self.dd, self.ws))
 
     def project(self, t, y, tol, max_iter=5):
         """(y, changed): positions then velocities projected onto the joints (mass-weighted,
@@ -758,7 +767,7 @@ class FastRHS:
         changed = self.project_fn(t, y, self.df, self.di, self.dd, self.ws, float(tol), int(max_iter))
         return y, changed
 
-    def dop853(self, times, y0, rtol, atol, project_tol=None, max_iter=5, meas_ref=None):
+    def dop853(self, times, y0, rtol, atol, project_tol=None, max_iter=5, meas_ref=None, zone=0.0):
         """Integrate ẏ = self(t, y) by the compiled DOP853 loop (:mod:`._dop853`, the method and
         step control of ``scipy.integrate.DOP853``) from (times[0], y0) to times[-1].
 
@@ -767,10 +776,13 @@ class FastRHS:
         ``model.joint_measures`` order) are the starting point and are followed in compiled
         code after every accepted step; ``project_tol`` (None: no projection) and
         ``max_iter`` are the projection formulation's (see :meth:`project`). rtol is relative,
-        atol absolute in the state's units (m, 1, m/s, rad/s, J).
+        atol absolute in the state's units (m, 1, m/s, rad/s, J). ``zone`` > 0: stop with
+        status ``_dop853.SINGULAR`` at an accepted step whose smallest pivot ratio of S is
+        below it.
 
-        Returns (status, Y, snapshots, stats): ``status`` one of ``_dop853.DONE``,
-        ``NOT_FINITE``, ``STEP_COLLAPSE``, ``NAN_STATE``; ``Y[k]`` the state at times[k] for the
+        Returns (status, Y, snapshots, stats, y_end): ``status`` one of ``_dop853.DONE``,
+        ``NOT_FINITE``, ``STEP_COLLAPSE``, ``NAN_STATE``, ``SINGULAR``; ``y_end`` the state
+        where the loop stopped; ``Y[k]`` the state at times[k] for the
         frames filled (``stats[_dop853.S_K]`` of them, frame 0 is y0); ``snapshots[k]`` the
         references after the step that reached frame k (give it to :meth:`restore`);
         ``stats`` as documented in :func:`._dop853.dop853`.
@@ -787,9 +799,10 @@ class FastRHS:
         snaps[0] = self.dd
         stats = np.zeros(7)
         ptol = -1.0 if project_tol is None else float(project_tol)
+        y_end = np.empty_like(y0)
         status = self.dop853_fn(float(times[0]), y0, times, float(rtol), float(atol), ptol, int(max_iter),
-                                self.df, self.di, self.dd, self.ws, Y, snaps, stats)
-        return int(status), Y, snaps, stats
+                                float(zone), self.df, self.di, self.dd, self.ws, Y, snaps, stats, y_end)
+        return int(status), Y, snaps, stats, y_end
 
     def restore(self, snapshot):
         """Set ``self.angles``, ``self.refs`` from a snapshot of :meth:`dop853`; returns the

@@ -49,6 +49,25 @@ class _IndexOne(Formulation):
     def unpack(self, t, y):
         return y[: self.nq], y[self.nq: self.nq + self.nv], y[-1]
 
+    def state_from(self, t, q, v, work):
+        """y = [q, v, W] with v projected onto the joints (the crossing's velocities satisfy
+        them to the step's order only)."""
+        ev = self.dyn.evaluate(q, v, t, self.refs, with_gamma=False, with_forces=False)
+        try:
+            v = self.dyn.project_velocities(ev, v)
+        except np.linalg.LinAlgError:
+            pass  # at the singular configuration itself: keep the step's velocities
+        self._last = None
+        return np.concatenate([q, v, [work]])
+
+    def singular_measure(self, t, y):
+        """:meth:`.equations.Dynamics.singularity` at y (compiled when the fast path runs)."""
+        if self._fast is not None:
+            return self._fast.singularity(t, y)
+        ev = self.dyn.evaluate(y[: self.nq], y[self.nq: self.nq + self.nv], t, self.refs, with_gamma=False,
+                               with_forces=False)
+        return self.dyn.singularity(ev)
+
     def _evaluate(self, t, q, v):
         return self.dyn.evaluate(q, v, t, self.refs)
 
@@ -82,18 +101,34 @@ class _IndexOne(Formulation):
                           stacklevel=4)
             rtol = eps100
         ptol, max_iter = self._step_projection() or (None, 0)
-        meas = self._meas_ref if len(self.model.joint_measures) else None
-        status, Y, snaps, stats = self._fast.dop853(times, y0, rtol, atol, ptol, max_iter, meas_ref=meas)
         rec.notes.append("DOP853 in the compiled loop")
-        self.nfev += int(stats[D.S_NFEV])
-        self.nfactor += int(stats[D.S_NFEV])  # one factorisation of S per compiled evaluation
-        self.nproject += int(stats[D.S_NPROJECT])
-        rec.nsteps += int(stats[D.S_NSTEPS])
-        for k in range(1, int(stats[D.S_K])):
-            mref = self._fast.restore(snaps[k])
-            if meas is not None:
+        k0 = 0  # times[k0] is the start of the current compiled run
+        while True:
+            meas = self._meas_ref if len(self.model.joint_measures) else None
+            part = times[k0:]
+            status, Y, snaps, stats, y_end = self._fast.dop853(part, y0, rtol, atol, ptol, max_iter, meas_ref=meas,
+                                                               zone=self.singular_zone if self.dyn.has_loops else 0.0)
+            self.nfev += int(stats[D.S_NFEV])
+            self.nfactor += int(stats[D.S_NFEV])  # one factorisation of S per compiled evaluation
+            self.nproject += int(stats[D.S_NPROJECT])
+            rec.nsteps += int(stats[D.S_NSTEPS])
+            for j in range(1, int(stats[D.S_K])):
+                mref = self._fast.restore(snaps[j])
+                if meas is not None:
+                    self._meas_ref = mref
+                rec.record(part[j], Y[j])
+            if status != D.SINGULAR:
+                break
+            # stopped at an accepted step near a singular configuration: cross it, then go on
+            k = k0 + int(stats[D.S_K])
+            mref = self._fast.restore(self._fast.dd.copy())  # the references at the stop
+            if len(self.model.joint_measures):
                 self._meas_ref = mref
-            rec.record(times[k], Y[k])
+            t_x, y_x, k = self._cross_singular(float(stats[D.S_T]), y_end, rec, times, k)
+            if k >= len(times):
+                return
+            times = np.concatenate([[t_x], times[k:]])
+            k0, y0 = 0, y_x
         t_fail, t_eval = stats[D.S_T_FAIL], stats[D.S_T_EVAL]
         if status == D.NOT_FINITE:
             rec.fail(t_fail, f"the equations of motion could not be solved after t = {t_fail:.6g} s: the accelerations "

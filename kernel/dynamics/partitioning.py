@@ -129,6 +129,18 @@ class PartitioningFormulation(Formulation):
         out[-1] = power
         return out
 
+    def state_from(self, t, q, v, work):
+        """y = [u, u̇, W] in a partition chosen anew at q (see :meth:`initial_state`)."""
+        y = self.initial_state(t, q, v)
+        y[-1] = work
+        return y
+
+    def singular_measure(self, t, y):
+        """:meth:`.equations.Dynamics.singularity` at y."""
+        q, v, _ = self.unpack(t, y)
+        ev = self.dyn.evaluate(q, v, t, self.refs, with_gamma=False, with_forces=False)
+        return self.dyn.singularity(ev)
+
     def unpack(self, t, y):
         q, qd, _ = self._full(t, y)
         v = velocities_from_rates(self._bs(q), qd, self.dyn.nmov)

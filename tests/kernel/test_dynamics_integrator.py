@@ -231,8 +231,8 @@ def _toy_integrator(one_step, rhs=_toy_rhs):
         Y[0] = _toy_exact(0.0)
         stats = np.zeros(7)
         z = np.zeros(1)
-        status = dop853(times[0], Y[0].copy(), times, tol, tol, -1.0, 0, z, np.zeros(8, np.int64), z, z, Y,
-                        np.zeros((len(times), 1)), stats)
+        status = dop853(times[0], Y[0].copy(), times, tol, tol, -1.0, 0, 0.0, z, np.zeros(8, np.int64), z, z, Y,
+                        np.zeros((len(times), 1)), stats, np.zeros(3))  # zone 0: no singular configurations
         return status, Y, stats
 
     return solve, D
@@ -554,9 +554,9 @@ def test_a_failed_evaluation_stops_the_loop_and_keeps_the_frames_before(monkeypa
     real = FastRHS.dop853
 
     def failing(self, times, *args, **kw):
-        status, Y, snaps, stats = real(self, times, *args, **kw)
+        status, Y, snaps, stats, y_end = real(self, times, *args, **kw)
         stats[D.S_K], stats[D.S_T_FAIL], stats[D.S_T_EVAL] = 3, times[2], times[2] + 0.01
-        return D.NOT_FINITE, Y, snaps, stats
+        return D.NOT_FINITE, Y, snaps, stats, y_end
 
     monkeypatch.setattr(FastRHS, "dop853", failing)
     m, res = run(model("double_pendulum"), 1.0, 10, rtol=1e-9, atol=1e-9)
