@@ -397,6 +397,12 @@ class Formulation:
         by :meth:`_cross_singular` (index3 passes them by itself)."""
         return None
 
+    def onto_joints(self, t, y):
+        """y with positions and velocities projected onto the joints (the start of a crossing:
+        a formulation that lets the constraints drift, e.g. Baumgarte's, must not hand the drift
+        to a step where it would choose the branch). Default: y as it is."""
+        return y
+
     def state_from(self, t, q, v, work):
         """The formulation's state y for coordinates q, velocities v and work W (J) at t."""
         raise NotImplementedError
@@ -459,7 +465,7 @@ class Formulation:
         gaps = np.diff(times)
         h = min(CROSSING_STEP * math.sqrt(tol), CROSSING_MAX_STEP, h_hint, float(np.max(gaps)) if len(gaps) else np.inf)
         h = max(h, 1e-9 * max(1.0, t_end - times[0]))
-        q, v, work = self.unpack(t, y)
+        q, v, work = self.unpack(t, self.onto_joints(t, y))
         q, v = np.array(q, float), np.array(v, float)
         rows, redundant = self.dyn.rows.copy(), self.dyn.redundant.copy()
         step = Index3Formulation(self.dyn, angles=self.angles, refs=self.refs, project_velocities=False,

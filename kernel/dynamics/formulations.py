@@ -60,6 +60,28 @@ class _IndexOne(Formulation):
         self._last = None
         return np.concatenate([q, v, [work]])
 
+    def onto_joints(self, t, y):
+        """y projected onto the joints: mass-weighted Newton on the positions (to
+        :data:`.contract.CROSSING_NEWTON_TOL`), then the velocities."""
+        from .contract import CROSSING_NEWTON_TOL
+
+        if self._fast is not None:
+            return self._fast.project(t, y, CROSSING_NEWTON_TOL, 10)[0]
+        nq, nv = self.nq, self.nv
+        q = np.array(y[:nq], float)
+        dyn = self.dyn
+        for _ in range(10):
+            phi = dyn.phi(q, t, self.angles)
+            if not phi.size or np.max(np.abs(phi)) <= CROSSING_NEWTON_TOL:
+                break
+            ev = dyn.evaluate(q, np.zeros(nv), t, self.refs, with_gamma=False, with_forces=False)
+            r = phi[dyn.model_rows]
+            q = q - dyn.qd(ev.bs, ev.minv_jt().T @ ev.solve_S(r[dyn.rows] if len(dyn.redundant) else r))
+            Qb = q.reshape(-1, 7)
+            Qb[:, 3:] /= np.linalg.norm(Qb[:, 3:], axis=1)[:, None]
+        out = self.state_from(t, q, y[nq: nq + nv], y[-1])
+        return out
+
     def singular_measure(self, t, y):
         """:meth:`.equations.Dynamics.singularity` at y (compiled when the fast path runs)."""
         if self._fast is not None:
