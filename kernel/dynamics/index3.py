@@ -131,7 +131,7 @@ class QForm:
         for g in model.groups:
             if g.kind == "normalize":
                 self.norm_rows[g.bodies[:, 0]] = g.row[0] + np.arange(g.n)
-        self._pattern = None
+        self._patterns = {}
 
     # ------------------------------------------------------------------ data
     def _pack_forces(self):
@@ -207,21 +207,21 @@ class QForm:
     def matrix(self, q, qd, t, lam_norm, c_k, c_d, sparse=False, with_forces=True):
         """The Newton matrix S (nq, nq): dense, or CSR when ``sparse``."""
         diag, elems = self.blocks(q, qd, t, lam_norm, c_k, c_d, with_forces)
-        rows, cols = self._block_index(elems)
+        rows, cols, keep = self._block_index(elems)
         data = np.concatenate([diag.reshape(-1)] + [o.reshape(-1) for _, _, o in elems])
-        nq = self.nq
-        keep = self._keep(elems)
         if keep is not None:
             data = data[keep]
+        nq = self.nq
         if sparse:
             return sps.csr_matrix((data, (rows, cols)), shape=(nq, nq))
         return np.bincount(rows * nq + cols, weights=data, minlength=nq * nq).reshape(nq, nq)
 
     def _block_index(self, elems):
-        """Row and column indices of the blocks' entries (cached per element structure)."""
+        """(rows, cols, keep) of the blocks' entries: their indices in S and the mask of the
+        entries that touch moving bodies only (None: all); cached per element structure."""
         key = tuple(len(ia) for ia, _, _ in elems)
-        if self._pattern is not None and self._pattern[0] == key:
-            return self._pattern[1], self._pattern[2]
+        if key in self._patterns:
+            return self._patterns[key]
         nmov = self.nmov
         r7 = np.arange(7)
         rows = [((7 * np.arange(nmov))[:, None, None] + r7[None, :, None] + 0 * r7[None, None, :]).reshape(-1)]
@@ -233,18 +233,13 @@ class QForm:
             bk = np.broadcast_to(bodies[:, None, :, None, None], (len(ia), 2, 2, 7, 7))
             rr = np.broadcast_to(r7[None, None, None, :, None], bj.shape)
             cc = np.broadcast_to(r7[None, None, None, None, :], bj.shape)
-            ok = ((bj < nmov) & (bk < nmov)).reshape(-1)
-            keeps.append(ok)
+            keeps.append(((bj < nmov) & (bk < nmov)).reshape(-1))
             rows.append((7 * bj + rr).reshape(-1))
             cols.append((7 * bk + cc).reshape(-1))
         keep = np.concatenate(keeps)
-        rows = np.concatenate(rows)[keep]
-        cols = np.concatenate(cols)[keep]
-        self._pattern = (key, rows, cols, None if keep.all() else keep)
-        return rows, cols
-
-    def _keep(self, elems):
-        return self._pattern[3]
+        out = (np.concatenate(rows)[keep], np.concatenate(cols)[keep], None if keep.all() else keep)
+        self._patterns[key] = out
+        return out
 
 
 # ====================================================================== index 3
