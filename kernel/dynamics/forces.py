@@ -38,6 +38,13 @@ point on the first part to the point on the second, l its length, l̇ = u·(v_Pb
 in ``t`` (s), ``q`` (the joint's angle in rad or displacement in m, zero at the initial
 pose) and ``qd`` (its rate). Their work, the dampers' and the drivers' is the
 non-conservative work; springs and gravity are in the potential energy.
+
+Parameters are checked when the elements are compiled: stiffness, damping and free length
+must be finite and ≥ 0, every number finite, only the numbers a type takes (a misspelt key
+is an error, not a default), a spring's two points distinct — each a MechanismError naming
+the element. :meth:`ForceElements.tangent` gives the elements' exact stiffness −∂f/∂x and
+damping −∂f/∂v (:mod:`.force_jacobians`) for implicit integrators and the stiffness
+estimate of :mod:`.stiffness`.
 """
 
 from __future__ import annotations
