@@ -319,8 +319,20 @@ class Formulation:
         # stage values, still a valid guess); multistep ones (BDF, LSODA) keep their history
         explicit = integrator in _EXPLICIT + ("Radau",)
 
+        extra = {}
+        if integrator in ("Radau", "BDF", "LSODA") and self.name in ("projection", "baumgarte",
+                                                                     "augmented-lagrangian"):
+            # the analytic Jacobian of ẏ (:mod:`.implicit`; None beyond its size limit: scipy
+            # differences). Not for penalty (its constraint stiffness is not in it) nor
+            # partitioning (another state layout)
+            from .implicit import rhs_jacobian
+
+            jac = rhs_jacobian(self)
+            if jac is not None:
+                extra["jac"] = jac
+
         def make(t, y):
-            return cls(self._counted_rhs, t, y, t_end, rtol=rtol, atol=atol)
+            return cls(self._counted_rhs, t, y, t_end, rtol=rtol, atol=atol, **extra)
 
         try:
             solver = make(times[0], y0)
