@@ -34,7 +34,7 @@ body-frame matrix, 4 GᵀJ'G = 4 EᵀJ E) with quadratic velocity term 8 ĠᵀJ'
 singular along p; the normalisation rows pᵀp − 1 = 0 complete it. The multipliers of
 the joint rows are the same in both forms (the normalisation rows do no work in v).
 
-Input checks (:func:`compile_mass`): every moving part needs a positive mass and a
+Input checks (:func:`compile_mass`): every moving part needs a positive, finite mass (a number) and a
 symmetric, positive-definite inertia about its com whose principal moments satisfy the
 triangle inequality I1 + I2 ≥ I3. A part with a mass and no inertia is taken as a
 point mass regularised by the inertia of a 1 mm sphere (a warning says so).
@@ -100,7 +100,10 @@ class MassProperties:
 
 def _check_inertia(part, I):
     where = part.source or None
-    I = np.asarray(I, float)
+    try:
+        I = np.asarray(I, float)
+    except (TypeError, ValueError):
+        I = np.full(1, np.nan)
     if I.shape != (3, 3) or not np.all(np.isfinite(I)):
         raise MechanismError(f"part {part.name!r}: inertia must be a finite 3x3 tensor", where=where)
     if not np.allclose(I, I.T, rtol=1e-9, atol=1e-15 * max(1.0, np.abs(I).max())):
@@ -147,9 +150,14 @@ def compile_mass(model):
                 where=where, hint="add `mass = ...` (kg) and `inertia = [Ixx, Iyy, Izz]` (kg m^2) to the part, "
                 "or a density/material for STEP parts",
             )
-        m = float(m)
+        try:
+            m = float(m)
+        except (TypeError, ValueError):
+            raise MechanismError(f"part {name!r} has mass {m!r}; a mass is a number of kg", where=where,
+                                 hint="write `mass = 1.5` (kg) for the part") from None
         if not np.isfinite(m) or m <= 0:
-            raise MechanismError(f"part {name!r} has mass {m!r}; a moving part needs a positive mass", where=where)
+            raise MechanismError(f"part {name!r} has mass {m!r}; a moving part needs a positive mass", where=where,
+                                 hint="give the part's mass in kg (> 0), or make the part fixed if it does not move")
         if not np.all(np.isfinite(com_all[b])):
             raise MechanismError(f"part {name!r}: the centre of mass must be finite", where=where)
         if part.inertia is None:
