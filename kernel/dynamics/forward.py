@@ -12,9 +12,20 @@ Stages (each a plain function of the model and the values before it):
     5. integrate         the chosen formulation (:mod:`.formulations`)
     6. report            poses, velocities, accelerations, reactions, efforts, energy and
                          constraint violation at every output time, as a Motion
+    7. check             the run's invariants against what its accuracy warrants
+                         (:mod:`.invariants`): energy balance, constraint violations,
+                         momentum of a free system, step count; a break is an Event
+                         ``invariant`` on the Motion
+
+Inputs are checked before anything is computed: rtol and atol in (0, 1), a step ``dt`` in
+(0, span], output times finite and increasing — each a SolverError naming the setting and
+its command-line flag.
 """
 
 from __future__ import annotations
+
+import math
+import re
 
 import numpy as np
 
@@ -24,10 +35,12 @@ from ..motion import Event
 from ..system import AngleState
 from .equations import Dynamics
 from .formulations import FORMULATIONS, get_formulation
+from .invariants import Accuracy, Bodies, check_motion, free_system
 from .mass import cross, body_state
 from .outputs import FrameOutputs, reactions_event
 
-__all__ = ["simulate", "run", "initial_velocities", "prepare"]
+__all__ = ["simulate", "run", "initial_velocities", "prepare", "check_settings", "describe_methods",
+           "INTEGRATOR_SUMMARIES"]
 
 DEFAULT_FORMULATION = "projection"
 
@@ -121,6 +134,85 @@ def prepare(model, t0=0.0):
     return dyn, q0, v0, angles, refs
 
 
+#: one line per integrator (``cadmotion formulations``)
+INTEGRATOR_SUMMARIES = {
+    "DOP853": "explicit Runge-Kutta of order 8 (Dormand-Prince), error control; compiled loop when the model allows",
+    "RK45": "explicit Runge-Kutta of order 5(4) (Dormand-Prince), error control",
+    "RK23": "explicit Runge-Kutta of order 3(2) (Bogacki-Shampine), error control",
+    "Radau": "implicit Runge-Kutta Radau IIA of order 5, error control: for stiff models",
+    "BDF": "implicit variable-order backward differentiation (orders 1-5), error control: for stiff models",
+    "LSODA": "Adams/BDF with automatic stiffness switching (ODEPACK), error control",
+    "RK4": "classical fixed-step Runge-Kutta of order 4, step --dt",
+    "generalized-alpha": "index-3 generalised-alpha (Chung-Hulbert, rho_inf 0.9), fixed step --dt, Newton per step",
+    "HHT": "index-3 Hilber-Hughes-Taylor alpha method, fixed step --dt, Newton per step",
+}
+
+
+def describe_methods():
+    """The formulations and integrators, one line each, from the registries.
+
+    Returns
+    -------
+    (formulations, integrators)
+        ``formulations``: list of (name, summary, default integrator, integrators it runs);
+        ``integrators``: list of (name, summary). A formulation's summary is its class
+        attribute ``summary`` if it has one, else the first line of its docstring.
+    """
+    forms = []
+    names = set()
+    for name, cls in FORMULATIONS.items():
+        summary = getattr(cls, "summary", None) or (cls.__doc__ or "").strip().splitlines()[0].strip()
+        summary = re.sub(r"[;,]? see the module docstring", "", summary).rstrip(" .;")
+        rank = {n: k for k, n in enumerate(INTEGRATOR_SUMMARIES)}
+        runs = tuple(sorted(cls.integrators, key=lambda n: rank.get(n, len(rank))))
+        forms.append((name, summary, cls.default_integrator, runs))
+        names.update(cls.integrators)
+    order = [n for n in INTEGRATOR_SUMMARIES if n in names] + sorted(names - set(INTEGRATOR_SUMMARIES))
+    return forms, [(n, INTEGRATOR_SUMMARIES.get(n, "")) for n in order]
+
+
+def _tolerance(name, value):
+    """A tolerance: finite, in (0, 1); scalar or array (per state component)."""
+    try:
+        arr = np.asarray(value, float)
+    except (TypeError, ValueError):
+        arr = np.full(1, np.nan)
+    ok = arr.size > 0 and np.all(np.isfinite(arr)) and np.all(arr > 0) and np.all(arr < 1)
+    if not ok:
+        floor = "; one below 100 machine epsilons (2.2e-14) is raised to that" if name == "rtol" else ""
+        high = arr.size > 0 and np.all(np.isfinite(arr)) and np.all(arr > 0)
+        what = "must be below 1 (and positive)" if high else "must be positive (and below 1)"
+        raise SolverError(f"{name} (--{name}) = {value!r}: the tolerance {what}",
+                          hint=f"e.g. --{name} 1e-8: a tolerance ≤ 0 asks for the impossible, one ≥ 1 for nothing"
+                               f"{floor}")
+    return value
+
+
+def check_settings(times, rtol, atol, dt):
+    """Raise SolverError for a tolerance outside (0, 1), a step dt outside (0, span] or output
+    times that are not finite and increasing; the message names the setting and its flag."""
+    _tolerance("rtol", rtol)
+    _tolerance("atol", atol)
+    times = np.asarray(times, float)
+    if times.ndim != 1 or times.size < 1 or not np.all(np.isfinite(times)):
+        raise SolverError(f"the output times must be finite numbers, got {times!r}")
+    if times.size > 1 and np.any(np.diff(times) <= 0):
+        raise SolverError("the output times must increase", hint="give times in increasing order, each once")
+    span = float(times[-1] - times[0])
+    if dt is not None:
+        try:
+            h = float(dt)
+        except (TypeError, ValueError):
+            raise SolverError(f"dt must be a positive step in seconds (--dt), got {dt!r}") from None
+        if not (math.isfinite(h) and h > 0):
+            raise SolverError(f"dt must be a positive step in seconds (--dt), got {dt!r}",
+                              hint="e.g. --dt 1e-3; leave it out for min(output interval, 1 ms)")
+        if span > 0 and h > span * (1 + 1e-12):
+            raise SolverError(f"dt (--dt) = {h:g} s is larger than the span {span:g} s of the run",
+                              hint=f"use a step of at most {span:g} s (leave --dt out for min(output interval, 1 ms)), "
+                                   "or a longer --t-end")
+
+
 def simulate(model, t_end=1.0, steps=100, *, formulation=DEFAULT_FORMULATION, integrator=None, rtol=1e-8,
              atol=1e-10, dt=None, t_start=0.0, options=None, times=None):
     """Forward dynamics of a mechanism under its forces (and drivers, if any).
@@ -134,8 +226,8 @@ def simulate(model, t_end=1.0, steps=100, *, formulation=DEFAULT_FORMULATION, in
         ``RK4``; for ``index3``: ``generalized-alpha`` or ``HHT``. None: the formulation's
         default (DOP853; generalized-alpha for index3). A pair the formulation does not run
         is a SolverError.
-    rtol, atol : integrator tolerances on the state (m, rad-like, m/s, rad/s).
-    dt : step of the fixed-step methods (s); default min(output interval, 1 ms).
+    rtol, atol : integrator tolerances on the state (m, rad-like, m/s, rad/s), each in (0, 1).
+    dt : step of the fixed-step methods (s), in (0, span]; default min(output interval, 1 ms).
     options : formulation options (e.g. ``{"alpha": 5, "beta": 5}`` for ``baumgarte``).
 
     Returns
@@ -149,13 +241,17 @@ def simulate(model, t_end=1.0, steps=100, *, formulation=DEFAULT_FORMULATION, in
         Jacobian) ends the run: ``complete`` is False, ``message`` names the time, the
         frames before it are kept (and an Event of kind ``failed``). Redundant joint
         equations give an Event ``reactions-not-unique`` naming the joints involved. An
-        Event ``stats`` summarises steps and evaluations (:func:`run` returns the counters).
+        Event ``stats`` names the formulation and integrator that ran and summarises steps
+        and evaluations (:func:`run` returns the counters). Every run checks its invariants
+        (:mod:`.invariants`); each one broken beyond what the tolerance warrants is an Event
+        ``invariant`` with its time and magnitude (the frames are kept: the answer is suspect).
 
     Raises
     ------
     MechanismError : missing or invalid mass properties, bad force elements.
     AssemblyError : the initial pose cannot be assembled.
-    SolverError : an unknown formulation, integrator or option.
+    SolverError : an unknown formulation, integrator or option; a tolerance outside (0, 1);
+        a step dt outside (0, span].
     """
     return run(model, t_end, steps, formulation=formulation, integrator=integrator, rtol=rtol, atol=atol, dt=dt,
                t_start=t_start, options=options, times=times)[0]
@@ -163,7 +259,11 @@ def simulate(model, t_end=1.0, steps=100, *, formulation=DEFAULT_FORMULATION, in
 
 def run(model, t_end=1.0, steps=100, *, formulation=DEFAULT_FORMULATION, integrator=None, rtol=1e-8,
         atol=1e-10, dt=None, t_start=0.0, options=None, times=None):
-    """:func:`simulate`, returning (Motion, :class:`~.formulations.DynamicsResult`) (counters included)."""
+    """:func:`simulate`, returning (Motion, :class:`~.formulations.DynamicsResult`) (counters included).
+
+    The result also carries ``integrator`` (the one that ran, never None), ``formulation``
+    and ``invariants``, the :class:`~.invariants.InvariantReport` of the run.
+    """
     if times is None:
         if steps < 1:
             raise SolverError(f"steps must be at least 1, got {steps}")
@@ -171,13 +271,77 @@ def run(model, t_end=1.0, steps=100, *, formulation=DEFAULT_FORMULATION, integra
             raise SolverError(f"t_end ({t_end}) must be after t_start ({t_start})")
         times = np.linspace(t_start, t_end, int(steps) + 1)
     times = np.asarray(times, float)
-    cls = get_formulation(formulation)
+    check_settings(times, rtol, atol, dt)
+    cls = get_formulation(formulation or DEFAULT_FORMULATION)
     integrator = integrator or cls.default_integrator
     cls.check_integrator(integrator)
     dyn, q0, v0, angles, refs = prepare(model, times[0])
+    refs0 = np.array(refs, float, copy=True)
     form = cls(dyn, angles=angles, refs=refs, **(options or {}))
     result = form.solve(times, q0, v0, integrator=integrator, rtol=rtol, atol=atol, dt=dt)
-    return to_motion(dyn, result, formulation=formulation, integrator=integrator), result
+    result.formulation, result.integrator = cls.name, integrator
+    motion = to_motion(dyn, result, formulation=cls.name, integrator=integrator)
+    penalty = None
+    if cls.name == "penalty" and getattr(form, "alpha", 0) > 0:
+        penalty = (form.alpha, form.options.get("omega", 10.0), form.options.get("xi", 1.0))
+    report = check_run(dyn, motion, result, formulation=cls.name, integrator=integrator, rtol=rtol, atol=atol, dt=dt,
+                       penalty=penalty, stability_steps=lambda: _stability_steps(dyn, q0, v0, times, refs0))
+    result.invariants = report
+    motion.events.extend(report.events())
+    return motion, result
+
+
+#: formulations whose constraints hold only approximately (their reactions may work through the
+#: velocity violation, see :mod:`.invariants`)
+APPROXIMATE_CONSTRAINTS = ("baumgarte", "penalty", "augmented-lagrangian")
+_TIGHTENED = re.compile(r"tolerances tightened to ([0-9.eE+-]+)")
+_CROSSING = re.compile(r"by (\d+) index-3")
+
+
+def check_run(dyn, motion, result, *, formulation, integrator, rtol, atol, dt=None, penalty=None,
+              stability_steps=None):
+    """Stage 7: the :class:`~.invariants.InvariantReport` of a run (see :mod:`.invariants`).
+
+    The tolerances are those the integrator ran with (the run's notes say when closed loops
+    tightened them); the step count includes the singular-configuration crossings.
+    """
+    rtol_run, atol_run = rtol, atol
+    crossing = 0
+    for note in result.notes:
+        m = _TIGHTENED.search(note)
+        if m:
+            try:
+                cap = float(m.group(1).rstrip("."))
+                rtol_run, atol_run = np.minimum(rtol_run, cap), np.minimum(atol_run, cap)
+            except ValueError:
+                pass
+        m = _CROSSING.search(note)
+        if m:
+            crossing += int(m.group(1))
+    acc = Accuracy(integrator=integrator, rtol=float(np.max(rtol_run)), atol=float(np.max(atol_run)),
+                   nsteps=int(result.nsteps), nstate=dyn.nq + dyn.nv + 1, ncon=int(dyn.nc), dt=dt,
+                   crossing_steps=crossing)
+    spec = dyn.model.spec
+    free, why = free_system(spec)
+    return check_motion(motion, acc, bodies=Bodies.of(dyn), gravity=spec.gravity, free=free, why_not_free=why,
+                        approximate_constraints=formulation in APPROXIMATE_CONSTRAINTS, penalty=penalty,
+                        stability_steps=stability_steps)
+
+
+def _stability_steps(dyn, q0, v0, times, refs0):
+    """Steps an explicit method needs for stability alone (:mod:`.stiffness`), 0 if unknown."""
+    from .stiffness import stiffness_estimate
+
+    try:
+        return stiffness_estimate(dyn, q0, v0, float(times[0]), refs0, times).explicit_steps
+    except (np.linalg.LinAlgError, ValueError, ArithmeticError):
+        return 0.0
+
+
+def _ran(result, integrator):
+    """How the integrator ran, e.g. ``DOP853 (compiled loop)``."""
+    compiled = any("compiled loop" in n for n in result.notes)
+    return f"{integrator} (compiled loop)" if compiled else integrator
 
 
 def to_motion(dyn, result, formulation="", integrator=""):
@@ -209,9 +373,11 @@ def to_motion(dyn, result, formulation="", integrator=""):
     complete = result.success and done == nt
     if not complete and result.t_fail is not None:
         events.append(Event("failed", float(result.t_fail), message))
+    crossings = sum(1 for n in result.notes if n.startswith("singular configuration crossed"))
+    crossed = f", {crossings} singular-configuration crossing(s) by index-3 steps" if crossings else ""
     events.append(Event("stats", float(result.t[-1]) if nt else 0.0,
-                        f"{formulation} / {integrator}: {result.nsteps} steps, {result.nfev} evaluations, "
-                        f"{result.nfactor} factorisations, {result.nproject} projections"))
+                        f"{formulation} / {_ran(result, integrator)}: {result.nsteps} steps, {result.nfev} "
+                        f"evaluations, {result.nfactor} factorisations, {result.nproject} projections{crossed}"))
     motion = _motion(model, result.t[:done], result.q[:done], Qd[:done], Qdd[:done], measures[:done], events)
     # joint angles: continuous over turns from the integration (np.unwrap cannot know between coarse frames)
     from ..motion import JointCoordinate

@@ -1,0 +1,506 @@
+"""A dynamic run checks itself: energy balance, constraint violations, momentum, step count.
+
+Every forward-dynamics run (:func:`.forward.run`) ends with :func:`check_motion` on its output
+frames. Each check compares a drift with the allowance the run's accuracy warrants; a drift
+beyond its allowance is an Event of kind ``invariant`` (time, magnitude, what to do) on the
+Motion, and the whole :class:`InvariantReport` is ``result.invariants`` of :func:`.forward.run`.
+Nothing here tunes a number to a sample: every allowance is the bound below, with the run's
+own tolerances, step count and the model's scales taken from the frames.
+
+What a step may change
+----------------------
+An adaptive integrator (``RK23``, ``RK45``, ``DOP853``, ``Radau``, ``BDF``, ``LSODA``) accepts
+a step when the rms over the n state components of err_i / (atol + rtol |y_i|) is ≤ 1, so
+Σ (err_i / sc_i)² ≤ n and, for any function R of the state, |∇R · err| ≤ √n Σ |∂R/∂y_i| sc_i
+(Cauchy–Schwarz, then ‖·‖₂ ≤ ‖·‖₁). Per step, in relative and absolute terms,
+
+    e_r = √n · rtol,     e_a = √n · atol           (n = nq + nv + 1, the index-1 state).
+
+A fixed-step method of local order q (``RK4``: q = 5; ``generalized-alpha``, ``HHT``: q = 3,
+their numerical dissipation per step is ∝ (ωh)⁴, inside the bound) with mean step h
+= span / steps has
+
+    e_r = (h · ω_m)^q,   e_a = atol                  (atol: the projection / Newton tolerance),
+
+where ω_m (1/s) is the motion's rate, taken from the frames: the largest of
+max_t ‖a_c‖_M / max_t ‖v_c‖_M (com accelerations and velocities, kinetic-energy metric) and
+max_t |ω| — the frequency of the motion (ω for a pendulum swinging at ω, 1/T for a body falling
+from rest for T). Singular-configuration crossings (index-3 steps inside an adaptive run) count
+as steps of the run.
+
+Energy balance
+--------------
+The drift R(t) = E(t) − E(t0) − W_nc(t) (E = T + V; W_nc the work of dampers, applied
+forces/torques and drivers, integrated in the state) is a first integral of the extended
+state [y, W]: the exact flow keeps it, so after N steps it is exactly the sum of the N
+steps' defects |∇R · err|, each bounded as above. Per unit of e_r the defect is
+Σ |∂R/∂y_i| |y_i| ≤ 2T + |V| + |W| (T is quadratic in the velocities; gravity's V is linear in
+the positions, springs' about quadratic); per unit of e_a it is Σ |∂R/∂y_i| ≤ Σ_b m_b (|v_c|₁
++ |g|₁) + |J ω|₁ + 1 (momenta and gravity forces; the spring forces' share is left out, it
+matters only for springs shorter than atol/rtol). A formulation whose constraints hold only
+approximately (Baumgarte, penalty, augmented Lagrangian: their error does not vanish with the
+tolerance) lets the reactions work through the velocity violation, |P_c| ≤ |λ| ‖Φ̇‖:
+W_c = ∫ Σ(|F| + |T| + |effort|) ‖Φ̇‖ dt over the frames (trapezoidal), from the reported
+reactions and efforts. (The formulations that hold the joints to the tolerance — projection,
+partitioning, index3 — get no such share: near a singular configuration their minimum-norm
+reactions are large and meaningless, and their violations are inside the step bound.)
+Allowance, with S_rel = max_t (2T + |V| + |W|) (J) and S_abs the sum above (max over the frames):
+
+    |R(t)| ≤ N (e_r S_rel + e_a S_abs) + W_c + 10³ ε_mach S_rel
+
+Constraint violations
+---------------------
+‖Φ‖ (``violation.position``) and ‖Jv v + Φt‖ (``violation.velocity``) over nc equations,
+with L = max(1 m, largest |r| of a part) and V = largest |v| or |ω| + L ω_m:
+
+    ‖Φ‖ ≤ √nc · N (e_r L + e_a),        ‖Φ̇‖ ≤ √nc · N (e_r V + e_a)
+
+(the projection formulation keeps them near atol; the bounds hold for all of them and catch a
+joint that comes apart, not a violation that a formulation allows by design). The penalty
+formulation holds the joints only to O(1/α) by design: its multipliers are
+λ = α (Φ̈ + 2ξωΦ̇ + ω²Φ), so Φ is the output of a damped second-order filter driven by
+λ/α; for ξ = 1 (its default: no overshoot) |Φ| ≤ Λ/(α ω²) and |Φ̇| ≤ 2Λ/(α ω) (the filter's
+impulse response t e^(−ωt) integrates to 1/ω², its derivative's modulus to 2/(e ω) < 2/ω),
+with Λ = max Σ(|F| + |T| + |effort|) over the frames; these are added to the allowances.
+
+Momentum (free systems only)
+----------------------------
+Linear momentum P = Σ m v_c and angular momentum about the origin L = Σ (r_c × m v_c + J ω)
+are conserved exactly when no part is fixed, gravity is zero, there are no drivers and every
+force element is an equal and opposite pair on two parts along their common line or as a
+pure torque (``spring-damper``, ``rotational-spring-damper``, ``torque``, ``force``; not
+``bushing``, whose two frames may differ): the joints' reactions are internal, the constraints
+being invariant under a rigid motion of the whole system. :func:`free_system` says whether a
+model is such a system (and why not). Allowances, per the step bound (δL from δr and δv):
+
+    |P − P0| ≤ N (e_r max Σ m |v_c| + e_a Σ m)
+    |L − L0| ≤ N (e_r max Σ (2 m |r_c| |v_c| + ‖J‖ |ω|) + e_a max Σ (m (|r_c| + |v_c|) + ‖J‖))
+
+Step count
+----------
+An adaptive method of error exponent q (``DOP853`` 8, ``RK45`` 5, ``Radau`` 4, ``RK23`` 3,
+``BDF``/``LSODA`` 2, the lowest order they use) on a motion of rate ω_m needs about
+span · ω_m · tol^(−1/q) steps for accuracy (tol = min(rtol, atol)); an explicit one also
+needs the stability steps of :func:`.stiffness.stiffness_estimate` on a stiff model.
+A fixed-step method needs span / dt (plus one per output frame). The steps collapsed when
+the run took more than :data:`STEP_FACTOR` (100: two orders of magnitude over an
+order-of-magnitude estimate) times that plus the singular-configuration crossings' steps:
+then the answer, even if it keeps its energy, cost what a singular passage, a discontinuity
+or unresolved stiffness made it cost, and the run says so.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import List, Optional, Tuple
+
+import numpy as np
+
+from ..motion import Event
+from .mass import cross, rotation
+
+__all__ = ["Accuracy", "Bodies", "Invariant", "InvariantReport", "check_motion", "free_system", "ORDERS",
+           "FIXED_STEP", "EXPLICIT", "STEP_FACTOR"]
+
+#: error exponent q of each integrator: the local error scales as h^q (see the module docstring)
+ORDERS = {"DOP853": 8, "RK45": 5, "RK23": 3, "Radau": 4, "BDF": 2, "LSODA": 2, "RK4": 5,
+          "generalized-alpha": 3, "HHT": 3}
+#: integrators with a fixed step (no error control: the step's truncation error bounds a step)
+FIXED_STEP = ("RK4", "generalized-alpha", "HHT")
+#: explicit integrators (their step is also bounded by stability on stiff models)
+EXPLICIT = ("RK23", "RK45", "DOP853", "RK4")
+#: the steps collapsed when a run takes more than this many times the steps it needs
+STEP_FACTOR = 100.0
+#: force element types that act as equal and opposite pairs conserving both momenta
+INTERNAL_FORCES = ("spring-damper", "rotational-spring-damper", "torque", "force")
+
+_EPS = np.finfo(float).eps
+
+
+@dataclass(frozen=True)
+class Accuracy:
+    """What a run's integration promised, per step.
+
+    Attributes
+    ----------
+    integrator : name of the integrator that ran (a key of :data:`ORDERS`)
+    rtol, atol : the tolerances the integrator ran with (atol also: projection / Newton
+        tolerance of the positions, m)
+    nsteps : accepted steps, singular-configuration crossings included
+    nstate : state size n (nq + nv + 1)
+    ncon : number of constraint equations nc
+    dt : s, the nominal step of a fixed-step method (None: min(output interval, 1 ms))
+    crossing_steps : steps spent crossing singular configurations (part of nsteps)
+    """
+
+    integrator: str
+    rtol: float
+    atol: float
+    nsteps: int
+    nstate: int
+    ncon: int = 0
+    dt: Optional[float] = None
+    crossing_steps: int = 0
+
+    @property
+    def fixed_step(self):
+        return self.integrator in FIXED_STEP
+
+    @property
+    def order(self):
+        return ORDERS.get(self.integrator, 2)
+
+
+@dataclass(frozen=True)
+class Bodies:
+    """Mass properties of the moving parts, by name (parts of the Motion).
+
+    Attributes
+    ----------
+    names : part names, length k
+    mass : ndarray (k,), kg
+    com : ndarray (k, 3), m, centre of mass in the part frame
+    inertia : ndarray (k, 3, 3), kg m², about the com, part axes
+    """
+
+    names: Tuple[str, ...]
+    mass: np.ndarray
+    com: np.ndarray
+    inertia: np.ndarray
+
+    @classmethod
+    def of(cls, dyn):
+        """The moving bodies of a :class:`~.equations.Dynamics`."""
+        mp = dyn.mass
+        return cls(tuple(dyn.model.body_names[: mp.nmov]), np.asarray(mp.body_mass), np.asarray(mp.body_com),
+                   np.asarray(mp.body_inertia))
+
+
+@dataclass(frozen=True)
+class Invariant:
+    """One check: the largest drift over the frames against what the run's accuracy allows.
+
+    Attributes
+    ----------
+    name : ``energy``, ``violation.position``, ``violation.velocity``, ``momentum.linear``,
+        ``momentum.angular`` or ``steps``
+    description : what is compared, in words
+    unit : unit of ``max_drift`` and ``allowed``
+    max_drift : the largest |drift| (for ``steps``: the steps taken)
+    time : s, the frame where it is largest
+    allowed : the allowance (module docstring)
+    first_time : s, the first frame beyond the allowance, or None
+    scale : the quantity's own scale (e.g. the energy scale S_rel), for relative figures
+    """
+
+    name: str
+    description: str
+    unit: str
+    max_drift: float
+    time: float
+    allowed: float
+    first_time: Optional[float] = None
+    scale: float = 0.0
+
+    @property
+    def broken(self):
+        return self.first_time is not None
+
+    def to_dict(self):
+        return dict(name=self.name, description=self.description, unit=self.unit, max_drift=self.max_drift,
+                    time=self.time, allowed=self.allowed, broken=self.broken, first_time=self.first_time,
+                    scale=self.scale)
+
+    def message(self):
+        """One sentence: the break, its size and time, and what to do."""
+        what = _ADVICE.get(self.name, "")
+        if self.name == "steps":
+            return (f"{self.description}: {self.max_drift:.3g} steps, more than the {self.allowed:.3g} the motion and "
+                    f"the tolerance warrant — the step size collapsed (a singular configuration, a discontinuity in "
+                    f"the forces or an unresolved stiff mode); {what}")
+        label = _SCALES.get(self.name, "scale")
+        rel = (f" ({100 * self.max_drift / self.scale:.2g}% of the run's {label} {self.scale:.3g} {self.unit})"
+               if self.scale > 0 and np.isfinite(self.max_drift) else "")
+        return (f"{self.description} drifts by {self.max_drift:.3g} {self.unit}{rel} at t = {self.time:.6g} s, beyond "
+                f"the {self.allowed:.3g} {self.unit} the tolerance warrants from t = {self.first_time:.6g} s; {what}")
+
+    def line(self):
+        """A short line for a summary: name, drift, allowance."""
+        flag = "BROKEN" if self.broken else "ok"
+        if self.name == "steps":
+            return f"{self.name}: {self.max_drift:.0f} (collapse beyond {self.allowed:.3g}) {flag}"
+        return f"{self.name}: {self.max_drift:.3g} {self.unit} (allowed {self.allowed:.3g}) {flag}"
+
+
+_SCALES = {"energy": "energy scale max(2T + |V| + |W|)", "momentum.linear": "momentum scale max Σ m |v_c|",
+           "momentum.angular": "angular momentum scale"}
+
+_ADVICE = {
+    "energy": "the motion gained or lost energy the forces do not account for — the answer is suspect: tighten "
+              "rtol/atol or try another formulation or integrator (`cadmotion formulations`)",
+    "violation.position": "the joints come apart — tighten atol, or use the projection formulation",
+    "violation.velocity": "the velocities leave the joints — tighten atol, or use the projection formulation",
+    "momentum.linear": "a free system's linear momentum changed — tighten rtol/atol",
+    "momentum.angular": "a free system's angular momentum changed — tighten rtol/atol",
+    "steps": "try an implicit integrator (Radau, BDF) or --formulation index3 for a stiff model, or look for a "
+             "singular configuration near the time the run slowed down",
+}
+
+
+@dataclass
+class InvariantReport:
+    """The checks of one run (:func:`check_motion`).
+
+    Attributes
+    ----------
+    checks : list of :class:`Invariant`
+    skipped : list of str — what was not checked and why
+    rate : 1/s, the motion's rate ω_m used by the allowances
+    """
+
+    checks: List[Invariant] = field(default_factory=list)
+    skipped: List[str] = field(default_factory=list)
+    rate: float = 0.0
+
+    @property
+    def broken(self):
+        """The checks beyond their allowance."""
+        return [c for c in self.checks if c.broken]
+
+    @property
+    def ok(self):
+        return not self.broken
+
+    def events(self):
+        """One Event of kind ``invariant`` per broken check (time: the first frame beyond it)."""
+        return [Event("invariant", float(c.first_time), c.message(), (c.name,)) for c in self.broken]
+
+    def summary(self):
+        """One line: what was checked, and what broke."""
+        names = ", ".join(c.name for c in self.checks) or "nothing"
+        if not self.broken:
+            return f"invariants kept: {names}"
+        return f"INVARIANTS BROKEN: {', '.join(c.name for c in self.broken)} (checked {names})"
+
+    def to_dict(self):
+        return dict(ok=self.ok, checks=[c.to_dict() for c in self.checks], skipped=list(self.skipped),
+                    rate=self.rate)
+
+
+# ------------------------------------------------------------------------------ the checks
+def free_system(spec):
+    """(True, "") when both momenta of the mechanism are conserved exactly, else (False, why).
+
+    Free: no fixed part, zero gravity, no drivers, every force element of a type in
+    :data:`INTERNAL_FORCES` (see the module docstring).
+    """
+    fixed = [p.name for p in spec.parts if p.fixed]
+    if fixed:
+        return False, f"part {fixed[0]!r} is fixed"
+    if np.any(np.asarray(spec.gravity, float) != 0.0):
+        return False, "gravity acts"
+    if spec.drivers:
+        return False, f"driver {spec.drivers[0].name!r} moves it"
+    for f in spec.forces:
+        if f.type not in INTERNAL_FORCES:
+            return False, f"force element {f.name!r} ({f.type}) need not be an equal and opposite pair"
+    return True, ""
+
+
+def _kinematics(motion, bodies):
+    """Com positions, velocities, accelerations, world inertias and ω, α of the bodies."""
+    idx = [motion.part_index(n) for n in bodies.names]
+    A = rotation(motion.quaternion[:, idx])  # (nt, k, 3, 3)
+    rho = np.einsum("tkij,kj->tki", A, bodies.com)
+    w = motion.angular_velocity[:, idx]
+    al = motion.angular_acceleration[:, idx]
+    rc = motion.position[:, idx] + rho
+    vc = motion.velocity[:, idx] + cross(w, rho)
+    ac = motion.acceleration[:, idx] + cross(al, rho) + cross(w, cross(w, rho))
+    J = A @ bodies.inertia[None] @ np.swapaxes(A, -1, -2)
+    return rc, vc, ac, w, al, J
+
+
+def _rate(motion, bodies, kin):
+    """ω_m (1/s): the motion's rate (module docstring)."""
+    if kin is not None:
+        rc, vc, ac, w, al, J = kin
+        m = bodies.mass[None, :]
+        Jw = np.einsum("tkij,tkj->tki", J, w)
+        Ja = np.einsum("tkij,tkj->tki", J, al)
+        v2 = np.sum(m * np.sum(vc * vc, -1) + np.sum(w * Jw, -1), -1)
+        a2 = np.sum(m * np.sum(ac * ac, -1) + np.sum(al * Ja, -1), -1)
+        wmax = float(np.max(np.linalg.norm(w, axis=-1))) if w.size else 0.0
+    else:
+        v = np.concatenate([motion.velocity, motion.angular_velocity], -1)
+        a = np.concatenate([motion.acceleration, motion.angular_acceleration], -1)
+        v2 = np.sum(v * v, axis=(-1, -2))
+        a2 = np.sum(a * a, axis=(-1, -2))
+        wmax = float(np.max(np.linalg.norm(motion.angular_velocity, axis=-1))) if motion.nt else 0.0
+    vmax, amax = math.sqrt(float(np.max(v2, initial=0.0))), math.sqrt(float(np.max(a2, initial=0.0)))
+    rate = amax / vmax if vmax > 0 else 0.0
+    return max(rate, wmax) if np.isfinite(rate) else wmax
+
+
+def _per_step(acc, span, rate):
+    """(e_r, e_a): what one step may change, relative and absolute (module docstring)."""
+    if acc.fixed_step:
+        h = span / max(acc.nsteps, 1)
+        return (h * rate) ** acc.order, float(acc.atol)
+    root = math.sqrt(max(acc.nstate, 1))
+    return root * float(np.max(acc.rtol)), root * float(np.max(acc.atol))
+
+
+def _drift_check(name, description, unit, times, drift, allowed, scale):
+    drift = np.abs(np.asarray(drift, float))
+    if not drift.size:
+        return None
+    if not np.all(np.isfinite(drift)):
+        bad = int(np.argmax(~np.isfinite(drift)))
+        return Invariant(name, description, unit, float("inf"), float(times[bad]), float(allowed), float(times[bad]),
+                         float(scale))
+    k = int(np.argmax(drift))
+    over = np.flatnonzero(drift > allowed)
+    first = float(times[over[0]]) if over.size else None
+    return Invariant(name, description, unit, float(drift[k]), float(times[k]), float(allowed), first, float(scale))
+
+
+def check_motion(motion, accuracy, *, bodies=None, gravity=(0.0, 0.0, 0.0), free=False, why_not_free="",
+                 approximate_constraints=False, penalty=None, stability_steps=None):
+    """Check a dynamic Motion's invariants against what ``accuracy`` warrants.
+
+    Parameters
+    ----------
+    motion : :class:`~cadmotion.kernel.motion.Motion` with the extra series ``energy.*``,
+        ``work.nonconservative``, ``violation.*`` of :mod:`.outputs` (a missing one is skipped)
+    accuracy : :class:`Accuracy` of the run
+    bodies : :class:`Bodies` of the moving parts (for momentum and the energy's absolute
+        scale); None: the energy's absolute share and momentum are left out
+    gravity : (3,) m/s², the model's gravity
+    free : True when momentum is conserved (:func:`free_system`); ``why_not_free`` says why not
+    approximate_constraints : True for a formulation whose constraints hold only approximately
+        (Baumgarte, penalty, augmented Lagrangian): the reactions' work through the velocity
+        violation is allowed for
+    penalty : (α kg, ω 1/s, ξ) of the penalty formulation (its violations O(Λ/α) are allowed), or None
+    stability_steps : callable () -> float, the steps an explicit method needs for stability
+        (:func:`.stiffness.stiffness_estimate`); called only when the step count is suspect
+
+    Returns
+    -------
+    InvariantReport
+    """
+    report = InvariantReport()
+    nt = motion.nt
+    if nt < 2:
+        report.skipped.append("everything: fewer than two frames")
+        return report
+    t = np.asarray(motion.time, float)
+    span = float(t[-1] - t[0])
+    kin = _kinematics(motion, bodies) if bodies is not None and len(bodies.names) else None
+    rate = _rate(motion, bodies, kin)
+    report.rate = rate
+    e_r, e_a = _per_step(accuracy, span, rate)
+    N = max(int(accuracy.nsteps), 1)
+    ex = motion.extra
+    g1 = float(np.sum(np.abs(gravity)))
+
+    # reactions and efforts: the constraint forces that may work through Φ̇
+    react = np.zeros(nt)
+    for key, values in ex.items():
+        if key.rsplit(".", 1)[-1] in ("fx", "fy", "fz", "tx", "ty", "tz", "effort"):
+            react = react + np.abs(np.nan_to_num(values, nan=0.0, posinf=0.0, neginf=0.0))
+    vviol = ex.get("violation.velocity")
+
+    # ---- energy balance
+    if all(k in ex for k in ("energy.total", "energy.kinetic", "energy.potential", "work.nonconservative")):
+        E, T, V, W = (np.asarray(ex[k], float) for k in ("energy.total", "energy.kinetic", "energy.potential",
+                                                         "work.nonconservative"))
+        S_rel = float(np.nanmax(2 * T + np.abs(V) + np.abs(W)))
+        S_abs = 1.0
+        if kin is not None:
+            rc, vc, ac, w, al, J = kin
+            Jw = np.einsum("tkij,tkj->tki", J, w)
+            S_abs += float(np.max(np.sum(bodies.mass * (np.sum(np.abs(vc), -1) + g1) + np.sum(np.abs(Jw), -1), -1)))
+        W_c = 0.0
+        if approximate_constraints and vviol is not None:
+            p_c = react * np.nan_to_num(np.asarray(vviol, float), nan=0.0)
+            W_c = float(np.sum(0.5 * (p_c[1:] + p_c[:-1]) * np.diff(t)))
+        allowed = N * (e_r * S_rel + e_a * S_abs) + W_c + 1e3 * _EPS * S_rel
+        c = _drift_check("energy", "the energy balance E − E0 − W_nc", "J", t, E - E[0] - W, allowed, S_rel)
+        if c is not None:
+            report.checks.append(c)
+    else:
+        report.skipped.append("energy: the motion has no energy series")
+
+    # ---- constraint violations
+    root_nc = math.sqrt(max(accuracy.ncon, 1))
+    L = max(1.0, float(np.max(np.abs(motion.position))) if motion.position.size else 1.0)
+    vmax = max(float(np.max(np.abs(motion.velocity), initial=0.0)), float(np.max(np.abs(motion.angular_velocity),
+                                                                              initial=0.0)))
+    slack_q = slack_v = 0.0
+    if penalty is not None and penalty[0] > 0 and penalty[1] > 0:
+        alpha, omega, xi = (float(x) for x in penalty)
+        lam = float(np.max(react))
+        slack_q = lam / (alpha * omega ** 2) * max(1.0, 1.0 / xi ** 2)
+        slack_v = 2.0 * lam / (alpha * omega) * max(1.0, 1.0 / xi)
+    for key, scale, slack, what in (("violation.position", L, slack_q, "the joints' position residual ‖Φ‖"),
+                                    ("violation.velocity", vmax + L * rate, slack_v,
+                                     "the joints' velocity residual ‖Jv v + Φt‖")):
+        if key not in ex:
+            continue
+        allowed = root_nc * N * (e_r * scale + e_a) + slack + 1e3 * _EPS * scale
+        c = _drift_check(key, what, "m" if key.endswith("position") else "m/s", t, ex[key], allowed, 0.0)
+        if c is not None:
+            report.checks.append(c)
+
+    # ---- momentum of a free system
+    if free and kin is not None:
+        rc, vc, ac, w, al, J = kin
+        m = bodies.mass
+        P = np.einsum("k,tki->ti", m, vc)
+        Jw = np.einsum("tkij,tkj->tki", J, w)
+        Lm = np.sum(m[None, :, None] * cross(rc, vc) + Jw, axis=1)
+        Jn = np.linalg.norm(bodies.inertia, ord=2, axis=(-2, -1))
+        speed, reach, wn = np.linalg.norm(vc, axis=-1), np.linalg.norm(rc, axis=-1), np.linalg.norm(w, axis=-1)
+        P_s = float(np.max(np.sum(m * speed, -1)))
+        allowed = N * (e_r * P_s + e_a * float(np.sum(m))) + 1e3 * _EPS * max(P_s, 1.0)
+        c = _drift_check("momentum.linear", "the linear momentum", "kg m/s", t, np.linalg.norm(P - P[0], axis=-1),
+                         allowed, P_s)
+        report.checks.append(c)
+        L_s = float(np.max(np.sum(2 * m * reach * speed + Jn * wn, -1)))
+        L_a = float(np.max(np.sum(m * (reach + speed) + Jn, -1)))
+        allowed = N * (e_r * L_s + e_a * L_a) + 1e3 * _EPS * max(L_s, 1.0)
+        c = _drift_check("momentum.angular", "the angular momentum about the origin", "kg m²/s", t,
+                         np.linalg.norm(Lm - Lm[0], axis=-1), allowed, L_s)
+        report.checks.append(c)
+    elif not free:
+        report.skipped.append(f"momentum: not conserved ({why_not_free})" if why_not_free else
+                              "momentum: not a free system")
+
+    # ---- step count
+    report.checks.append(_steps_check(accuracy, t, rate, stability_steps))
+    return report
+
+
+def _steps_check(acc, t, rate, stability_steps):
+    span = float(t[-1] - t[0])
+    if acc.fixed_step:
+        gaps = np.diff(t)
+        h = acc.dt if acc.dt else min(float(np.max(gaps)), 1e-3)
+        need = span / h + len(t)
+        how = f"{acc.integrator} at dt = {h:.3g} s"
+    else:
+        tol = max(min(float(np.min(acc.rtol)), float(np.min(acc.atol))), 100 * _EPS)
+        need = max(span * rate * tol ** (-1.0 / acc.order), 1.0)
+        how = f"{acc.integrator} at tol {tol:.3g} on a motion of rate {rate:.3g} 1/s"
+    allowed = STEP_FACTOR * (need + acc.crossing_steps) + acc.crossing_steps
+    if acc.nsteps > allowed and not acc.fixed_step and acc.integrator in EXPLICIT and stability_steps is not None:
+        stab = float(stability_steps() or 0.0)
+        if stab > need:
+            need = stab
+            how += f" (stiff: {stab:.3g} steps for stability)"
+            allowed = STEP_FACTOR * (need + acc.crossing_steps) + acc.crossing_steps
+    first = float(t[-1]) if acc.nsteps > allowed else None
+    return Invariant("steps", f"the step count of {how}", "steps", float(acc.nsteps), float(t[-1]), float(allowed),
+                     first, float(need))
