@@ -1,14 +1,21 @@
 """The ``cadmotion`` command line.
 
     cadmotion run MODEL [--t-end T] [--steps N] [-o OUT ...]      kinematics (or --analysis dynamic)
+                        [--json] [--report FILE] [--accept-violations]
     cadmotion check MODEL [--t-end T] [--steps N] [--json] [--report FILE] [--clearance D] [--check-jointed]
     cadmotion equations MODEL [--joint NAME] [--latex]
     cadmotion inspect FILE [--json]
+    cadmotion formulations                                        dynamics formulations and integrators
     cadmotion batch IN_DIR -o OUT_DIR --to glb,html,csv [--jobs N] [--force] [--scheduler tcp://...]
     cadmotion freecad-install [--dry-run] [--uninstall]
 
 MODEL is any file the importers read (.toml, .step/.stp, .FCStd, .asmt). Errors print
 one message (file, item, what to do) and exit non-zero; nothing is written half-way.
+
+Exit codes of ``run``: 0 done; 1 an error (bad model, bad setting); 4 the run stopped early
+(the frames before are written); 8 a dynamic run broke one of its invariants (energy
+balance, constraint violations, momentum of a free system, step count — the frames are
+written, the answer is suspect; ``--accept-violations`` makes it 0); 130 interrupted.
 """
 
 from __future__ import annotations
@@ -19,7 +26,15 @@ import sys
 
 from ..errors import CadmotionError
 
-__all__ = ["main", "build_parser"]
+__all__ = ["main", "build_parser", "EXIT_INVARIANT", "FORMULATION_NAMES", "INTEGRATOR_NAMES"]
+
+#: ``run``'s exit code when a dynamic run broke an invariant (``check`` uses 3–7, ``run`` 4 and 130)
+EXIT_INVARIANT = 8
+EXIT_STOPPED, EXIT_INTERRUPTED = 4, 130
+#: the registries' names, for ``--help`` without importing the kernel (a test keeps them equal
+#: to :data:`cadmotion.kernel.dynamics.FORMULATIONS` and the integrators the formulations run)
+FORMULATION_NAMES = ("projection", "baumgarte", "penalty", "augmented-lagrangian", "index3", "partitioning")
+INTEGRATOR_NAMES = ("DOP853", "RK45", "RK23", "Radau", "BDF", "LSODA", "RK4", "generalized-alpha", "HHT")
 
 
 def _positive_int(text):
@@ -77,11 +92,27 @@ def build_parser():
                           "the driver efforts and joint reactions it takes (needs mass properties)")
     run.add_argument("--gravity", type=_vector, default=None, metavar="GX,GY,GZ",
                      help="gravity in m/s^2, assembly frame (replaces the file's; FreeCAD documents store none)")
-    run.add_argument("--formulation", default=None, help="dynamics formulation (see --help-formulations)")
-    run.add_argument("--integrator", default=None, help="dynamics integrator: RK45, DOP853, Radau, BDF, LSODA, RK4")
-    run.add_argument("--rtol", type=_float, default=None)
-    run.add_argument("--atol", type=_float, default=None)
-    run.add_argument("--dt", type=_float, default=None, help="step of fixed-step integrators, s")
+    run.add_argument("--formulation", default=None, metavar="NAME",
+                     help="dynamics formulation: " + ", ".join(FORMULATION_NAMES) + " (default projection); "
+                          "one line each: `cadmotion formulations`")
+    run.add_argument("--integrator", default=None, metavar="NAME",
+                     help="dynamics integrator: DOP853 (default), RK45, RK23, Radau, BDF, LSODA, RK4 (fixed step); "
+                          "with index3: generalized-alpha (default), HHT (fixed step)")
+    run.add_argument("--rtol", type=_float, default=None,
+                     help="relative tolerance of the dynamics integrator, in (0, 1) (default 1e-8)")
+    run.add_argument("--atol", type=_float, default=None,
+                     help="absolute tolerance of the dynamics integrator (m, m/s, rad/s), in (0, 1) (default 1e-10)")
+    run.add_argument("--dt", type=_float, default=None,
+                     help="step of the fixed-step integrators (RK4, generalized-alpha, HHT), s, in (0, t-end] "
+                          "(default min(output interval, 1 ms))")
+    run.add_argument("--accept-violations", action="store_true",
+                     help=f"exit 0 even when a dynamic run breaks an invariant (energy balance, constraint "
+                          f"violations, momentum, step count); the summary and report still say so "
+                          f"(otherwise exit {EXIT_INVARIANT})")
+    run.add_argument("--json", action="store_true",
+                     help="print a JSON report on standard output (status, formulation and integrator that ran, "
+                          "counters, invariants, events)")
+    run.add_argument("--report", default=None, metavar="FILE", help="also write the JSON report to this file")
     run.add_argument("--at", type=_float, default=None, help="time of a .step output (default: the last frame)")
     run.add_argument("--plot", default=None, help="parts or joints to plot, comma separated")
     run.add_argument("-q", "--quiet", action="store_true", help="no progress or summary")
@@ -114,6 +145,9 @@ def build_parser():
     ins = sub.add_parser("inspect", help="list the parts and joints a file holds")
     ins.add_argument("file")
     ins.add_argument("--json", action="store_true")
+
+    frm = sub.add_parser("formulations", help="list the dynamics formulations and integrators, one line each")
+    frm.add_argument("--json", action="store_true")
 
     for name, (module, help_text) in EXTERNAL_COMMANDS.items():
         cmd = sub.add_parser(name, help=help_text)
@@ -171,6 +205,16 @@ def _progress(enabled, total):
 
 
 def cmd_run(args):
+    try:
+        return _run(args)
+    except CadmotionError as exc:
+        if args.json or args.report:
+            _emit_report(args, dict(model=args.model, analysis=args.analysis, status="error", message=str(exc),
+                                    exit_code=1))
+        raise
+
+
+def _run(args):
     spec, model = _load_model(args)
     t_end, steps = _span(args, spec)
     if args.output:
@@ -178,13 +222,20 @@ def cmd_run(args):
 
         check_outputs(args.output)  # fail on a bad extension or folder before computing
     progress, close = _progress(not args.quiet, steps)
+    result = None
     try:
         if args.analysis == "dynamic":
-            from ..kernel.dynamics import simulate
+            from ..kernel.dynamics.forward import run as run_dynamics
 
+            # integrator None: the formulation's own default (index3 runs generalized-alpha)
             options = {k: getattr(args, k) for k in ("formulation", "integrator", "rtol", "atol", "dt")
                        if getattr(args, k) is not None}
-            motion = simulate(model, t_end, steps, **options)
+            motion, result = run_dynamics(model, t_end, steps, **options)
+            if args.dt is not None and result.integrator not in ("RK4", "generalized-alpha", "HHT"):
+                import warnings
+
+                warnings.warn(f"--dt is used by the fixed-step integrators (RK4, generalized-alpha, HHT); "
+                              f"{result.integrator} chose its own steps from --rtol and --atol", stacklevel=2)
         else:
             from ..kernel import kinematics
 
@@ -200,17 +251,154 @@ def cmd_run(args):
         from .writers import write_outputs
 
         written = write_outputs(motion, args.output, at=args.at, plot=args.plot, partial=not motion.complete)
-    if not args.quiet:
-        status = "complete" if motion.complete else f"STOPPED EARLY: {motion.message}"
-        print(f"{model.spec.name}: {motion.nt} frames, t = {motion.time[0]:.6g} .. {motion.time[-1]:.6g} s, {status}",
-              file=sys.stderr)
-        for e in motion.events:
-            print(f"  {e.kind} at t = {e.time:.6g} s: {e.message}", file=sys.stderr)
-        for path in written:
-            print(f"  wrote {path}", file=sys.stderr)
+    invariants = getattr(result, "invariants", None)
+    broken = invariants.broken if invariants is not None else []
     if any(e.kind == "interrupted" for e in motion.events):
-        return 130
-    return 0 if motion.complete else 4
+        code, status = EXIT_INTERRUPTED, "interrupted"
+    elif not motion.complete:
+        code, status = EXIT_STOPPED, "stopped"
+    elif broken:
+        code, status = (0 if args.accept_violations else EXIT_INVARIANT), "invariant-broken"
+    else:
+        code, status = 0, "ok"
+    if not args.quiet:
+        _print_summary(args, model, motion, result, invariants, written, status, code)
+    if args.json or args.report:
+        _emit_report(args, _run_report(args, model, motion, result, written, status, code))
+    return code
+
+
+def _print_summary(args, model, motion, result, invariants, written, status, code):
+    """The run's summary on standard error: frames, what ran, what was checked, what broke."""
+    err = sys.stderr
+    if status == "stopped":
+        state = f"STOPPED EARLY: {motion.message}"
+    elif status == "invariant-broken":
+        state = (f"complete but SUSPECT: {len(invariants.broken)} invariant(s) broken "
+                 f"({', '.join(c.name for c in invariants.broken)})")
+    else:
+        state = "complete" if motion.complete else motion.message
+    print(f"{model.spec.name}: {motion.nt} frames, t = {motion.time[0]:.6g} .. {motion.time[-1]:.6g} s, {state}",
+          file=err)
+    if result is not None:
+        print(f"  ran: {_ran_line(result, args, motion)}", file=err)
+        for note in _notes(result.notes):
+            print(f"  note: {note}", file=err)
+    for e in motion.events:
+        if e.kind == "stats" and result is not None:
+            continue  # said by "ran"
+        label = "INVARIANT BROKEN" if e.kind == "invariant" else e.kind
+        print(f"  {label} at t = {e.time:.6g} s: {e.message}", file=err)
+    if invariants is not None:
+        checked = "; ".join(c.line() for c in invariants.checks)
+        print(f"  checked: {checked}", file=err)
+        for why in invariants.skipped:
+            print(f"  not checked: {why}", file=err)
+    for path in written:
+        print(f"  wrote {path}{' (suspect: see above)' if status == 'invariant-broken' else ''}", file=err)
+    if status == "invariant-broken":
+        print(f"  exit {code}: " + ("accepted (--accept-violations)" if code == 0 else
+                                    "an invariant is broken; --accept-violations to accept the run"), file=err)
+
+
+def _ran_line(result, args, motion):
+    """``projection / DOP853 (compiled loop), rtol 1e-08, atol 1e-10: 582 steps, ...``."""
+    how = result.integrator
+    if any("compiled loop" in n for n in result.notes):
+        how += " (compiled loop)"
+    if result.integrator in ("RK4", "generalized-alpha", "HHT"):
+        gaps = [b - a for a, b in zip(motion.time[:-1], motion.time[1:])]
+        dt = args.dt if args.dt is not None else min(max(gaps, default=1e-3), 1e-3)
+        how += f", dt {dt:.3g} s"
+    else:
+        rtol = args.rtol if args.rtol is not None else _default("rtol")
+        atol = args.atol if args.atol is not None else _default("atol")
+        how += f", rtol {rtol:.3g}, atol {atol:.3g}"
+    return (f"{result.formulation} / {how}: {result.nsteps} steps, {result.nfev} evaluations, "
+            f"{result.nfactor} factorisations, {result.nproject} projections")
+
+
+def _notes(notes):
+    """The run's notes, the singular-configuration crossings counted in one line."""
+    crossings = [n for n in notes if n.startswith("singular configuration crossed")]
+    out = [n for n in notes if n not in crossings and "compiled loop" not in n]
+    if crossings:
+        out.append(f"{len(crossings)} singular-configuration crossing(s) by index-3 generalised-α steps "
+                   f"(first: {crossings[0][len('singular configuration crossed '):]})")
+    return out
+
+
+def _run_report(args, model, motion, result, written, status, code):
+    """The JSON report of ``run`` (``--json``, ``--report``)."""
+    data = dict(model=args.model, name=model.spec.name, analysis=args.analysis, status=status, exit_code=code,
+                complete=motion.complete, message=motion.message, frames=motion.nt,
+                t_start=float(motion.time[0]) if motion.nt else None,
+                t_end=float(motion.time[-1]) if motion.nt else None)
+    if result is not None:
+        data.update(formulation=result.formulation, integrator=result.integrator,
+                    compiled_loop=any("compiled loop" in n for n in result.notes),
+                    rtol=args.rtol if args.rtol is not None else _default("rtol"),
+                    atol=args.atol if args.atol is not None else _default("atol"), dt=args.dt,
+                    accept_violations=bool(args.accept_violations),
+                    counters=dict(steps=int(result.nsteps), evaluations=int(result.nfev),
+                                  factorisations=int(result.nfactor), projections=int(result.nproject)),
+                    notes=list(result.notes))
+        inv = getattr(result, "invariants", None)
+        if inv is not None:
+            data["invariants"] = inv.to_dict()
+    data["events"] = [dict(kind=e.kind, time=float(e.time), message=e.message, items=list(e.items))
+                      for e in motion.events]
+    data["outputs"] = [str(p) for p in written]
+    return data
+
+
+def _default(name):
+    import inspect
+
+    from ..kernel.dynamics.forward import run
+
+    return inspect.signature(run).parameters[name].default
+
+
+def _emit_report(args, data):
+    text = json.dumps(data, indent=2, default=_json_default)
+    if args.report:
+        from .writers.atomic import atomic_write
+
+        with atomic_write(args.report, "w") as fh:
+            fh.write(text + "\n")
+    if args.json:
+        print(text)
+
+
+def _json_default(value):
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def cmd_formulations(args):
+    """``cadmotion formulations``: every formulation and integrator, one line each."""
+    from ..kernel.dynamics.forward import DEFAULT_FORMULATION, describe_methods
+
+    forms, integrators = describe_methods()
+    if args.json:
+        print(json.dumps(dict(default=DEFAULT_FORMULATION,
+                              formulations=[dict(name=n, summary=s, default_integrator=d, integrators=list(i))
+                                            for n, s, d, i in forms],
+                              integrators=[dict(name=n, summary=s) for n, s in integrators]), indent=2))
+        return 0
+    width = max(len(n) for n, *_ in forms + [(n,) for n, _ in integrators])
+    print("formulations (--formulation NAME; * the default):")
+    for name, summary, default, names in forms:
+        mark = "*" if name == DEFAULT_FORMULATION else " "
+        runs = ", ".join(f"{n}*" if n == default else n for n in names)
+        print(f"  {name:<{width}} {mark} {summary}; integrators: {runs}")
+    print("integrators (--integrator NAME; * the formulation's default):")
+    for name, summary in integrators:
+        print(f"  {name:<{width}}   {summary}")
+    return 0
 
 
 def cmd_check(args):
@@ -275,7 +463,8 @@ def cmd_inspect(args):
     return 0
 
 
-COMMANDS = {"run": cmd_run, "check": cmd_check, "equations": cmd_equations, "inspect": cmd_inspect}
+COMMANDS = {"run": cmd_run, "check": cmd_check, "equations": cmd_equations, "inspect": cmd_inspect,
+            "formulations": cmd_formulations}
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None):

@@ -1,0 +1,196 @@
+"""`cadmotion run --analysis dynamic` as users run it: what ran, what was checked, exit codes.
+
+The broken case is a damped pendulum whose damper's work is deliberately left out of the
+energy balance (the run's own answer is right, its bookkeeping is not): its energy falls by
+exactly the work the damper did, and the run must say so and exit 8.
+"""
+
+import csv
+import json
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cadmotion.kernel.dynamics import FORMULATIONS
+from cadmotion.plugin.check import EXIT_CODES
+from cadmotion.plugin.cli import EXIT_INVARIANT, build_parser, main
+
+ROOT = Path(__file__).resolve().parents[2]
+PENDULUM = ROOT / "samples" / "dynamics" / "double_pendulum.cadmotion.toml"
+
+DAMPED = """
+units = "m"
+gravity = [0, -9.81, 0]
+
+[parts.ground]
+fixed = true
+
+[parts.arm]
+mass = 1.5
+com = [0.3, 0.1, 0.0]
+inertia = [0.02, 0.03, 0.04]
+
+[[joints]]
+name = "pivot"
+type = "revolute"
+parts = ["ground", "arm"]
+origin = [0, 0, 0]
+axis = [0, 0, 1]
+
+[[forces]]
+name = "damper"
+type = "rotational-spring-damper"
+joint = "pivot"
+stiffness = 0.0
+damping = 0.5
+
+[initial_velocity.arm]
+angular_velocity = [0, 0, 3.0]
+"""
+
+
+def run_cli(args, capsys):
+    code = main(["run", *map(str, args)])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def rows(path):
+    return list(csv.reader(Path(path).open()))
+
+
+def test_dynamic_run_reports_what_ran_and_what_was_checked(tmp_path, capsys):
+    out_csv = tmp_path / "p.csv"
+    code, out, err = run_cli([PENDULUM, "--analysis", "dynamic", "--t-end", 2, "--steps", 20, "-o", out_csv, "--json"],
+                             capsys)
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["status"] == "ok" and report["exit_code"] == 0 and report["analysis"] == "dynamic"
+    assert report["formulation"] == "projection" and report["integrator"] == "DOP853"
+    assert report["rtol"] == 1e-8 and report["atol"] == 1e-10
+    assert report["counters"]["steps"] > 0 and report["counters"]["evaluations"] > report["counters"]["steps"]
+    inv = report["invariants"]
+    assert inv["ok"] is True
+    assert [c["name"] for c in inv["checks"]] == ["energy", "violation.position", "violation.velocity", "steps"]
+    assert all(c["max_drift"] <= c["allowed"] and c["broken"] is False for c in inv["checks"])
+    assert any(e["kind"] == "stats" for e in report["events"])
+    assert report["outputs"] == [str(out_csv)] and len(rows(out_csv)) == 22
+    compiled = " (compiled loop)" if report["compiled_loop"] else ""
+    assert f"ran: projection / DOP853{compiled}, rtol 1e-08, atol 1e-10:" in err
+    assert "checked: energy:" in err and "not checked: momentum" in err
+
+
+def test_index3_summary_names_the_integrator_that_ran(capsys):
+    code, out, err = run_cli([PENDULUM, "--analysis", "dynamic", "--t-end", 1, "--steps", 10, "--formulation",
+                              "index3", "--json"], capsys)
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["integrator"] == "generalized-alpha" and report["compiled_loop"] is False
+    assert "ran: index3 / generalized-alpha, dt 0.001 s:" in err and "DOP853" not in err
+
+
+@pytest.fixture
+def leaky(monkeypatch):
+    """The damper's work left out of the Motion's energy balance (the frames are right)."""
+    from cadmotion.kernel.dynamics import forward
+
+    honest = forward.to_motion
+
+    def to_motion(dyn, result, *args, **kw):
+        return honest(dyn, replace(result, work=np.zeros_like(result.work)), *args, **kw)
+
+    monkeypatch.setattr(forward, "to_motion", to_motion)
+
+
+def test_a_broken_energy_balance_exits_8_keeps_the_csv_and_says_so(tmp_path, capsys, leaky):
+    model = tmp_path / "damped.cadmotion.toml"
+    model.write_text(DAMPED)
+    out_csv, report_file = tmp_path / "d.csv", tmp_path / "report.json"
+    code, out, err = run_cli([model, "--analysis", "dynamic", "--t-end", 2, "--steps", 40, "-o", out_csv, "--json",
+                              "--report", report_file], capsys)
+    assert code == EXIT_INVARIANT == 8
+    assert len(rows(out_csv)) == 42  # every frame is written
+    report = json.loads(out)
+    assert json.loads(report_file.read_text()) == report
+    assert report["status"] == "invariant-broken" and report["exit_code"] == 8 and report["complete"] is True
+    (energy,) = [c for c in report["invariants"]["checks"] if c["broken"]]
+    assert energy["name"] == "energy"
+    # the energy the balance misses is the damper's work: E(0) − E(t) at its largest
+    header, data = rows(out_csv)[0], np.array(rows(out_csv)[1:], float)
+    E = data[:, header.index("energy.total")]
+    assert energy["max_drift"] == pytest.approx(E[0] - E.min(), rel=1e-6)
+    (event,) = [e for e in report["events"] if e["kind"] == "invariant"]
+    assert event["time"] == energy["first_time"] and event["items"] == ["energy"]
+    assert "complete but SUSPECT: 1 invariant(s) broken (energy)" in err
+    assert f"INVARIANT BROKEN at t = {event['time']:.6g} s" in err and "energy: " in err and "BROKEN" in err
+    assert "(suspect: see above)" in err and "--accept-violations" in err
+
+    code, out, err = run_cli([model, "--analysis", "dynamic", "--t-end", 2, "--steps", 40, "--json",
+                              "--accept-violations"], capsys)
+    report = json.loads(out)
+    assert code == 0 and report["exit_code"] == 0 and report["status"] == "invariant-broken"
+    assert report["accept_violations"] is True and "accepted (--accept-violations)" in err
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--rtol", "0"], "rtol (--rtol) = 0.0: the tolerance must be positive"),
+    (["--rtol", "1"], "rtol (--rtol) = 1.0: the tolerance must be below 1"),
+    (["--atol=-1e-9"], "atol (--atol)"),
+    (["--atol", "nan"], "atol (--atol)"),
+    (["--dt", "0"], "dt must be a positive step in seconds (--dt)"),
+    (["--dt", "5"], "dt (--dt) = 5 s is larger than the span 2 s"),
+    (["--formulation", "index3", "--integrator", "RK45"], "does not run the integrator 'RK45'"),
+    (["--formulation", "nope"], "unknown formulation 'nope'"),
+])
+def test_bad_settings_exit_1_naming_the_flag_and_write_nothing(tmp_path, capsys, args, words):
+    out_csv = tmp_path / "p.csv"
+    code, out, err = run_cli([PENDULUM, "--analysis", "dynamic", "--t-end", 2, "-o", out_csv, *args], capsys)
+    assert code == 1 and words in err and err.startswith("cadmotion: error:")
+    assert not out_csv.exists()
+
+
+def test_an_error_with_json_still_prints_a_report(capsys):
+    code, out, err = run_cli([PENDULUM, "--analysis", "dynamic", "--rtol", "0", "--json"], capsys)
+    report = json.loads(out)
+    assert code == 1 and report["status"] == "error" and report["exit_code"] == 1 and "rtol" in report["message"]
+
+
+def test_run_exit_codes_do_not_clash_with_check():
+    assert EXIT_INVARIANT not in set(EXIT_CODES.values()) | {0, 1, 2, 130}
+
+
+def test_formulations_lists_every_formulation_and_integrator_on_one_line(capsys):
+    assert main(["formulations"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    names = [line.split()[0] for line in lines if line.startswith("  ")]
+    from cadmotion.kernel.dynamics.forward import describe_methods
+
+    integrators = [n for n, _ in describe_methods()[1]]
+    assert names == list(FORMULATIONS) + integrators
+    assert set(integrators) >= {"DOP853", "RK45", "Radau", "BDF", "LSODA", "RK4", "generalized-alpha", "HHT"}
+    assert main(["formulations", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    index3 = {f["name"]: f for f in data["formulations"]}["index3"]
+    assert data["default"] == "projection" and index3["default_integrator"] == "generalized-alpha"
+
+
+def test_run_help_points_at_the_formulations_command_and_names_the_methods():
+    parser = build_parser()
+    run = next(a for a in parser._subparsers._group_actions[0].choices.items() if a[0] == "run")[1]
+    text = " ".join(run.format_help().split())
+    assert "--help-formulations" not in text and "`cadmotion formulations`" in text
+    for name in list(FORMULATIONS) + ["DOP853", "Radau", "BDF", "LSODA", "RK4", "generalized-alpha", "HHT"]:
+        assert name in text
+    assert "--accept-violations" in text and "--json" in text and "--report FILE" in text
+
+
+def test_building_the_parser_does_not_import_the_dynamics():
+    code = ("import sys; from cadmotion.plugin.cli import build_parser; build_parser(); "
+            "print('cadmotion.kernel.dynamics' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "False"
