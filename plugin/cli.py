@@ -93,7 +93,8 @@ def build_parser():
     run.add_argument("--gravity", type=_vector, default=None, metavar="GX,GY,GZ",
                      help="gravity in m/s^2, assembly frame (replaces the file's; FreeCAD documents store none)")
     run.add_argument("--formulation", default=None, metavar="NAME",
-                     help="dynamics formulation: " + ", ".join(FORMULATION_NAMES) + " (default projection); "
+                     help="dynamics formulation: " + ", ".join(FORMULATION_NAMES) + " (default: chosen for the model, "
+                          "index3 when it is stiff for the output interval, else projection); "
                           "one line each: `cadmotion formulations`")
     run.add_argument("--integrator", default=None, metavar="NAME",
                      help="dynamics integrator: DOP853 (default), RK45, RK23, Radau, BDF, LSODA, RK4 (fixed step); "
@@ -231,7 +232,7 @@ def _run(args):
             options = {k: getattr(args, k) for k in ("formulation", "integrator", "rtol", "atol", "dt")
                        if getattr(args, k) is not None}
             motion, result = run_dynamics(model, t_end, steps, **options)
-            if args.dt is not None and result.integrator not in ("RK4", "generalized-alpha", "HHT"):
+            if args.dt is not None and result.dt is None:
                 import warnings
 
                 warnings.warn(f"--dt is used by the fixed-step integrators (RK4, generalized-alpha, HHT); "
@@ -306,10 +307,8 @@ def _ran_line(result, args, motion):
     how = result.integrator
     if any("compiled loop" in n for n in result.notes):
         how += " (compiled loop)"
-    if result.integrator in ("RK4", "generalized-alpha", "HHT"):
-        gaps = [b - a for a, b in zip(motion.time[:-1], motion.time[1:])]
-        dt = args.dt if args.dt is not None else min(max(gaps, default=1e-3), 1e-3)
-        how += f", dt {dt:.3g} s"
+    if result.dt is not None:
+        how += f", dt {result.dt:.3g} s"
     else:
         rtol = args.rtol if args.rtol is not None else _default("rtol")
         atol = args.atol if args.atol is not None else _default("atol")
@@ -353,11 +352,10 @@ def _run_report(args, model, motion, result, written, status, code):
 
 
 def _default(name):
-    import inspect
+    """The kernel's default tolerance ``rtol`` or ``atol``."""
+    from ..kernel.dynamics import forward
 
-    from ..kernel.dynamics.forward import run
-
-    return inspect.signature(run).parameters[name].default
+    return {"rtol": forward.DEFAULT_RTOL, "atol": forward.DEFAULT_ATOL}[name]
 
 
 def _emit_report(args, data):

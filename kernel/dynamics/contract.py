@@ -127,6 +127,8 @@ class DynamicsResult:
               path counts one per evaluation, not those inside its projections);
               ``nproject`` projections applied
     notes : remarks on the run (e.g. "DOP853 in the compiled loop")
+    dt : the step asked of a fixed-step integrator (s; the run may halve it), None for an
+         adaptive one (set by :func:`.forward.run`)
     """
 
     t: np.ndarray
@@ -144,6 +146,7 @@ class DynamicsResult:
     nfactor: int = 0
     nproject: int = 0
     notes: List[str] = field(default_factory=list)
+    dt: float = None
 
 
 class Formulation:
@@ -272,7 +275,7 @@ class Formulation:
 
     def _run_rk4(self, times, y, rec, dt):
         f = self._counted_rhs
-        h_target = dt if dt else _default_dt(times)
+        h_target = dt if dt else default_dt(times)
         nt = len(times)
         k = 1
         t = times[0]
@@ -539,7 +542,8 @@ class _Restart:
         self.y = y
 
 
-def _default_dt(times):
+def default_dt(times):
+    """The fixed step when none is given: min(output interval, 1 ms), s."""
     span = (times[-1] - times[0]) / max(1, len(times) - 1)
     return min(span, 1e-3)
 

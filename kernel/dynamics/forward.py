@@ -9,7 +9,11 @@ Stages (each a plain function of the model and the values before it):
                          Jv v = −Φt by the least change of the given parts' velocities
                          (kinetic-energy metric; parts not listed are free to follow)
     4. redundancy        independent rows of Jv (rank-revealing); the others are left out
-    5. integrate         the chosen formulation (:mod:`.formulations`)
+    5. integrate         the chosen formulation (:mod:`.formulations`); with neither a
+                         formulation nor an integrator given, the one that fits the model
+                         (:func:`.stiffness.default_method`: index3 / generalized-alpha when
+                         the linearised model is stiff for the output interval, else
+                         projection / DOP853), named with its reason in the run's notes
     6. report            poses, velocities, accelerations, reactions, efforts, energy and
                          constraint violation at every output time, as a Motion
     7. check             the run's invariants against what its accuracy warrants
@@ -34,15 +38,19 @@ from ..kinematics import _motion, assemble
 from ..motion import Event
 from ..system import AngleState
 from .equations import Dynamics
+from .contract import default_dt
 from .formulations import FORMULATIONS, get_formulation
-from .invariants import Accuracy, Bodies, check_motion, free_system
+from .invariants import FIXED_STEP, Accuracy, Bodies, check_motion, free_system
 from .mass import cross, body_state
 from .outputs import FrameOutputs, reactions_event
+from .stiffness import default_method
 
 __all__ = ["simulate", "run", "initial_velocities", "prepare", "check_settings", "describe_methods",
            "INTEGRATOR_SUMMARIES"]
 
 DEFAULT_FORMULATION = "projection"
+#: integrator tolerances when none are given (relative; absolute in m, rad-like, m/s, rad/s)
+DEFAULT_RTOL, DEFAULT_ATOL = 1e-8, 1e-10
 
 
 def initial_velocities(dyn, q, t, angles, refs, weight_free=1e-6):
@@ -213,20 +221,26 @@ def check_settings(times, rtol, atol, dt):
                                    "or a longer --t-end")
 
 
-def simulate(model, t_end=1.0, steps=100, *, formulation=DEFAULT_FORMULATION, integrator=None, rtol=1e-8,
-             atol=1e-10, dt=None, t_start=0.0, options=None, times=None):
+def simulate(model, t_end=1.0, steps=100, *, formulation=None, integrator=None, rtol=None,
+             atol=None, dt=None, t_start=0.0, options=None, times=None):
     """Forward dynamics of a mechanism under its forces (and drivers, if any).
 
     Parameters
     ----------
     model : :class:`~cadmotion.kernel.model.Model` (Euler parameters)
     t_end, steps : output times ``linspace(t_start, t_end, steps + 1)`` (s), unless ``times``.
-    formulation : a name from :data:`FORMULATIONS` (default ``projection``).
+    formulation : a name from :data:`FORMULATIONS`. None with ``integrator``, ``rtol``,
+        ``atol`` and ``options`` all None (a tolerance asks for an error-controlled
+        integrator): the method that fits the model (:func:`.stiffness.default_method`):
+        ``index3`` / ``generalized-alpha`` (step ``dt`` if given, else the estimate's) when
+        the model is stiff for the output interval, else ``projection`` / ``DOP853``; the
+        choice and its reason are a note of the run. None otherwise: ``projection``.
     integrator : ``DOP853``, ``RK45``, ``RK23``, ``Radau``, ``BDF``, ``LSODA`` or the fixed-step
         ``RK4``; for ``index3``: ``generalized-alpha`` or ``HHT``. None: the formulation's
         default (DOP853; generalized-alpha for index3). A pair the formulation does not run
         is a SolverError.
-    rtol, atol : integrator tolerances on the state (m, rad-like, m/s, rad/s), each in (0, 1).
+    rtol, atol : integrator tolerances on the state (m, rad-like, m/s, rad/s), each in (0, 1);
+        None: 1e-8 and 1e-10 (:data:`DEFAULT_RTOL`, :data:`DEFAULT_ATOL`).
     dt : step of the fixed-step methods (s), in (0, span]; default min(output interval, 1 ms).
     options : formulation options (e.g. ``{"alpha": 5, "beta": 5}`` for ``baumgarte``).
 
@@ -257,8 +271,8 @@ def simulate(model, t_end=1.0, steps=100, *, formulation=DEFAULT_FORMULATION, in
                t_start=t_start, options=options, times=times)[0]
 
 
-def run(model, t_end=1.0, steps=100, *, formulation=DEFAULT_FORMULATION, integrator=None, rtol=1e-8,
-        atol=1e-10, dt=None, t_start=0.0, options=None, times=None):
+def run(model, t_end=1.0, steps=100, *, formulation=None, integrator=None, rtol=None,
+        atol=None, dt=None, t_start=0.0, options=None, times=None):
     """:func:`simulate`, returning (Motion, :class:`~.formulations.DynamicsResult`) (counters included).
 
     The result also carries ``integrator`` (the one that ran, never None), ``formulation``
@@ -271,15 +285,30 @@ def run(model, t_end=1.0, steps=100, *, formulation=DEFAULT_FORMULATION, integra
             raise SolverError(f"t_end ({t_end}) must be after t_start ({t_start})")
         times = np.linspace(t_start, t_end, int(steps) + 1)
     times = np.asarray(times, float)
+    automatic = formulation is None and integrator is None and rtol is None and atol is None and not options
+    rtol = DEFAULT_RTOL if rtol is None else rtol
+    atol = DEFAULT_ATOL if atol is None else atol
     check_settings(times, rtol, atol, dt)
+    choice = None
+    if automatic:
+        dyn, q0, v0, angles, refs = prepare(model, times[0])
+        choice = default_method(dyn, q0, v0, float(times[0]), refs, times)
+        formulation, integrator = choice.formulation, choice.integrator
+        if dt is None and choice.dt is not None:
+            dt = choice.dt
     cls = get_formulation(formulation or DEFAULT_FORMULATION)
     integrator = integrator or cls.default_integrator
     cls.check_integrator(integrator)
-    dyn, q0, v0, angles, refs = prepare(model, times[0])
+    if choice is None:
+        dyn, q0, v0, angles, refs = prepare(model, times[0])
     refs0 = np.array(refs, float, copy=True)
     form = cls(dyn, angles=angles, refs=refs, **(options or {}))
     result = form.solve(times, q0, v0, integrator=integrator, rtol=rtol, atol=atol, dt=dt)
+    if choice is not None:
+        result.notes.insert(0, f"{cls.name} / {integrator} chosen for the model: {choice.reason}")
     result.formulation, result.integrator = cls.name, integrator
+    if integrator in FIXED_STEP:
+        result.dt = float(dt) if dt is not None else default_dt(times)
     motion = to_motion(dyn, result, formulation=cls.name, integrator=integrator)
     penalty = None
     if cls.name == "penalty" and getattr(form, "alpha", 0) > 0:

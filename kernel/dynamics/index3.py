@@ -61,7 +61,7 @@ from scipy.sparse.linalg import splu
 from ...errors import SolverError
 from ..analysis import rank_info
 from ..linalg import DENSE_LIMIT
-from .contract import INDEX3_INTEGRATORS, Formulation, _default_dt, _Failure, _Recorder, _Stop
+from .contract import INDEX3_INTEGRATORS, Formulation, default_dt, _Failure, _Recorder, _Stop
 from .mass import velocities_from_rates
 
 __all__ = ["Index3Formulation", "QForm", "alpha_coefficients"]
@@ -288,7 +288,7 @@ class Index3Formulation(Formulation):
         work, power = 0.0, self._power
         self._y_out = (q, qd, work)
         rec.record(t, None)
-        h_target = dt if dt else _default_dt(times)
+        h_target = dt if dt else default_dt(times)
         self._solve = None
         self.nhalve = 0
         try:

@@ -11,8 +11,8 @@ What a step may change
 ----------------------
 An adaptive integrator (``RK23``, ``RK45``, ``DOP853``, ``Radau``, ``BDF``, ``LSODA``) accepts
 a step when the rms over the n state components of err_i / (atol + rtol |y_i|) is ≤ 1, so
-Σ (err_i / sc_i)² ≤ n and, for any function R of the state, |∇R · err| ≤ √n Σ |∂R/∂y_i| sc_i
-(Cauchy–Schwarz, then ‖·‖₂ ≤ ‖·‖₁). Per step, in relative and absolute terms,
+Σ (err_i / sc_i)² ≤ n and, for any function R of the state, |∇R · err| ≤ √n ‖∇R ∘ sc‖₂
+≤ √n (rtol ‖∇R ∘ |y|‖₂ + atol ‖∇R‖₂) (Cauchy–Schwarz). Per step, in relative and absolute terms,
 
     e_r = √n · rtol,     e_a = √n · atol           (n = nq + nv + 1, the index-1 state).
 
@@ -34,19 +34,23 @@ The drift R(t) = E(t) − E(t0) − W_nc(t) (E = T + V; W_nc the work of dampers
 forces/torques and drivers, integrated in the state) is a first integral of the extended
 state [y, W]: the exact flow keeps it, so after N steps it is exactly the sum of the N
 steps' defects |∇R · err|, each bounded as above. Per unit of e_r the defect is
-Σ |∂R/∂y_i| |y_i| ≤ 2T + |V| + |W| (T is quadratic in the velocities; gravity's V is linear in
-the positions, springs' about quadratic); per unit of e_a it is Σ |∂R/∂y_i| ≤ Σ_b m_b (|v_c|₁
-+ |g|₁) + |J ω|₁ + 1 (momenta and gravity forces; the spring forces' share is left out, it
-matters only for springs shorter than atol/rtol). A formulation whose constraints hold only
+G_rel = ‖∇R ∘ |y|‖₂, whose components are m v_c,i² and (J ω)_i ω_i (kinetic energy),
+m g_i r_i and 2 m |g| |c| (gravity through the positions and the orientation of an offset
+centre of mass c), 2 |V_springs| (about quadratic in the positions) and |W|; per unit of e_a
+it is G_abs = ‖∇R‖₂ with components m v_c,i, (J ω)_i, m g_i, 2 m |g| |c| and 1 (for W; the
+spring forces' share is left out, it matters only for springs shorter than atol/rtol).
+Both are taken at every frame and their maxima used. A formulation whose constraints hold only
 approximately (Baumgarte, penalty, augmented Lagrangian: their error does not vanish with the
 tolerance) lets the reactions work through the velocity violation, |P_c| ≤ |λ| ‖Φ̇‖:
 W_c = ∫ Σ(|F| + |T| + |effort|) ‖Φ̇‖ dt over the frames (trapezoidal), from the reported
 reactions and efforts. (The formulations that hold the joints to the tolerance — projection,
 partitioning, index3 — get no such share: near a singular configuration their minimum-norm
 reactions are large and meaningless, and their violations are inside the step bound.)
-Allowance, with S_rel = max_t (2T + |V| + |W|) (J) and S_abs the sum above (max over the frames):
+Allowance, with S_rel = max_t (2T + |V| + |W|) (J) for the round-off share:
 
-    |R(t)| ≤ N (e_r S_rel + e_a S_abs) + W_c + 10³ ε_mach S_rel
+    |R(t)| ≤ N (e_r G_rel + e_a G_abs) + W_c + 10³ ε_mach S_rel
+
+(Without the parts' mass data the 1-norm bounds G_rel ≤ S_rel, G_abs ≤ 1 + |V| + |W| are used.)
 
 Constraint violations
 ---------------------
@@ -308,27 +312,33 @@ def free_system(spec):
     return True, ""
 
 
-def _kinematics(motion, bodies):
-    """Com positions, velocities, accelerations, world inertias and ω, α of the bodies."""
+def _kinematics(motion, bodies, chunk=256):
+    """Com positions, velocities, accelerations (nt, k, 3), ω, α and J ω, J α (world) of the
+    bodies; computed ``chunk`` frames at a time (no (nt, k, 3, 3) array is kept)."""
     idx = [motion.part_index(n) for n in bodies.names]
-    A = rotation(motion.quaternion[:, idx])  # (nt, k, 3, 3)
-    rho = np.einsum("tkij,kj->tki", A, bodies.com)
+    nt, k = motion.nt, len(idx)
     w = motion.angular_velocity[:, idx]
     al = motion.angular_acceleration[:, idx]
-    rc = motion.position[:, idx] + rho
-    vc = motion.velocity[:, idx] + cross(w, rho)
-    ac = motion.acceleration[:, idx] + cross(al, rho) + cross(w, cross(w, rho))
-    J = A @ bodies.inertia[None] @ np.swapaxes(A, -1, -2)
-    return rc, vc, ac, w, al, J
+    rc, vc, ac, Jw, Ja = (np.empty((nt, k, 3)) for _ in range(5))
+    for a in range(0, nt, chunk):
+        sl = slice(a, min(a + chunk, nt))
+        A = rotation(motion.quaternion[sl][:, idx])  # (n, k, 3, 3)
+        rho = (A @ bodies.com[None, :, :, None])[..., 0]
+        ws, als = w[sl], al[sl]
+        rc[sl] = motion.position[sl][:, idx] + rho
+        vc[sl] = motion.velocity[sl][:, idx] + cross(ws, rho)
+        ac[sl] = motion.acceleration[sl][:, idx] + cross(als, rho) + cross(ws, cross(ws, rho))
+        for out, vec in ((Jw, ws), (Ja, als)):  # J x = A J' Aᵀ x
+            body = np.swapaxes(A, -1, -2) @ vec[..., None]
+            out[sl] = (A @ (bodies.inertia[None] @ body))[..., 0]
+    return rc, vc, ac, w, al, Jw, Ja
 
 
 def _rate(motion, bodies, kin):
     """ω_m (1/s): the motion's rate (module docstring)."""
     if kin is not None:
-        rc, vc, ac, w, al, J = kin
+        rc, vc, ac, w, al, Jw, Ja = kin
         m = bodies.mass[None, :]
-        Jw = np.einsum("tkij,tkj->tki", J, w)
-        Ja = np.einsum("tkij,tkj->tki", J, al)
         v2 = np.sum(m * np.sum(vc * vc, -1) + np.sum(w * Jw, -1), -1)
         a2 = np.sum(m * np.sum(ac * ac, -1) + np.sum(al * Ja, -1), -1)
         wmax = float(np.max(np.linalg.norm(w, axis=-1))) if w.size else 0.0
@@ -341,6 +351,22 @@ def _rate(motion, bodies, kin):
     vmax, amax = math.sqrt(float(np.max(v2, initial=0.0))), math.sqrt(float(np.max(a2, initial=0.0)))
     rate = amax / vmax if vmax > 0 else 0.0
     return max(rate, wmax) if np.isfinite(rate) else wmax
+
+
+def _energy_gradient(motion, bodies, kin, g, V, W):
+    """(G_rel, G_abs): max over the frames of ‖∇R ∘ |y|‖₂ (J) and ‖∇R‖₂ (J per state unit),
+    R = E − W_nc, over the state's components (module docstring)."""
+    rc, vc, ac, w, al, Jw, Ja = kin
+    m = bodies.mass[None, :, None]
+    r = motion.position[:, [motion.part_index(n) for n in bodies.names]]
+    # ∂V/∂p of gravity about the frame origin: |2 m g·(∂(A c)/∂p)| ≤ 2 m |g| |c| per body
+    quat = 2.0 * bodies.mass * float(np.linalg.norm(g)) * np.linalg.norm(bodies.com, axis=-1)
+    V_grav = -np.einsum("k,tki,i->t", bodies.mass, rc, g)
+    V_rest = np.abs(np.asarray(V, float) - V_grav)  # springs: about quadratic, 2|V| per unit relative change
+    rel = (np.sum((m * vc * vc) ** 2 + (Jw * w) ** 2 + (m * g * r) ** 2, axis=(1, 2)) + float(np.sum(quat ** 2))
+           + np.asarray(W, float) ** 2 + (2.0 * V_rest) ** 2)
+    ab = np.sum((m * vc) ** 2 + Jw ** 2 + (m * g) ** 2, axis=(1, 2)) + float(np.sum(quat ** 2)) + 1.0
+    return math.sqrt(float(np.nanmax(rel))), math.sqrt(float(np.nanmax(ab)))
 
 
 def _per_step(acc, span, rate):
@@ -417,16 +443,15 @@ def check_motion(motion, accuracy, *, bodies=None, gravity=(0.0, 0.0, 0.0), free
         E, T, V, W = (np.asarray(ex[k], float) for k in ("energy.total", "energy.kinetic", "energy.potential",
                                                          "work.nonconservative"))
         S_rel = float(np.nanmax(2 * T + np.abs(V) + np.abs(W)))
-        S_abs = 1.0
         if kin is not None:
-            rc, vc, ac, w, al, J = kin
-            Jw = np.einsum("tkij,tkj->tki", J, w)
-            S_abs += float(np.max(np.sum(bodies.mass * (np.sum(np.abs(vc), -1) + g1) + np.sum(np.abs(Jw), -1), -1)))
+            G_rel, G_abs = _energy_gradient(motion, bodies, kin, np.asarray(gravity, float), V, W)
+        else:  # no mass data: the 1-norm bounds of the 2-norms
+            G_rel, G_abs = S_rel, 1.0 + float(np.nanmax(np.abs(V) + np.abs(W)))
         W_c = 0.0
         if approximate_constraints and vviol is not None:
             p_c = react * np.nan_to_num(np.asarray(vviol, float), nan=0.0)
             W_c = float(np.sum(0.5 * (p_c[1:] + p_c[:-1]) * np.diff(t)))
-        allowed = N * (e_r * S_rel + e_a * S_abs) + W_c + 1e3 * _EPS * S_rel
+        allowed = N * (e_r * G_rel + e_a * G_abs) + W_c + 1e3 * _EPS * S_rel
         c = _drift_check("energy", "the energy balance E − E0 − W_nc", "J", t, E - E[0] - W, allowed, S_rel)
         if c is not None:
             report.checks.append(c)
@@ -456,10 +481,9 @@ def check_motion(motion, accuracy, *, bodies=None, gravity=(0.0, 0.0, 0.0), free
 
     # ---- momentum of a free system
     if free and kin is not None:
-        rc, vc, ac, w, al, J = kin
+        rc, vc, ac, w, al, Jw, Ja = kin
         m = bodies.mass
         P = np.einsum("k,tki->ti", m, vc)
-        Jw = np.einsum("tkij,tkj->tki", J, w)
         Lm = np.sum(m[None, :, None] * cross(rc, vc) + Jw, axis=1)
         Jn = np.linalg.norm(bodies.inertia, ord=2, axis=(-2, -1))
         speed, reach, wn = np.linalg.norm(vc, axis=-1), np.linalg.norm(rc, axis=-1), np.linalg.norm(w, axis=-1)

@@ -96,7 +96,7 @@ def a05_explicit(a05):
 
 
 def test_a05_explicit_default_keeps_the_invariants(a05):
-    m, res = run(a05, 10.0, 100)  # the defaults: projection / DOP853, rtol 1e-8, atol 1e-10
+    m, res = run(a05, 10.0, 100, formulation="projection")  # DOP853, rtol 1e-8, atol 1e-10
     assert m.complete, m.message
     L, E = _axial_momentum_and_energy(m, a05)
     assert abs(L[0] - 53.869) < 1e-3  # every part spins at 2π rad/s at the start
@@ -356,6 +356,20 @@ def test_stiffness_estimate_flags_a05_and_not_the_double_pendulum(a05):
     est = stiffness_estimate(dyn, q0, v0, 0.0, refs, times)
     assert not est.stiff and est.reason.startswith("not stiff")
     assert default_method(dyn, q0, v0, 0.0, refs, times).formulation == "projection"
+
+
+def test_a_run_without_a_method_takes_the_one_that_fits_and_says_why(a05):
+    """Stiff for 0.1 s frames: index3 at the estimate's step; at 0.01 s frames DOP853 resolves it."""
+    m, res = run(a05, 2.0, 20)
+    assert (res.formulation, res.integrator, res.dt) == ("index3", "generalized-alpha", 0.01)
+    assert res.notes[0].startswith("index3 / generalized-alpha chosen for the model: stiff:"), res.notes
+    assert m.complete and res.invariants.ok
+    m, res = run(a05, 0.2, 20)
+    assert (res.formulation, res.integrator, res.dt) == ("projection", "DOP853", None)
+    assert "not stiff" in res.notes[0]
+    # a tolerance or a formulation given: what the user asked for
+    assert run(a05, 2.0, 20, rtol=1e-6)[1].integrator == "DOP853"
+    assert run(a05, 2.0, 20, formulation="baumgarte")[1].integrator == "DOP853"
 
 
 def test_stiffness_estimate_sees_a_stiff_spring_on_a_pendulum(build):
