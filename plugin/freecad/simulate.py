@@ -283,6 +283,20 @@ def run_model(spec, *, t_end=None, steps=None, analysis="kinematic", options=Non
 
 
 def _save(doc, source, save_as, created):
+    """Save ``doc`` (see :func:`simulate_document`); the path written, or None.
+
+    Without FreeCAD's GUI the file gets the view data the GUI needs to show its parts
+    (:mod:`.guidoc`).
+    """
+    path = _save_file(doc, source, save_as)
+    if path is not None and not getattr(_app(), "GuiUp", False):
+        from .guidoc import add_gui_document, document_visibility
+
+        add_gui_document(path, document_visibility(doc))
+    return path
+
+
+def _save_file(doc, source, save_as):
     if save_as is not None:
         path = os.path.abspath(os.fspath(save_as))
         folder = os.path.dirname(path)
