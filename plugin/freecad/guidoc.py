@@ -9,7 +9,8 @@ nothing says otherwise) although ``Document.xml`` stores ``Visibility = true``.
 :func:`add_gui_document` adds a minimal ``GuiDocument.xml`` to such a file: one
 ``ViewProvider`` entry per object with just its ``Visibility`` — the object's own
 ``Visibility`` as the document in memory has it (so the stored motion stays hidden and
-the parts are shown). Every other view property keeps FreeCAD's default. A file that
+the parts are shown), and an empty ``Camera`` (FreeCAD requires the element; empty
+settings keep its default view). Every other view property keeps FreeCAD's default. A file that
 already has a ``GuiDocument.xml`` (saved by the GUI) is left alone. The file is
 rewritten atomically (a temporary zip in the same folder, then ``os.replace``).
 
@@ -42,7 +43,8 @@ def gui_document_xml(visibility):
                   "                </Property>",
                   "            </Properties>",
                   "        </ViewProvider>"]
-    lines += ["    </ViewProviderData>", "</Document>", ""]
+    # FreeCAD reads a Camera element after the view providers; empty settings keep its default view
+    lines += ["    </ViewProviderData>", '    <Camera settings=""/>', "</Document>", ""]
     return "\n".join(lines)
 
 
