@@ -280,7 +280,14 @@ class SimulationPanel:
         self.timer.timeout.connect(self._tick)
         self._use_stored_settings()
         self._opened_with = self.settings()
+        self._shown = self._stored_shown_time()
         self._load_stored_motion()
+
+    def _stored_shown_time(self):
+        from .simulate import motion_object
+
+        stored = motion_object(self.doc)
+        return float(stored.ShownTime) if stored is not None else None
 
     def _use_stored_settings(self):
         """End time, steps and analysis as the document stored them (the drivers are in the spec)."""
@@ -314,7 +321,8 @@ class SimulationPanel:
         self.status.setText("\n".join(["stored in the document: " + text] + warnings))
         self._enable(True)
         shown = float(getattr(motion_object(self.doc), "ShownTime", motion.time[0]))
-        self.show(min(max(shown, motion.time[0]), motion.time[-1]))
+        # the parts are already there: mark the time without moving them
+        self._mark(min(max(shown, motion.time[0]), motion.time[-1]))
 
     # -- drivers ---------------------------------------------------------------------
     def _fill_drivers(self):
@@ -412,13 +420,17 @@ class SimulationPanel:
 
         if self.motion is None:
             return
-        self.t = show_time(self.doc, t, self.motion, self.bindings)
+        self._mark(show_time(self.doc, t, self.motion, self.bindings))
+        Gui.updateGui()
+
+    def _mark(self, t):
+        """Show time ``t`` (s) on the slider and the label (the parts are not moved)."""
+        self.t = t
         t0, t1 = self.motion.time[0], self.motion.time[-1]
         self.slider.blockSignals(True)
         self.slider.setValue(int(round(1000 * (self.t - t0) / (t1 - t0))) if t1 > t0 else 0)
         self.slider.blockSignals(False)
         self.time_label.setText(f"t = {self.t:.4f} s")
-        Gui.updateGui()
 
     def _scrub(self, value):
         if self.motion is not None:
@@ -479,6 +491,7 @@ class SimulationPanel:
         self.doc.commitTransaction()
         self.kept = True
         self.saved = {n: App.Placement(b.obj.Placement) for n, b in self.model.bindings.items()}
+        self._shown = self._stored_shown_time()
         self.save_settings()
         App.Console.PrintMessage(f"cadmotion: kept the frame at t = {self.t:.4f} s\n")
 
@@ -537,6 +550,11 @@ class SimulationPanel:
         for n, b in self.model.bindings.items():
             if n in self.saved:
                 b.obj.Placement = self.saved[n]      # exactly what was there
+        from .simulate import motion_object
+
+        stored = motion_object(self.doc)           # and the time the stored motion says they show
+        if stored is not None and self._shown is not None and stored.ShownTime != self._shown:
+            stored.ShownTime = self._shown
 
     def getStandardButtons(self):
         _, QtGui = _qt()

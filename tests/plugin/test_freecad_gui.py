@@ -237,6 +237,8 @@ RESULT["turned_played"] = turned(R0)
 panel.table.item(rows(panel)[("pivot", "angle")], 2).setText("pi*t")
 panel.steps.setValue(30)
 panel.reject()
+RESULT["shown_after_close"] = S.motion_object(doc).ShownTime
+RESULT["turned_after_close"] = turned(R0)
 doc.save()
 path = doc.FileName
 App.closeDocument(doc.Name)
@@ -334,6 +336,10 @@ def test_a_document_saved_headless_reopens_in_the_window_and_plays_keeps_drivers
     assert r["t_open"] == pytest.approx(0.3)              # the time the document was saved at
     assert 0.3 < r["t_played"] <= 1.0
     assert r["turned_played"] == pytest.approx((360.0 * r["t_played"]) % 360.0, abs=0.05)
+
+    # closing the panel puts the parts back at the saved time, and says so
+    assert r["shown_after_close"] == pytest.approx(0.3)
+    assert r["turned_after_close"] == pytest.approx(108.0, abs=0.05)
 
     # 2. the typed driver and steps come back after save and reopen, and drive the run
     assert r["driver_reopened"] == "pi*t"
