@@ -458,7 +458,7 @@ def _stored_event(text):
 
     from ...kernel.motion import Event
 
-    m = re.match(r"(\S+) at t = (\S+) s: (.*)\Z", text, re.S)
+    m = re.match(r"(\S+) at t = (\S+) s: (.*)\Z", text, re.DOTALL)
     if m is None:
         return Event("note", float("nan"), text)
     try:

@@ -356,7 +356,7 @@ def test_a_document_saved_headless_reopens_in_the_window_and_plays_keeps_drivers
     t_star = (reach - x0) / 20.0
     stops = [e for e in r["lock_events"] if e[0] in ("lockup", "singular")]
     assert len(stops) == 1, r["lock_events"]
-    kind, t_stop, message = stops[0]
+    _, t_stop, message = stops[0]
     assert t_star - 0.01 <= t_stop <= t_star + 1.0 / 30 + 1e-9
     assert r["lock_last_frame"] <= t_stop
     named = [float(x) for w in r["lock_warnings"] for x in re.findall(r"t = ([0-9.e+-]+) s", w)]

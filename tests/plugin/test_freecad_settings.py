@@ -6,13 +6,11 @@ checked by running the kernel on the result against the drivers' closed forms.
 reading it is in test_freecad_gui.py).
 """
 
-import zipfile
 import xml.etree.ElementTree as ET
+import zipfile
 from pathlib import Path
 
 import numpy as np
-import pytest
-
 from cadmotion.importers import load
 from cadmotion.kernel import compile_model, kinematics
 from cadmotion.plugin.freecad.guidoc import add_gui_document
