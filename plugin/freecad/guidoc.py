@@ -11,7 +11,9 @@ nothing says otherwise) although ``Document.xml`` stores ``Visibility = true``.
 ``Visibility`` as the document in memory has it (so the stored motion stays hidden and
 the parts are shown), and an empty ``Camera`` (FreeCAD requires the element; empty
 settings keep its default view). Every other view property keeps FreeCAD's default. A file that
-already has a ``GuiDocument.xml`` (saved by the GUI) is left alone. The file is
+already has a ``GuiDocument.xml`` (saved by the GUI) is left alone. A document that was
+opened from a file the GUI saved keeps that file's view data (``freecadcmd`` drops it on
+saving): :func:`read_gui_data` before the save, ``previous=`` after. The file is
 rewritten atomically (a temporary zip in the same folder, then ``os.replace``).
 
 Works with or without FreeCAD; ``visibility`` is a mapping object name -> bool.
@@ -20,11 +22,12 @@ Works with or without FreeCAD; ``visibility`` is a mapping object name -> bool.
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 import zipfile
 from xml.sax.saxutils import quoteattr
 
-__all__ = ["GUI_DOCUMENT", "gui_document_xml", "add_gui_document", "document_visibility"]
+__all__ = ["GUI_DOCUMENT", "gui_document_xml", "add_gui_document", "document_visibility", "read_gui_data"]
 
 GUI_DOCUMENT = "GuiDocument.xml"
 
@@ -53,15 +56,67 @@ def document_visibility(doc):
     return {o.Name: bool(getattr(o, "Visibility", True)) for o in doc.Objects}
 
 
-def add_gui_document(path, visibility):
+def read_gui_data(path):
+    """The view data of an ``.FCStd`` the GUI saved: {entry name: bytes}, or None.
+
+    ``GuiDocument.xml`` and the files it refers to (``file="..."``: colour lists). A save
+    by ``freecadcmd`` drops them; :func:`add_gui_document` puts them back.
+    """
+    try:
+        with zipfile.ZipFile(os.fspath(path)) as zf:
+            names = set(zf.namelist())
+            if GUI_DOCUMENT not in names:
+                return None
+            text = zf.read(GUI_DOCUMENT)
+            files = set(re.findall(rb'file="([^"]+)"', text)) if text else set()
+            data = {GUI_DOCUMENT: text}
+            for f in files:
+                name = f.decode("utf-8", "replace")
+                if name in names:
+                    data[name] = zf.read(name)
+            return data
+    except (OSError, zipfile.BadZipFile, KeyError):
+        return None
+
+
+def _merged(previous, visibility, taken):
+    """``previous`` view data with a Visibility-only entry for each object it lacks; None if unusable."""
+    text = previous[GUI_DOCUMENT].decode("utf-8")
+    if any(name in taken for name in previous if name != GUI_DOCUMENT):
+        return None                                   # an entry name the new file already uses
+    have = set(re.findall(r'<ViewProvider name="([^"]*)"', text))
+    extra = {n: v for n, v in visibility.items() if quoteattr(str(n))[1:-1] not in have}
+    end = text.rfind("</ViewProviderData>")
+    count = re.search(r'<ViewProviderData Count="(\d+)"', text)
+    if end < 0 or count is None:
+        return None
+    entries = gui_document_xml(extra).split("\n")
+    start = next(i for i, line in enumerate(entries) if "<ViewProviderData" in line) + 1
+    stop = next(i for i, line in enumerate(entries) if "</ViewProviderData>" in line)
+    block = "\n".join(entries[start:stop])
+    text = text[:end].rstrip(" ") + (block + "\n    " if block else "") + text[end:]
+    text = text.replace(count.group(0), f'<ViewProviderData Count="{int(count.group(1)) + len(extra)}"', 1)
+    out = dict(previous)
+    out[GUI_DOCUMENT] = text.encode("utf-8")
+    return out
+
+
+def add_gui_document(path, visibility, previous=None):
     """Add a ``GuiDocument.xml`` to the ``.FCStd`` at ``path`` if it has none; True if added.
 
     ``visibility``: object name -> bool (see :func:`document_visibility`).
+    ``previous``: :func:`read_gui_data` of the file the document was opened from; its
+    view data (colours, display modes, camera) is kept, objects it does not know get a
+    ``Visibility`` entry.
     """
     path = os.fspath(path)
     with zipfile.ZipFile(path) as zin:
-        if GUI_DOCUMENT in zin.namelist():
+        taken = set(zin.namelist())
+        if GUI_DOCUMENT in taken:
             return False
+        entries = _merged(previous, visibility, taken) if previous else None
+        if entries is None:
+            entries = {GUI_DOCUMENT: gui_document_xml(visibility).encode("utf-8")}
         fd, tmp = tempfile.mkstemp(suffix=".FCStd", prefix=".cadmotion-", dir=os.path.dirname(path) or ".")
         os.close(fd)
         try:
@@ -69,7 +124,8 @@ def add_gui_document(path, visibility):
                 zout.comment = zin.comment
                 for info in zin.infolist():
                     zout.writestr(info, zin.read(info.filename))
-                zout.writestr(GUI_DOCUMENT, gui_document_xml(visibility))
+                for name, data in entries.items():
+                    zout.writestr(name, data)
         except BaseException:
             os.unlink(tmp)
             raise

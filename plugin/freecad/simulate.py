@@ -321,14 +321,20 @@ def report_run(motion):
 def _save(doc, source, save_as, created):
     """Save ``doc`` (see :func:`simulate_document`); the path written, or None.
 
-    Without FreeCAD's GUI the file gets the view data the GUI needs to show its parts
-    (:mod:`.guidoc`).
+    Without FreeCAD's GUI the file gets the view data the GUI needs to show its parts,
+    kept from the file the document was opened from where the GUI saved it (:mod:`.guidoc`).
     """
+    headless = not getattr(_app(), "GuiUp", False)
+    previous = None
+    if headless and doc.FileName and os.path.isfile(doc.FileName):
+        from .guidoc import read_gui_data
+
+        previous = read_gui_data(doc.FileName)     # the GUI's view data, which this save drops
     path = _save_file(doc, source, save_as)
-    if path is not None and not getattr(_app(), "GuiUp", False):
+    if path is not None and headless:
         from .guidoc import add_gui_document, document_visibility
 
-        add_gui_document(path, document_visibility(doc))
+        add_gui_document(path, document_visibility(doc), previous=previous)
     return path
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 from cadmotion.importers import load
 from cadmotion.kernel import compile_model, kinematics
-from cadmotion.plugin.freecad.guidoc import add_gui_document
+from cadmotion.plugin.freecad.guidoc import add_gui_document, read_gui_data
 from cadmotion.plugin.freecad.settings import apply_drivers
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
@@ -77,3 +77,30 @@ def test_a_file_the_gui_saved_keeps_its_own_view_data(tmp_path):
     before = path.read_bytes()
     assert not add_gui_document(path, {"Solid": False})
     assert path.read_bytes() == before
+
+
+def test_the_guis_view_data_survives_a_headless_save_and_new_objects_get_an_entry(tmp_path):
+    gui_saved = _fcstd(tmp_path / "gui.FCStd")
+    view = ('<?xml version=\'1.0\' encoding=\'utf-8\'?>\n<Document SchemaVersion="1" HasExpansion="1">\n'
+            '    <ViewProviderData Count="1">\n        <ViewProvider name="Solid" expanded="0">\n'
+            '            <Properties Count="1" TransientCount="0">\n'
+            '                <Property name="DiffuseColor" type="App::PropertyColorList" status="1">\n'
+            '                    <ColorList file="DiffuseColor"/>\n                </Property>\n'
+            '            </Properties>\n        </ViewProvider>\n    </ViewProviderData>\n'
+            '    <Camera settings="OrthographicCamera {}"/>\n</Document>\n')
+    with zipfile.ZipFile(gui_saved, "a") as zf:
+        zf.writestr("GuiDocument.xml", view)
+        zf.writestr("DiffuseColor", b"\x01\x00\x00\x00red!")
+    previous = read_gui_data(gui_saved)
+    assert set(previous) == {"GuiDocument.xml", "DiffuseColor"}
+    headless = _fcstd(tmp_path / "saved.FCStd")                      # what freecadcmd writes: no view data
+    assert add_gui_document(headless, {"Solid": True, "CadmotionMotion": False}, previous=previous)
+    with zipfile.ZipFile(headless) as zf:
+        assert zf.read("DiffuseColor") == b"\x01\x00\x00\x00red!"
+        root = ET.fromstring(zf.read("GuiDocument.xml"))
+    vps = {vp.get("name"): vp for vp in root.iter("ViewProvider")}
+    assert set(vps) == {"Solid", "CadmotionMotion"}
+    assert root.find("ViewProviderData").get("Count") == "2"
+    assert vps["Solid"].find("Properties/Property").get("name") == "DiffuseColor"   # the GUI's entry kept
+    assert vps["CadmotionMotion"].find("Properties/Property/Bool").get("value") == "false"
+    assert root.find("Camera").get("settings") == "OrthographicCamera {}"
