@@ -329,10 +329,11 @@ def _check_drivers(model, J, info):
 
 
 class _Stop(Exception):
-    def __init__(self, kind, message, state=None):
+    def __init__(self, kind, message, state=None, time=None):
         super().__init__(message)
         self.kind = kind
         self.state = state
+        self.time = time  # s, the time the message names
 
 
 class _Stepper:
@@ -396,11 +397,12 @@ class _Stepper:
                 return self.advance(tm, mid, t1, angles, events, depth + 1)
             except _Stop as stop:
                 if depth == 0 and stop.kind == "lockup":
-                    events.append(Event("lockup", float(t1), str(stop)))
+                    # the time the lock-up was found at (a sub-step), as its message says
+                    events.append(Event("lockup", float(t1 if stop.time is None else stop.time), str(stop)))
                 raise
         if q_new is None:
             raise _Stop("lockup", f"lock-up at t = {t1:.6g} s: the position equations have no solution near the "
-                        "previous pose (the drivers push the mechanism past a limit or toggle position)")
+                        "previous pose (the drivers push the mechanism past a limit or toggle position)", time=t1)
         if jumped:
             jump = np.max(np.abs(q_new - q_pred))
             events.append(Event("branch", float(t1),

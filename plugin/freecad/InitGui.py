@@ -35,6 +35,22 @@ static char * cadmotion_xpm[] = {
 "                "};
 """
 
+    def __init__(self):
+        # the SVG icon in the cadmotion package, found without importing it (FreeCAD runs
+        # this file with separate globals and locals: no module-level helpers here)
+        import importlib.util
+        import os
+
+        try:
+            spec = importlib.util.find_spec("cadmotion")
+        except Exception:
+            spec = None
+        if spec is not None and spec.origin:
+            path = os.path.join(os.path.dirname(spec.origin), "plugin", "freecad", "icons",
+                                "Cadmotion_Workbench.svg")
+            if os.path.isfile(path):
+                self.__class__.Icon = path
+
     def Initialize(self):
         try:
             from cadmotion.plugin.freecad import gui

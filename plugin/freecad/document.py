@@ -206,9 +206,9 @@ class DocumentModel:
 
 # --------------------------------------------------------------------------- parts
 def is_cadmotion_object(obj):
-    """True for the workbench's own objects (joints, the stored motion)."""
+    """True for the workbench's own objects (joints, the stored motion, the panel's settings)."""
     props = getattr(obj, "PropertiesList", ())
-    return "CadmotionJoint" in props or "CadmotionMotion" in props
+    return "CadmotionJoint" in props or "CadmotionMotion" in props or "CadmotionSettings" in props
 
 
 def _has_solids(obj):
@@ -363,7 +363,8 @@ def document_spec(doc, *, drivers=(), density=1000.0, sidecar=None, units="mm"):
     drivers : sequence of DriverSpec or dicts like a model file's ``[[drivers]]`` entries
         (``{"joint": "crank", "expression": "2*pi*t"}``; angles in rad, lengths in
         ``units``); added to the drivers the document itself defines (a driver for a
-        joint that already has one replaces it).
+        joint that already has one replaces it). Drivers typed in the task panel and
+        saved in the document (:mod:`.settings`) replace the document's own first.
     density : kg/m^3, a material name, or a mapping part name -> either.
     sidecar : path of a model file to use when the document has no joints; default
         :func:`sidecar_path`.
@@ -402,9 +403,21 @@ def document_spec(doc, *, drivers=(), density=1000.0, sidecar=None, units="mm"):
                      + (repr(os.path.basename(path)) if path else "'<document>.cadmotion.toml'")
                      + " beside the document")
         model = _sidecar_model(doc, parts, path, density)
+    model = _with_panel_drivers(doc, model)
     if drivers:
         model = replace(model, spec=_with_drivers(model.spec, drivers, units))
     return model
+
+
+def _with_panel_drivers(doc, model):
+    """The model with the drivers typed in the task panel and saved in the document."""
+    from .settings import apply_drivers, read_settings
+
+    stored = read_settings(doc)
+    if stored is None or not stored.drivers:
+        return model
+    spec, notes = apply_drivers(model.spec, stored.drivers)
+    return replace(model, spec=spec, warnings=list(model.warnings) + notes)
 
 
 def _with_drivers(spec, drivers, units):

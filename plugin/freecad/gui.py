@@ -7,6 +7,8 @@ Commands
 from the selected edge or face (:func:`cadmotion.plugin.freecad.joints.joint_from_selection`).
 ``Cadmotion_Ground``: fix the selected parts to the world.
 ``Cadmotion_Simulate``: the task panel.
+``Cadmotion_Play``: the task panel, playing the motion stored in the document (active
+only when the document holds one).
 
 Task panel
 ----------
@@ -18,11 +20,20 @@ a time slider, speed. *Keep this frame* stores the motion in the document
 keeping puts every part back where it was. *Export* writes the animation or tables
 through cadmotion's writers, *Plot* opens plots of the chosen parts.
 
+A document that holds a stored motion opens the panel with that motion loaded, ready to
+play, at the time the document shows. The drivers, end time, steps and analysis typed
+in the panel are saved in the document (:mod:`.settings`) when the panel is closed or a
+frame is kept, if they differ from what the document had; they are read back the next
+time the panel opens. A run that stops early (a lock-up, a singular position) is a
+warning in the report view naming the one time it happened at.
+
 Errors are printed to the report view (``FreeCAD.Console.PrintError``) and shown in a
 dialog; the document is not changed by a failed command.
 """
 
 from __future__ import annotations
+
+import os
 
 import FreeCAD as App
 import FreeCADGui as Gui
@@ -30,13 +41,14 @@ import FreeCADGui as Gui
 from ...errors import CadmotionError
 from .document import report_error
 from .joints import StatelessProxy
+from .simulate import run_summary
 
-__all__ = ["JOINT_COMMANDS", "RUN_COMMANDS", "SimulationPanel", "open_task_panel", "report_error",
-           "JointViewProvider"]
+__all__ = ["JOINT_COMMANDS", "RUN_COMMANDS", "SimulationPanel", "open_task_panel", "play_stored_motion",
+           "report_error", "run_summary", "has_stored_motion", "icon_path", "JointViewProvider"]
 
 JOINT_COMMANDS = ["Cadmotion_Revolute", "Cadmotion_Prismatic", "Cadmotion_Cylindrical",
                   "Cadmotion_Spherical", "Cadmotion_Planar", "Cadmotion_Fixed", "Cadmotion_Ground"]
-RUN_COMMANDS = ["Cadmotion_Simulate"]
+RUN_COMMANDS = ["Cadmotion_Simulate", "Cadmotion_Play"]
 
 
 def _qt():
@@ -55,7 +67,7 @@ class JointViewProvider(StatelessProxy):
         self.Object = vobj.Object
 
     def getIcon(self):
-        return _JOINT_ICON  # XPM text, which view providers may return
+        return icon_path("Cadmotion_Joint")
 
     def getDisplayModes(self, vobj):
         return ["Default"]
@@ -67,29 +79,12 @@ class JointViewProvider(StatelessProxy):
         pass
 
 
-_JOINT_ICON = """
-/* XPM */
-static char * joint_xpm[] = {
-"16 16 2 1",
-" 	c None",
-".	c #2060C0",
-"                ",
-"     ......     ",
-"    ..    ..    ",
-"   ..      ..   ",
-"   .   ..   .   ",
-"   .  ....  .   ",
-"   .  ....  .   ",
-"   .   ..   .   ",
-"   ..      ..   ",
-"    ..    ..    ",
-"     ......     ",
-"                ",
-"                ",
-"                ",
-"                ",
-"                "};
-"""
+ICON_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "icons")
+
+
+def icon_path(command):
+    """The SVG icon of a command (or ``Cadmotion_Joint``, ``Cadmotion_Workbench``), a file path."""
+    return os.path.join(ICON_DIR, f"{command}.svg")
 
 
 # --------------------------------------------------------------------------- commands
@@ -97,6 +92,7 @@ class _JointCommand:
     def __init__(self, jtype, text):
         self.jtype = jtype
         self.text = text
+        self.icon = icon_path(f"Cadmotion_{text}")
 
     def GetResources(self):
         return {"MenuText": f"{self.text} joint",
@@ -125,6 +121,8 @@ class _JointCommand:
 
 
 class _GroundCommand:
+    icon = icon_path("Cadmotion_Ground")
+
     def GetResources(self):
         return {"MenuText": "Ground part", "ToolTip": "fix the selected parts to the world", "Pixmap": self.icon}
 
@@ -153,7 +151,7 @@ class _GroundCommand:
 class _SimulateCommand:
     def GetResources(self):
         return {"MenuText": "Simulate...", "ToolTip": "drivers, time span, run, playback, export, plots",
-                "Pixmap": getattr(self, "icon", "Std_Placement")}
+                "Pixmap": icon_path("Cadmotion_Simulate")}
 
     def IsActive(self):
         return App.ActiveDocument is not None
@@ -162,19 +160,37 @@ class _SimulateCommand:
         open_task_panel()
 
 
+class _PlayCommand:
+    """Play the motion stored in the active document (active only when it holds one)."""
+
+    def GetResources(self):
+        return {"MenuText": "Play stored motion",
+                "ToolTip": "play the motion kept in this document (the simulation panel, playing)",
+                "Pixmap": icon_path("Cadmotion_Play")}
+
+    def IsActive(self):
+        doc = App.ActiveDocument
+        return doc is not None and has_stored_motion(doc)
+
+    def Activated(self):
+        play_stored_motion()
+
+
+def has_stored_motion(doc):
+    """True when ``doc`` holds a stored motion with at least one frame (cheap: no arrays read)."""
+    from .simulate import motion_object
+
+    obj = motion_object(doc)
+    return obj is not None and len(obj.Time) > 0
+
+
 def _register():
-    try:
-        Gui.addIcon("Cadmotion_Joint", _JOINT_ICON)
-        icon = "Cadmotion_Joint"
-    except Exception:  # older FreeCAD without addIcon
-        icon = "Std_Placement"
-    for cmd in (_JointCommand, _GroundCommand, _SimulateCommand):
-        cmd.icon = icon
     for jtype, text in (("revolute", "Revolute"), ("prismatic", "Prismatic"), ("cylindrical", "Cylindrical"),
                         ("spherical", "Spherical"), ("planar", "Planar"), ("fixed", "Fixed")):
         Gui.addCommand(f"Cadmotion_{text}", _JointCommand(jtype, text))
     Gui.addCommand("Cadmotion_Ground", _GroundCommand())
     Gui.addCommand("Cadmotion_Simulate", _SimulateCommand())
+    Gui.addCommand("Cadmotion_Play", _PlayCommand())
 
 
 # --------------------------------------------------------------------------- task panel
@@ -262,6 +278,51 @@ class SimulationPanel:
         self.timer = QtCore.QTimer()
         self.timer.setInterval(33)
         self.timer.timeout.connect(self._tick)
+        self._use_stored_settings()
+        self._opened_with = self.settings()
+        self._shown = self._stored_shown_time()
+        self._load_stored_motion()
+
+    def _stored_shown_time(self):
+        from .simulate import motion_object
+
+        stored = motion_object(self.doc)
+        return float(stored.ShownTime) if stored is not None else None
+
+    def _use_stored_settings(self):
+        """End time, steps and analysis as the document stored them (the drivers are in the spec)."""
+        from .settings import read_settings
+
+        stored = read_settings(self.doc)
+        if stored is None:
+            return
+        if stored.t_end:
+            self.t_end.setValue(stored.t_end)
+        if stored.steps:
+            self.steps.setValue(stored.steps)
+        if stored.analysis and self.analysis.findText(stored.analysis) >= 0:
+            self.analysis.setCurrentIndex(self.analysis.findText(stored.analysis))
+
+    def _load_stored_motion(self):
+        """Make the motion stored in the document (if any) the panel's, at the time it shows."""
+        from .simulate import load_motion, motion_object
+
+        try:
+            motion, bindings = load_motion(self.doc)
+        except Exception as exc:       # a damaged stored motion: say so, the panel still runs
+            report_error(exc, dialog=False)
+            return
+        if motion is None or not bindings:
+            return
+        if {p.name for p in self.model.spec.parts} >= set(motion.parts):
+            motion.spec = self.model.spec   # shapes and names for exports and plots
+        self.motion, self.bindings = motion, bindings
+        text, warnings = run_summary(motion)
+        self.status.setText("\n".join(["stored in the document: " + text] + warnings))
+        self._enable(True)
+        shown = float(getattr(motion_object(self.doc), "ShownTime", motion.time[0]))
+        # the parts are already there: mark the time without moving them
+        self._mark(min(max(shown, motion.time[0]), motion.time[-1]))
 
     # -- drivers ---------------------------------------------------------------------
     def _fill_drivers(self):
@@ -284,16 +345,39 @@ class SimulationPanel:
 
     def drivers(self):
         """The table's drivers as DriverSpecs (joint coordinates with an expression)."""
-        from ...kernel.spec import DriverSpec, TimeFunctionSpec
+        from .settings import driver_spec
 
-        out = []
-        for r in range(self.table.rowCount()):
-            jn, coord, expr = (self.table.item(r, c).text().strip() for c in range(3))
-            if expr:
-                out.append(DriverSpec(name=f"{jn}.{coord}.driver", joint=jn, coordinate=coord,
-                                      function=TimeFunctionSpec(expression=expr, scale=1e-3 if coord == "disp" else 1.0),
-                                      source="task panel"))
-        return out
+        return [driver_spec(jn, coord, expr) for jn, coord, expr in self.driver_rows() if expr]
+
+    def driver_rows(self):
+        """The table as (joint, coordinate, expression) rows; expressions in rad / mm."""
+        return tuple(tuple(self.table.item(r, c).text().strip() for c in range(3))
+                     for r in range(self.table.rowCount()))
+
+    def settings(self):
+        """What the panel shows, as the document stores it (:class:`.settings.PanelSettings`)."""
+        from .settings import PanelSettings
+
+        return PanelSettings(drivers=self.driver_rows(), t_end=float(self.t_end.value()),
+                             steps=int(self.steps.value()), analysis=self.analysis.currentText())
+
+    def save_settings(self):
+        """Store the panel's settings in the document if they changed; True if stored."""
+        from .settings import write_settings
+
+        current = self.settings()
+        if current == self._opened_with:
+            return False
+        self.doc.openTransaction("Cadmotion simulation settings")
+        try:
+            write_settings(self.doc, current)
+        except Exception as exc:
+            self.doc.abortTransaction()
+            report_error(exc)
+            return False
+        self.doc.commitTransaction()
+        self._opened_with = current
+        return True
 
     # -- run ------------------------------------------------------------------------
     def run(self):
@@ -317,16 +401,13 @@ class SimulationPanel:
         finally:
             QtGui.QApplication.restoreOverrideCursor()
         self.bindings = self.model.bindings
-        m = self.motion
-        text = f"{m.nt} frames, t = {m.time[0]:g} .. {m.time[-1]:g} s"
-        if not m.complete:
-            text += f"; STOPPED EARLY: {m.message}"
-        for e in m.events:
-            text += f"\n{e.kind} at t = {e.time:.4g} s"
-        self.status.setText(text)
+        text, warnings = run_summary(self.motion)
+        self.status.setText("\n".join([text] + warnings))
         App.Console.PrintMessage(f"cadmotion: {text}\n")
+        for w in warnings:
+            App.Console.PrintWarning(f"cadmotion: {w}\n")
         self._enable(True)
-        self.show(m.time[0])
+        self.show(self.motion.time[0])
 
     def _enable(self, on):
         for w in (self.play_button, self.slider, self.speed_box, self.keep_button, self.export_button,
@@ -339,13 +420,17 @@ class SimulationPanel:
 
         if self.motion is None:
             return
-        self.t = show_time(self.doc, t, self.motion, self.bindings)
+        self._mark(show_time(self.doc, t, self.motion, self.bindings))
+        Gui.updateGui()
+
+    def _mark(self, t):
+        """Show time ``t`` (s) on the slider and the label (the parts are not moved)."""
+        self.t = t
         t0, t1 = self.motion.time[0], self.motion.time[-1]
         self.slider.blockSignals(True)
         self.slider.setValue(int(round(1000 * (self.t - t0) / (t1 - t0))) if t1 > t0 else 0)
         self.slider.blockSignals(False)
         self.time_label.setText(f"t = {self.t:.4f} s")
-        Gui.updateGui()
 
     def _scrub(self, value):
         if self.motion is not None:
@@ -406,6 +491,8 @@ class SimulationPanel:
         self.doc.commitTransaction()
         self.kept = True
         self.saved = {n: App.Placement(b.obj.Placement) for n, b in self.model.bindings.items()}
+        self._shown = self._stored_shown_time()
+        self.save_settings()
         App.Console.PrintMessage(f"cadmotion: kept the frame at t = {self.t:.4f} s\n")
 
     def export(self):
@@ -463,6 +550,11 @@ class SimulationPanel:
         for n, b in self.model.bindings.items():
             if n in self.saved:
                 b.obj.Placement = self.saved[n]      # exactly what was there
+        from .simulate import motion_object
+
+        stored = motion_object(self.doc)           # and the time the stored motion says they show
+        if stored is not None and self._shown is not None and stored.ShownTime != self._shown:
+            stored.ShownTime = self._shown
 
     def getStandardButtons(self):
         _, QtGui = _qt()
@@ -471,6 +563,7 @@ class SimulationPanel:
     def reject(self):
         self.pause()
         self._restore()
+        self.save_settings()
         Gui.Control.closeDialog()
         return True
 
@@ -492,6 +585,14 @@ def open_task_panel(doc=None):
     if Gui.Control.activeDialog():
         Gui.Control.closeDialog()
     Gui.Control.showDialog(panel)
+    return panel
+
+
+def play_stored_motion(doc=None):
+    """Open the panel on the document's stored motion and start playing it; the panel or None."""
+    panel = open_task_panel(doc)
+    if panel is not None and panel.motion is not None:
+        panel.play()
     return panel
 
 

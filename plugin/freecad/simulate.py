@@ -18,7 +18,8 @@ all read-only in the property editor::
                             FloatList, nt x nb x 3 (m/s, rad/s, m/s^2, rad/s^2)
     JointColumns            StringList, "<joint>.<angle|disp>"
     JointValues             FloatList, len(JointColumns) x nt (rad, m)
-    Complete, Message, Events
+    Complete, Message       false / why, when the run stopped early
+    Events                  StringList, "<kind> at t = <time, s> s: <message>"
     TEnd, Steps, Analysis   the run's settings
     ShownTime               the time the document's placements show
 
@@ -41,7 +42,7 @@ from .document import (WORLD, DocumentModel, PartBinding, check_dependencies, do
                        shape_parts)
 
 __all__ = ["simulate_document", "import_step", "DocumentRun", "store_motion", "load_motion",
-           "show_time", "motion_object", "export_motion", "MOTION_OBJECT"]
+           "show_time", "motion_object", "export_motion", "MOTION_OBJECT", "run_summary", "report_run"]
 
 MOTION_OBJECT = "CadmotionMotion"
 
@@ -238,6 +239,7 @@ def simulate_document(path_or_doc, *, t_end=None, steps=None, analysis="kinemati
         motion = run_model(model.spec, t_end=t_end, steps=steps, analysis=analysis,
                            options=options, progress=progress)
         timings["simulate"] = time.perf_counter() - tick
+        report_run(motion)
         store_motion(doc, motion, model, analysis=analysis)
         t_show = motion.time[0] if at is None else (motion.time[-1] if at == "end" else float(at))
         show_time(doc, t_show)
@@ -282,7 +284,61 @@ def run_model(spec, *, t_end=None, steps=None, analysis="kinematic", options=Non
     return motion
 
 
+_INFO_EVENTS = ("assembly", "stats")   # events that report, not warn
+
+
+def run_summary(motion):
+    """(one line on the frames, warnings): what a run or a stored motion says.
+
+    A stop (lock-up, singular position, interruption) is one warning naming the time the
+    analysis gave it (its event's time, the same as in its message); the last frame's
+    time is said apart from it, so two times never read as the same thing.
+    """
+    m = motion
+    text = f"{m.nt} frames, t = {m.time[0]:g} .. {m.time[-1]:g} s"
+    if not m.complete:
+        text += " (stopped early: the last frame is the last pose reached)"
+    warnings = []
+    for e in m.events:
+        if e.kind in _INFO_EVENTS:
+            text += f"\n{e.message}"
+        else:
+            warnings.append(e.message or f"{e.kind} at t = {e.time:.6g} s")
+    if not m.complete and m.message and m.message not in warnings:
+        warnings.append(m.message)
+    return text, warnings
+
+
+def report_run(motion):
+    """Print the run's summary to FreeCAD's report view: a message, and a warning per stop."""
+    App = _app()
+    text, warnings = run_summary(motion)
+    App.Console.PrintMessage(f"cadmotion: {text}\n")
+    for w in warnings:
+        App.Console.PrintWarning(f"cadmotion: {w}\n")
+
+
 def _save(doc, source, save_as, created):
+    """Save ``doc`` (see :func:`simulate_document`); the path written, or None.
+
+    Without FreeCAD's GUI the file gets the view data the GUI needs to show its parts,
+    kept from the file the document was opened from where the GUI saved it (:mod:`.guidoc`).
+    """
+    headless = not getattr(_app(), "GuiUp", False)
+    previous = None
+    if headless and doc.FileName and os.path.isfile(doc.FileName):
+        from .guidoc import read_gui_data
+
+        previous = read_gui_data(doc.FileName)     # the GUI's view data, which this save drops
+    path = _save_file(doc, source, save_as)
+    if path is not None and headless:
+        from .guidoc import add_gui_document, document_visibility
+
+        add_gui_document(path, document_visibility(doc), previous=previous)
+    return path
+
+
+def _save_file(doc, source, save_as):
     if save_as is not None:
         path = os.path.abspath(os.fspath(save_as))
         folder = os.path.dirname(path)
@@ -306,6 +362,9 @@ def _save(doc, source, save_as, created):
 # --------------------------------------------------------------------------- storage
 def motion_object(doc, create=False):
     """The document's ``CadmotionMotion`` object (None if it has none and not ``create``)."""
+    obj = doc.getObject(MOTION_OBJECT)
+    if obj is not None and "CadmotionMotion" in obj.PropertiesList:
+        return obj
     for o in doc.Objects:
         if "CadmotionMotion" in o.PropertiesList:
             return o
@@ -355,7 +414,7 @@ def store_motion(doc, motion, model, *, analysis="kinematic"):
     obj.JointValues = [float(v) for jc in motion.joint_coordinates for v in jc.values]
     obj.Complete = bool(motion.complete)
     obj.Message = str(motion.message or "")
-    obj.Events = [f"{e.kind} at t = {e.time:.6g} s: {e.message}" for e in motion.events]
+    obj.Events = [_event_text(e) for e in motion.events]
     obj.TEnd = float(motion.time[-1]) if nt else 0.0
     obj.Steps = max(nt - 1, 0)
     obj.Analysis = analysis
@@ -385,7 +444,7 @@ def load_motion(doc):
     jv = np.array(obj.JointValues, float).reshape(len(obj.JointColumns), nt) if obj.JointColumns else []
     jcs = [JointCoordinate(c.rsplit(".", 1)[0], c.rsplit(".", 1)[1], jv[i]) for i, c in enumerate(obj.JointColumns)]
     motion = Motion(time=t, parts=list(obj.PartNames), joint_coordinates=jcs, complete=bool(obj.Complete),
-                    message=obj.Message, **arrays)
+                    message=obj.Message, events=[_stored_event(text) for text in obj.Events], **arrays)
     bindings = {}
     frames = list(obj.PartFrames) + [""] * nb
     for name, objname, frame in zip(obj.PartNames, obj.PartObjects, frames):
@@ -393,6 +452,26 @@ def load_motion(doc):
         if o is not None:
             bindings[name] = PartBinding(name, o, frame or "global")
     return motion, bindings
+
+
+def _event_text(e):
+    return f"{e.kind} at t = {e.time!r} s: {e.message}"
+
+
+def _stored_event(text):
+    """The Event of one ``Events`` entry (``"<kind> at t = <s> s: <message>"``)."""
+    import re
+
+    from ...kernel.motion import Event
+
+    m = re.match(r"(\S+) at t = (\S+) s: (.*)\Z", text, re.DOTALL)
+    if m is None:
+        return Event("note", float("nan"), text)
+    try:
+        time = float(m.group(2))
+    except ValueError:
+        time = float("nan")
+    return Event(m.group(1), time, m.group(3))
 
 
 def show_time(doc, t, motion=None, bindings=None):

@@ -164,6 +164,24 @@ def test_driving_the_rocker_past_its_extreme_reports_lockup_at_the_toggle_time()
     assert t_star - 0.01 <= stop[0].time <= t_star + 0.002
 
 
+def test_a_lockup_names_one_time_in_its_event_and_its_message():
+    # Coarse output steps: the lock-up is found inside a split step, between output times.
+    # Its event, its message and the run's message must all name that one time.
+    import re
+    from dataclasses import replace
+
+    from cadmotion.kernel.spec import DriverSpec, TimeFunctionSpec
+
+    spec = load(SAMPLES / "four_bar.cadmotion.toml")
+    spec = replace(spec, drivers=(DriverSpec("rocker", TimeFunctionSpec("t"), joint="D"),))
+    motion = kinematics(compile_model(spec), t_end=1.0, steps=10)
+    (lockup,) = [e for e in motion.events if e.kind == "lockup"]
+    named = float(re.search(r"t = ([0-9.e+-]+) s", lockup.message).group(1))
+    assert lockup.time == pytest.approx(named, rel=1e-5)
+    assert motion.message == lockup.message
+    assert motion.time[-1] < lockup.time < motion.time[-1] + 0.1   # between the last frame and the next
+
+
 def test_euler_313_angles_are_refused_at_their_singularity():
     model = compile_model(load(SAMPLES / "slider_crank.cadmotion.toml"), parametrization="euler-313")
     with pytest.raises(SingularityError, match="crank"):

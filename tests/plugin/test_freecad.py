@@ -131,6 +131,29 @@ after = placements(doc)
 RESULT["deleted_untouched"] = all(after[k] == before[k] for k in after) and list(S.motion_object(doc).Time) == stored
 App.closeDocument(doc.Name)
 
+# -- a lock-up run headless: a warning in the report view ----------------------------------
+doc = App.openDocument(out + "/crank.FCStd")
+doc.getObjectsByLabel("pivot")[0].Driver = ""
+warned, console = [], App.Console
+
+class Spy:
+    def __getattr__(self, name):
+        return getattr(console, name)
+    def PrintWarning(self, text):
+        warned.append(text)
+
+App.Console = Spy()
+try:
+    lock = S.simulate_document(doc, t_end=1.0, steps=20, drivers=[{"joint": "slide", "expression": "20*t"}],
+                               save=False)
+finally:
+    App.Console = console
+RESULT["lock_warnings"] = warned
+RESULT["lock_events"] = [[e.kind, e.time, e.message] for e in lock.motion.events]
+RESULT["lock_stored_events"] = list(S.motion_object(doc).Events)
+RESULT["lock_loaded_events"] = [[e.kind, e.time, e.message] for e in S.load_motion(doc)[0].events]
+App.closeDocument(doc.Name)
+
 # -- bad input: selections that define no axis --------------------------------------------
 doc = S.import_step(step)
 objs = {o.Label: o for o in D.shape_parts(doc)}
@@ -286,6 +309,20 @@ def test_the_motion_is_stored_in_the_document_and_survives_reopening(crank, refe
     assert _close(result["stored_slider_x"], reference.position[:, b, 0], atol=1e-12)
     assert _close(result["again_slider_x"], reference.position[:, b, 0], atol=1e-9)
     assert result["proxies"] == ["JointProxy"]
+
+
+def test_a_lockup_is_one_warning_at_the_dead_centre_time_and_is_stored(crank):
+    # slider driven at 20 mm/s from x0 reaches the crank's reach r + l at t* = (r + l - x0) / 20
+    result, _, _, _, sample = crank
+    r = math.hypot(*sample.PIN[:2])
+    l = math.hypot(sample.SLIDER_X - sample.PIN[0], sample.PIN[1])
+    t_star = (r + l - sample.SLIDER_X) / 20.0
+    (stop,) = [e for e in result["lock_events"] if e[0] in ("lockup", "singular")]
+    assert t_star - 0.01 <= stop[1] <= t_star + 0.05 + 1e-9          # within one output step
+    assert result["lock_warnings"] == [f"cadmotion: {stop[2]}\n"]
+    assert f"t = {stop[1]:.6g} s" in stop[2]
+    assert result["lock_loaded_events"] == result["lock_events"]      # read back from the document
+    assert len(result["lock_stored_events"]) == len(result["lock_events"])
 
 
 def test_exports_from_inside_freecad(crank):
