@@ -57,8 +57,8 @@ equations and the file's "relative to the start" gear/rack constants agree.
 (``disp``).  OndselSolver prescribes the angle of its own markers, ``thez(t) = f(t)``;
 with the normalised markers the driver expression is ``f(t) - thez0``, ``thez0`` being
 the file's marker angle at the initial pose (shifted by whole turns to the value nearest
-``f(tstart)``).  Limits (``RotationLimit``/``TranslationLimit``) are shifted the same
-way.  Expressions are translated by :mod:`cadmotion.importers.asmt_expressions` (never
+``f(tstart)``).  Limits (``RotationLimit``/``TranslationLimit`` with ``Limit``/``Type``,
+see :func:`_limits`) become the joint's ``limits`` and are shifted the same way.  Expressions are translated by :mod:`cadmotion.importers.asmt_expressions` (never
 evaluated as Python).
 
 Initial pose
@@ -831,37 +831,84 @@ def _drivers(rd, model, specs, by_markers, offsets, tstart):
     return drivers
 
 
+#: limit block keyword -> the joint coordinate it bounds
+_LIMITS = {"RotationLimit": "angle", "TranslationLimit": "disp"}
+
+
+def _limit_joint(rd, model, ln, lname, item, joints, by_markers):
+    """The joint a limit block bounds: its ``MotionJoint`` path when set (OndselSolver then
+    takes the joint's markers), else the joint between its ``MarkerI``/``MarkerJ``."""
+    where = rd.where(ln, item)
+    jref = rd.string(ln, "MotionJoint", item, default="")
+    if jref:
+        jname = jref.rsplit("/", 1)[-1]
+        if not jref.startswith(f"/{model.assembly}/") or jname not in joints:
+            raise CadImportError(f"limit {lname} bounds {jref}, which is not a joint", where=where,
+                                 hint=f"joint paths look like /{model.assembly}/<joint name>")
+        return jname
+    key = (rd.string(ln, "MarkerI", item, default=""), rd.string(ln, "MarkerJ", item, default=""))
+    jname = by_markers.get(key)
+    if jname is None:
+        raise CadImportError(
+            f"limit {lname} acts between markers {key[0] or '?'} and {key[1] or '?'}, which are "
+            "not the markers (in that order) of a joint", where=where,
+            hint="give the limit a MotionJoint, or the MarkerI/MarkerJ of the joint it bounds")
+    return jname
+
+
 def _limits(rd, model, specs, by_markers, offsets):
-    """Fold RotationLimit/TranslationLimit blocks into the joints with the same markers."""
+    """Fold RotationLimit/TranslationLimit blocks into the joints they bound.
+
+    OndselSolver writes a limit as ``Name``, ``MarkerI``, ``MarkerJ``, ``MotionJoint`` (a
+    joint path, or empty: then the markers name the joint), ``Limit`` (an expression in
+    rad or m), ``Type`` (``=>``: lower bound, ``=<``: upper bound), ``Tol`` and optionally
+    ``Behavior`` (``Rigid``/``Compliant``), ``Stiffness``, ``Damping``.  Older files use
+    ``limit``/``type``; both spellings are read.  The bound is on the joint's own angle
+    (displacement) as OndselSolver measures it between the markers; it is shifted by the
+    initial coordinate like the drivers (the markers are normalised to start at zero).
+    ``Tol`` is not needed (cadmotion reports limits, it does not enforce them) and a
+    compliant limit's stiffness and damping are not imported (a warning says so).
+    """
     extra = {}
+    joints = {j.name: j for j in specs}
     for ln in model.limit_nodes:
         ltype = ln.text
-        lname = rd.string(ln, "Name", ltype)
+        lname = rd.string(ln, "Name", ltype, default="")
         item = f"limit {lname} ({ltype})"
         where = rd.where(ln, item)
-        coord = {"RotationLimit": "angle", "TranslationLimit": "disp"}.get(ltype)
+        coord = _LIMITS.get(ltype)
         if coord is None:
-            warnings.warn(f"{where}: limit type {ltype} is not imported", stacklevel=3)
-            continue
-        key = (rd.string(ln, "MarkerI", item), rd.string(ln, "MarkerJ", item))
-        jname = by_markers.get(key)
-        if jname is None:
-            warnings.warn(f"{where}: limit {lname} is not between the markers of a joint; ignored",
-                          stacklevel=3)
-            continue
+            raise CadImportError(f"limit {lname} has the unknown type {ltype!r}", where=where,
+                                 hint="known limit types: " + ", ".join(_LIMITS))
+        jname = _limit_joint(rd, model, ln, lname, item, joints, by_markers)
+        measures = {"angle": _ROT + ("planar",), "disp": _SLIDE + ("point-on-line",)}[coord]
+        if joints[jname].type not in measures:
+            raise CadImportError(
+                f"limit {lname} bounds the {coord} of joint {jname}, a {joints[jname].type} joint, "
+                f"which has no {coord} coordinate", where=where)
+        vkey = "Limit" if ln.child("Limit") is not None else "limit"
+        tkey = "Type" if ln.child("Type") is not None else "type"
         try:
-            value = evaluate_expression(rd.string(ln, "limit", item), where=where)
+            value = evaluate_expression(rd.string(ln, vkey, item), where=where)
         except ExpressionError as exc:
-            raise CadImportError(f"limit {lname}: {exc.message}", where=where) from None
+            raise CadImportError(f"limit {lname}: {exc.message}", where=where, hint=exc.hint) from None
         value -= offsets.get(jname, {}).get(coord, 0.0)
-        kind = rd.string(ln, "type", item)
+        kind = rd.string(ln, tkey, item)
         lo, hi = extra.get((jname, coord), (-math.inf, math.inf))
         if kind == "=>":
-            lo = value
+            lo = max(lo, value)
         elif kind == "=<":
-            hi = value
+            hi = min(hi, value)
         else:
-            raise CadImportError(f"limit {lname} has type {kind!r}; expected '=>' or '=<'", where=where)
+            raise CadImportError(f"limit {lname} has Type {kind!r}", where=where,
+                                 hint="'=>' is a lower bound, '=<' an upper bound")
+        behavior = rd.string(ln, "Behavior", item, default="Rigid")
+        if behavior == "Compliant":
+            warnings.warn(f"{where}: the limit's stiffness and damping are not imported; "
+                          "cadmotion reports the bound as a rigid limit", stacklevel=3)
+        elif behavior != "Rigid":
+            raise CadImportError(f"limit {lname} has Behavior {behavior!r}", where=where,
+                                 hint="OndselSolver knows 'Rigid' and 'Compliant'")
         extra[(jname, coord)] = (lo, hi)
     if not extra:
         return specs

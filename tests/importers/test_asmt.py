@@ -391,3 +391,83 @@ def test_kinematics_matches_ondselsolver_time_series(path):
     worst = {k: max(e[k] for e in errors.values()) for k in next(iter(errors.values()))}
     print(f"{path.name}: worst relative errors vs OndselSolver: {worst}")
     assert all(v <= TOL for v in worst.values()), errors
+
+
+# --------------------------------------------------------------------------------------
+# limits as OndselSolver (and FreeCAD's Assembly workbench) write them
+# --------------------------------------------------------------------------------------
+def _limit_block(kind, name, limit, bound, markers=("/Assembly1/Marker2", "/Assembly1/Part1/Marker1"),
+                 joint="", extra=""):
+    """A limit block laid out as ASMTLimit::storeOnLevel writes it (4 tabs: inside Limits)."""
+    t = "\t\t\t"
+    return (f"{t}{kind}\n{t}\tName\n{t}\t\t{name}\n{t}\tMarkerI\n{t}\t\t{markers[0]}\n"
+            f"{t}\tMarkerJ\n{t}\t\t{markers[1]}\n{t}\tMotionJoint\n{t}\t\t{joint}\n"
+            f"{t}\tLimit\n{t}\t\t{limit}\n{t}\tType\n{t}\t\t{bound}\n{t}\tTol\n{t}\t\t1.0e-9\n{extra}")
+
+
+def _with_limits(tmp_path, *blocks):
+    return _edited(tmp_path, FOURBAR, "\t\tGeneralConstraintSets",
+                   "\t\tLimits\n" + "".join(blocks) + "\t\tGeneralConstraintSets")
+
+
+@needs_data
+def test_rotation_limits_bound_the_crank_where_the_stored_series_crosses_them(tmp_path):
+    # FreeCAD writes "<deg>*pi/180.0"; the crank of fourbar turns as thez = 2 pi t (file's
+    # own marker angle), so it reaches 90 deg at t = 0.25 s and 144 deg at t = 0.4 s.
+    path = _with_limits(
+        tmp_path,
+        _limit_block("RotationLimit", "Joint1-LimitRotMin", "-10.000000*pi/180.0", "=>"),
+        _limit_block("RotationLimit", "Joint1-LimitRotMax", "90.000000*pi/180.0", "=<"),
+        _limit_block("RotationLimit", "Joint1-LimitRotMax2", "144.000000*pi/180.0", "=<",
+                     joint="/Assembly1/Joint1"),
+    )
+    spec = read_asmt(path, initial_pose="series")
+    (coord, (lo, hi)), = next(j for j in spec.joints if j.name == "Joint1").limits
+    assert coord == "angle"
+    motion = _kinematics(spec, read_asmt_simulation(path))
+    q = motion.coordinate("Joint1.angle")
+    # the tighter upper bound wins; the crank angle leaves it between 0.24 and 0.26 s
+    t_out = motion.time[np.flatnonzero(q > hi)[0]]
+    assert 0.25 <= t_out <= 0.26 + 1e-12
+    assert np.all(q[motion.time < 0.25 - 1e-12] <= hi)
+    # the lower bound sits 100 deg below the upper one, whatever the initial offset
+    assert hi - lo == pytest.approx(math.radians(100.0), abs=1e-12)
+
+
+@needs_data
+def test_translation_limit_and_lowercase_keys_are_read(tmp_path):
+    text = _limit_block("TranslationLimit", "L1", "0.5", "=<", markers=("/Assembly1/Part1/Marker2",
+                                                                         "/Assembly1/Part2/Marker1"))
+    path = _with_limits(tmp_path, text)
+    with pytest.raises(CadImportError) as err:  # Joint2 is a revolute: no displacement
+        read_asmt(path)
+    assert "L1" in str(err.value) and "Joint2" in str(err.value) and "disp" in str(err.value)
+    old = _limit_block("RotationLimit", "L2", "0.5", "=>")
+    old = old.replace("\tLimit\n", "\tlimit\n").replace("\tType\n", "\ttype\n")
+    assert "\tlimit\n" in old and "\ttype\n" in old
+    spec = read_asmt(_with_limits(tmp_path, old))
+    assert next(j for j in spec.joints if j.name == "Joint1").limits[0][1][1] == math.inf
+
+
+@needs_data
+@pytest.mark.parametrize("block, words", [
+    (_limit_block("RotationLimit", "L3", "1.0", "<<"), ["L3", "'<<'"]),
+    (_limit_block("RotationLimit", "L4", "1.0", "=<", markers=("/Assembly1/Marker1", "/Assembly1/Part1/Marker1")),
+     ["L4", "/Assembly1/Marker1", "not the markers"]),
+    (_limit_block("RotationLimit", "L5", "1.0", "=<", joint="/Assembly1/Joint9"), ["L5", "Joint9"]),
+    (_limit_block("RotationLimit", "L6", "__import__(1)", "=<"), ["L6"]),
+])
+def test_bad_limit_blocks_are_refused_naming_the_limit(tmp_path, block, words):
+    with pytest.raises(CadImportError) as err:
+        read_asmt(_with_limits(tmp_path, block))
+    assert all(w in str(err.value) for w in words), str(err.value)
+
+
+@needs_data
+def test_compliant_limit_is_read_with_a_warning(tmp_path):
+    t = "\t\t\t\t"
+    extra = f"{t}Behavior\n{t}\tCompliant\n{t}Stiffness\n{t}\t1000.0\n{t}Damping\n{t}\t1.0\n"
+    path = _with_limits(tmp_path, _limit_block("RotationLimit", "L7", "1.0", "=<", extra=extra))
+    with pytest.warns(UserWarning, match="stiffness and damping"):
+        spec = read_asmt(path)
+    assert next(j for j in spec.joints if j.name == "Joint1").limits
