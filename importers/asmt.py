@@ -30,8 +30,17 @@ Joints map one-to-one onto cadmotion's joint library (``RevoluteJoint`` -> revol
 ``TranslationalJoint`` -> prismatic, ``CylindricalJoint``, ``SphericalJoint``,
 ``FixedJoint``, ``UniversalJoint``, ``ConstantVelocityJoint``, ``ParallelAxesJoint``,
 ``PerpendicularJoint``, ``AngleJoint``, ``PlanarJoint``, ``PointInPlaneJoint``,
-``PointInLineJoint``, ``SphSphJoint`` -> distance).  An ``offset`` of a planar or
-point-in-plane joint is folded into marker I (moved by ``offset`` along its z axis).
+``PointInLineJoint``, ``LineInPlaneJoint``).  FreeCAD's Distance joints
+(``AssemblyObject::makeMbdJointDistance``) are OndselSolver's compound joints with a
+``distanceIJ`` L, each one library joint with ``length = L``:
+
+* ``SphSphJoint`` -> ``distance``: ``|P_j - P_i| = L``;
+* ``CylSphJoint`` -> ``point-line-distance``: P_j at L from the z line of marker I;
+* ``RevCylJoint`` -> ``line-line-distance``: the z axes parallel and L apart;
+* ``RevRevJoint`` -> ``rev-rev-distance``: the same with P_j in the xy plane of marker I.
+
+An ``offset`` of a planar, point-in-plane or line-in-plane joint is folded into marker I
+(moved by ``offset`` along its z axis).
 
 OndselSolver's ``GearJoint``, ``RackPinionJoint`` and ``ScrewJoint`` are single
 equations between two markers; cadmotion expresses them as couplers of the joints that
@@ -68,7 +77,7 @@ the last pose of that run there; ``read_asmt(path, initial_pose="series")`` star
 the first frame of the stored ``TimeSeries`` instead, which is what the solver assembled
 at ``tstart`` (the two can differ by a branch: Gears.asmt's 1:2 pair, half a turn).
 
-Anything else (unknown joint type, ``GeneralMotion``, ``RevCylJoint``, ...) raises
+Anything else (unknown joint type, ``GeneralMotion``, ``NoRotationJoint``, ...) raises
 :class:`~cadmotion.errors.CadImportError` naming the item and its type.
 """
 
@@ -125,6 +134,10 @@ ASMT_JOINT_TYPES: Dict[str, str] = {
     "PointInPlaneJoint": "point-on-plane",
     "PointInLineJoint": "point-on-line",
     "SphSphJoint": "distance",
+    "CylSphJoint": "point-line-distance",
+    "RevCylJoint": "line-line-distance",
+    "RevRevJoint": "rev-rev-distance",
+    "LineInPlaneJoint": "line-in-plane",
     "GearJoint": "gear",
     "RackPinionJoint": "rack-and-pinion",
     "ScrewJoint": "rack-and-pinion",
@@ -132,11 +145,13 @@ ASMT_JOINT_TYPES: Dict[str, str] = {
 
 #: OndselSolver joints that cadmotion's joint library cannot express.
 _NOT_IN_KERNEL = {
-    "NoRotationJoint", "LineInPlaneJoint", "RevCylJoint", "CylSphJoint", "RevRevJoint",
-    "InLineJoint", "InPlaneJoint", "CompoundJoint",
+    "NoRotationJoint", "InLineJoint", "InPlaneJoint", "CompoundJoint",
 }
 
 _MOTIONS = {"RotationalMotion": "angle", "TranslationalMotion": "disp"}
+
+#: OndselSolver's compound joints carrying a ``distanceIJ`` (m)
+_DISTANCE_JOINTS = ("SphSphJoint", "CylSphJoint", "RevCylJoint", "RevRevJoint")
 
 
 # --------------------------------------------------------------------------------------
@@ -613,7 +628,8 @@ def _world_of(pose, part, frame):
 
 #: Joint types whose two z axes only need to be parallel; an antiparallel marker J is
 #: turned by pi about its x axis (same constraint, same angle coordinate, frames coincide).
-_AXIS_TYPES = ("revolute", "cylindrical", "prismatic", "planar", "parallel")
+_AXIS_TYPES = ("revolute", "cylindrical", "prismatic", "planar", "parallel",
+               "line-line-distance", "rev-rev-distance")
 _FLIP = np.diag([1.0, -1.0, -1.0])
 
 
@@ -681,7 +697,9 @@ def joint_violations(spec, tol=1e-7):
     list of (joint name, what, value)
         ``what`` is ``origin`` (m, distance between marker origins), ``line`` (m, marker J
         origin from the line of marker I's z), ``plane`` (m), ``axis`` (rad, angle between
-        the z axes that should be parallel) or ``twist`` (rad); only values above ``tol``.
+        the z axes that should be parallel, or from perpendicular for line-in-plane),
+        ``twist`` (rad) or ``distance`` (m, error of a distance joint's length); only
+        values above ``tol``.
     """
 
     pose = {p.name: (quat_to_matrix(p.orientation), np.array(p.position, float)) for p in spec.parts}
@@ -698,8 +716,15 @@ def joint_violations(spec, tol=1e-7):
             checks.append(("origin", float(np.linalg.norm(d))))
         if j.type in ("prismatic", "cylindrical", "point-on-line"):
             checks.append(("line", float(np.linalg.norm(d - (d @ z) * z))))
-        if j.type in ("planar", "point-on-plane"):
+        if j.type in ("planar", "point-on-plane", "line-in-plane", "rev-rev-distance"):
             checks.append(("plane", abs(float(d @ z))))
+        if j.type == "line-in-plane":
+            checks.append(("axis", abs(math.asin(max(-1.0, min(1.0, float(z @ R_j[:, 2])))))))
+        length = j.param("length")
+        if j.type == "distance" and length is not None:
+            checks.append(("distance", abs(float(np.linalg.norm(d)) - length)))
+        if j.type in ("point-line-distance", "line-line-distance", "rev-rev-distance"):
+            checks.append(("distance", abs(float(np.linalg.norm(d - (d @ z) * z)) - length)))
         if j.type in _AXIS_TYPES + ("fixed", "screw"):
             c = abs(float(z @ R_j[:, 2]))
             checks.append(("axis", math.acos(min(1.0, c))))
@@ -748,15 +773,19 @@ def _joints(rd, model):
         params = ()
         ktype = ASMT_JOINT_TYPES[jtype]
         R_j = align_axes(ktype, model.pose[pi][0] @ R_i, model.pose[pj][0] @ R_j, R_j)
-        if jtype in ("PlanarJoint", "PointInPlaneJoint"):
+        if jtype in ("PlanarJoint", "PointInPlaneJoint", "LineInPlaneJoint"):
             offset = rd.number(jn, "offset", item, default=0.0)
             p_i = p_i + offset * R_i[:, 2]
         (R_i, p_i), (R_j, p_j), offsets[jname] = zero_joint_coordinates(
             ktype, model.pose[pi], (R_i, p_i), model.pose[pj], (R_j, p_j))
         if jtype == "AngleJoint":
             params = (("angle", rd.number(jn, "theIzJz", item)),)
-        elif jtype == "SphSphJoint":
-            params = (("length", rd.number(jn, "distanceIJ", item)),)
+        elif jtype in _DISTANCE_JOINTS:
+            length = rd.number(jn, "distanceIJ", item)
+            if length < 0.0:
+                raise CadImportError(f"joint {jname} has a negative distanceIJ {length:g}",
+                                     where=where, hint="a distance is >= 0 (m)")
+            params = (("length", length),)
         spec = JointSpec(name=jname, type=ktype, parts=(pi, pj),
                          markers=(_frame(R_i, p_i), _frame(R_j, p_j)), params=params, source=src)
         specs.append(spec)

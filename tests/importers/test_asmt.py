@@ -312,10 +312,10 @@ def test_unknown_joint_type_names_joint_and_type(tmp_path):
 @needs_data
 def test_joint_outside_the_kernel_library_is_refused(tmp_path):
     bad = _edited(tmp_path, FOURBAR, "\t\t\tRevoluteJoint\n\t\t\t\tName\n\t\t\t\t\tJoint3",
-                  "\t\t\tRevCylJoint\n\t\t\t\tName\n\t\t\t\t\tJoint3")
+                  "\t\t\tNoRotationJoint\n\t\t\t\tName\n\t\t\t\t\tJoint3")
     with pytest.raises(CadImportError) as err:
         read_asmt(bad)
-    assert "Joint3" in str(err.value) and "RevCylJoint" in str(err.value)
+    assert "Joint3" in str(err.value) and "NoRotationJoint" in str(err.value)
 
 
 @needs_data
@@ -471,3 +471,154 @@ def test_compliant_limit_is_read_with_a_warning(tmp_path):
     with pytest.warns(UserWarning, match="stiffness and damping"):
         spec = read_asmt(path)
     assert next(j for j in spec.joints if j.name == "Joint1").limits
+
+
+# --------------------------------------------------------------------------------------
+# FreeCAD's Distance joints (OndselSolver compound joints with a distanceIJ)
+# --------------------------------------------------------------------------------------
+_I3 = ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0))
+#: a marker whose z axis is the world x axis (columns: y, z, x of the world)
+_Z_ALONG_X = ((0.0, 0.0, 1.0), (1.0, 0.0, 0.0), (0.0, 1.0, 0.0))
+
+
+def _rows(level, *rows):
+    return "".join("\t" * level + "\t".join(repr(float(x)) for x in r) + "\n" for r in rows)
+
+
+def _asmt_text(markers, parts, joints, motions=(), gravity=(0.0, 0.0, 0.0), tend=1.0, hout=0.05):
+    """An .asmt file in the layout OndselSolver's ASMTAssembly::storeOnLevel writes.
+
+    ``markers``: the assembly's {name: (position, rotation rows)}; ``parts``: (name,
+    position, rotation rows, mass, {marker: (position, rotation rows)}); ``joints``:
+    (keyword, name, marker I path, marker J path, {extra key: value}); ``motions``:
+    (keyword, name, joint path, RotationZ/TranslationZ, expression).
+    """
+
+    def marker_block(level, ms):
+        out = ""
+        for name, (pos, rot) in ms.items():
+            t = "\t" * level
+            out += (f"{t}RefPoint\n{t}\tPosition3D\n" + _rows(level + 2, (0, 0, 0))
+                    + f"{t}\tRotationMatrix\n" + _rows(level + 2, *_I3)
+                    + f"{t}\tMarkers\n{t}\t\tMarker\n{t}\t\t\tName\n{t}\t\t\t\t{name}\n"
+                    + f"{t}\t\t\tPosition3D\n" + _rows(level + 4, pos)
+                    + f"{t}\t\t\tRotationMatrix\n" + _rows(level + 4, *rot))
+        return out
+
+    s = "OndselSolver\nAssembly\n\tNotes\n\t\t(Text string: '' runs: (Core.RunArray runs: #() values: #()))\n"
+    s += "\tName\n\t\tAssembly1\n\tPosition3D\n" + _rows(2, (0, 0, 0)) + "\tRotationMatrix\n" + _rows(2, *_I3)
+    s += "\tVelocity3D\n" + _rows(2, (0, 0, 0)) + "\tOmega3D\n" + _rows(2, (0, 0, 0))
+    s += "\tRefPoints\n" + marker_block(2, markers) + "\tRefCurves\n\tRefSurfaces\n\tParts\n"
+    for name, pos, rot, mass, ms in parts:
+        s += f"\t\tPart\n\t\t\tName\n\t\t\t\t{name}\n\t\t\tPosition3D\n" + _rows(4, pos)
+        s += "\t\t\tRotationMatrix\n" + _rows(4, *rot)
+        s += "\t\t\tVelocity3D\n" + _rows(4, (0, 0, 0)) + "\t\t\tOmega3D\n" + _rows(4, (0, 0, 0))
+        s += "\t\t\tFeatureOrder\n\t\t\tPrincipalMassMarker\n\t\t\t\tName\n\t\t\t\t\tMassMarker\n"
+        s += "\t\t\t\tPosition3D\n" + _rows(5, (0, 0, 0)) + "\t\t\t\tRotationMatrix\n" + _rows(5, *_I3)
+        s += "\t\t\t\tMass\n" + _rows(5, (mass,)) + "\t\t\t\tMomentOfInertias\n" + _rows(5, (mass, mass, mass))
+        s += "\t\t\t\tDensity\n" + _rows(5, (10.0,))
+        s += "\t\t\tRefPoints\n" + marker_block(4, ms) + "\t\t\tRefCurves\n\t\t\tRefSurfaces\n"
+    s += "\tKinematicIJs\n\tConstraintSets\n\t\tJoints\n"
+    for kind, name, mi, mj, extra in joints:
+        s += f"\t\t\t{kind}\n\t\t\t\tName\n\t\t\t\t\t{name}\n\t\t\t\tMarkerI\n\t\t\t\t\t{mi}\n"
+        s += f"\t\t\t\tMarkerJ\n\t\t\t\t\t{mj}\n"
+        for key, value in extra.items():
+            s += f"\t\t\t\t{key}\n\t\t\t\t\t{value}\n"
+    s += "\t\tMotions\n"
+    for kind, name, joint, key, expr in motions:
+        s += (f"\t\t\t{kind}\n\t\t\t\tName\n\t\t\t\t\t{name}\n\t\t\t\tMotionJoint\n\t\t\t\t\t{joint}\n"
+              f"\t\t\t\t{key}\n\t\t\t\t\t{expr}\n")
+    s += "\t\tGeneralConstraintSets\n\tForceTorques\n\tConstantGravity\n" + _rows(2, gravity)
+    s += "\tSimulationParameters\n"
+    for key, value in (("tstart", 0.0), ("tend", tend), ("hmin", 1e-9), ("hmax", 1.0),
+                       ("hout", hout), ("errorTol", 1e-6)):
+        s += f"\t\t{key}\n\t\t\t{value!r}\n"
+    s += "\tAnimationParameters\n\t\tnframe\n\t\t\t21\n"
+    return s
+
+
+R_CRANK, L_ROD = 0.3, 1.0
+
+
+def _slider_crank(tmp_path, rod_joint, extra=None):
+    """Crank (Part1, revolute about world z, 2 pi t) and slider (Part2, on world x) joined
+    by ``rod_joint`` from the crank pin (r, 0, 0) to the slider's point: a connecting rod
+    of length L whatever the distance joint (all four coincide for this planar layout)."""
+    text = _asmt_text(
+        markers={"O": ((0, 0, 0), _I3), "S": ((0, 0, 0), _Z_ALONG_X)},
+        parts=[("Part1", (0, 0, 0), _I3, 1.0, {"O": ((0, 0, 0), _I3), "P": ((R_CRANK, 0, 0), _I3)}),
+               ("Part2", (R_CRANK + L_ROD, 0, 0), _I3, 1.0,
+                {"S": ((0, 0, 0), _Z_ALONG_X), "Q": ((0, 0, 0), _I3)})],
+        joints=[("RevoluteJoint", "Crank", "/Assembly1/O", "/Assembly1/Part1/O", {}),
+                ("TranslationalJoint", "Slide", "/Assembly1/S", "/Assembly1/Part2/S", {}),
+                (rod_joint, "Rod", "/Assembly1/Part1/P", "/Assembly1/Part2/Q",
+                 extra if extra is not None else {"distanceIJ": repr(L_ROD)})],
+        motions=[("RotationalMotion", "Turn", "/Assembly1/Crank", "RotationZ", "2.0*pi*time")],
+    )
+    path = tmp_path / f"slider_crank_{rod_joint}.asmt"
+    path.write_text(text)
+    return path
+
+
+def _slider_closed_form(t):
+    """x, dx/dt, d2x/dt2 of the slider: x = r cos(wt) + sqrt(L^2 - r^2 sin^2(wt)), w = 2 pi."""
+    import sympy as sp
+
+    ts = sp.Symbol("t")
+    th = 2 * sp.pi * ts
+    x = R_CRANK * sp.cos(th) + sp.sqrt(L_ROD**2 - R_CRANK**2 * sp.sin(th) ** 2)
+    fs = [sp.lambdify(ts, e, "numpy") for e in (x, sp.diff(x, ts), sp.diff(x, ts, 2))]
+    return [np.asarray(f(t), float) for f in fs]
+
+
+@pytest.mark.parametrize("rod_joint, kernel_type", [
+    ("SphSphJoint", "distance"),
+    ("CylSphJoint", "point-line-distance"),
+    ("RevCylJoint", "line-line-distance"),
+    ("RevRevJoint", "rev-rev-distance"),
+])
+def test_distance_joint_as_connecting_rod_follows_the_slider_crank_closed_form(tmp_path, rod_joint,
+                                                                               kernel_type):
+    spec = read_asmt(_slider_crank(tmp_path, rod_joint))
+    rod = next(j for j in spec.joints if j.name == "Rod")
+    assert rod.type == kernel_type and rod.param("length") == L_ROD
+    motion = _kinematics(spec, {"tstart": 0.0, "tend": 1.0, "steps": 40})
+    assert motion.complete, motion.message
+    b = motion.part_index("Part2")
+    x, v, a = _slider_closed_form(motion.time)
+    assert np.max(np.abs(motion.position[:, b, 0] - x)) < 1e-9
+    assert np.max(np.abs(motion.velocity[:, b, 0] - v)) < 1e-8 * np.max(np.abs(v))
+    assert np.max(np.abs(motion.acceleration[:, b, 0] - a)) < 1e-8 * np.max(np.abs(a))
+    assert np.max(np.abs(motion.position[:, b, 1:])) < 1e-12
+
+
+@pytest.mark.parametrize("keyword, extra, dof", [
+    ("SphSphJoint", {"distanceIJ": "0.5"}, 5),        # a point on a sphere about another
+    ("CylSphJoint", {"distanceIJ": "0.5"}, 5),        # a point on a cylinder about a line
+    ("RevCylJoint", {"distanceIJ": "0.5"}, 3),        # a line on a cylinder, kept parallel
+    ("RevRevJoint", {"distanceIJ": "0.5"}, 2),        # a parallel axis at fixed radius, in plane
+    ("LineInPlaneJoint", {"offset": "0.25"}, 4),      # a line lying in a plane
+])
+def test_distance_family_leaves_the_freedom_of_its_geometry(tmp_path, keyword, extra, dof):
+    from cadmotion.kernel import compile_model, mobility
+
+    # the free body starts on its joint: J is 0.5 off the line z of I (x direction), and
+    # 0.25 above the plane for the line-in-plane (its line z_j turned into the plane)
+    rot_j = _Z_ALONG_X if keyword == "LineInPlaneJoint" else _I3
+    pos = (0.0, 0.0, 0.25) if keyword == "LineInPlaneJoint" else (0.5, 0.0, 0.0)
+    text = _asmt_text(markers={"G": ((0, 0, 0), _I3)},
+                      parts=[("Body", pos, _I3, 1.0, {"M": ((0, 0, 0), rot_j)})],
+                      joints=[(keyword, "J", "/Assembly1/G", "/Assembly1/Body/M", extra)])
+    path = tmp_path / "free.asmt"
+    path.write_text(text)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the file's pose satisfies the joint: no warning
+        spec = read_asmt(path)
+    m = mobility(compile_model(spec))
+    assert m.dof == dof and not m.redundant
+
+
+def test_distance_joint_with_a_negative_distance_is_refused(tmp_path):
+    with pytest.raises(CadImportError) as err:
+        read_asmt(_slider_crank(tmp_path, "CylSphJoint", {"distanceIJ": "-1.0"}))
+    assert "Rod" in str(err.value) and "distanceIJ" in str(err.value)
