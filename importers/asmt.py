@@ -165,16 +165,34 @@ def _frame_arrays(frame):
     return np.array(frame.rotation, float), np.array(frame.origin, float)
 
 
+#: a stored RotationMatrix whose singular values are off 1 by more than this is not a
+#: rotation (files print 14 digits; FreeCAD's placements reach ~1e-6)
+ROTATION_REFUSE = 1e-3
+#: below this the deviation is print noise and is corrected silently
+ROTATION_NOTE = 1e-9
+
+
 def _orthonormalize(R, where):
-    """Nearest rotation to R (files print 14 digits); error if R is far from one."""
+    """The nearest rotation to R (polar factor ``U Vᵀ`` of its SVD).
+
+    Matrices off a rotation by more than :data:`ROTATION_NOTE` (largest ``|σ - 1|``) are
+    corrected with a warning naming ``where`` (the part or marker); beyond
+    :data:`ROTATION_REFUSE`, or with a negative determinant (a reflection), the matrix is
+    refused with a :class:`CadImportError` naming it.
+    """
     R = np.asarray(R, float)
     if R.shape != (3, 3) or not np.all(np.isfinite(R)):
         raise CadImportError("a RotationMatrix is not a finite 3x3 matrix", where=where)
     U, S, Vt = np.linalg.svd(R)
-    if np.max(np.abs(S - 1.0)) > 1e-6 or np.linalg.det(R) < 0:
+    dev = float(np.max(np.abs(S - 1.0)))
+    if dev > ROTATION_REFUSE or np.linalg.det(R) <= 0:
         raise CadImportError(
             f"a RotationMatrix is not a rotation (singular values {S.round(9).tolist()}, "
-            f"det {np.linalg.det(R):.6g})", where=where)
+            f"det {np.linalg.det(R):.6g})", where=where,
+            hint="the columns must be orthonormal axes (right-handed)")
+    if dev > ROTATION_NOTE:
+        warnings.warn(f"{where}: the RotationMatrix is off a rotation by {dev:.2g}; "
+                      "cadmotion uses the nearest rotation", stacklevel=4)
     return U @ Vt
 
 
@@ -285,10 +303,15 @@ class _Reader:
 
     # -- typed values ---------------------------------------------------------------
     def string(self, node, key, item=None, default=None):
+        """The text under ``key``; a key with an empty value (OndselSolver writes an empty
+        line, e.g. a joint whose ``Name`` is empty) gives ``""``, or ``default`` when one
+        is given; a missing key gives ``default`` or an error naming it."""
         c = node.child(key)
         if c is None or not c.children:
             if default is not None:
                 return default
+            if c is not None:
+                return ""
             raise CadImportError(f"missing '{key}'", where=self.where(node, item))
         return c.children[0].text
 
@@ -338,6 +361,7 @@ class _Model:
     gravity: Tuple[float, float, float]
     velocities: List[InitialVelocitySpec]
     has_forces: bool
+    unnamed_joints: List[str] = field(default_factory=list)  # names given to joints with an empty Name
 
 
 def _container_markers(rd, node, prefix, item):
@@ -750,6 +774,11 @@ def _joints(rd, model):
     for jn in model.joint_nodes:
         jtype = jn.text
         jname = rd.string(jn, "Name", jtype)
+        if not jname:  # an empty Name is a name; outputs need a visible one
+            jname = f"{jtype}@{jn.line}"
+            warnings.warn(f"{rd.where(jn, jtype)}: the joint's Name is empty; cadmotion calls it "
+                          f"{jname} (the file's line)", stacklevel=3)
+            model.unnamed_joints.append(jname)
         item = f"joint {jname} ({jtype})"
         where = rd.where(jn, item)
         if jname in names:
@@ -808,13 +837,24 @@ def _joints(rd, model):
     return specs, by_markers, offsets
 
 
+def _joint_by_path(model, jref, joints):
+    """The joint a path ``/<assembly>/<joint name>`` names, or None.  ``/<assembly>/`` is
+    the joint whose Name is empty, when there is exactly one."""
+    prefix = f"/{model.assembly}/"
+    if not jref.startswith(prefix):
+        return None
+    jname = jref[len(prefix):]
+    if not jname:
+        return model.unnamed_joints[0] if len(model.unnamed_joints) == 1 else None
+    return jname if jname in joints else None
+
+
 def _drivers(rd, model, specs, by_markers, offsets, tstart):
     drivers = []
     joints = {j.name: j for j in specs}
-    asm = model.assembly
     for mn in model.motion_nodes:
         mtype = mn.text
-        mname = rd.string(mn, "Name", mtype)
+        mname = rd.string(mn, "Name", mtype) or f"{mtype}@{mn.line}"
         item = f"motion {mname} ({mtype})"
         where = rd.where(mn, item)
         if mtype not in _MOTIONS:
@@ -823,8 +863,8 @@ def _drivers(rd, model, specs, by_markers, offsets, tstart):
         coord = _MOTIONS[mtype]
         jref = rd.string(mn, "MotionJoint", item, default="")
         if jref.startswith("/"):
-            jname = jref.rsplit("/", 1)[-1]
-            if not jref.startswith(f"/{asm}/") or jname not in joints:
+            jname = _joint_by_path(model, jref, joints)
+            if jname is None:
                 raise CadImportError(f"motion {mname} drives {jref}, which is not a joint",
                                      where=where)
         else:
@@ -870,8 +910,8 @@ def _limit_joint(rd, model, ln, lname, item, joints, by_markers):
     where = rd.where(ln, item)
     jref = rd.string(ln, "MotionJoint", item, default="")
     if jref:
-        jname = jref.rsplit("/", 1)[-1]
-        if not jref.startswith(f"/{model.assembly}/") or jname not in joints:
+        jname = _joint_by_path(model, jref, joints)
+        if jname is None:
             raise CadImportError(f"limit {lname} bounds {jref}, which is not a joint", where=where,
                                  hint=f"joint paths look like /{model.assembly}/<joint name>")
         return jname

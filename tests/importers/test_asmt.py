@@ -622,3 +622,56 @@ def test_distance_joint_with_a_negative_distance_is_refused(tmp_path):
     with pytest.raises(CadImportError) as err:
         read_asmt(_slider_crank(tmp_path, "CylSphJoint", {"distanceIJ": "-1.0"}))
     assert "Rod" in str(err.value) and "distanceIJ" in str(err.value)
+
+
+# --------------------------------------------------------------------------------------
+# what FreeCAD writes: empty names, rotations to ~1e-6
+# --------------------------------------------------------------------------------------
+@needs_data
+def test_an_empty_joint_name_is_a_name(tmp_path):
+    path = _edited(tmp_path, FOURBAR, "\t\t\t\tName\n\t\t\t\t\tJoint1\n", "\t\t\t\tName\n\t\t\t\t\t\n")
+    path.write_text(path.read_text().replace("MotionJoint\n\t\t\t\t\t/Assembly1/Joint1",
+                                             "MotionJoint\n\t\t\t\t\t/Assembly1/"))
+    with pytest.warns(UserWarning, match="Name is empty"):
+        spec = read_asmt(path, initial_pose="series")
+    names = [j.name for j in spec.joints]
+    assert "Joint1" not in names and len(names) == 4
+    unnamed = next(n for n in names if n.startswith("RevoluteJoint@"))
+    assert spec.drivers[0].joint == unnamed
+    # and it is the same mechanism: the crank still turns once a second
+    motion = _kinematics(spec, {"tstart": 0.0, "tend": 1.0, "steps": 4})
+    ref = read_asmt_time_series(FOURBAR)["parts"]["Part3"]["position"]
+    assert np.max(np.abs(motion.position[:, motion.part_index("Part3")] - ref[::25])) < 1e-8
+
+
+def _one_body(tmp_path, rotation):
+    text = _asmt_text(markers={"G": ((0, 0, 0), _I3)},
+                      parts=[("Body", (0.0, 0.0, 0.0), rotation, 1.0, {"M": ((0, 0, 0), _I3)})],
+                      joints=[("SphericalJoint", "Ball", "/Assembly1/G", "/Assembly1/Body/M", {})])
+    path = tmp_path / "one_body.asmt"
+    path.write_text(text)
+    return path
+
+
+def test_rotation_stored_to_2e_6_becomes_the_nearest_rotation_with_a_note(tmp_path):
+    from scipy.linalg import polar
+    from scipy.spatial.transform import Rotation
+
+    exact = Rotation.from_euler("xyz", [0.3, -0.2, 1.1]).as_matrix()
+    stored = exact + 2e-6 * np.array([[1, -1, 0.5], [0.3, 0, -1], [1, 0.2, -0.4]])
+    with pytest.warns(UserWarning, match="Body.*nearest rotation"):
+        spec = read_asmt(_one_body(tmp_path, [tuple(r) for r in stored]))
+    body = next(p for p in spec.parts if p.name == "Body")
+    nearest = polar(stored)[0]  # the orthogonal polar factor: the nearest rotation
+    assert np.max(np.abs(_quat_to_matrix(body.orientation) - nearest)) < 1e-12
+    assert np.max(np.abs(nearest - exact)) < 1e-5
+
+
+@pytest.mark.parametrize("rotation", [
+    np.diag([1.0, 1.0, 1.01]),            # not orthonormal
+    np.diag([1.0, 1.0, -1.0]),            # a reflection
+])
+def test_a_matrix_that_is_clearly_not_a_rotation_is_refused_naming_the_part(tmp_path, rotation):
+    with pytest.raises(CadImportError) as err:
+        read_asmt(_one_body(tmp_path, [tuple(r) for r in rotation]))
+    assert "part Body" in str(err.value) and "not a rotation" in str(err.value)
