@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import List
 
 import numpy as np
+import scipy.sparse as sps
 
 from ..errors import AssemblyError, DrivingError, SingularityError
 from .analysis import rank_info
@@ -112,38 +113,29 @@ def assemble(model, q=None, t=0.0, angles=None, *, tol=1e-10, max_iter=50, incon
     plane); those are reported in ``message`` and left unenforced when their violation
     stays below ``inconsistency_tol`` (m or rad), else the assembly fails naming them.
 
+    Newton converges only near an assembly. When it does not (a part saved far from its
+    joint: tens of lengths away, or turned), a Newton homotopy follows the solutions of
+    Φ(q) = (1 − λ) Φ(q₀) from λ = 0 (the given pose) to λ = 1 (assembled) in steps small
+    enough for Newton to converge at each; if that path ends too (a turning point), a
+    trust-region least-squares solve (:func:`scipy.optimize.least_squares`) is the last
+    start for Newton. A failure names the joints left in conflict (never an empty list).
+
     Returns an :class:`AssemblyResult`; raises nothing (callers decide).
     """
     system = System(model)
     q = np.array(model.q0 if q is None else q, dtype=float)
     q_start = q.copy()
     angles = angles or AngleState(model, q)
-    res = np.inf
-    it = 0
-    best = (np.inf, q.copy())
-    rows = np.arange(model.nc)
-    for it in range(1, max_iter + 1):
-        phi = system.phi(q, t, angles)
-        J = system.jacobian_auto(q, t, angles)
-        rows = rank_info(J, rtol=1e-8).independent
-        res = float(np.max(np.abs(phi[rows]))) if rows.size else 0.0
-        if res < best[0]:
-            best = (res, q.copy())
+    q0 = q.copy()
+    q, res, it = _newton(system, q, t, angles, tol, max_iter)
+    for fallback in (_homotopy, _least_squares_pose):
         if res < tol:
             break
-        step = RowSolver(J, rows).solve(-phi)
-        # damp steps that grow the residual (a pose far from any assembly)
-        alpha = 1.0
-        for _ in range(8):
-            trial = q + alpha * step
-            r_trial = np.max(np.abs(system.phi(trial, t, angles)[rows]))
-            if r_trial < res or alpha < 0.05:
-                break
-            alpha *= 0.5
-        q = trial
-    else:
-        if res > best[0]:
-            q, res = best[1], best[0]
+        q_f, it_f = fallback(system, q0, t, angles, tol, max_iter)
+        q2, res2, it2 = _newton(system, q_f, t, angles, tol, max_iter)
+        it += it_f + it2
+        if res2 < res:
+            q, res = q2, res2
     pos0, _ = model.body_coordinates(q_start)
     pos1, _ = model.body_coordinates(q)
     moved = {model.body_names[b]: float(np.linalg.norm(pos1[b] - pos0[b])) for b in range(model.nb) if not model.body_fixed[b]}
@@ -163,6 +155,98 @@ def assemble(model, q=None, t=0.0, angles=None, *, tol=1e-10, max_iter=50, incon
     return AssemblyResult(q, False, max(res, full), it, moved, conflicts, msg)
 
 
+def _newton(system, q, t, angles, tol, max_iter, shift=None, colscale=None):
+    """Damped minimum-norm Newton on the independent rows of Φ(q) − shift = 0; the best
+    pose met, ‖Φ − shift‖∞ there (independent rows) and the iterations used.
+
+    ``colscale`` (nq,) weighs the minimum-norm step: it is the least-norm ``Δq/colscale``,
+    so a small scale makes a coordinate expensive to move (see :func:`_rotation_scale`)."""
+    shift = 0.0 if shift is None else shift
+    res = np.inf
+    it = 0
+    best = (np.inf, q.copy())
+    for it in range(1, max_iter + 1):
+        phi = system.phi(q, t, angles) - shift
+        J = system.jacobian_auto(q, t, angles)
+        rows = rank_info(J, rtol=1e-8).independent
+        res = float(np.max(np.abs(phi[rows]))) if rows.size else 0.0
+        if res < best[0]:
+            best = (res, q.copy())
+        if res < tol:
+            break
+        if colscale is None:
+            step = RowSolver(J, rows).solve(-phi)
+        else:
+            Js = J @ sps.diags(colscale) if sps.issparse(J) else J * colscale
+            step = colscale * RowSolver(Js, rows).solve(-phi)
+        # damp steps that grow the residual (a pose far from any assembly)
+        alpha = 1.0
+        for _ in range(8):
+            trial = q + alpha * step
+            r_trial = np.max(np.abs((system.phi(trial, t, angles) - shift)[rows]))
+            if r_trial < res or alpha < 0.05:
+                break
+            alpha *= 0.5
+        q = trial
+    else:
+        if res > best[0]:
+            q, res = best[1], best[0]
+    return q, res, it
+
+
+def _rotation_scale(model, q):
+    """Column weights for steps far from an assembly: 1 for positions (m), 1/L for the
+    orientation coordinates, L (m) the spread of the parts' initial positions (at least
+    1).  A part far from its joint then travels rather than spins: a turn of its
+    orientation coordinates moves a marker by its lever arm, which for a far part makes
+    the unweighted least-norm step mostly a rotation, and Newton then converges poorly."""
+    nqb = model.nqb
+    nmov = model.nq // nqb
+    if nmov == 0:
+        return None
+    pos = np.asarray(q, float).reshape(nmov, nqb)[:, :3]
+    span = float(np.max(np.ptp(np.vstack([pos, np.zeros((1, 3))]), axis=0)))
+    scale = np.ones((nmov, nqb))
+    scale[:, 3:] = 1.0 / max(1.0, span)
+    return scale.reshape(-1)
+
+
+def _homotopy(system, q, t, angles, tol, max_iter, min_step=1e-4):
+    """Follow Φ(q) = (1 − λ) Φ(q₀) from λ = 0 to 1 by Newton corrector steps, halving the
+    λ step where Newton does not converge and growing it where it converges quickly.
+    Returns the pose reached (assembled when λ got to 1) and the iterations used."""
+    colscale = _rotation_scale(system.model, q)
+    phi0 = system.phi(q, t, angles)
+    scale = max(1.0, float(np.max(np.abs(phi0))))
+    lam, h, used = 0.0, 0.125, 0
+    while lam < 1.0 and h >= min_step:
+        nxt = min(1.0, lam + h)
+        inner_tol = tol if nxt == 1.0 else 1e-8 * scale
+        q_new, res, it = _newton(system, q, t, angles, inner_tol, 12, shift=(1.0 - nxt) * phi0,
+                                 colscale=colscale)
+        used += it
+        if res < inner_tol:
+            q, lam = q_new, nxt
+            if it <= 4:
+                h *= 2.0
+        else:
+            h *= 0.5
+        if used > 50 * max_iter:
+            break
+    return q, used
+
+
+def _least_squares_pose(system, q, t, angles, tol, max_iter):
+    """A pose minimising ‖Φ(q)‖₂ from ``q`` by scipy's trust-region reflective method
+    (it decreases ‖Φ‖₂² from any start, but may stop in a local minimum)."""
+    from scipy.optimize import least_squares
+
+    fit = least_squares(lambda x: system.phi(x, t, angles), q,
+                        jac=lambda x: system.jacobian_auto(x, t, angles),
+                        method="trf", max_nfev=20 * max_iter, xtol=1e-14, ftol=1e-14, gtol=1e-14)
+    return fit.x, int(fit.nfev)
+
+
 def _conflicting_items(model, system, q, t, angles):
     """Joints in conflict: those left with a residual by a least-squares fit of *all* equations.
 
@@ -173,7 +257,11 @@ def _conflicting_items(model, system, q, t, angles):
 
     fit = least_squares(lambda x: system.phi(x, t, angles), q, jac=lambda x: system.jacobian_auto(x, t, angles),
                         method="trf", max_nfev=50, xtol=1e-12, ftol=1e-12)
-    return _worst_items(model, fit.fun, rel=1e-3)
+    names = _worst_items(model, fit.fun, rel=1e-3)
+    if not names:  # the fit closed what Newton left: name what is violated at q
+        names = _worst_items(model, system.phi(q, t, angles), rel=0.0)
+    return names or [model.row_labels[r][0] for r in range(model.nc)
+                     if model.row_labels[r][1] != "normalize"][:6]
 
 
 def _worst_items(model, phi, limit=6, rel=1e-6):
@@ -183,6 +271,8 @@ def _worst_items(model, phi, limit=6, rel=1e-6):
     for r in worst:
         if abs(phi[r]) < rel * max(1.0, abs(phi[worst[0]])) or len(names) >= limit:
             break
+        if model.row_labels[r][1] == "normalize":  # a part's Euler parameters, not a joint
+            continue
         if model.row_labels[r][0] not in names:
             names.append(model.row_labels[r][0])
     return names

@@ -675,3 +675,70 @@ def test_a_matrix_that_is_clearly_not_a_rotation_is_refused_naming_the_part(tmp_
     with pytest.raises(CadImportError) as err:
         read_asmt(_one_body(tmp_path, [tuple(r) for r in rotation]))
     assert "part Body" in str(err.value) and "not a rotation" in str(err.value)
+
+
+# --------------------------------------------------------------------------------------
+# assembling from far starts
+# --------------------------------------------------------------------------------------
+LOCAL = Path(__file__).resolve().parents[1] / "data" / "asmt"
+
+
+def _marker_points(spec, motion_q, model, joint):
+    pos, quat = model.body_coordinates(motion_q)
+    out = []
+    for part, frame in zip(joint.parts, joint.markers):
+        b = model.body_names.index(part)
+        out.append(pos[b] + _quat_to_matrix(quat[b]) @ np.array(frame.origin))
+    return out
+
+
+def test_sphsphjt_assembles_from_62_units_away():
+    from cadmotion.kernel import assemble, compile_model
+
+    with pytest.warns(UserWarning, match=r"part32#SphSphJoint \(distance 62.5\)"):
+        spec = read_asmt(LOCAL / "SphSphJt.asmt")
+    model = compile_model(spec)
+    result = assemble(model)
+    assert result.success, result.message
+    joint = next(j for j in spec.joints if j.type == "distance")
+    p_i, p_j = _marker_points(spec, result.q, model, joint)
+    assert abs(np.linalg.norm(p_j - p_i) - 2.0) < 1e-9
+    assert result.moved["part32#Body001"] < 1e-12  # held by its FixedJoint to the ground
+
+
+@pytest.mark.parametrize("start, lever", [((0.0, 0.0, 64.0), (1.0, 0.0, 0.0)),
+                                          ((-60.0, 20.0, 5.0), (0.0, 3.0, -2.0))])
+def test_a_free_body_far_from_its_sphere_joint_assembles(tmp_path, start, lever):
+    from cadmotion.kernel import assemble, compile_model
+
+    text = _asmt_text(markers={"G": ((0, 0, 0), _I3)},
+                      parts=[("Body", start, _I3, 1.0, {"M": (lever, _I3)})],
+                      joints=[("SphSphJoint", "Jt", "/Assembly1/G", "/Assembly1/Body/M",
+                               {"distanceIJ": "2.0"})])
+    path = tmp_path / "far.asmt"
+    path.write_text(text)
+    with pytest.warns(UserWarning, match="does not satisfy"):
+        spec = read_asmt(path)
+    model = compile_model(spec)
+    result = assemble(model)
+    assert result.success, result.message
+    p_i, p_j = _marker_points(spec, result.q, model, spec.joints[0])
+    assert abs(np.linalg.norm(p_j - p_i) - 2.0) < 1e-9
+
+
+def test_an_impossible_placement_is_refused_naming_the_joints(tmp_path):
+    from cadmotion.kernel import assemble, compile_model
+
+    # two distance-2 joints to ground points 10 apart: no pose satisfies both
+    text = _asmt_text(markers={"A": ((0, 0, 0), _I3), "B": ((10, 0, 0), _I3)},
+                      parts=[("Body", (5.0, 0.0, 0.0), _I3, 1.0, {"M": ((0, 0, 0), _I3)})],
+                      joints=[("SphSphJoint", "ToA", "/Assembly1/A", "/Assembly1/Body/M", {"distanceIJ": "2.0"}),
+                              ("SphSphJoint", "ToB", "/Assembly1/B", "/Assembly1/Body/M", {"distanceIJ": "2.0"})])
+    path = tmp_path / "impossible.asmt"
+    path.write_text(text)
+    with pytest.warns(UserWarning):
+        spec = read_asmt(path)
+    result = assemble(compile_model(spec))
+    assert not result.success
+    assert set(result.conflicts) == {"ToA", "ToB"}, result.conflicts
+    assert "ToA" in result.message and "ToB" in result.message
