@@ -742,3 +742,54 @@ def test_an_impossible_placement_is_refused_naming_the_joints(tmp_path):
     assert not result.success
     assert set(result.conflicts) == {"ToA", "ToB"}, result.conflicts
     assert "ToA" in result.message and "ToB" in result.message
+
+
+# --------------------------------------------------------------------------------------
+# accelerations to round-off (planar mechanisms stay planar)
+# --------------------------------------------------------------------------------------
+ACC_TOL = 1e-9
+
+
+@needs_data
+@pytest.mark.parametrize("path", WITH_SERIES, ids=lambda p: p.stem)
+def test_accelerations_match_the_stored_series_to_1e_9(path):
+    # the stored series closes its joints to 1e-11 and prints 14 digits: an acceleration
+    # error above 1e-9 (relative to the part's largest value, at least 1) is ours
+    spec = read_asmt(path, initial_pose="series")
+    motion = _kinematics(spec, read_asmt_simulation(path))
+    for name, ref in read_asmt_time_series(path)["parts"].items():
+        b = motion.part_index(name)
+        for ours, key in ((motion.acceleration[:, b], "acceleration"),
+                          (motion.angular_acceleration[:, b], "angular_acceleration")):
+            assert _max_rel_error(ours, ref[key]) <= ACC_TOL, (name, key, _max_rel_error(ours, ref[key]))
+
+
+def test_piston_crank_stays_planar_and_its_rod_follows_the_closed_form(tmp_path):
+    import sympy as sp
+
+    r, L = R_CRANK, L_ROD
+    # crank about z at the origin (2 pi t), rod from the crank pin to the piston pin, piston
+    # sliding on the world x axis: every part in the plane z = 0
+    text = _asmt_text(
+        markers={"O": ((0, 0, 0), _I3), "S": ((0, 0, 0), _Z_ALONG_X)},
+        parts=[("Crank", (0, 0, 0), _I3, 1.0, {"O": ((0, 0, 0), _I3), "P": ((r, 0, 0), _I3)}),
+               ("Rod", (r, 0, 0), _I3, 1.0, {"A": ((0, 0, 0), _I3), "B": ((L, 0, 0), _I3)}),
+               ("Piston", (r + L, 0, 0), _I3, 1.0, {"B": ((0, 0, 0), _I3), "S": ((0, 0, 0), _Z_ALONG_X)})],
+        joints=[("RevoluteJoint", "Main", "/Assembly1/O", "/Assembly1/Crank/O", {}),
+                ("RevoluteJoint", "CrankPin", "/Assembly1/Crank/P", "/Assembly1/Rod/A", {}),
+                ("RevoluteJoint", "WristPin", "/Assembly1/Rod/B", "/Assembly1/Piston/B", {}),
+                ("TranslationalJoint", "Bore", "/Assembly1/S", "/Assembly1/Piston/S", {})],
+        motions=[("RotationalMotion", "Turn", "/Assembly1/Main", "RotationZ", "2.0*pi*time")])
+    path = tmp_path / "piston.asmt"
+    path.write_text(text)
+    spec = read_asmt(path)
+    motion = _kinematics(spec, {"tstart": 0.0, "tend": 1.0, "steps": 50})
+    ts = sp.Symbol("t")
+    phi = sp.asin(-r / L * sp.sin(2 * sp.pi * ts))  # the rod's angle to the x axis
+    rod_alpha = sp.lambdify(ts, sp.diff(phi, ts, 2), "numpy")(motion.time)
+    exact = {"Crank": np.zeros_like(motion.time), "Rod": rod_alpha, "Piston": np.zeros_like(motion.time)}
+    for name, alpha_z in exact.items():
+        al = motion.angular_acceleration[:, motion.part_index(name)]
+        scale = max(1.0, float(np.max(np.abs(alpha_z))))
+        assert np.max(np.abs(al[:, :2])) <= ACC_TOL * scale, name   # out of the plane: exactly 0
+        assert np.max(np.abs(al[:, 2] - alpha_z)) <= ACC_TOL * scale, name
