@@ -706,6 +706,33 @@ def test_sphsphjt_assembles_from_62_units_away():
     assert result.moved["part32#Body001"] < 1e-12  # held by its FixedJoint to the ground
 
 
+@pytest.mark.parametrize("name, kind", [("CylSphJt.asmt", "point-line-distance"),
+                                         ("RevCylJt.asmt", "line-line-distance")])
+def test_freecad_distance_joint_files_assemble_onto_their_distance(name, kind):
+    from cadmotion.kernel import assemble, compile_model
+
+    with pytest.warns(UserWarning, match="does not satisfy"):
+        spec = read_asmt(LOCAL / name)
+    joint = next(j for j in spec.joints if j.type == kind)
+    assert joint.param("length") == 2.0
+    model = compile_model(spec)
+    result = assemble(model)
+    assert result.success, result.message
+    assert result.moved["part32#Body001"] < 1e-12
+    pos, quat = model.body_coordinates(result.q)
+    frames = []
+    for part, frame in zip(joint.parts, joint.markers):
+        b = model.body_names.index(part)
+        R = _quat_to_matrix(quat[b])
+        frames.append((R @ np.array(frame.rotation), pos[b] + R @ np.array(frame.origin)))
+    (R_i, p_i), (R_j, p_j) = frames
+    d = p_j - p_i
+    z = R_i[:, 2]
+    assert abs(np.linalg.norm(d - (d @ z) * z) - 2.0) < 1e-9  # P_j 2 from the z line of I
+    if kind == "line-line-distance":
+        assert np.linalg.norm(np.cross(z, R_j[:, 2])) < 1e-9  # and the two lines parallel
+
+
 @pytest.mark.parametrize("start, lever", [((0.0, 0.0, 64.0), (1.0, 0.0, 0.0)),
                                           ((-60.0, 20.0, 5.0), (0.0, 3.0, -2.0))])
 def test_a_free_body_far_from_its_sphere_joint_assembles(tmp_path, start, lever):
