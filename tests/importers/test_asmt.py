@@ -592,6 +592,37 @@ def test_distance_joint_as_connecting_rod_follows_the_slider_crank_closed_form(t
     assert np.max(np.abs(motion.position[:, b, 1:])) < 1e-12
 
 
+def test_pendulum_on_a_sphsph_joint_keeps_its_length_and_the_elliptic_period(tmp_path):
+    from scipy.special import ellipk
+
+    from cadmotion.kernel import compile_model
+    from cadmotion.kernel.dynamics import simulate
+
+    L, g, theta0 = 1.0, 9.81, 0.3
+    # a body hung by its centre of mass at L from a ground point: the joint force passes
+    # through the centre of mass, so the body swings as a point mass (and does not spin)
+    text = _asmt_text(markers={"G": ((0, 0, 0), _I3)},
+                      parts=[("Bob", (L * math.sin(theta0), -L * math.cos(theta0), 0.0), _I3, 2.0,
+                              {"M": ((0, 0, 0), _I3)})],
+                      joints=[("SphSphJoint", "Rod", "/Assembly1/G", "/Assembly1/Bob/M", {"distanceIJ": repr(L)})],
+                      gravity=(0.0, -g, 0.0))
+    path = tmp_path / "pendulum.asmt"
+    path.write_text(text)
+    period = 4.0 * math.sqrt(L / g) * ellipk(math.sin(theta0 / 2) ** 2)
+    motion = simulate(compile_model(read_asmt(path)), t_end=2.6 * period, steps=2000,
+                      formulation="projection", integrator="DOP853", rtol=1e-10, atol=1e-12)
+    assert motion.complete, motion.message
+    r = motion.position[:, motion.part_index("Bob")]
+    assert np.max(np.abs(np.linalg.norm(r, axis=1) - L)) < 1e-9
+    assert np.max(np.abs(r[:, 2])) < 1e-12
+    # downward zero crossings of x, linearly interpolated (x is straight there)
+    x, t = r[:, 0], motion.time
+    k = np.flatnonzero((x[:-1] > 0) & (x[1:] <= 0))
+    crossings = t[k] - x[k] * (t[k + 1] - t[k]) / (x[k + 1] - x[k])
+    assert len(crossings) >= 2
+    assert abs((crossings[1] - crossings[0]) - period) < 1e-6 * period
+
+
 @pytest.mark.parametrize("keyword, extra, dof", [
     ("SphSphJoint", {"distanceIJ": "0.5"}, 5),        # a point on a sphere about another
     ("CylSphJoint", {"distanceIJ": "0.5"}, 5),        # a point on a cylinder about a line
