@@ -440,20 +440,40 @@ class _Stepper:
     def __init__(self, system, rows, solver, tol, max_iter, singular_rcond):
         self.system, self.rows, self.solver = system, rows, solver
         self.tol, self.max_iter, self.singular_rcond = tol, max_iter, singular_rcond
+        self._J_at = None  # (q, Φq at q) of the last accepted pose
 
     def derivatives(self, q, t, angles):
         """(q, q̇, q̈) at an accepted pose: Φq q̇ = −Φt, Φq q̈ = γ on the kept rows, or on
         all rows when the mechanism has redundant equations that hold (see
         :meth:`_all_rows`)."""
         system = self.system
-        qd = self._all_rows(self.solver.solve(-system.phit(q, t, angles)), q, t, angles,
-                            lambda: -system.phit(q, t, angles))
-        qdd = self._all_rows(self.solver.solve(system.gamma(q, qd, t, angles)), q, t, angles,
-                             lambda: system.gamma(q, qd, t, angles))
+        phit = system.phit(q, t, angles)
+        qd_kept = self.solver.solve(-phit)
+        full = self._full_rows_factor(q, t, angles)
+        qd = self._all_rows(full, qd_kept, -phit)
+        gamma = system.gamma(q, qd, t, angles)
+        qdd = self._all_rows(full, self.solver.solve(gamma), gamma)
         return q, qd, qdd
 
-    def _all_rows(self, x_kept, q, t, angles, rhs):
-        """The least-squares solution of Φq x = rhs over *all* rows when some were dropped
+    def _full_rows_factor(self, q, t, angles):
+        """(Φq, Q, R) of all rows (economic QR) when some rows were dropped as redundant
+        and the model is small enough for dense algebra; else None."""
+        from .linalg import DENSE_LIMIT
+
+        nc, nq = self.system.model.nc, self.system.model.nq
+        if len(self.rows) == nc or nq > DENSE_LIMIT:
+            return None
+        cached = self._J_at
+        J = cached[1] if cached is not None and cached[0] is q else self.system.jacobian_dense(q, t, angles)
+        J = J.toarray() if sps.issparse(J) else np.asarray(J)
+        Q, R = sla.qr(J, mode="economic", check_finite=False)
+        if np.min(np.abs(np.diag(R))) < 1e-12 * np.max(np.abs(np.diag(R))):
+            return None  # all rows do not fix every coordinate (a singular pose)
+        return J, Q, R
+
+    @staticmethod
+    def _all_rows(full, x_kept, b):
+        """The least-squares solution of Φq x = b over *all* rows when some were dropped
         as redundant and that system is consistent to round-off, else ``x_kept``.
 
         The kept rows alone determine x, but near some poses (a planar loop at a crank
@@ -461,17 +481,13 @@ class _Stepper:
         would fix: a piston crank's out-of-plane angular acceleration came out at
         1.3e-9 rad/s² from the kept rows and at round-off from all rows.  Data whose
         redundant rows disagree (CAD frames slightly out of plane) keeps ``x_kept``, so
-        the drivers and the kept joints hold exactly.  Small (dense) models only."""
-        from .linalg import DENSE_LIMIT
-
-        nc, nq = self.system.model.nc, self.system.model.nq
-        if len(self.rows) == nc or nq > DENSE_LIMIT:
+        the drivers and the kept joints hold exactly."""
+        if full is None:
             return x_kept
-        J = self.system.jacobian_dense(q, t, angles)
-        b = rhs()
-        x = sla.lstsq(J, b, lapack_driver="gelsy", check_finite=False)[0]
+        J, Q, R = full
+        x = sla.solve_triangular(R, Q.T @ b, check_finite=False)
         scale = max(1.0, float(np.max(np.abs(b))), float(np.max(np.abs(J))) * float(np.max(np.abs(x))))
-        if np.max(np.abs(J @ x - b)) > 1e3 * np.finfo(float).eps * scale * nq:
+        if np.max(np.abs(J @ x - b)) > 1e3 * np.finfo(float).eps * scale * J.shape[1]:
             return x_kept
         return x
 
@@ -561,7 +577,9 @@ class _Stepper:
                                 f"{jump:.3g} away from the predicted one (step {step:.3g}); the mechanism "
                                 "passes a bifurcation (change point) or the drivers move it discontinuously"))
         system = self.system
-        self.solver = RowSolver(system.jacobian_auto(q_new, t1, angles), self.rows)
+        J_new = system.jacobian_auto(q_new, t1, angles)
+        self._J_at = (q_new, J_new)  # reused by derivatives() at this pose
+        self.solver = RowSolver(J_new, self.rows)
         system.accept(q_new, angles)
         if self.solver.rcond < self.singular_rcond:
             # the rows kept at the start may have lost rank while the whole Jacobian has not:
