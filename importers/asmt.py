@@ -30,8 +30,17 @@ Joints map one-to-one onto cadmotion's joint library (``RevoluteJoint`` -> revol
 ``TranslationalJoint`` -> prismatic, ``CylindricalJoint``, ``SphericalJoint``,
 ``FixedJoint``, ``UniversalJoint``, ``ConstantVelocityJoint``, ``ParallelAxesJoint``,
 ``PerpendicularJoint``, ``AngleJoint``, ``PlanarJoint``, ``PointInPlaneJoint``,
-``PointInLineJoint``, ``SphSphJoint`` -> distance).  An ``offset`` of a planar or
-point-in-plane joint is folded into marker I (moved by ``offset`` along its z axis).
+``PointInLineJoint``, ``LineInPlaneJoint``).  FreeCAD's Distance joints
+(``AssemblyObject::makeMbdJointDistance``) are OndselSolver's compound joints with a
+``distanceIJ`` L, each one library joint with ``length = L``:
+
+* ``SphSphJoint`` -> ``distance``: ``|P_j - P_i| = L``;
+* ``CylSphJoint`` -> ``point-line-distance``: P_j at L from the z line of marker I;
+* ``RevCylJoint`` -> ``line-line-distance``: the z axes parallel and L apart;
+* ``RevRevJoint`` -> ``rev-rev-distance``: the same with P_j in the xy plane of marker I.
+
+An ``offset`` of a planar, point-in-plane or line-in-plane joint is folded into marker I
+(moved by ``offset`` along its z axis).
 
 OndselSolver's ``GearJoint``, ``RackPinionJoint`` and ``ScrewJoint`` are single
 equations between two markers; cadmotion expresses them as couplers of the joints that
@@ -57,8 +66,8 @@ equations and the file's "relative to the start" gear/rack constants agree.
 (``disp``).  OndselSolver prescribes the angle of its own markers, ``thez(t) = f(t)``;
 with the normalised markers the driver expression is ``f(t) - thez0``, ``thez0`` being
 the file's marker angle at the initial pose (shifted by whole turns to the value nearest
-``f(tstart)``).  Limits (``RotationLimit``/``TranslationLimit``) are shifted the same
-way.  Expressions are translated by :mod:`cadmotion.importers.asmt_expressions` (never
+``f(tstart)``).  Limits (``RotationLimit``/``TranslationLimit`` with ``Limit``/``Type``,
+see :func:`_limits`) become the joint's ``limits`` and are shifted the same way.  Expressions are translated by :mod:`cadmotion.importers.asmt_expressions` (never
 evaluated as Python).
 
 Initial pose
@@ -68,7 +77,7 @@ the last pose of that run there; ``read_asmt(path, initial_pose="series")`` star
 the first frame of the stored ``TimeSeries`` instead, which is what the solver assembled
 at ``tstart`` (the two can differ by a branch: Gears.asmt's 1:2 pair, half a turn).
 
-Anything else (unknown joint type, ``GeneralMotion``, ``RevCylJoint``, ...) raises
+Anything else (unknown joint type, ``GeneralMotion``, ``NoRotationJoint``, ...) raises
 :class:`~cadmotion.errors.CadImportError` naming the item and its type.
 """
 
@@ -125,6 +134,10 @@ ASMT_JOINT_TYPES: Dict[str, str] = {
     "PointInPlaneJoint": "point-on-plane",
     "PointInLineJoint": "point-on-line",
     "SphSphJoint": "distance",
+    "CylSphJoint": "point-line-distance",
+    "RevCylJoint": "line-line-distance",
+    "RevRevJoint": "rev-rev-distance",
+    "LineInPlaneJoint": "line-in-plane",
     "GearJoint": "gear",
     "RackPinionJoint": "rack-and-pinion",
     "ScrewJoint": "rack-and-pinion",
@@ -132,11 +145,13 @@ ASMT_JOINT_TYPES: Dict[str, str] = {
 
 #: OndselSolver joints that cadmotion's joint library cannot express.
 _NOT_IN_KERNEL = {
-    "NoRotationJoint", "LineInPlaneJoint", "RevCylJoint", "CylSphJoint", "RevRevJoint",
-    "InLineJoint", "InPlaneJoint", "CompoundJoint",
+    "NoRotationJoint", "InLineJoint", "InPlaneJoint", "CompoundJoint",
 }
 
 _MOTIONS = {"RotationalMotion": "angle", "TranslationalMotion": "disp"}
+
+#: OndselSolver's compound joints carrying a ``distanceIJ`` (m)
+_DISTANCE_JOINTS = ("SphSphJoint", "CylSphJoint", "RevCylJoint", "RevRevJoint")
 
 
 # --------------------------------------------------------------------------------------
@@ -150,16 +165,34 @@ def _frame_arrays(frame):
     return np.array(frame.rotation, float), np.array(frame.origin, float)
 
 
+#: a stored RotationMatrix whose singular values are off 1 by more than this is not a
+#: rotation (files print 14 digits; FreeCAD's placements reach ~1e-6)
+ROTATION_REFUSE = 1e-3
+#: below this the deviation is print noise and is corrected silently
+ROTATION_NOTE = 1e-9
+
+
 def _orthonormalize(R, where):
-    """Nearest rotation to R (files print 14 digits); error if R is far from one."""
+    """The nearest rotation to R (polar factor ``U Vᵀ`` of its SVD).
+
+    Matrices off a rotation by more than :data:`ROTATION_NOTE` (largest ``|σ - 1|``) are
+    corrected with a warning naming ``where`` (the part or marker); beyond
+    :data:`ROTATION_REFUSE`, or with a negative determinant (a reflection), the matrix is
+    refused with a :class:`CadImportError` naming it.
+    """
     R = np.asarray(R, float)
     if R.shape != (3, 3) or not np.all(np.isfinite(R)):
         raise CadImportError("a RotationMatrix is not a finite 3x3 matrix", where=where)
     U, S, Vt = np.linalg.svd(R)
-    if np.max(np.abs(S - 1.0)) > 1e-6 or np.linalg.det(R) < 0:
+    dev = float(np.max(np.abs(S - 1.0)))
+    if dev > ROTATION_REFUSE or np.linalg.det(R) <= 0:
         raise CadImportError(
             f"a RotationMatrix is not a rotation (singular values {S.round(9).tolist()}, "
-            f"det {np.linalg.det(R):.6g})", where=where)
+            f"det {np.linalg.det(R):.6g})", where=where,
+            hint="the columns must be orthonormal axes (right-handed)")
+    if dev > ROTATION_NOTE:
+        warnings.warn(f"{where}: the RotationMatrix is off a rotation by {dev:.2g}; "
+                      "cadmotion uses the nearest rotation", stacklevel=4)
     return U @ Vt
 
 
@@ -270,10 +303,15 @@ class _Reader:
 
     # -- typed values ---------------------------------------------------------------
     def string(self, node, key, item=None, default=None):
+        """The text under ``key``; a key with an empty value (OndselSolver writes an empty
+        line, e.g. a joint whose ``Name`` is empty) gives ``""``, or ``default`` when one
+        is given; a missing key gives ``default`` or an error naming it."""
         c = node.child(key)
         if c is None or not c.children:
             if default is not None:
                 return default
+            if c is not None:
+                return ""
             raise CadImportError(f"missing '{key}'", where=self.where(node, item))
         return c.children[0].text
 
@@ -323,6 +361,7 @@ class _Model:
     gravity: Tuple[float, float, float]
     velocities: List[InitialVelocitySpec]
     has_forces: bool
+    unnamed_joints: List[str] = field(default_factory=list)  # names given to joints with an empty Name
 
 
 def _container_markers(rd, node, prefix, item):
@@ -613,7 +652,8 @@ def _world_of(pose, part, frame):
 
 #: Joint types whose two z axes only need to be parallel; an antiparallel marker J is
 #: turned by pi about its x axis (same constraint, same angle coordinate, frames coincide).
-_AXIS_TYPES = ("revolute", "cylindrical", "prismatic", "planar", "parallel")
+_AXIS_TYPES = ("revolute", "cylindrical", "prismatic", "planar", "parallel",
+               "line-line-distance", "rev-rev-distance")
 _FLIP = np.diag([1.0, -1.0, -1.0])
 
 
@@ -681,7 +721,9 @@ def joint_violations(spec, tol=1e-7):
     list of (joint name, what, value)
         ``what`` is ``origin`` (m, distance between marker origins), ``line`` (m, marker J
         origin from the line of marker I's z), ``plane`` (m), ``axis`` (rad, angle between
-        the z axes that should be parallel) or ``twist`` (rad); only values above ``tol``.
+        the z axes that should be parallel, or from perpendicular for line-in-plane),
+        ``twist`` (rad) or ``distance`` (m, error of a distance joint's length); only
+        values above ``tol``.
     """
 
     pose = {p.name: (quat_to_matrix(p.orientation), np.array(p.position, float)) for p in spec.parts}
@@ -698,8 +740,15 @@ def joint_violations(spec, tol=1e-7):
             checks.append(("origin", float(np.linalg.norm(d))))
         if j.type in ("prismatic", "cylindrical", "point-on-line"):
             checks.append(("line", float(np.linalg.norm(d - (d @ z) * z))))
-        if j.type in ("planar", "point-on-plane"):
+        if j.type in ("planar", "point-on-plane", "line-in-plane", "rev-rev-distance"):
             checks.append(("plane", abs(float(d @ z))))
+        if j.type == "line-in-plane":
+            checks.append(("axis", abs(math.asin(max(-1.0, min(1.0, float(z @ R_j[:, 2])))))))
+        length = j.param("length")
+        if j.type == "distance" and length is not None:
+            checks.append(("distance", abs(float(np.linalg.norm(d)) - length)))
+        if j.type in ("point-line-distance", "line-line-distance", "rev-rev-distance"):
+            checks.append(("distance", abs(float(np.linalg.norm(d - (d @ z) * z)) - length)))
         if j.type in _AXIS_TYPES + ("fixed", "screw"):
             c = abs(float(z @ R_j[:, 2]))
             checks.append(("axis", math.acos(min(1.0, c))))
@@ -725,6 +774,11 @@ def _joints(rd, model):
     for jn in model.joint_nodes:
         jtype = jn.text
         jname = rd.string(jn, "Name", jtype)
+        if not jname:  # an empty Name is a name; outputs need a visible one
+            jname = f"{jtype}@{jn.line}"
+            warnings.warn(f"{rd.where(jn, jtype)}: the joint's Name is empty; cadmotion calls it "
+                          f"{jname} (the file's line)", stacklevel=3)
+            model.unnamed_joints.append(jname)
         item = f"joint {jname} ({jtype})"
         where = rd.where(jn, item)
         if jname in names:
@@ -748,15 +802,19 @@ def _joints(rd, model):
         params = ()
         ktype = ASMT_JOINT_TYPES[jtype]
         R_j = align_axes(ktype, model.pose[pi][0] @ R_i, model.pose[pj][0] @ R_j, R_j)
-        if jtype in ("PlanarJoint", "PointInPlaneJoint"):
+        if jtype in ("PlanarJoint", "PointInPlaneJoint", "LineInPlaneJoint"):
             offset = rd.number(jn, "offset", item, default=0.0)
             p_i = p_i + offset * R_i[:, 2]
         (R_i, p_i), (R_j, p_j), offsets[jname] = zero_joint_coordinates(
             ktype, model.pose[pi], (R_i, p_i), model.pose[pj], (R_j, p_j))
         if jtype == "AngleJoint":
             params = (("angle", rd.number(jn, "theIzJz", item)),)
-        elif jtype == "SphSphJoint":
-            params = (("length", rd.number(jn, "distanceIJ", item)),)
+        elif jtype in _DISTANCE_JOINTS:
+            length = rd.number(jn, "distanceIJ", item)
+            if length < 0.0:
+                raise CadImportError(f"joint {jname} has a negative distanceIJ {length:g}",
+                                     where=where, hint="a distance is >= 0 (m)")
+            params = (("length", length),)
         spec = JointSpec(name=jname, type=ktype, parts=(pi, pj),
                          markers=(_frame(R_i, p_i), _frame(R_j, p_j)), params=params, source=src)
         specs.append(spec)
@@ -779,13 +837,24 @@ def _joints(rd, model):
     return specs, by_markers, offsets
 
 
+def _joint_by_path(model, jref, joints):
+    """The joint a path ``/<assembly>/<joint name>`` names, or None.  ``/<assembly>/`` is
+    the joint whose Name is empty, when there is exactly one."""
+    prefix = f"/{model.assembly}/"
+    if not jref.startswith(prefix):
+        return None
+    jname = jref[len(prefix):]
+    if not jname:
+        return model.unnamed_joints[0] if len(model.unnamed_joints) == 1 else None
+    return jname if jname in joints else None
+
+
 def _drivers(rd, model, specs, by_markers, offsets, tstart):
     drivers = []
     joints = {j.name: j for j in specs}
-    asm = model.assembly
     for mn in model.motion_nodes:
         mtype = mn.text
-        mname = rd.string(mn, "Name", mtype)
+        mname = rd.string(mn, "Name", mtype) or f"{mtype}@{mn.line}"
         item = f"motion {mname} ({mtype})"
         where = rd.where(mn, item)
         if mtype not in _MOTIONS:
@@ -794,8 +863,8 @@ def _drivers(rd, model, specs, by_markers, offsets, tstart):
         coord = _MOTIONS[mtype]
         jref = rd.string(mn, "MotionJoint", item, default="")
         if jref.startswith("/"):
-            jname = jref.rsplit("/", 1)[-1]
-            if not jref.startswith(f"/{asm}/") or jname not in joints:
+            jname = _joint_by_path(model, jref, joints)
+            if jname is None:
                 raise CadImportError(f"motion {mname} drives {jref}, which is not a joint",
                                      where=where)
         else:
@@ -831,37 +900,84 @@ def _drivers(rd, model, specs, by_markers, offsets, tstart):
     return drivers
 
 
+#: limit block keyword -> the joint coordinate it bounds
+_LIMITS = {"RotationLimit": "angle", "TranslationLimit": "disp"}
+
+
+def _limit_joint(rd, model, ln, lname, item, joints, by_markers):
+    """The joint a limit block bounds: its ``MotionJoint`` path when set (OndselSolver then
+    takes the joint's markers), else the joint between its ``MarkerI``/``MarkerJ``."""
+    where = rd.where(ln, item)
+    jref = rd.string(ln, "MotionJoint", item, default="")
+    if jref:
+        jname = _joint_by_path(model, jref, joints)
+        if jname is None:
+            raise CadImportError(f"limit {lname} bounds {jref}, which is not a joint", where=where,
+                                 hint=f"joint paths look like /{model.assembly}/<joint name>")
+        return jname
+    key = (rd.string(ln, "MarkerI", item, default=""), rd.string(ln, "MarkerJ", item, default=""))
+    jname = by_markers.get(key)
+    if jname is None:
+        raise CadImportError(
+            f"limit {lname} acts between markers {key[0] or '?'} and {key[1] or '?'}, which are "
+            "not the markers (in that order) of a joint", where=where,
+            hint="give the limit a MotionJoint, or the MarkerI/MarkerJ of the joint it bounds")
+    return jname
+
+
 def _limits(rd, model, specs, by_markers, offsets):
-    """Fold RotationLimit/TranslationLimit blocks into the joints with the same markers."""
+    """Fold RotationLimit/TranslationLimit blocks into the joints they bound.
+
+    OndselSolver writes a limit as ``Name``, ``MarkerI``, ``MarkerJ``, ``MotionJoint`` (a
+    joint path, or empty: then the markers name the joint), ``Limit`` (an expression in
+    rad or m), ``Type`` (``=>``: lower bound, ``=<``: upper bound), ``Tol`` and optionally
+    ``Behavior`` (``Rigid``/``Compliant``), ``Stiffness``, ``Damping``.  Older files use
+    ``limit``/``type``; both spellings are read.  The bound is on the joint's own angle
+    (displacement) as OndselSolver measures it between the markers; it is shifted by the
+    initial coordinate like the drivers (the markers are normalised to start at zero).
+    ``Tol`` is not needed (cadmotion reports limits, it does not enforce them) and a
+    compliant limit's stiffness and damping are not imported (a warning says so).
+    """
     extra = {}
+    joints = {j.name: j for j in specs}
     for ln in model.limit_nodes:
         ltype = ln.text
-        lname = rd.string(ln, "Name", ltype)
+        lname = rd.string(ln, "Name", ltype, default="")
         item = f"limit {lname} ({ltype})"
         where = rd.where(ln, item)
-        coord = {"RotationLimit": "angle", "TranslationLimit": "disp"}.get(ltype)
+        coord = _LIMITS.get(ltype)
         if coord is None:
-            warnings.warn(f"{where}: limit type {ltype} is not imported", stacklevel=3)
-            continue
-        key = (rd.string(ln, "MarkerI", item), rd.string(ln, "MarkerJ", item))
-        jname = by_markers.get(key)
-        if jname is None:
-            warnings.warn(f"{where}: limit {lname} is not between the markers of a joint; ignored",
-                          stacklevel=3)
-            continue
+            raise CadImportError(f"limit {lname} has the unknown type {ltype!r}", where=where,
+                                 hint="known limit types: " + ", ".join(_LIMITS))
+        jname = _limit_joint(rd, model, ln, lname, item, joints, by_markers)
+        measures = {"angle": _ROT + ("planar",), "disp": _SLIDE + ("point-on-line",)}[coord]
+        if joints[jname].type not in measures:
+            raise CadImportError(
+                f"limit {lname} bounds the {coord} of joint {jname}, a {joints[jname].type} joint, "
+                f"which has no {coord} coordinate", where=where)
+        vkey = "Limit" if ln.child("Limit") is not None else "limit"
+        tkey = "Type" if ln.child("Type") is not None else "type"
         try:
-            value = evaluate_expression(rd.string(ln, "limit", item), where=where)
+            value = evaluate_expression(rd.string(ln, vkey, item), where=where)
         except ExpressionError as exc:
-            raise CadImportError(f"limit {lname}: {exc.message}", where=where) from None
+            raise CadImportError(f"limit {lname}: {exc.message}", where=where, hint=exc.hint) from None
         value -= offsets.get(jname, {}).get(coord, 0.0)
-        kind = rd.string(ln, "type", item)
+        kind = rd.string(ln, tkey, item)
         lo, hi = extra.get((jname, coord), (-math.inf, math.inf))
         if kind == "=>":
-            lo = value
+            lo = max(lo, value)
         elif kind == "=<":
-            hi = value
+            hi = min(hi, value)
         else:
-            raise CadImportError(f"limit {lname} has type {kind!r}; expected '=>' or '=<'", where=where)
+            raise CadImportError(f"limit {lname} has Type {kind!r}", where=where,
+                                 hint="'=>' is a lower bound, '=<' an upper bound")
+        behavior = rd.string(ln, "Behavior", item, default="Rigid")
+        if behavior == "Compliant":
+            warnings.warn(f"{where}: the limit's stiffness and damping are not imported; "
+                          "cadmotion reports the bound as a rigid limit", stacklevel=3)
+        elif behavior != "Rigid":
+            raise CadImportError(f"limit {lname} has Behavior {behavior!r}", where=where,
+                                 hint="OndselSolver knows 'Rigid' and 'Compliant'")
         extra[(jname, coord)] = (lo, hi)
     if not extra:
         return specs

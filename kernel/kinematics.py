@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from typing import List
 
 import numpy as np
+import scipy.linalg as sla
+import scipy.sparse as sps
 
 from ..errors import AssemblyError, DrivingError, SingularityError
 from .analysis import rank_info
@@ -112,38 +114,29 @@ def assemble(model, q=None, t=0.0, angles=None, *, tol=1e-10, max_iter=50, incon
     plane); those are reported in ``message`` and left unenforced when their violation
     stays below ``inconsistency_tol`` (m or rad), else the assembly fails naming them.
 
+    Newton converges only near an assembly. When it does not (a part saved far from its
+    joint: tens of lengths away, or turned), a Newton homotopy follows the solutions of
+    Φ(q) = (1 − λ) Φ(q₀) from λ = 0 (the given pose) to λ = 1 (assembled) in steps small
+    enough for Newton to converge at each; if that path ends too (a turning point), a
+    trust-region least-squares solve (:func:`scipy.optimize.least_squares`) is the last
+    start for Newton. A failure names the joints left in conflict (never an empty list).
+
     Returns an :class:`AssemblyResult`; raises nothing (callers decide).
     """
     system = System(model)
     q = np.array(model.q0 if q is None else q, dtype=float)
     q_start = q.copy()
     angles = angles or AngleState(model, q)
-    res = np.inf
-    it = 0
-    best = (np.inf, q.copy())
-    rows = np.arange(model.nc)
-    for it in range(1, max_iter + 1):
-        phi = system.phi(q, t, angles)
-        J = system.jacobian_auto(q, t, angles)
-        rows = rank_info(J, rtol=1e-8).independent
-        res = float(np.max(np.abs(phi[rows]))) if rows.size else 0.0
-        if res < best[0]:
-            best = (res, q.copy())
+    q0 = q.copy()
+    q, res, it = _newton(system, q, t, angles, tol, max_iter)
+    for fallback in (_homotopy, _least_squares_pose):
         if res < tol:
             break
-        step = RowSolver(J, rows).solve(-phi)
-        # damp steps that grow the residual (a pose far from any assembly)
-        alpha = 1.0
-        for _ in range(8):
-            trial = q + alpha * step
-            r_trial = np.max(np.abs(system.phi(trial, t, angles)[rows]))
-            if r_trial < res or alpha < 0.05:
-                break
-            alpha *= 0.5
-        q = trial
-    else:
-        if res > best[0]:
-            q, res = best[1], best[0]
+        q_f, it_f = fallback(system, q0, t, angles, tol, max_iter)
+        q2, res2, it2 = _newton(system, q_f, t, angles, tol, max_iter)
+        it += it_f + it2
+        if res2 < res:
+            q, res = q2, res2
     pos0, _ = model.body_coordinates(q_start)
     pos1, _ = model.body_coordinates(q)
     moved = {model.body_names[b]: float(np.linalg.norm(pos1[b] - pos0[b])) for b in range(model.nb) if not model.body_fixed[b]}
@@ -163,6 +156,98 @@ def assemble(model, q=None, t=0.0, angles=None, *, tol=1e-10, max_iter=50, incon
     return AssemblyResult(q, False, max(res, full), it, moved, conflicts, msg)
 
 
+def _newton(system, q, t, angles, tol, max_iter, shift=None, colscale=None):
+    """Damped minimum-norm Newton on the independent rows of Φ(q) − shift = 0; the best
+    pose met, ‖Φ − shift‖∞ there (independent rows) and the iterations used.
+
+    ``colscale`` (nq,) weighs the minimum-norm step: it is the least-norm ``Δq/colscale``,
+    so a small scale makes a coordinate expensive to move (see :func:`_rotation_scale`)."""
+    shift = 0.0 if shift is None else shift
+    res = np.inf
+    it = 0
+    best = (np.inf, q.copy())
+    for it in range(1, max_iter + 1):
+        phi = system.phi(q, t, angles) - shift
+        J = system.jacobian_auto(q, t, angles)
+        rows = rank_info(J, rtol=1e-8).independent
+        res = float(np.max(np.abs(phi[rows]))) if rows.size else 0.0
+        if res < best[0]:
+            best = (res, q.copy())
+        if res < tol:
+            break
+        if colscale is None:
+            step = RowSolver(J, rows).solve(-phi)
+        else:
+            Js = J @ sps.diags(colscale) if sps.issparse(J) else J * colscale
+            step = colscale * RowSolver(Js, rows).solve(-phi)
+        # damp steps that grow the residual (a pose far from any assembly)
+        alpha = 1.0
+        for _ in range(8):
+            trial = q + alpha * step
+            r_trial = np.max(np.abs((system.phi(trial, t, angles) - shift)[rows]))
+            if r_trial < res or alpha < 0.05:
+                break
+            alpha *= 0.5
+        q = trial
+    else:
+        if res > best[0]:
+            q, res = best[1], best[0]
+    return q, res, it
+
+
+def _rotation_scale(model, q):
+    """Column weights for steps far from an assembly: 1 for positions (m), 1/L for the
+    orientation coordinates, L (m) the spread of the parts' initial positions (at least
+    1).  A part far from its joint then travels rather than spins: a turn of its
+    orientation coordinates moves a marker by its lever arm, which for a far part makes
+    the unweighted least-norm step mostly a rotation, and Newton then converges poorly."""
+    nqb = model.nqb
+    nmov = model.nq // nqb
+    if nmov == 0:
+        return None
+    pos = np.asarray(q, float).reshape(nmov, nqb)[:, :3]
+    span = float(np.max(np.ptp(np.vstack([pos, np.zeros((1, 3))]), axis=0)))
+    scale = np.ones((nmov, nqb))
+    scale[:, 3:] = 1.0 / max(1.0, span)
+    return scale.reshape(-1)
+
+
+def _homotopy(system, q, t, angles, tol, max_iter, min_step=1e-4):
+    """Follow Φ(q) = (1 − λ) Φ(q₀) from λ = 0 to 1 by Newton corrector steps, halving the
+    λ step where Newton does not converge and growing it where it converges quickly.
+    Returns the pose reached (assembled when λ got to 1) and the iterations used."""
+    colscale = _rotation_scale(system.model, q)
+    phi0 = system.phi(q, t, angles)
+    scale = max(1.0, float(np.max(np.abs(phi0))))
+    lam, h, used = 0.0, 0.125, 0
+    while lam < 1.0 and h >= min_step:
+        nxt = min(1.0, lam + h)
+        inner_tol = tol if nxt == 1.0 else 1e-8 * scale
+        q_new, res, it = _newton(system, q, t, angles, inner_tol, 12, shift=(1.0 - nxt) * phi0,
+                                 colscale=colscale)
+        used += it
+        if res < inner_tol:
+            q, lam = q_new, nxt
+            if it <= 4:
+                h *= 2.0
+        else:
+            h *= 0.5
+        if used > 50 * max_iter:
+            break
+    return q, used
+
+
+def _least_squares_pose(system, q, t, angles, tol, max_iter):
+    """A pose minimising ‖Φ(q)‖₂ from ``q`` by scipy's trust-region reflective method
+    (it decreases ‖Φ‖₂² from any start, but may stop in a local minimum)."""
+    from scipy.optimize import least_squares
+
+    fit = least_squares(lambda x: system.phi(x, t, angles), q,
+                        jac=lambda x: system.jacobian_auto(x, t, angles),
+                        method="trf", max_nfev=20 * max_iter, xtol=1e-14, ftol=1e-14, gtol=1e-14)
+    return fit.x, int(fit.nfev)
+
+
 def _conflicting_items(model, system, q, t, angles):
     """Joints in conflict: those left with a residual by a least-squares fit of *all* equations.
 
@@ -173,7 +258,11 @@ def _conflicting_items(model, system, q, t, angles):
 
     fit = least_squares(lambda x: system.phi(x, t, angles), q, jac=lambda x: system.jacobian_auto(x, t, angles),
                         method="trf", max_nfev=50, xtol=1e-12, ftol=1e-12)
-    return _worst_items(model, fit.fun, rel=1e-3)
+    names = _worst_items(model, fit.fun, rel=1e-3)
+    if not names:  # the fit closed what Newton left: name what is violated at q
+        names = _worst_items(model, system.phi(q, t, angles), rel=0.0)
+    return names or [model.row_labels[r][0] for r in range(model.nc)
+                     if model.row_labels[r][1] != "normalize"][:6]
 
 
 def _worst_items(model, phi, limit=6, rel=1e-6):
@@ -183,6 +272,8 @@ def _worst_items(model, phi, limit=6, rel=1e-6):
     for r in worst:
         if abs(phi[r]) < rel * max(1.0, abs(phi[worst[0]])) or len(names) >= limit:
             break
+        if model.row_labels[r][1] == "normalize":  # a part's Euler parameters, not a joint
+            continue
         if model.row_labels[r][0] not in names:
             names.append(model.row_labels[r][0])
     return names
@@ -350,14 +441,68 @@ class _Stepper:
     def __init__(self, system, rows, solver, tol, max_iter, singular_rcond):
         self.system, self.rows, self.solver = system, rows, solver
         self.tol, self.max_iter, self.singular_rcond = tol, max_iter, singular_rcond
+        self._J_at = None  # (q, Φq at q) of the last accepted pose
 
     def derivatives(self, q, t, angles):
-        qd = self.solver.solve(-self.system.phit(q, t, angles))
-        qdd = self.solver.solve(self.system.gamma(q, qd, t, angles))
+        """(q, q̇, q̈) at an accepted pose: Φq q̇ = −Φt, Φq q̈ = γ on the kept rows, or on
+        all rows when the mechanism has redundant equations that hold (see
+        :meth:`_all_rows`)."""
+        system = self.system
+        phit = system.phit(q, t, angles)
+        qd_kept = self.solver.solve(-phit)
+        full = self._full_rows_factor(q, t, angles)
+        qd = self._all_rows(full, qd_kept, -phit)
+        gamma = system.gamma(q, qd, t, angles)
+        qdd = self._all_rows(full, self.solver.solve(gamma), gamma)
         return q, qd, qdd
 
+    def _full_rows_factor(self, q, t, angles):
+        """(Φq, Q, R) of all rows (economic QR) when some rows were dropped as redundant
+        and the model is small enough for dense algebra; else None."""
+        from .linalg import DENSE_LIMIT
+
+        nc, nq = self.system.model.nc, self.system.model.nq
+        if len(self.rows) == nc or nq > DENSE_LIMIT:
+            return None
+        cached = self._J_at
+        J = cached[1] if cached is not None and cached[0] is q else self.system.jacobian_dense(q, t, angles)
+        J = J.toarray() if sps.issparse(J) else np.asarray(J)
+        Q, R = sla.qr(J, mode="economic", check_finite=False)
+        if np.min(np.abs(np.diag(R))) < 1e-12 * np.max(np.abs(np.diag(R))):
+            return None  # all rows do not fix every coordinate (a singular pose)
+        return J, Q, R
+
+    @staticmethod
+    def _all_rows(full, x_kept, b):
+        """The least-squares solution of Φq x = b over *all* rows when some were dropped
+        as redundant and that system is consistent to round-off, else ``x_kept``.
+
+        The kept rows alone determine x, but near some poses (a planar loop at a crank
+        angle of 90 or 270 deg) they do so badly for the coordinates the dropped rows
+        would fix: a piston crank's out-of-plane angular acceleration came out at
+        1.3e-9 rad/s² from the kept rows and at round-off from all rows.  Data whose
+        redundant rows disagree (CAD frames slightly out of plane) keeps ``x_kept``, so
+        the drivers and the kept joints hold exactly."""
+        if full is None:
+            return x_kept
+        J, Q, R = full
+        x = sla.solve_triangular(R, Q.T @ b, check_finite=False)
+        scale = max(1.0, float(np.max(np.abs(b))), float(np.max(np.abs(J))) * float(np.max(np.abs(x))))
+        if np.max(np.abs(J @ x - b)) > 1e3 * np.finfo(float).eps * scale * J.shape[1]:
+            return x_kept
+        return x
+
+    #: chord iterations past ``tol`` towards round-off (see :meth:`_position`)
+    polish_iter = 3
+
     def _position(self, q_pred, t, angles):
-        """Newton–Raphson on the independent rows from ``q_pred``; None if it fails."""
+        """Newton–Raphson on the independent rows from ``q_pred``; None if it fails.
+
+        Once ‖Φ‖ < tol a few more chord steps (no new factorisation) bring Φ down to
+        round-off: the velocity and acceleration solved at this pose inherit its error
+        multiplied by the speeds squared (a crank at 2π rad/s turned 1e-10 off its pose
+        had an angular acceleration error of 2e-9 rad/s², out of the plane of a planar
+        mechanism where the exact value is 0)."""
         system, rows = self.system, self.rows
         q_new = q_pred.copy()
         fresh = False  # is the factorisation taken at the current iterate?
@@ -368,7 +513,7 @@ class _Stepper:
             if not np.isfinite(norm):
                 return None
             if norm < self.tol:
-                return q_new
+                return self._polish(q_new, phi, norm, t, angles)
             if it > 0 and norm > 0.25 * prev_norm:
                 if fresh:  # even a full Newton step did not reduce Φ: no solution nearby
                     return None
@@ -380,6 +525,30 @@ class _Stepper:
             prev_norm = norm
             q_new = q_new - self.solver.solve(phi)
         return None
+
+    def _polish(self, q, phi, norm, t, angles):
+        """Steps from a converged ``q`` while they still divide ‖Φ‖ by 4 or more: chord
+        steps first, then (once) a Newton step with Φq refactorised at ``q`` when the chord
+        stalls.  A redundant mechanism needs it most: its dropped rows hold only where
+        the kept ones hold to round-off (a piston crank whose kept rows stopped at 3.5e-11
+        violated its dropped ones by 2.5e-10, and its out-of-plane angular acceleration
+        was 5.6e-7 rad/s² where the exact value is 0)."""
+        rows = self.rows
+        fresh = False
+        for _ in range(self.polish_iter + 1):
+            if norm == 0.0:
+                break
+            trial = q - self.solver.solve(phi)
+            phi_t = self.system.phi(trial, t, angles)
+            norm_t = float(np.max(np.abs(phi_t[rows])))
+            if not norm_t < 0.25 * norm:
+                if fresh or norm < 1e3 * np.finfo(float).eps:
+                    break
+                self.solver = RowSolver(self.system.jacobian_auto(q, t, angles), rows)
+                fresh = True
+                continue
+            q, phi, norm = trial, phi_t, norm_t
+        return q
 
     def advance(self, t0, state, t1, angles, events, depth=0):
         q, qd, qdd = state
@@ -410,7 +579,9 @@ class _Stepper:
                                 f"{jump:.3g} away from the predicted one (step {step:.3g}); the mechanism "
                                 "passes a bifurcation (change point) or the drivers move it discontinuously"))
         system = self.system
-        self.solver = RowSolver(system.jacobian_auto(q_new, t1, angles), self.rows)
+        J_new = system.jacobian_auto(q_new, t1, angles)
+        self._J_at = (q_new, J_new)  # reused by derivatives() at this pose
+        self.solver = RowSolver(J_new, self.rows)
         system.accept(q_new, angles)
         if self.solver.rcond < self.singular_rcond:
             # the rows kept at the start may have lost rank while the whole Jacobian has not:

@@ -1,7 +1,7 @@
 """The ``cadmotion`` command line.
 
     cadmotion run MODEL [--t-end T] [--steps N] [-o OUT ...]      kinematics (or --analysis dynamic)
-                        [--json] [--report FILE] [--accept-violations]
+                        [--json] [--report FILE] [--accept-violations] [--initial-pose file|series]
     cadmotion check MODEL [--t-end T] [--steps N] [--json] [--report FILE] [--clearance D] [--check-jointed]
     cadmotion equations MODEL [--joint NAME] [--latex]
     cadmotion inspect FILE [--json]
@@ -81,6 +81,9 @@ def build_parser():
         p.add_argument("--drive", action="append", default=[], metavar="NAME=EXPR",
                        help="drive a joint (rad or m from the initial pose) or PART.x|y|z (m) by an expression of t, "
                             "e.g. \"crank_pivot=2*pi*t\"; replaces the file's driver of that coordinate; repeatable")
+        p.add_argument("--initial-pose", choices=["file", "series"], default=None,
+                       help=".asmt files: start where the part blocks put the parts (file, the default) or at the "
+                            "first frame of the file's stored TimeSeries (series: what OndselSolver assembled)")
 
     run = sub.add_parser("run", help="simulate a mechanism and write outputs")
     run.add_argument("model")
@@ -175,8 +178,24 @@ def _load_spec(args):
     from ..importers import load
     from ..importers.drive_option import with_drivers, with_gravity
 
-    spec = with_drivers(load(args.model), args.drive)
+    spec = with_drivers(load(args.model, **_reader_options(args)), args.drive)
     return with_gravity(spec, getattr(args, "gravity", None))
+
+
+def _reader_options(args):
+    """Reader keywords from the command line: ``--initial-pose`` for .asmt files (an error
+    naming the file for any other kind, which has no stored series to start from)."""
+    from pathlib import Path
+
+    from ..errors import CadImportError
+
+    pose = getattr(args, "initial_pose", None)
+    if pose is None:
+        return {}
+    if Path(args.model).suffix.lower() != ".asmt":
+        raise CadImportError("--initial-pose applies to OndselSolver .asmt files only", where=str(args.model),
+                             hint="drop --initial-pose; other files start where they place the parts")
+    return {"initial_pose": pose}
 
 
 def _load_model(args):

@@ -11,31 +11,35 @@ Notation used in the equations below: d = P_j − P_i (slot i = 0, j = 1), the j
 is Z_i, and the joint angle θ = atan2(Y_i·X_j, X_i·X_j) + w (w = 2πn keeps θ continuous,
 see :mod:`cadmotion.kernel.state`); the joint displacement is s = d·Z_i.
 
-=================  =====  ==============================================================
-type               eqs    Φ
-=================  =====  ==============================================================
-spherical          3      d
-revolute           5      d, Z_i·X_j, Z_i·Y_j
-cylindrical        4      X_i·d, Y_i·d, Z_i·X_j, Z_i·Y_j
-prismatic          5      cylindrical + X_i·Y_j (no twist; X_i·Y_j = −sin θ)
-fixed              6      revolute + X_i·Y_j
-universal          4      d, Z_i·Z_j   (Z_i: cross axis in body i, Z_j: in body j)
-planar             3      Z_i·d, Z_i·X_j, Z_i·Y_j
-distance           1      d·d − L²
-point-on-line      2      X_i·d, Y_i·d
-point-on-plane     1      Z_i·d
-parallel           2      Z_i·X_j, Z_i·Y_j
-perpendicular      1      Z_i·Z_j
-angle              1      Z_i·Z_j − cos α
-screw              5      cylindrical + s − (pitch/2π) θ
-constant-velocity  4      d, X_i·Y_j − Y_i·X_j  (relative rotation axis ⟂ Z: homokinetic)
-gear, belt         1      θ_b − ratio θ_a       (slots 0,1: joint a; slots 2,3: joint b)
-rack-and-pinion    1      s_b − radius θ_a      (a: the pinion's revolute, b: the rack's prismatic)
-drive-angle        1      θ − f(t)
-drive-disp         1      s − f(t)
-drive-point        1      u·P_0 − f(t)          (u: a unit world direction)
-normalize          1      pᵀp − 1               (Euler parameters only)
-=================  =====  ==============================================================
+=====================  =====  ==============================================================
+type                   eqs    Φ
+=====================  =====  ==============================================================
+spherical              3      d
+revolute               5      d, Z_i·X_j, Z_i·Y_j
+cylindrical            4      X_i·d, Y_i·d, Z_i·X_j, Z_i·Y_j
+prismatic              5      cylindrical + X_i·Y_j (no twist; X_i·Y_j = −sin θ)
+fixed                  6      revolute + X_i·Y_j
+universal              4      d, Z_i·Z_j   (Z_i: cross axis in body i, Z_j: in body j)
+planar                 3      Z_i·d, Z_i·X_j, Z_i·Y_j
+distance               1      d·d − L²
+point-line-distance    1      (X_i·d)² + (Y_i·d)² − L²   (P_j at L from the z line of i)
+line-line-distance     3      point-line-distance + Z_i·X_j, Z_i·Y_j  (parallel lines L apart)
+rev-rev-distance       4      line-line-distance + Z_i·d  (P_j in the plane z_i = 0 as well)
+line-in-plane          2      Z_i·d, Z_i·Z_j            (line z_j lies in the plane z_i = 0)
+point-on-line          2      X_i·d, Y_i·d
+point-on-plane         1      Z_i·d
+parallel               2      Z_i·X_j, Z_i·Y_j
+perpendicular          1      Z_i·Z_j
+angle                  1      Z_i·Z_j − cos α
+screw                  5      cylindrical + s − (pitch/2π) θ
+constant-velocity      4      d, X_i·Y_j − Y_i·X_j  (relative rotation axis ⟂ Z: homokinetic)
+gear, belt             1      θ_b − ratio θ_a       (slots 0,1: joint a; slots 2,3: joint b)
+rack-and-pinion        1      s_b − radius θ_a      (a: the pinion's revolute, b: the rack's prismatic)
+drive-angle            1      θ − f(t)
+drive-disp             1      s − f(t)
+drive-point            1      u·P_0 − f(t)          (u: a unit world direction)
+normalize              1      pᵀp − 1               (Euler parameters only)
+=====================  =====  ==============================================================
 """
 
 from __future__ import annotations
@@ -135,6 +139,24 @@ def _distance(c):
     return [d.dot(d) - c.params["length"] ** 2]
 
 
+def _point_line_distance(c):
+    # squared like OndselSolver's DistancexyConstraintIJ: smooth where P_j crosses the line
+    d = c.d()
+    return [c.X[0].dot(d) ** 2 + c.Y[0].dot(d) ** 2 - c.params["length"] ** 2]
+
+
+def _line_line_distance(c):
+    return _point_line_distance(c) + _parallel(c)
+
+
+def _rev_rev_distance(c):
+    return _line_line_distance(c) + [c.Z[0].dot(c.d())]
+
+
+def _line_in_plane(c):
+    return [c.Z[0].dot(c.d()), c.Z[0].dot(c.Z[1])]
+
+
 def _point_on_plane(c):
     return [c.Z[0].dot(c.d())]
 
@@ -190,6 +212,10 @@ _JOINTS = [
     Template("universal", 2, _universal),
     Template("planar", 2, _planar, measures=("angle",)),
     Template("distance", 2, _distance, params=("length",)),
+    Template("point-line-distance", 2, _point_line_distance, params=("length",)),
+    Template("line-line-distance", 2, _line_line_distance, params=("length",)),
+    Template("rev-rev-distance", 2, _rev_rev_distance, params=("length",)),
+    Template("line-in-plane", 2, _line_in_plane),
     Template("point-on-line", 2, _point_on_line, measures=("disp",)),
     Template("point-on-plane", 2, _point_on_plane),
     Template("parallel", 2, _parallel),

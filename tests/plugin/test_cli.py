@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from cadmotion.plugin.cli import main
@@ -173,3 +174,44 @@ def test_run_inverse_writes_the_motor_torque_a_hand_computation_gives(tmp_path):
         tangential = 0.05 * 2.0  # m d θ̈ keeps the com on its circle
         assert abs(pull - ((0.05 * (2 * t) ** 2) ** 2 + tangential ** 2) ** 0.5) < 1e-9
         assert abs(cols["pivot.fz"][k] - 9.81) < 1e-9
+
+
+ASMT_GEARS = ROOT.parent / "shared" / "data" / "asmt-ondsel" / "Gears.asmt"
+
+
+def _quat_rows_to_matrices(q):
+    w, x, y, z = q.T
+    return np.stack([
+        np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], -1),
+        np.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], -1),
+        np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], -1),
+    ], -2)
+
+
+@pytest.mark.skipif(not ASMT_GEARS.exists(), reason="shared test data not available")
+def test_initial_pose_series_on_the_command_line_reproduces_the_stored_asmt_run(tmp_path):
+    from cadmotion.importers.asmt import read_asmt_time_series
+
+    ref = read_asmt_time_series(ASMT_GEARS)["parts"]["Part2"]["rotation"]
+    worst = {}
+    for pose in ("series", None):
+        out = tmp_path / f"{pose}.csv"
+        argv = ["run", str(ASMT_GEARS), "--t-end", "1", "--steps", "100", "-o", str(out), "-q"]
+        argv += ["--initial-pose", pose] if pose else []
+        assert main(argv) == 0
+        rows = list(csv.reader(out.open()))
+        header, data = rows[0], np.array(rows[1:], float)
+        i = header.index("Part2.qw")
+        worst[pose] = float(np.max(np.abs(_quat_rows_to_matrices(data[:, i:i + 4]) - ref)))
+    # Gears.asmt's part blocks hold the last pose of a run: from them the 1:2 pair starts on
+    # the other branch (half a turn of Part2); the stored series' first frame is OndselSolver's
+    assert worst["series"] < 1e-8
+    assert worst[None] > 0.1
+
+
+def test_initial_pose_is_refused_for_files_without_a_stored_series(tmp_path, capsys):
+    out = tmp_path / "out.csv"
+    assert main(["run", str(SLIDER), "--initial-pose", "series", "-o", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "--initial-pose" in err and ".asmt" in err and str(SLIDER) in err
+    assert not out.exists()
