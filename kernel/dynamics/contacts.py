@@ -108,6 +108,19 @@ def _cross(a, b):
     return np.cross(a, b)
 
 
+def _rotate(phi):
+    """Rotation matrices exp([φ]) (c, 3, 3) of rotation vectors φ (c, 3) (Rodrigues)."""
+    th = np.linalg.norm(phi, axis=1)
+    small = th < 1e-12
+    ts = np.where(small, 1.0, th)
+    k = phi / ts[:, None]
+    Kx = np.zeros((len(phi), 3, 3))
+    Kx[:, 0, 1], Kx[:, 0, 2], Kx[:, 1, 2] = -k[:, 2], k[:, 1], -k[:, 0]
+    Kx = Kx - Kx.transpose(0, 2, 1)
+    s, c = np.where(small, 0.0, np.sin(th)), np.where(small, 1.0, np.cos(th))
+    return np.eye(3)[None] + s[:, None, None] * Kx + (1.0 - c)[:, None, None] * (Kx @ Kx)
+
+
 class Contacts:
     """The compliant contacts of a model (see the module docstring).
 
@@ -241,19 +254,25 @@ class Contacts:
     def geometry(self, bs):
         """(n (c, 3) unit normal from O toward S, δ (c,) m, x (c, 3) contact point, δ̇ (c,) m/s,
         v_t (c, 3) slip velocity m/s), world frame, at the body state ``bs``."""
-        A, rc = bs.A, bs.rc
-        cs = rc[self.s] + np.einsum("nij,nj->ni", A[self.s], self.ds)
-        co = rc[self.o] + np.einsum("nij,nj->ni", A[self.o], self.do)
+        return self._geometry(*self._pair_state(bs))
+
+    def _pair_state(self, bs):
+        """Each contact's two bodies: (A, r_c, v_c, ω) of S, then of O (world; arrays (c, ...))."""
+        s, o = self.s, self.o
+        return (bs.A[s], bs.rc[s], bs.vc[s], bs.w[s]), (bs.A[o], bs.rc[o], bs.vc[o], bs.w[o])
+
+    def _geometry(self, S, O):
+        (As, rs, vs, ws), (Ao, ro, vo, wo) = S, O
+        cs = rs + np.einsum("nij,nj->ni", As, self.ds)
+        co = ro + np.einsum("nij,nj->ni", Ao, self.do)
         d = cs - co
         dist = np.linalg.norm(d, axis=1)
-        n_plane = np.einsum("nij,nj->ni", A[self.o], self.no)
+        n_plane = np.einsum("nij,nj->ni", Ao, self.no)
         n_sph = d / np.where(dist > 0, dist, 1.0)[:, None]
         n = np.where(self.plane[:, None], n_plane, n_sph)
         delta = np.where(self.plane, self.Rs - np.sum(d * n_plane, 1), self.Rs + self.Ro - dist)
         x = cs - (self.Rs - 0.5 * delta)[:, None] * n
-        vS = bs.vc[self.s] + _cross(bs.w[self.s], x - rc[self.s])
-        vO = bs.vc[self.o] + _cross(bs.w[self.o], x - rc[self.o])
-        vr = vS - vO
+        vr = vs + _cross(ws, x - rs) - vo - _cross(wo, x - ro)
         vn = np.sum(vr * n, 1)
         return n, delta, x, -vn, vr - vn[:, None] * n
 
@@ -274,9 +293,10 @@ class Contacts:
         v = np.where(state > 0, state, touch)
         return np.maximum(v, MIN_IMPACT_SPEED)
 
-    def forces(self, bs, state):
-        """Per contact: (n, δ, x, F_n (N), F_t (c, 3) N on S, v_t (c, 3) m/s, dissipated power (W, ≤ 0))."""
-        n, delta, x, dd, vt = self.geometry(bs)
+    def forces(self, bs, state, pair=None):
+        """Per contact: (n, δ, x, F_n (N), F_t (c, 3) N on S, v_t (c, 3) m/s, dissipated power (W, ≤ 0));
+        ``pair`` (from :meth:`_pair_state`) instead of ``bs``."""
+        n, delta, x, dd, vt = self._geometry(*(pair if pair is not None else self._pair_state(bs)))
         active = delta > 0
         dp = np.where(active, delta, 0.0)
         elastic = self.k * dp ** self.exp
@@ -302,6 +322,58 @@ class Contacts:
         np.add.at(N, self.s, _cross(x - bs.rc[self.s], f))
         np.add.at(N, self.o, -_cross(x - bs.rc[self.o], f))
         return float(np.sum(power))
+
+    def _wrenches(self, pair, state):
+        """f (c, 2, 6): [force (N), moment about the com (N m)] on S (row 0) and on O (row 1)."""
+        n, delta, x, Fn, Ft, vt, _ = self.forces(None, state, pair)
+        f = Fn[:, None] * n + Ft
+        out = np.empty((self.n, 2, 6))
+        out[:, 0, :3], out[:, 0, 3:] = f, _cross(x - pair[0][1], f)
+        out[:, 1, :3], out[:, 1, 3:] = -f, -_cross(x - pair[1][1], f)
+        return out
+
+    def tangent_blocks(self, bs, state, eps=1e-7):
+        """(S, O, K (c, 2, 2, 6, 6), D (c, 2, 2, 6, 6)): the contacts' stiffness K = −∂f/∂x and damping
+        D = −∂f/∂v in the blocks of :meth:`.forces.ForceElements.tangent_blocks` (x_b = [δr_c (m),
+        δθ (rad), A → exp([δθ]) A], v_b = [v_c, ω]), by central differences of the contact law in
+        each of the pair's 24 coordinates (step ``eps`` times the contact's length scale R for
+        positions, times a speed scale for velocities). The law is C¹ away from δ = 0 and from
+        the friction's transitions; at those the differences straddle the kink."""
+        K = np.zeros((self.n, 2, 2, 6, 6))
+        D = np.zeros((self.n, 2, 2, 6, 6))
+        if not self.n:
+            return self.s, self.o, K, D
+        base = self._pair_state(bs)
+        h_x = eps * self.Rs
+        h_v = eps * np.maximum(1.0, np.abs(self.geometry(bs)[3]))
+        for b in range(2):
+            for j in range(6):
+                for kind in (0, 1):
+                    h = h_x if kind == 0 else h_v
+                    plus, minus = [], []
+                    for sign in (1.0, -1.0):
+                        st = [list(base[0]), list(base[1])]
+                        A, r, v, w = st[b]
+                        step = sign * h
+                        if kind == 0 and j < 3:
+                            r = r.copy()
+                            r[:, j] += step
+                        elif kind == 0:
+                            axis = np.zeros((self.n, 3))
+                            axis[:, j - 3] = step
+                            A = _rotate(axis) @ A
+                        elif j < 3:
+                            v = v.copy()
+                            v[:, j] += step
+                        else:
+                            w = w.copy()
+                            w[:, j - 3] += step
+                        st[b] = (A, r, v, w)
+                        (plus if sign > 0 else minus).append(self._wrenches((tuple(st[0]), tuple(st[1])), state))
+                    df = (plus[0] - minus[0]) / (2.0 * h)[:, None, None]
+                    target = K if kind == 0 else D
+                    target[:, :, b, :, j] = -df
+        return self.s, self.o, K, D
 
     def potential(self, bs):
         """Elastic energy Σ k δ^(n+1)/(n+1) of the active contacts (J)."""

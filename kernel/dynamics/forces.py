@@ -36,7 +36,8 @@ point on the first part to the point on the second, l its length, l̇ = u·(v_Pb
 
 Declared contacts (``[[contacts]]``, :mod:`.contacts`) are evaluated with the elements: their
 force acts only while the shapes touch, their elastic energy is potential energy, their
-damping and friction non-conservative work; they are not in :meth:`ForceElements.tangent`.
+damping and friction non-conservative work; their tangent is differenced
+(:meth:`.contacts.Contacts.tangent_blocks`).
 
 ``torque``/``force`` expressions are whitelisted text (:func:`~cadmotion.kernel.expressions.parse_expression`)
 in ``t`` (s), ``q`` (the joint's angle in rad or displacement in m, zero at the initial
@@ -598,6 +599,8 @@ class ForceElements:
             fj.bushing_tangent(A, rc, w, vc, bu["ia"], bu["ib"], bu["da"], bu["db"], bu["Ra"], bu["Rb"], bu["Kt"],
                                bu["Ct"], bu["Kr"], bu["Cr"], Kb, Db)
             out.append((bu["ia"], bu["ib"], Kb, Db))
+        if self.contacts is not None:
+            out.append(self.contacts.tangent_blocks(bs, refs[self.n_angle_refs:]))
         return out
 
     def tangent(self, bs, t, refs):

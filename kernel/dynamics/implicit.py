@@ -37,7 +37,7 @@ def rhs_jacobian(form):
     larger than :data:`MAX_NV` velocities."""
     dyn = form.dyn
     nq, nv, nmov = dyn.nq, dyn.nv, dyn.nmov
-    if nv > MAX_NV or dyn.forces.contacts is not None:  # contacts are not in the tangent: scipy differences
+    if nv > MAX_NV:
         return None
     n = nq + nv + 1
     qi = (7 * np.arange(nmov)[:, None, None] + np.arange(7)[None, :, None] + 0 * np.arange(6)[None, None, :])

@@ -303,3 +303,42 @@ def test_damping_form_runs_in_index3_and_dissipates():
     assert W[-1] < -0.05 * M * G * H0  # the damper took energy at the impact
     E = m.extra["energy.total"]
     assert np.max(np.abs(E - E[0] - W)) < 0.01 * M * G * H0
+
+
+# ---------------------------------------------------------------------------- tangent
+def test_contact_tangent_is_the_hertz_stiffness_and_hunt_crossley_damping():
+    # a ball pressed δ into a fixed floor, at rest: K_zz = n k δ^(n−1), D_zz = λ δ^n (closed form,
+    # d/dδ of k δ^n + λ δ^n δ̇ with δ̇ = −v_z); no moment about the centre, nothing from rotating it
+    from cadmotion.kernel.dynamics.equations import Dynamics
+    from cadmotion.kernel.dynamics.mass import body_state
+
+    lam, delta = 5e5, 2e-3
+    data = _ball_data(friction=0.0)
+    del data["contacts"][0]["restitution"]
+    data["contacts"][0]["damping"] = lam
+    model = compile_model(parse_model(data, source="ball.toml"))
+    dyn = Dynamics(model)
+    q = model.q0.copy()
+    b = dyn.model.body_index("ball")
+    q[7 * b + 2] = R - delta
+    bs = body_state(model, dyn.mass, q, np.zeros(dyn.nv))
+    refs = np.zeros(1)
+    Kt, Dt = dyn.forces.tangent(bs, 0.0, refs)
+    rows = slice(6 * b, 6 * b + 6)
+    Kb, Db = Kt[rows, rows], Dt[rows, rows]
+    assert Kb[2, 2] == pytest.approx(1.5 * K * delta ** 0.5, rel=1e-6)
+    assert Db[2, 2] == pytest.approx(lam * delta ** 1.5, rel=1e-6)
+    others = np.ones((6, 6), bool)
+    others[2, 2] = False
+    assert np.max(np.abs(Kb[others])) < 1e-6 * Kb[2, 2]
+    assert np.max(np.abs(Db[others])) < 1e-6 * Db[2, 2]
+
+
+@pytest.mark.parametrize("integrator", ["Radau", "BDF"])
+def test_implicit_integrators_bounce_the_ball_like_the_explicit_one(ball, integrator):
+    model = compile_model(read_model_file(SAMPLES / "bouncing_ball.cadmotion.toml"))
+    m = simulate(model, t_end=1.0, steps=200, integrator=integrator, rtol=1e-7, atol=1e-9)
+    assert m.complete, m.message
+    z = m.position[:, m.parts.index("ball"), 2]
+    ref = np.interp(m.time, ball.time, ball.position[:, ball.parts.index("ball"), 2])
+    assert np.max(np.abs(z - ref)) < 1e-3
