@@ -279,6 +279,11 @@ class Formulation:
                              "a singular configuration")
         self.rtol, self.atol = rtol, atol
         self.crossings = []
+        contacts = self.dyn.forces.contacts
+        if contacts is not None:
+            rec.notes.append(f"{len(contacts.names)} contact(s) evaluated in the numpy right-hand side (the compiled one "
+                             "has no contacts)" + ("; steps limited so that no contact is stepped over"
+                                                   if integrator in SCIPY_INTEGRATORS else ""))
         y = self.initial_state(times[0], q0, v0)
         rec.record(times[0], y)
         try:
