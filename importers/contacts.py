@@ -17,19 +17,23 @@ Keys (lengths in the file's ``units``; forces and coefficients in SI)::
 ``shape`` is one primitive per part, in that part's frame:
 
 * ``{ sphere = R }`` or ``{ sphere = R, center = [x, y, z] }`` (centre default: the part origin);
+* ``{ box = [a, b, c] }`` or ``{ box = [a, b, c], center = [x, y, z] }``: edge lengths along the part
+  frame's axes (against a plane only: its eight corners are the contact points);
 * ``{ plane = { point = [x, y, z], normal = [nx, ny, nz] } }``: the solid is the half-space
   behind the normal (the normal points out of the material, into the free space);
   ``point`` defaults to the part origin, ``normal`` to +z (the part frame's xy plane).
 
-Built: ``method = "compliant"`` with sphere–plane and sphere–sphere pairs. Not built yet
-(refused with a message naming the contact, never faked): ``method = "unilateral"`` (the
-issue's default), ``box`` and ``cylinder`` primitives, shapes from the parts' CAD geometry,
+Built: ``method = "compliant"`` with sphere–plane, sphere–sphere and box–plane pairs. Not built
+yet (refused with a message naming the contact, never faked): ``method = "unilateral"`` (the
+issue's default), the ``cylinder`` primitive, box–sphere and box–box, shapes from the parts' CAD geometry,
 ``pairs = "all"``/globs.
 """
 
 from __future__ import annotations
 
 import math
+
+import numpy as np
 
 from ..kernel.spec import ContactSpec
 
@@ -38,7 +42,7 @@ __all__ = ["read_contact", "CONTACT_KEYS", "METHODS"]
 CONTACT_KEYS = {"name", "parts", "shape", "method", "restitution", "damping", "friction", "stiffness",
                 "exponent", "stiction_velocity"}
 METHODS = ("compliant", "unilateral")
-_NOT_BUILT_SHAPES = ("box", "cylinder")
+_NOT_BUILT_SHAPES = ("cylinder",)
 
 
 def _number(ctx, item, key, value, *, nonneg=False, positive=False):
@@ -63,7 +67,14 @@ def _shape(ctx, item, k, part, value):
     kind = kinds[0]
     if kind in _NOT_BUILT_SHAPES:
         raise ctx.err(item, f"{where}: the {kind} primitive is not built yet",
-                      hint="contacts take `sphere` and `plane` primitives today")
+                      hint="contacts take `sphere`, `plane` and `box` (against a plane) primitives today")
+    if kind == "box":
+        ctx.check_keys(f"{item} {where}", value, {"box", "center"})
+        edges = ctx.vec(item, "box", value["box"])
+        if np.any(edges <= 0):
+            raise ctx.err(item, f"{where}: a box's edge lengths must be positive, got {value['box']!r}")
+        center = ctx.vec(item, "center", value.get("center", [0, 0, 0]))
+        return "box", (*map(float, edges), *map(float, center))
     if kind == "sphere":
         ctx.check_keys(f"{item} {where}", value, {"sphere", "center"})
         radius = _number(ctx, item, "sphere", value["sphere"], positive=True) * ctx.scale
@@ -114,8 +125,10 @@ def read_contact(ctx, k, entry, parts):
                             "[{ sphere = R }, { plane = { point = [..], normal = [..] } }]",
                       hint="shapes from the parts' CAD geometry are not built yet: give a primitive for each part")
     shapes = tuple(_shape(ctx, item, i, pair[i], s) for i, s in enumerate(shapes))
-    if all(kind == "plane" for kind, _ in shapes):
-        raise ctx.err(item, "a contact between two planes is not defined (one of the shapes must be a sphere)")
+    kinds = sorted(kind for kind, _ in shapes)
+    if kinds not in (["plane", "sphere"], ["sphere", "sphere"], ["box", "plane"]):
+        raise ctx.err(item, f"the pair {' – '.join(kind for kind, _ in shapes)} is not built yet",
+                      hint="built pairs: sphere–plane, sphere–sphere, box–plane")
     restitution = None
     if "restitution" in entry:
         restitution = _number(ctx, item, "restitution", entry["restitution"], nonneg=True)

@@ -157,7 +157,8 @@ class ContactSpec:
     """A declared contact between two parts (used by dynamics, :mod:`.dynamics.contacts`).
 
     ``shapes`` holds one primitive per part, in that part's frame and in metres:
-    ``("sphere", (R, cx, cy, cz))`` (radius, centre) or ``("plane", (px, py, pz, nx, ny, nz))``
+    ``("sphere", (R, cx, cy, cz))`` (radius, centre), ``("box", (a, b, c, cx, cy, cz))`` (edge
+    lengths along the part axes, centre) or ``("plane", (px, py, pz, nx, ny, nz))``
     (a point and the outward unit normal; the solid is the half-space behind the normal).
     ``friction`` is (μ_static, μ_dynamic); ``params`` the method's numbers (``stiffness``,
     ``damping``, ``exponent``, ``stiction_velocity``), SI units.

@@ -1,9 +1,11 @@
 """Declared contacts, compliant method: a force that acts only while two primitive shapes touch.
 
 Geometry (world frame, from each part's primitive in its part frame, :class:`~cadmotion.kernel.spec.ContactSpec`).
-Every contact is held as a sphere S (radius R, centre c_S on part s) against an "other"
-shape O on part o — a plane (point p, unit normal n_O pointing out of the material) or a
-sphere (radius R_O, centre c_O):
+Every contact is held as contact points, each a sphere S (radius R, centre c_S on part s)
+against an "other" shape O on part o — a plane (point p, unit normal n_O pointing out of the
+material) or a sphere (radius R_O, centre c_O). A sphere pair has one point; a box against a
+plane has eight, its corners (spheres of radius 0: a plane meets a box first at a corner, an
+edge or a face, and the corners' forces carry the edge and the face):
 
     plane:   n = n_O,                 δ = R − (c_S − p)·n,     x = c_S − (R − δ/2) n
     sphere:  n = (c_S − c_O)/|c_S − c_O|,   δ = R + R_O − |c_S − c_O|,   x = c_O + (R_O − δ/2) n
@@ -140,7 +142,7 @@ class Contacts:
         joints = spec.joints
         fixed = {p.name for p in spec.parts if p.fixed}
         names, seen = [], set()
-        s_b, o_b, s_d, o_d, o_n, R_s, R_o, plane = [], [], [], [], [], [], [], []
+        s_b, o_b, s_d, o_d, o_n, R_s, R_o, plane, owners, L, from_e = [], [], [], [], [], [], [], [], [], [], []
         k, lam, xi, n_exp, mu_s, mu_d, v_s = [], [], [], [], [], [], []
         for c in spec.contacts:
             where = c.source or spec.source or None
@@ -197,50 +199,70 @@ class Contacts:
             if vs <= 0:
                 fail("`stiction_velocity` must be > 0 (m/s)")
             kinds = [kind for kind, _ in c.shapes]
-            if kinds.count("sphere") == 0 or any(kd not in ("sphere", "plane") for kd in kinds):
-                fail(f"shapes {kinds} are not a built pair", hint="built pairs: sphere–plane, sphere–sphere")
-            si = 0 if kinds[0] == "sphere" else 1  # the sphere S (the first one of two spheres)
+            built = sorted(kinds) in (["plane", "sphere"], ["sphere", "sphere"], ["box", "plane"])
+            if not built:
+                fail(f"shapes {kinds} are not a built pair", hint="built pairs: sphere–plane, sphere–sphere, box–plane")
+            # S: the sphere (the first of two) or the box (its corners: spheres of radius 0); O: the other
+            si = kinds.index("sphere") if "sphere" in kinds else kinds.index("box")
             oi = 1 - si
             bs_, bo_ = model.body_index(c.parts[si]), model.body_index(c.parts[oi])
             shp_s, shp_o = c.shapes[si][1], c.shapes[oi][1]
-            if shp_s[0] <= 0:
-                fail("a sphere's radius must be > 0")
-            names.append(c.name)
-            s_b.append(bs_)
-            o_b.append(bo_)
-            # part frame = body frame; offsets from the com (body axes)
-            s_d.append(np.asarray(shp_s[1:4], float) - com[bs_])
-            R_s.append(float(shp_s[0]))
-            if kinds[oi] == "plane":
-                plane.append(True)
-                o_d.append(np.asarray(shp_o[0:3], float) - com[bo_])
-                nrm = np.asarray(shp_o[3:6], float)
-                o_n.append(nrm / np.linalg.norm(nrm))
-                R_o.append(0.0)
-            else:
-                plane.append(False)
-                if shp_o[0] <= 0:
+            if kinds[si] == "sphere":
+                if shp_s[0] <= 0:
                     fail("a sphere's radius must be > 0")
-                o_d.append(np.asarray(shp_o[1:4], float) - com[bo_])
-                o_n.append(np.zeros(3))
-                R_o.append(float(shp_o[0]))
-            k.append(float(params["stiffness"]))
-            lam.append(float(params.get("damping", 0.0)))
-            xi.append(restitution_factor(e) if e is not None else 0.0)
-            n_exp.append(exponent)
-            mu_s.append(mus)
-            mu_d.append(mud)
-            v_s.append(vs)
+                points = [(np.asarray(shp_s[1:4], float), float(shp_s[0]), float(shp_s[0]))]
+            else:
+                half = 0.5 * np.asarray(shp_s[0:3], float)
+                if np.any(half <= 0):
+                    fail("a box's edge lengths must be > 0")
+                centre = np.asarray(shp_s[3:6], float)
+                corners = np.array([[i, j, k] for i in (-1, 1) for j in (-1, 1) for k in (-1, 1)], float) * half
+                points = [(centre + p, 0.0, float(np.linalg.norm(half))) for p in corners]
+            owner = len(names)
+            names.append(c.name)
+            for centre, radius, length in points:
+                owners.append(owner)
+                s_b.append(bs_)
+                o_b.append(bo_)
+                # part frame = body frame; offsets from the com (body axes)
+                s_d.append(centre - com[bs_])
+                R_s.append(radius)
+                L.append(length)
+                if kinds[oi] == "plane":
+                    plane.append(True)
+                    o_d.append(np.asarray(shp_o[0:3], float) - com[bo_])
+                    nrm = np.asarray(shp_o[3:6], float)
+                    o_n.append(nrm / np.linalg.norm(nrm))
+                    R_o.append(0.0)
+                else:
+                    plane.append(False)
+                    if shp_o[0] <= 0:
+                        fail("a sphere's radius must be > 0")
+                    o_d.append(np.asarray(shp_o[1:4], float) - com[bo_])
+                    o_n.append(np.zeros(3))
+                    R_o.append(float(shp_o[0]))
+                k.append(float(params["stiffness"]))
+                lam.append(float(params.get("damping", 0.0)))
+                xi.append(restitution_factor(e) if e is not None else 0.0)
+                from_e.append(e is not None)
+                n_exp.append(exponent)
+                mu_s.append(mus)
+                mu_d.append(mud)
+                v_s.append(vs)
+        #: the declared contacts' names; the arrays below are over contact *points* (a sphere pair
+        #: has one, a box on a plane its 8 corners), ``owner`` the contact of each point
         self.names = names
-        self.n = len(names)
         arr = np.asarray
+        self.owner = arr(owners, int)
+        self.n = len(owners)
+        self.L = arr(L, float)
         self.s, self.o = arr(s_b, int), arr(o_b, int)
         self.ds, self.do = arr(s_d, float).reshape(-1, 3), arr(o_d, float).reshape(-1, 3)
         self.no = arr(o_n, float).reshape(-1, 3)
         self.Rs, self.Ro = arr(R_s, float), arr(R_o, float)
         self.plane = arr(plane, bool)
         self.k, self.lam, self.xi, self.exp = arr(k, float), arr(lam, float), arr(xi, float), arr(n_exp, float)
-        self.from_restitution = arr([c.restitution is not None for c in spec.contacts], bool)
+        self.from_restitution = arr(from_e, bool)
         self.mu_s, self.mu_d, self.v_s = arr(mu_s, float), arr(mu_d, float), arr(v_s, float)
         #: whether the contacts keep a state (impact speeds): the restitution form does
         self.stateful = bool(np.any(self.from_restitution))
@@ -344,7 +366,7 @@ class Contacts:
         if not self.n:
             return self.s, self.o, K, D
         base = self._pair_state(bs)
-        h_x = eps * self.Rs
+        h_x = eps * self.L
         h_v = eps * np.maximum(1.0, np.abs(self.geometry(bs)[3]))
         for b in range(2):
             for j in range(6):
@@ -390,7 +412,7 @@ class Contacts:
         for i in np.flatnonzero(delta > 1e-12):
             a, b = self.model.body_names[self.s[i]], self.model.body_names[self.o[i]]
             raise MechanismError(
-                f"contact {self.names[i]!r}: parts {a!r} and {b!r} start interpenetrating by {delta[i]:.6g} m",
+                f"contact {self.names[self.owner[i]]!r}: parts {a!r} and {b!r} start interpenetrating by {delta[i]:.6g} m",
                 where=self.model.spec.source or None,
                 hint="move the parts apart (or into touch, penetration 0) at the initial pose")
         return np.zeros(self.n)
@@ -403,13 +425,24 @@ class Contacts:
         state[:] = np.where(delta > 0, self.impact_speeds(delta, dd, state), 0.0)
 
     def report(self, bs, state):
-        """Output values per contact: dict suffix -> (c,) array (see :data:`CONTACT_OUTPUTS`):
-        active (1/0), normal force N, friction force magnitude N, slip speed m/s, penetration m
-        (0 while apart)."""
+        """Output values per declared contact: dict suffix -> (contacts,) array (see
+        :data:`CONTACT_OUTPUTS`): active (1/0), normal force N and friction force N (magnitudes of
+        the sums over the contact's points), slip speed m/s and penetration m (of its deepest point;
+        0 while apart)."""
         n, delta, x, Fn, Ft, vt, _ = self.forces(bs, state)
-        return {"active": (delta > 0).astype(float), "normal_force": Fn,
-                "friction_force": np.linalg.norm(Ft, axis=1), "slip_velocity": np.linalg.norm(vt, axis=1),
-                "penetration": np.maximum(delta, 0.0)}
+        nc = len(self.names)
+        fn_sum, ft_sum = np.zeros((nc, 3)), np.zeros((nc, 3))
+        np.add.at(fn_sum, self.owner, Fn[:, None] * n)
+        np.add.at(ft_sum, self.owner, Ft)
+        depth = np.full(nc, -np.inf)
+        np.maximum.at(depth, self.owner, delta)
+        order = np.lexsort((-delta, self.owner))  # by contact, deepest point first
+        first = np.r_[True, self.owner[order][1:] != self.owner[order][:-1]]
+        deepest = order[first]
+        slip = np.linalg.norm(vt, axis=1)[deepest]
+        return {"active": (depth > 0).astype(float), "normal_force": np.linalg.norm(fn_sum, axis=1),
+                "friction_force": np.linalg.norm(ft_sum, axis=1), "slip_velocity": slip,
+                "penetration": np.maximum(depth, 0.0)}
 
     def step_limit(self, bs, state):
         """The largest step (s) that cannot stride over a contact (see the module docstring)."""

@@ -169,7 +169,7 @@ class Formulation:
         self.options = {**self.defaults, **options}
         contacts = dyn.forces.contacts
         if contacts is not None and contacts.stateful and self.name not in _CONTACT_STATE_FORMULATIONS:
-            names = [c for c, r in zip(contacts.names, contacts.from_restitution) if r]
+            names = sorted({contacts.names[i] for i in contacts.owner[contacts.from_restitution]})
             raise SolverError(f"formulation {self.name!r} does not record the impact speeds that contact(s) "
                               f"{', '.join(map(repr, names))} given by `restitution` need",
                               hint=f"use formulation {', '.join(_CONTACT_STATE_FORMULATIONS)}, or give those "

@@ -250,7 +250,8 @@ def _ball_data(**contact):
     (dict(restitution=-0.1), ["ball_floor", "restitution", "negative"]),
     (dict(friction=-0.2), ["ball_floor", "friction", "negative"]),
     (dict(friction={"static": 0.2, "dynamic": 0.3}), ["ball_floor", "dynamic", "static"]),
-    (dict(shape=[{"box": [1, 1, 1]}, {"plane": {}}]), ["ball_floor", "box", "not built"]),
+    (dict(shape=[{"cylinder": [1, 1]}, {"plane": {}}]), ["ball_floor", "cylinder", "not built"]),
+    (dict(shape=[{"box": [1, 1, 1]}, {"sphere": 0.1}]), ["ball_floor", "box", "sphere", "not built"]),
     (dict(shape=[{"sphere": 0.05}]), ["ball_floor", "shape"]),
 ])
 def test_bad_contact_tables_are_refused_naming_the_contact(change, words):
@@ -342,3 +343,24 @@ def test_implicit_integrators_bounce_the_ball_like_the_explicit_one(ball, integr
     z = m.position[:, m.parts.index("ball"), 2]
     ref = np.interp(m.time, ball.time, ball.position[:, ball.parts.index("ball"), 2])
     assert np.max(np.abs(z - ref)) < 1e-3
+
+
+def test_a_box_slides_down_the_incline_on_its_corners_with_the_coulomb_acceleration():
+    # the block as one box contact (its bottom face touching the incline at t = 0): the four
+    # bottom corners carry it, the top four never touch
+    mu_s, mu_d = 0.3, 0.2
+    data = _sample("block_on_incline")
+    first = dict(data["contacts"][0])
+    first.update(name="box", shape=[{"box": [0.2, 0.1, 0.11]}, {"plane": {"normal": [0, 0, 1]}}],
+                 friction={"static": mu_s, "dynamic": mu_d})
+    data["contacts"] = [first]
+    m = simulate(compile_model(parse_model(data, source="box on incline")), t_end=1.0, steps=50, rtol=1e-8,
+                 atol=1e-10)
+    assert m.complete, m.message
+    t, v = m.time, m.velocity[:, m.parts.index("block"), 0]
+    sel = t >= 0.2
+    a = np.polyfit(t[sel], v[sel], 1)[0]
+    assert a == pytest.approx(G * (math.sin(THETA) - mu_d * math.cos(THETA)), rel=1e-4)
+    assert m.extra["box.normal_force"][-1] == pytest.approx(M * G * math.cos(THETA), rel=1e-4)
+    assert m.extra["box.friction_force"][-1] == pytest.approx(mu_d * M * G * math.cos(THETA), rel=1e-4)
+    assert np.all(m.extra["box.active"][1:] == 1)
