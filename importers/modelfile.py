@@ -40,6 +40,15 @@ parts (``step = "gripper.step"``). Keys (lengths in the file's ``units``, angles
     joint = "crank_pivot"             # or: part = "slider", coordinate = "x"
     coordinate = "angle"              # optional for single-coordinate joints
     expression = "t**2"               # or: table = [[t0, v0], [t1, v1], ...]
+    [[contacts]]                      # see :mod:`cadmotion.importers.contacts`
+    name = "ball_floor"
+    parts = ["ball", "floor"]
+    shape = [{ sphere = 0.05 }, { plane = { point = [0, 0, 0], normal = [0, 0, 1] } }]
+    method = "compliant"              # "unilateral" (the default) is not built yet
+    restitution = 0.8                 # or damping = c (Hunt–Crossley, N s/m^(n+1))
+    friction = { static = 0.5, dynamic = 0.4 }   # or one number for both
+    stiffness = 1e7                   # N/m^exponent
+    exponent = 1.5
 
 A joint's frame is the same assembly-frame frame on both parts at the initial pose, so
 each joint coordinate is zero there. ``axis`` and ``origin`` may also be taken from
@@ -58,6 +67,7 @@ from ..errors import ModelFileError
 from ..kernel.rotations import unit_quat_to_matrix
 from ..kernel.spec import (
     DriverSpec,
+    ContactSpec,
     ForceSpec,
     Frame,
     InitialVelocitySpec,
@@ -66,6 +76,7 @@ from ..kernel.spec import (
     PartSpec,
     TimeFunctionSpec,
 )
+from .contacts import read_contact
 from .unreferenced import POLICIES, resolve_unreferenced
 
 try:  # Python 3.11+
@@ -77,7 +88,7 @@ __all__ = ["read_model_file", "parse_model", "UNITS", "joint_frame"]
 
 UNITS = {"m": 1.0, "mm": 1e-3, "cm": 1e-2, "in": 0.0254}
 
-_TOP_KEYS = {"units", "gravity", "step", "parts", "joints", "drivers", "forces", "initial_velocity",
+_TOP_KEYS = {"units", "gravity", "step", "parts", "joints", "drivers", "forces", "contacts", "initial_velocity",
              "simulation", "check", "name", "unreferenced_parts", "density", "material"}
 _PART_KEYS = {"fixed", "position", "orientation", "mass", "com", "inertia", "color", "density", "material"}
 _JOINT_KEYS = {"name", "type", "parts", "origin", "axis", "xaxis", "axis2", "points", "length", "angle",
@@ -260,6 +271,7 @@ def parse_model(data, source="<model>", base_dir="."):
     joint_types = {j.name: j.type for j in joints}
     drivers = [_driver(ctx, k, entry, joint_types) for k, entry in enumerate(_array(ctx, data, "drivers"))]
     forces = [_force(ctx, k, entry) for k, entry in enumerate(_array(ctx, data, "forces"))]
+    contacts = [read_contact(ctx, k, entry, parts) for k, entry in enumerate(_array(ctx, data, "contacts"))]
     init_v = []
     for name, entry in (data.get("initial_velocity") or {}).items():
         item = f"[initial_velocity.{name}]"
@@ -274,11 +286,13 @@ def parse_model(data, source="<model>", base_dir="."):
     policy = data.get("unreferenced_parts", "weld" if "step" in data else "free")
     if policy not in POLICIES:
         raise ctx.err("unreferenced_parts", f"unknown choice {policy!r}", hint="use " + ", ".join(map(repr, POLICIES)))
-    joints += resolve_unreferenced(parts, joints, drivers, forces, init_v, policy,
+    # a part named only by a contact is referenced (a ball on a plane is not to be welded)
+    joints += resolve_unreferenced(parts, joints, drivers, forces + contacts, init_v, policy,
                                    lambda message, hint: ctx.err("unreferenced_parts", message, hint=hint))
     name = data.get("name") or Path(source).name.split(".")[0]
     return MechanismSpec(parts=tuple(parts.values()), joints=tuple(joints), drivers=tuple(drivers),
-                         forces=tuple(forces), gravity=gravity, initial_velocities=tuple(init_v),
+                         forces=tuple(forces), contacts=tuple(contacts), gravity=gravity,
+                         initial_velocities=tuple(init_v),
                          name=str(name), source=source, cad=cad, settings=tuple(settings.items()))
 
 

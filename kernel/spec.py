@@ -22,6 +22,7 @@ __all__ = [
     "DriverSpec",
     "TimeFunctionSpec",
     "ForceSpec",
+    "ContactSpec",
     "InitialVelocitySpec",
     "MechanismSpec",
     "IDENTITY_ROTATION",
@@ -152,6 +153,28 @@ class ForceSpec:
 
 
 @dataclass(frozen=True)
+class ContactSpec:
+    """A declared contact between two parts (used by dynamics, :mod:`.dynamics.contacts`).
+
+    ``shapes`` holds one primitive per part, in that part's frame and in metres:
+    ``("sphere", (R, cx, cy, cz))`` (radius, centre), ``("box", (a, b, c, cx, cy, cz))`` (edge
+    lengths along the part axes, centre) or ``("plane", (px, py, pz, nx, ny, nz))``
+    (a point and the outward unit normal; the solid is the half-space behind the normal).
+    ``friction`` is (μ_static, μ_dynamic); ``params`` the method's numbers (``stiffness``,
+    ``damping``, ``exponent``, ``stiction_velocity``), SI units.
+    """
+
+    name: str
+    parts: Tuple[str, ...]
+    shapes: Tuple[Tuple[str, Tuple[float, ...]], ...]
+    method: str = "compliant"
+    restitution: Optional[float] = None
+    friction: Tuple[float, float] = (0.0, 0.0)
+    params: Tuple[Tuple[str, Any], ...] = ()
+    source: str = ""
+
+
+@dataclass(frozen=True)
 class InitialVelocitySpec:
     """Initial velocity of a part frame origin (m/s) and angular velocity (rad/s), assembly frame."""
 
@@ -174,6 +197,7 @@ class MechanismSpec:
     forces: Tuple[ForceSpec, ...] = ()
     gravity: Vec3 = (0.0, 0.0, 0.0)
     initial_velocities: Tuple[InitialVelocitySpec, ...] = ()
+    contacts: Tuple[ContactSpec, ...] = ()
     name: str = "mechanism"
     source: str = ""
     settings: Tuple[Tuple[str, Any], ...] = ()  # analysis defaults from the file (t_end, steps, ...)

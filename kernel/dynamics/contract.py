@@ -72,6 +72,8 @@ SCIPY_INTEGRATORS = ("RK23", "RK45", "DOP853", "Radau", "BDF", "LSODA")
 _EXPLICIT = ("RK23", "RK45", "DOP853", "RK4")
 INTEGRATORS = SCIPY_INTEGRATORS + ("RK4",)
 INDEX3_INTEGRATORS = ("generalized-alpha", "HHT")
+#: the formulations that hand the accepted velocities to the contacts (their impact speeds)
+_CONTACT_STATE_FORMULATIONS = ("projection", "baumgarte", "penalty", "augmented-lagrangian")
 
 #: a singular configuration is near when the measure of :meth:`.equations.Dynamics.singularity`
 #: (about the square of the smallest relative singular value of Jv) falls below
@@ -165,6 +167,13 @@ class Formulation:
             raise SolverError(f"formulation {self.name!r} has no option(s) {', '.join(unknown)}",
                               hint=f"options: {', '.join(self.defaults) or '(none)'}")
         self.options = {**self.defaults, **options}
+        contacts = dyn.forces.contacts
+        if contacts is not None and contacts.stateful and self.name not in _CONTACT_STATE_FORMULATIONS:
+            names = sorted({contacts.names[i] for i in contacts.owner[contacts.from_restitution]})
+            raise SolverError(f"formulation {self.name!r} does not record the impact speeds that contact(s) "
+                              f"{', '.join(map(repr, names))} given by `restitution` need",
+                              hint=f"use formulation {', '.join(_CONTACT_STATE_FORMULATIONS)}, or give those "
+                                   "contacts `damping` (Hunt–Crossley λ) instead of `restitution`")
         self.dyn = dyn
         self.model = dyn.model
         self.system = dyn.system
@@ -231,7 +240,9 @@ class Formulation:
 
     _fast = None
 
-    def _update_windings(self, q, bs=None, aux=None):
+    def _update_windings(self, q, bs=None, aux=None, v=None):
+        """Bookkeeping at an accepted state: angles continuous over turns and, given the
+        velocities ``v`` (nv,), the contacts' impact speeds."""
         if self._angle_groups:
             self.system.accept(q, self.angles)
         if len(self.model.joint_measures):
@@ -240,8 +251,20 @@ class Formulation:
             if bs is None:
                 from .mass import body_state
 
-                bs = body_state(self.model, self.dyn.mass, q, np.zeros(self.nv))
-            self.dyn.forces.accept(bs, self.refs)
+                bs = body_state(self.model, self.dyn.mass, q, np.zeros(self.nv) if v is None else v)
+            self.dyn.forces.accept(bs, self.refs, velocities=v is not None)
+
+    def _contact_step_limit(self, t, y):
+        """The largest step (s) that cannot stride over a declared contact (:mod:`.contacts`),
+        inf without contacts."""
+        contacts = self.dyn.forces.contacts
+        if contacts is None:
+            return np.inf
+        from .mass import body_state
+
+        q, v = y[: self.nq], y[self.nq: self.nq + self.nv]
+        bs = body_state(self.model, self.dyn.mass, q, v)
+        return contacts.step_limit(bs, self.refs[self.dyn.forces.n_angle_refs:])
 
     # ------------------------------------------------------------------ driver
     def solve(self, times, q0, v0, *, integrator="DOP853", rtol=1e-8, atol=1e-10, dt=None):
@@ -256,6 +279,11 @@ class Formulation:
                              "a singular configuration")
         self.rtol, self.atol = rtol, atol
         self.crossings = []
+        contacts = self.dyn.forces.contacts
+        if contacts is not None:
+            rec.notes.append(f"{len(contacts.names)} contact(s) evaluated in the numpy right-hand side (the compiled one "
+                             "has no contacts)" + ("; steps limited so that no contact is stepped over"
+                                                   if integrator in SCIPY_INTEGRATORS else ""))
         y = self.initial_state(times[0], q0, v0)
         rec.record(times[0], y)
         try:
@@ -335,7 +363,10 @@ class Formulation:
                 extra["jac"] = jac
 
         def make(t, y):
-            return cls(self._counted_rhs, t, y, t_end, rtol=rtol, atol=atol, **extra)
+            # with contacts the largest step follows them (set again after every step; LSODA
+            # keeps the first value)
+            return cls(self._counted_rhs, t, y, t_end, rtol=rtol, atol=atol, max_step=self._contact_step_limit(t, y),
+                       **extra)
 
         try:
             solver = make(times[0], y0)
@@ -401,6 +432,8 @@ class Formulation:
                 if explicit:
                     solver.y = new
                     solver.f = self._counted_rhs(t_new, new)
+            if self.dyn.forces.contacts is not None:  # never stride over a contact
+                solver.max_step = self._contact_step_limit(solver.t, solver.y)
             if solver.status == "finished" and k < nt:
                 rec.record(times[k], solver.y)
                 k += 1

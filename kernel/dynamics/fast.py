@@ -35,7 +35,8 @@ data), a table's cubic spline from its coefficients (data too) — and evaluated
 at the time of the call; a model with anything left in Python (:attr:`FastRHS.self_contained`
 False) keeps scipy's loop.
 
-Not covered (the numpy path of :mod:`.equations` is used instead): models without numba,
+Not covered (the numpy path of :mod:`.equations` is used instead): models without numba, models
+with declared contacts (:mod:`.contacts`),
 and torque or force expressions of q or qd that could not be compiled. :func:`fast_rhs` returns None in those cases.
 """
 
@@ -74,7 +75,7 @@ def available():
 
 def fast_rhs(dyn, angles, refs, baumgarte=None, penalty=None):
     """A :class:`FastRHS` for ``dyn``, or None where the fast path does not apply."""
-    if not available():
+    if not available() or dyn.forces.contacts is not None:  # contacts: the numpy path evaluates them
         return None
     for kind in _EXPRESSION_KINDS:
         if any(fn.uses_state and _expression_code(fn) is None for _, fn in _expression_elements(dyn, kind)):

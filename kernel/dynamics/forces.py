@@ -34,6 +34,11 @@ point on the first part to the point on the second, l its length, l̇ = u·(v_Pb
                             at large rotations too); params ``stiffness``, ``damping``,
                             ``rotational_stiffness``, ``rotational_damping`` (scalars or 3 values).
 
+Declared contacts (``[[contacts]]``, :mod:`.contacts`) are evaluated with the elements: their
+force acts only while the shapes touch, their elastic energy is potential energy, their
+damping and friction non-conservative work; their tangent is differenced
+(:meth:`.contacts.Contacts.tangent_blocks`).
+
 ``torque``/``force`` expressions are whitelisted text (:func:`~cadmotion.kernel.expressions.parse_expression`)
 in ``t`` (s), ``q`` (the joint's angle in rad or displacement in m, zero at the initial
 pose) and ``qd`` (its rate). Their work, the dampers' and the drivers' is the
@@ -370,6 +375,16 @@ class ForceElements:
         #: whether the axis-angle references must follow the motion (angle-dependent elements)
         self.needs_refs = bool(axis_rot) or any(fn.uses_state for *_, fn in axis_expr)
         self.time_dependent = bool(axis_expr or line_expr)
+        #: declared contacts (:mod:`.contacts`), None without; their state (impact speeds) follows
+        #: the angle references in ``refs``
+        self.contacts = None
+        self.n_angle_refs = len(self.angle["ia"]) if self.angle is not None else 0
+        if getattr(spec, "contacts", ()):
+            from .contacts import Contacts
+
+            self.contacts = Contacts(model, mass)
+            self.empty = False
+            self.needs_refs = self.needs_refs or self.contacts.stateful
 
     # ------------------------------------------------------------------ angles
     def _raw_angles(self, bs):
@@ -381,20 +396,27 @@ class ForceElements:
         return raw, Z_i
 
     def initial_refs(self, bs):
-        """Reference angles (continuity state) at the initial configuration."""
-        if self.angle is None:
-            return np.zeros(0)
-        return self._raw_angles(bs)[0]
+        """Reference angles (continuity state) at the initial configuration, then the contacts'
+        state (:meth:`.contacts.Contacts.initial_state`: an error if shapes start interpenetrating)."""
+        angles = self._raw_angles(bs)[0] if self.angle is not None else np.zeros(0)
+        if self.contacts is None:
+            return angles
+        return np.concatenate([angles, self.contacts.initial_state(bs)])
 
-    def accept(self, bs, refs):
-        """Update ``refs`` in place to the continuous angles at an accepted configuration."""
+    def accept(self, bs, refs, velocities=False):
+        """Update ``refs`` in place to the continuous angles at an accepted configuration (and,
+        when ``bs`` holds the accepted velocities, the contacts' impact speeds)."""
+        if self.contacts is not None and velocities:
+            self.contacts.accept(bs, refs[self.n_angle_refs:])
         if self.angle is None:
             return
         raw, _ = self._raw_angles(bs)
-        refs[:] = raw + _TWO_PI * np.round((refs - raw) / _TWO_PI)
+        na = self.n_angle_refs
+        refs[:na] = raw + _TWO_PI * np.round((refs[:na] - raw) / _TWO_PI)
 
     def _angles(self, bs, refs):
         raw, Z = self._raw_angles(bs)
+        refs = refs[: self.n_angle_refs]
         theta = raw + _TWO_PI * np.round((refs - raw) / _TWO_PI)
         a = self.angle
         rate = np.sum(Z * (bs.w[a["ib"]] - bs.w[a["ia"]]), 1)
@@ -489,6 +511,8 @@ class ForceElements:
             np.add.at(N, bu["ib"], _cross(Pb_off, F_b) + T_b)
             np.add.at(N, bu["ia"], -_cross(Pb - bs.rc[bu["ia"]], F_b) - T_b)
             power += power_b
+        if self.contacts is not None:
+            power += self.contacts.evaluate(bs, refs[self.n_angle_refs:], F, N)
         return F, N, power
 
     def expression_values(self, bs, t, refs):
@@ -575,6 +599,8 @@ class ForceElements:
             fj.bushing_tangent(A, rc, w, vc, bu["ia"], bu["ib"], bu["da"], bu["db"], bu["Ra"], bu["Rb"], bu["Kt"],
                                bu["Ct"], bu["Kr"], bu["Cr"], Kb, Db)
             out.append((bu["ia"], bu["ib"], Kb, Db))
+        if self.contacts is not None:
+            out.append(self.contacts.tangent_blocks(bs, refs[self.n_angle_refs:]))
         return out
 
     def tangent(self, bs, t, refs):
@@ -623,7 +649,7 @@ class ForceElements:
         return F_w, T_w, Pa_off, Pb_off, Wa, power
 
     def potential(self, bs, refs):
-        """Potential energy of gravity and the springs (J)."""
+        """Potential energy of gravity, the springs and the contacts' elastic energy (J)."""
         nmov = self.mass.nmov
         V = -float(np.sum(self.mass.body_mass * (bs.rc[:nmov] @ self.gravity)))
         s = self.springs
@@ -645,4 +671,6 @@ class ForceElements:
             V += float(np.sum(0.5 * b["k"] * np.sum(phi * phi, 1)))
         if self.bushing is not None:
             V += self._bushing(bs, potential=True)
+        if self.contacts is not None:
+            V += self.contacts.potential(bs)
         return V

@@ -281,7 +281,7 @@ class ProjectionFormulation(_IndexOne):
         return out
 
     def accept(self, t, y):
-        self._update_windings(y[: self.nq], aux=self._fast_aux(y))
+        self._update_windings(y[: self.nq], aux=self._fast_aux(y), v=y[self.nq: self.nq + self.nv])
         return self._project(t, y)
 
     def output_state(self, t, y):
@@ -310,7 +310,7 @@ class BaumgarteFormulation(_IndexOne):
         return self._solve_kept(ev, extra)
 
     def accept(self, t, y):
-        self._update_windings(y[: self.nq], aux=self._fast_aux(y))
+        self._update_windings(y[: self.nq], aux=self._fast_aux(y), v=y[self.nq: self.nq + self.nv])
         return None
 
 
@@ -369,7 +369,7 @@ class PenaltyFormulation(_IndexOne):
         return vd, float(lam @ ev.phit) if dyn.timed else 0.0
 
     def accept(self, t, y):
-        self._update_windings(y[: self.nq], aux=self._fast_aux(y))
+        self._update_windings(y[: self.nq], aux=self._fast_aux(y), v=y[self.nq: self.nq + self.nv])
         return None
 
 

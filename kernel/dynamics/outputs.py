@@ -11,6 +11,10 @@ Driver efforts. A driving constraint θ − f(t) = 0 (or s − f(t), u·P − f(
 second part with the generalised force −λ along the driven coordinate: the effort is
 ``<driver>.effort`` = −λ (N m about the joint axis, or N along it / along u).
 
+Contacts (:mod:`.contacts`): ``<contact>.active`` (1 while the shapes touch, else 0),
+``.normal_force`` (N), ``.friction_force`` (N, magnitude), ``.slip_velocity`` (m/s, magnitude of
+the tangential relative velocity at the contact point), ``.penetration`` (m, 0 while apart).
+
 Redundant rows: λ is the minimum-norm solution over all rows (see
 :meth:`~.equations.Dynamics.full_multipliers`); the joints whose rows take part in a
 redundancy are listed, their reactions are not unique.
@@ -43,6 +47,11 @@ class FrameOutputs:
                 names += [f"{name}.{c}" for c in ("fx", "fy", "fz", "tx", "ty", "tz")]
         for _, gr in self.driver_groups:
             names += [f"{name}.effort" for name in gr["g"].names]
+        contacts = dyn.forces.contacts
+        if contacts is not None:
+            from .contacts import CONTACT_OUTPUTS
+
+            names += [f"{name}.{c}" for name in contacts.names for c in CONTACT_OUTPUTS]
         self.names = names
         self.rows = {n: [] for n in names}
         self.not_unique = set()
@@ -103,6 +112,11 @@ class FrameOutputs:
         out["energy.potential"].append(V)
         out["energy.total"].append(T_kin + V)
         out["work.nonconservative"].append(work)
+        contacts = dyn.forces.contacts
+        if contacts is not None:
+            for c, values in contacts.report(bs, refs[dyn.forces.n_angle_refs:]).items():
+                for name, value in zip(contacts.names, values):
+                    out[f"{name}.{c}"].append(float(value))
         phi = dyn.phi(q, t, angles)
         out["violation.position"].append(float(np.linalg.norm(phi)))
         out["violation.velocity"].append(float(np.linalg.norm(ev.J @ v + ev.phit)))

@@ -184,6 +184,13 @@ def default_method(dyn, q, v, t, refs, times, *, threshold=100.0):
     ``generalized-alpha`` with the estimate's step when it is stiff, else ``projection`` /
     ``DOP853`` (dt None). Returns a :class:`MethodChoice` whose ``reason`` says why."""
     est = stiffness_estimate(dyn, q, v, t, refs, times, threshold=threshold)
+    contacts = dyn.forces.contacts
+    if contacts is not None:
+        # a contact's stiffness exists only while it touches, so the estimate at t0 cannot see it;
+        # the explicit integrator's steps follow each contact (:meth:`.contacts.Contacts.step_limit`)
+        reason = (f"{len(contacts.names)} declared contact(s): projection / DOP853 with its steps limited to "
+                  f"resolve every contact (the contacts' stiffness is not in the linearised estimate; {est.reason})")
+        return MethodChoice("projection", "DOP853", None, reason, est)
     if est.stiff:
         return MethodChoice("index3", "generalized-alpha", est.dt, est.reason, est)
     return MethodChoice("projection", "DOP853", None, est.reason, est)

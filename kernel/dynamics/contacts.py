@@ -1,0 +1,462 @@
+"""Declared contacts, compliant method: a force that acts only while two primitive shapes touch.
+
+Geometry (world frame, from each part's primitive in its part frame, :class:`~cadmotion.kernel.spec.ContactSpec`).
+Every contact is held as contact points, each a sphere S (radius R, centre c_S on part s)
+against an "other" shape O on part o — a plane (point p, unit normal n_O pointing out of the
+material) or a sphere (radius R_O, centre c_O). A sphere pair has one point; a box against a
+plane has eight, its corners (spheres of radius 0: a plane meets a box first at a corner, an
+edge or a face, and the corners' forces carry the edge and the face):
+
+    plane:   n = n_O,                 δ = R − (c_S − p)·n,     x = c_S − (R − δ/2) n
+    sphere:  n = (c_S − c_O)/|c_S − c_O|,   δ = R + R_O − |c_S − c_O|,   x = c_O + (R_O − δ/2) n
+
+n is the contact normal (m, unit, from O toward S), δ the penetration (m; the contact is
+*active* while δ > 0), x the contact point (halfway through the overlap). The relative velocity
+of the material points at x is v_r = v_S(x) − v_O(x); the penetration rate is δ̇ = −v_r·n (exactly
+dδ/dt for both pairs, so the elastic force below is exactly conservative) and the slip velocity
+v_t = v_r − (v_r·n) n (m/s).
+
+Normal force (Hunt & Crossley 1975, the nonlinear damping form "F = k δ^n + λ δ^n δ̇"):
+
+    F_n = max(0, k δ^n (1 + α δ̇))      with α = λ/k
+
+``stiffness`` k (N/m^n), ``exponent`` n (1.5: Hertz for a sphere on a flat; ≥ 1 so the force is
+continuous at first touch). The damping is either ``damping`` λ (N s/m^(n+1), constant) or comes
+from ``restitution`` e: α = ξ(e)/δ̇⁻ with δ̇⁻ the impact speed (the penetration rate when the
+contact started: recorded at the first accepted step in contact from the elastic energy
+there, see :meth:`Contacts.impact_speeds`) and ξ the root of
+
+    ξ − ln(1 + ξ) = −e ξ − ln(1 − e ξ)
+
+the *exact* relation between α δ̇⁻ and e for this force law on a point mass (integrate
+m v dv/dδ = −k δ^n (1 + α v) over the approach, v: δ̇⁻ → 0, and the restitution, 0 → −e δ̇⁻:
+the elastic parts cancel, ∫ v/(1 + α v) dv = 0). Hunt & Crossley's linearised α = 3(1 − e)/(2 δ̇⁻)
+is its first-order expansion at e → 1. The impact speed used is at least
+:data:`MIN_IMPACT_SPEED`: a slower first touch (a part set down on a table) is damped as an impact
+at that speed, so it settles instead of ringing with an unbounded α. Gravity or other loads during
+the contact and the rotation of the parts change the rebound slightly (a ball dropped on a floor:
+e_eff − e is of the order of g t_c/δ̇⁻, t_c the contact duration).
+
+Friction (regularised Coulomb, the static peak at the stiction velocity v_s, after the step-function
+law of MSC Adams): on S, F_t = −μ(|v_t|) F_n v_t/|v_t|, with
+
+    |v_t| ≤ v_s:          μ = μ_s (−1 + 2 h((|v_t| + v_s)/(2 v_s)))      h(x) = 3x² − 2x³
+    v_s ≤ |v_t| ≤ 2 v_s:  μ = μ_s + (μ_d − μ_s) h((|v_t| − v_s)/v_s)
+    |v_t| ≥ 2 v_s:        μ = μ_d
+
+(C¹ in v_t; ``stiction_velocity`` v_s m/s, default :data:`STICTION_VELOCITY`). A part "sticking"
+creeps at less than v_s: the friction needed, |F_t| ≤ μ_s F_n, is reached at a slip speed below v_s.
+
+The force F_n n + F_t acts on S at x, its opposite on O at x. Energy: V = k δ^(n+1)/(n + 1) while
+δ > 0 (in the potential energy); the damping and friction power −(F_n − k δ^n) δ̇ + F_t·v_t ≤ 0 is
+non-conservative work.
+
+Not stepped over: :meth:`Contacts.step_limit` gives a largest step for the explicit integrators
+(scipy's ``max_step``): while the shapes approach, half the time to reach the other shape at the
+present closing speed but not less than :data:`TOUCH_STEP` of the contact's duration (so the steps
+home in on the first touch and the one that crosses it is short; the same on the way out, at the
+separating speed), and a tenth of the duration
+while in contact (estimated from the linearised stiffness at the penetration of an impact at the
+closing speed, the smaller moving mass of the pair); their error control does the rest. A
+fixed-step ``RK4`` run takes the step it is given (``dt``): it must be below the contact's duration.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.optimize import brentq
+
+from ...errors import MechanismError
+
+__all__ = ["Contacts", "restitution_factor", "STICTION_VELOCITY", "MIN_IMPACT_SPEED", "CONTACT_OUTPUTS"]
+
+#: the smallest restitution of the restitution form (below, 1 − e ξ underflows: give `damping`)
+MIN_RESTITUTION = 0.05
+#: default stiction velocity v_s (m/s) of the regularised Coulomb law
+STICTION_VELOCITY = 1e-3
+#: impact speeds below this (m/s) are damped as impacts at this speed (restitution form)
+MIN_IMPACT_SPEED = 1e-2
+#: the per-contact output series (suffixes of ``<contact>.``)
+CONTACT_OUTPUTS = ("active", "normal_force", "friction_force", "slip_velocity", "penetration")
+#: a contact's duration is resolved by at least this many steps (:meth:`Contacts.step_limit`)
+STEPS_PER_CONTACT = 10
+#: the step that crosses into (or out of) a contact is at most this fraction of its duration: the force's
+#: onset k δ^n (n = 1.5: not twice differentiable at δ = 0) is where an explicit method's error
+#: estimate is least reliable, and the error of that step falls as h^(n+2)
+TOUCH_STEP = 1e-3
+_PARAMS = ("stiffness", "damping", "exponent", "stiction_velocity")
+_WELD_JOINTS = ("fixed",)
+
+
+def restitution_factor(e):
+    """ξ = α δ̇⁻ of the Hunt–Crossley law that rebounds a point mass with restitution ``e``
+    (0 < e ≤ 1): the root of ξ − ln(1 + ξ) = −e ξ − ln(1 − e ξ), 0 ≤ ξ < 1/e (see the module)."""
+    if e >= 1.0:
+        return 0.0
+    if e < MIN_RESTITUTION:
+        raise ValueError(f"the compliant law reaches e < {MIN_RESTITUTION} only with a damping beyond floating point")
+
+    def g(x):
+        return x - math.log1p(x) + e * x + math.log1p(-e * x)
+
+    # g = (1 − e²) ξ²/2 + O(ξ³) > 0 near the trivial root ξ = 0, → −∞ as ξ → 1/e: one root between
+    lo, hi = 1e-3 * (1.0 - e), (1.0 - 1e-15) / e
+    return brentq(g, lo, hi, xtol=1e-15, rtol=1e-14)
+
+
+def _cross(a, b):
+    return np.cross(a, b)
+
+
+def _rotate(phi):
+    """Rotation matrices exp([φ]) (c, 3, 3) of rotation vectors φ (c, 3) (Rodrigues)."""
+    th = np.linalg.norm(phi, axis=1)
+    small = th < 1e-12
+    ts = np.where(small, 1.0, th)
+    k = phi / ts[:, None]
+    Kx = np.zeros((len(phi), 3, 3))
+    Kx[:, 0, 1], Kx[:, 0, 2], Kx[:, 1, 2] = -k[:, 2], k[:, 1], -k[:, 0]
+    Kx = Kx - Kx.transpose(0, 2, 1)
+    s, c = np.where(small, 0.0, np.sin(th)), np.where(small, 1.0, np.cos(th))
+    return np.eye(3)[None] + s[:, None, None] * Kx + (1.0 - c)[:, None, None] * (Kx @ Kx)
+
+
+class Contacts:
+    """The compliant contacts of a model (see the module docstring).
+
+    Parameters
+    ----------
+    model : :class:`~cadmotion.kernel.model.Model`
+    mass : :class:`~cadmotion.kernel.dynamics.mass.MassProperties`
+
+    The state of the contacts (``state``, shape (n,)) is each one's recorded impact speed δ̇⁻
+    (m/s, 0 while apart); it lives after the angle references of the force elements' ``refs``.
+    """
+
+    def __init__(self, model, mass):
+        spec = model.spec
+        self.model, self.mass = model, mass
+        com = mass.body_com_all
+        joints = spec.joints
+        fixed = {p.name for p in spec.parts if p.fixed}
+        names, seen = [], set()
+        s_b, o_b, s_d, o_d, o_n, R_s, R_o, plane, owners, L, from_e = [], [], [], [], [], [], [], [], [], [], []
+        k, lam, xi, n_exp, mu_s, mu_d, v_s = [], [], [], [], [], [], []
+        for c in spec.contacts:
+            where = c.source or spec.source or None
+
+            def fail(message, hint=None):
+                raise MechanismError(f"contact {c.name!r}: {message}", where=where, hint=hint)
+
+            if c.name in seen:
+                fail("the name is used twice", hint="give every [[contacts]] table its own `name`")
+            seen.add(c.name)
+            if c.method != "compliant":
+                fail(f"method {c.method!r} is not built yet" if c.method == "unilateral" else f"unknown method {c.method!r}",
+                     hint="use method = \"compliant\" (stiffness, exponent, restitution or damping)")
+            if len(c.parts) != 2 or len(c.shapes) != 2:
+                fail("needs two parts and one shape per part")
+            for p in c.parts:
+                if p not in model.body_names:
+                    fail(f"unknown part {p!r}", hint=f"known parts: {', '.join(model.body_names)}")
+            if c.parts[0] == c.parts[1]:
+                fail(f"part {c.parts[0]!r} against itself")
+            if c.parts[0] in fixed and c.parts[1] in fixed:
+                fail(f"parts {c.parts[0]!r} and {c.parts[1]!r} are both fixed: they can never push on each other",
+                     hint="remove the contact or free one of the parts")
+            for j in joints:
+                if j.type in _WELD_JOINTS and set(j.parts) == set(c.parts):
+                    fail(f"parts {c.parts[0]!r} and {c.parts[1]!r} are welded by joint {j.name!r}",
+                         hint="remove the contact or the weld")
+            params = dict(c.params)
+            unknown = sorted(set(params) - set(_PARAMS))
+            if unknown:
+                fail(f"has no parameter(s) {', '.join(map(repr, unknown))}", hint=f"compliant takes {', '.join(_PARAMS)}")
+            for key, value in params.items():
+                if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
+                    fail(f"`{key}` must be a finite number ≥ 0, got {value!r}")
+            if "stiffness" not in params or params["stiffness"] <= 0:
+                fail("the compliant method needs `stiffness` > 0 (N/m^exponent)")
+            exponent = float(params.get("exponent", 1.5))
+            if exponent < 1.0:
+                fail(f"`exponent` must be ≥ 1 (1.5: Hertz), got {exponent}",
+                     hint="below 1 the contact stiffness is infinite at first touch")
+            e = c.restitution
+            if e is not None and not (0.0 <= e <= 1.0):
+                fail(f"`restitution` must be in [0, 1], got {e!r}")
+            if (e is None) == ("damping" not in params):
+                fail("give exactly one of `restitution` (e, the damping follows each impact's speed) and `damping` "
+                     "(Hunt–Crossley λ, N s/m^(n+1))")
+            if e is not None and e < MIN_RESTITUTION:
+                fail(f"the compliant method's restitution form takes e ≥ {MIN_RESTITUTION}, got {e}",
+                     hint="for a nearly plastic contact give `damping` (Hunt–Crossley λ) instead of `restitution`")
+            mus, mud = (float(v) for v in c.friction)
+            if mus < 0 or mud < 0 or mud > mus:
+                fail(f"friction must be 0 ≤ μ_dynamic ≤ μ_static, got static {mus}, dynamic {mud}")
+            vs = float(params.get("stiction_velocity", STICTION_VELOCITY))
+            if vs <= 0:
+                fail("`stiction_velocity` must be > 0 (m/s)")
+            kinds = [kind for kind, _ in c.shapes]
+            built = sorted(kinds) in (["plane", "sphere"], ["sphere", "sphere"], ["box", "plane"])
+            if not built:
+                fail(f"shapes {kinds} are not a built pair", hint="built pairs: sphere–plane, sphere–sphere, box–plane")
+            # S: the sphere (the first of two) or the box (its corners: spheres of radius 0); O: the other
+            si = kinds.index("sphere") if "sphere" in kinds else kinds.index("box")
+            oi = 1 - si
+            bs_, bo_ = model.body_index(c.parts[si]), model.body_index(c.parts[oi])
+            shp_s, shp_o = c.shapes[si][1], c.shapes[oi][1]
+            if kinds[si] == "sphere":
+                if shp_s[0] <= 0:
+                    fail("a sphere's radius must be > 0")
+                points = [(np.asarray(shp_s[1:4], float), float(shp_s[0]), float(shp_s[0]))]
+            else:
+                half = 0.5 * np.asarray(shp_s[0:3], float)
+                if np.any(half <= 0):
+                    fail("a box's edge lengths must be > 0")
+                centre = np.asarray(shp_s[3:6], float)
+                corners = np.array([[i, j, k] for i in (-1, 1) for j in (-1, 1) for k in (-1, 1)], float) * half
+                points = [(centre + p, 0.0, float(np.linalg.norm(half))) for p in corners]
+            owner = len(names)
+            names.append(c.name)
+            for centre, radius, length in points:
+                owners.append(owner)
+                s_b.append(bs_)
+                o_b.append(bo_)
+                # part frame = body frame; offsets from the com (body axes)
+                s_d.append(centre - com[bs_])
+                R_s.append(radius)
+                L.append(length)
+                if kinds[oi] == "plane":
+                    plane.append(True)
+                    o_d.append(np.asarray(shp_o[0:3], float) - com[bo_])
+                    nrm = np.asarray(shp_o[3:6], float)
+                    o_n.append(nrm / np.linalg.norm(nrm))
+                    R_o.append(0.0)
+                else:
+                    plane.append(False)
+                    if shp_o[0] <= 0:
+                        fail("a sphere's radius must be > 0")
+                    o_d.append(np.asarray(shp_o[1:4], float) - com[bo_])
+                    o_n.append(np.zeros(3))
+                    R_o.append(float(shp_o[0]))
+                k.append(float(params["stiffness"]))
+                lam.append(float(params.get("damping", 0.0)))
+                xi.append(restitution_factor(e) if e is not None else 0.0)
+                from_e.append(e is not None)
+                n_exp.append(exponent)
+                mu_s.append(mus)
+                mu_d.append(mud)
+                v_s.append(vs)
+        #: the declared contacts' names; the arrays below are over contact *points* (a sphere pair
+        #: has one, a box on a plane its 8 corners), ``owner`` the contact of each point
+        self.names = names
+        arr = np.asarray
+        self.owner = arr(owners, int)
+        self.n = len(owners)
+        self.L = arr(L, float)
+        self.s, self.o = arr(s_b, int), arr(o_b, int)
+        self.ds, self.do = arr(s_d, float).reshape(-1, 3), arr(o_d, float).reshape(-1, 3)
+        self.no = arr(o_n, float).reshape(-1, 3)
+        self.Rs, self.Ro = arr(R_s, float), arr(R_o, float)
+        self.plane = arr(plane, bool)
+        self.k, self.lam, self.xi, self.exp = arr(k, float), arr(lam, float), arr(xi, float), arr(n_exp, float)
+        self.from_restitution = arr(from_e, bool)
+        self.mu_s, self.mu_d, self.v_s = arr(mu_s, float), arr(mu_d, float), arr(v_s, float)
+        #: whether the contacts keep a state (impact speeds): the restitution form does
+        self.stateful = bool(np.any(self.from_restitution))
+        nmov = mass.nmov
+        m = np.full(model.nb, np.inf)
+        m[:nmov] = mass.body_mass
+        self.m_eff = np.minimum(m[self.s], m[self.o])
+        self.m_red = 1.0 / (1.0 / m[self.s] + 1.0 / m[self.o])
+
+    # ------------------------------------------------------------------ geometry
+    def geometry(self, bs):
+        """(n (c, 3) unit normal from O toward S, δ (c,) m, x (c, 3) contact point, δ̇ (c,) m/s,
+        v_t (c, 3) slip velocity m/s), world frame, at the body state ``bs``."""
+        return self._geometry(*self._pair_state(bs))
+
+    def _pair_state(self, bs):
+        """Each contact's two bodies: (A, r_c, v_c, ω) of S, then of O (world; arrays (c, ...))."""
+        s, o = self.s, self.o
+        return (bs.A[s], bs.rc[s], bs.vc[s], bs.w[s]), (bs.A[o], bs.rc[o], bs.vc[o], bs.w[o])
+
+    def _geometry(self, S, O):
+        (As, rs, vs, ws), (Ao, ro, vo, wo) = S, O
+        cs = rs + np.einsum("nij,nj->ni", As, self.ds)
+        co = ro + np.einsum("nij,nj->ni", Ao, self.do)
+        d = cs - co
+        dist = np.linalg.norm(d, axis=1)
+        n_plane = np.einsum("nij,nj->ni", Ao, self.no)
+        n_sph = d / np.where(dist > 0, dist, 1.0)[:, None]
+        n = np.where(self.plane[:, None], n_plane, n_sph)
+        delta = np.where(self.plane, self.Rs - np.sum(d * n_plane, 1), self.Rs + self.Ro - dist)
+        x = cs - (self.Rs - 0.5 * delta)[:, None] * n
+        vr = vs + _cross(ws, x - rs) - vo - _cross(wo, x - ro)
+        vn = np.sum(vr * n, 1)
+        return n, delta, x, -vn, vr - vn[:, None] * n
+
+    def _friction_coefficient(self, speed):
+        vs = self.v_s
+        h = lambda z: z * z * (3.0 - 2.0 * z)  # noqa: E731
+        low = self.mu_s * (-1.0 + 2.0 * h(np.clip((speed + vs) / (2.0 * vs), 0.0, 1.0)))
+        mid = self.mu_s + (self.mu_d - self.mu_s) * h(np.clip((speed - vs) / vs, 0.0, 1.0))
+        return np.where(speed <= vs, low, mid)
+
+    def impact_speeds(self, delta, ddelta, state):
+        """δ̇⁻ (m/s) used in the restitution form: the recorded one, else the speed at first touch
+        that the present (δ, δ̇) implies by the elastic energy, δ̇⁻² = δ̇² + 2 k δ^(n+1)/((n+1) m_r)
+        (m_r the pair's reduced mass; the damping's loss over the first step's small δ neglected)."""
+        dp = np.maximum(delta, 0.0)
+        touch = np.sqrt(np.maximum(ddelta, 0.0) ** 2 + 2.0 * self.k * dp ** (self.exp + 1.0)
+                        / ((self.exp + 1.0) * self.m_red))
+        v = np.where(state > 0, state, touch)
+        return np.maximum(v, MIN_IMPACT_SPEED)
+
+    def forces(self, bs, state, pair=None):
+        """Per contact: (n, δ, x, F_n (N), F_t (c, 3) N on S, v_t (c, 3) m/s, dissipated power (W, ≤ 0));
+        ``pair`` (from :meth:`_pair_state`) instead of ``bs``."""
+        n, delta, x, dd, vt = self._geometry(*(pair if pair is not None else self._pair_state(bs)))
+        active = delta > 0
+        dp = np.where(active, delta, 0.0)
+        elastic = self.k * dp ** self.exp
+        alpha = np.where(self.from_restitution, self.xi / self.impact_speeds(delta, dd, state), self.lam / self.k)
+        Fn = np.where(active, np.maximum(0.0, elastic * (1.0 + alpha * dd)), 0.0)
+        speed = np.linalg.norm(vt, axis=1)
+        mu = self._friction_coefficient(speed)
+        t_hat = vt / np.where(speed > 0, speed, 1.0)[:, None]
+        Ft = -(mu * Fn)[:, None] * t_hat
+        power = -(Fn - np.where(active, elastic, 0.0)) * dd - mu * Fn * speed
+        return n, delta, x, Fn, Ft, vt, power
+
+    # ------------------------------------------------------------------ force element interface
+    def evaluate(self, bs, state, F, N):
+        """Accumulate the contact forces into F (nb, 3) N and moments about the com N (nb, 3) N m;
+        returns the non-conservative power (W)."""
+        if not self.n:
+            return 0.0
+        n, delta, x, Fn, Ft, vt, power = self.forces(bs, state)
+        f = Fn[:, None] * n + Ft
+        np.add.at(F, self.s, f)
+        np.add.at(F, self.o, -f)
+        np.add.at(N, self.s, _cross(x - bs.rc[self.s], f))
+        np.add.at(N, self.o, -_cross(x - bs.rc[self.o], f))
+        return float(np.sum(power))
+
+    def _wrenches(self, pair, state):
+        """f (c, 2, 6): [force (N), moment about the com (N m)] on S (row 0) and on O (row 1)."""
+        n, delta, x, Fn, Ft, vt, _ = self.forces(None, state, pair)
+        f = Fn[:, None] * n + Ft
+        out = np.empty((self.n, 2, 6))
+        out[:, 0, :3], out[:, 0, 3:] = f, _cross(x - pair[0][1], f)
+        out[:, 1, :3], out[:, 1, 3:] = -f, -_cross(x - pair[1][1], f)
+        return out
+
+    def tangent_blocks(self, bs, state, eps=1e-7):
+        """(S, O, K (c, 2, 2, 6, 6), D (c, 2, 2, 6, 6)): the contacts' stiffness K = −∂f/∂x and damping
+        D = −∂f/∂v in the blocks of :meth:`.forces.ForceElements.tangent_blocks` (x_b = [δr_c (m),
+        δθ (rad), A → exp([δθ]) A], v_b = [v_c, ω]), by central differences of the contact law in
+        each of the pair's 24 coordinates (step ``eps`` times the contact's length scale R for
+        positions, times a speed scale for velocities). The law is C¹ away from δ = 0 and from
+        the friction's transitions; at those the differences straddle the kink."""
+        K = np.zeros((self.n, 2, 2, 6, 6))
+        D = np.zeros((self.n, 2, 2, 6, 6))
+        if not self.n:
+            return self.s, self.o, K, D
+        base = self._pair_state(bs)
+        h_x = eps * self.L
+        h_v = eps * np.maximum(1.0, np.abs(self.geometry(bs)[3]))
+        for b in range(2):
+            for j in range(6):
+                for kind in (0, 1):
+                    h = h_x if kind == 0 else h_v
+                    plus, minus = [], []
+                    for sign in (1.0, -1.0):
+                        st = [list(base[0]), list(base[1])]
+                        A, r, v, w = st[b]
+                        step = sign * h
+                        if kind == 0 and j < 3:
+                            r = r.copy()
+                            r[:, j] += step
+                        elif kind == 0:
+                            axis = np.zeros((self.n, 3))
+                            axis[:, j - 3] = step
+                            A = _rotate(axis) @ A
+                        elif j < 3:
+                            v = v.copy()
+                            v[:, j] += step
+                        else:
+                            w = w.copy()
+                            w[:, j - 3] += step
+                        st[b] = (A, r, v, w)
+                        (plus if sign > 0 else minus).append(self._wrenches((tuple(st[0]), tuple(st[1])), state))
+                    df = (plus[0] - minus[0]) / (2.0 * h)[:, None, None]
+                    target = K if kind == 0 else D
+                    target[:, :, b, :, j] = -df
+        return self.s, self.o, K, D
+
+    def potential(self, bs):
+        """Elastic energy Σ k δ^(n+1)/(n+1) of the active contacts (J)."""
+        if not self.n:
+            return 0.0
+        _, delta, _, _, _ = self.geometry(bs)
+        dp = np.where(delta > 0, delta, 0.0)
+        return float(np.sum(self.k * dp ** (self.exp + 1.0) / (self.exp + 1.0)))
+
+    def initial_state(self, bs):
+        """Zero impact speeds; a MechanismError naming the pair and the depth if shapes start
+        interpenetrating."""
+        n, delta, *_ = self.geometry(bs)
+        for i in np.flatnonzero(delta > 1e-12):
+            a, b = self.model.body_names[self.s[i]], self.model.body_names[self.o[i]]
+            raise MechanismError(
+                f"contact {self.names[self.owner[i]]!r}: parts {a!r} and {b!r} start interpenetrating by {delta[i]:.6g} m",
+                where=self.model.spec.source or None,
+                hint="move the parts apart (or into touch, penetration 0) at the initial pose")
+        return np.zeros(self.n)
+
+    def accept(self, bs, state):
+        """Record each contact's impact speed at an accepted state (``bs`` with velocities)."""
+        if not self.n:
+            return
+        _, delta, _, dd, _ = self.geometry(bs)
+        state[:] = np.where(delta > 0, self.impact_speeds(delta, dd, state), 0.0)
+
+    def report(self, bs, state):
+        """Output values per declared contact: dict suffix -> (contacts,) array (see
+        :data:`CONTACT_OUTPUTS`): active (1/0), normal force N and friction force N (magnitudes of
+        the sums over the contact's points), slip speed m/s and penetration m (of its deepest point;
+        0 while apart)."""
+        n, delta, x, Fn, Ft, vt, _ = self.forces(bs, state)
+        nc = len(self.names)
+        fn_sum, ft_sum = np.zeros((nc, 3)), np.zeros((nc, 3))
+        np.add.at(fn_sum, self.owner, Fn[:, None] * n)
+        np.add.at(ft_sum, self.owner, Ft)
+        depth = np.full(nc, -np.inf)
+        np.maximum.at(depth, self.owner, delta)
+        order = np.lexsort((-delta, self.owner))  # by contact, deepest point first
+        first = np.r_[True, self.owner[order][1:] != self.owner[order][:-1]]
+        deepest = order[first]
+        slip = np.linalg.norm(vt, axis=1)[deepest]
+        return {"active": (depth > 0).astype(float), "normal_force": np.linalg.norm(fn_sum, axis=1),
+                "friction_force": np.linalg.norm(ft_sum, axis=1), "slip_velocity": slip,
+                "penetration": np.maximum(depth, 0.0)}
+
+    def step_limit(self, bs, state):
+        """The largest step (s) that cannot stride over a contact (see the module docstring)."""
+        if not self.n:
+            return np.inf
+        _, delta, _, dd, _ = self.geometry(bs)
+        speed = np.maximum(np.maximum(np.abs(dd), state), MIN_IMPACT_SPEED)
+        m = self.m_eff
+        dmax = ((self.exp + 1.0) * m * speed ** 2 / (2.0 * self.k)) ** (1.0 / (self.exp + 1.0))
+        k_lin = self.exp * self.k * dmax ** (self.exp - 1.0)
+        t_c = math.pi * np.sqrt(m / k_lin)
+        # approaching while apart, or separating while in contact: home in on the switch δ = 0
+        switching = ((delta <= 0) & (dd > 0)) | ((delta > 0) & (dd < 0))
+        to_switch = np.maximum(0.5 * np.abs(delta) / np.where(switching, np.abs(dd), 1.0), TOUCH_STEP * t_c)
+        limit = np.where(delta > 0, t_c / STEPS_PER_CONTACT, np.inf)
+        limit = np.where(switching, np.minimum(limit, to_switch), limit)
+        return float(np.min(limit))
