@@ -158,7 +158,8 @@ def frames(motion, assy, times=None):
 def ocp_tracks(motion, assy):
     """Keyframe tracks of the moving parts of ``assy``, as OCP CAD Viewer plays them.
 
-    Returns a list of ``(path, action, times, values)``: for each moving part node a
+    Returns a list of ``(path, action, times, values)``: for each moving part node (one
+    that travels beyond round-off, :func:`~cadmotion.plugin.writers.movement.moving_parts`) a
     ``"t"`` track (offsets, assembly units, added to the node's initial position in its
     parent's frame) and a ``"q"`` track (quaternions x, y, z, w that three-cad-viewer
     multiplies onto the node's initial quaternion: final = initial * q, so
@@ -177,10 +178,13 @@ def ocp_tracks(motion, assy):
     paths = {}
     for key, node, _, parent in nodes:
         paths[key] = (paths[parent] if parent is not None else "") + "/" + node.name
+    from .writers.movement import moving_parts
+
     times = [float(t) for t in motion.time]
+    moving = dict(zip(motion.parts, moving_parts(motion))) if len(times) else {}
     tracks = []
     for key, node, X0, parent in nodes:
-        if key not in motion.parts:
+        if not moving.get(key, False):               # not a part, or still but for round-off
             continue
         P_inv = invert_pose(world[parent]) if parent is not None else np.eye(4)
         L0 = P_inv @ X0                                   # initial pose in the parent frame
@@ -192,8 +196,6 @@ def ocp_tracks(motion, assy):
             tv.append([float(v) for v in L[:3, 3] - L0[:3, 3]])
             w, x, y, z = matrix_to_quaternion(L0[:3, :3].T @ L[:3, :3])
             qv.append([float(x), float(y), float(z), float(w)])
-        if np.allclose(tv, tv[0]) and np.allclose(qv, qv[0]):
-            continue
         tracks.append((paths[key], "t", times, tv))
         tracks.append((paths[key], "q", times, qv))
     return tracks

@@ -12,8 +12,10 @@ One figure, axes stacked with a shared time axis:
 - events of the run as grey vertical lines; an incomplete run says so in the title.
 
 The selection ``plot`` is a comma separated list of part names, joint names (every
-coordinate of that joint) or joint columns (``crank_pivot.angle``). Default: the moving
-parts, at most :data:`MAX_DEFAULT_PARTS`. matplotlib is imported lazily, figures are
+coordinate of that joint) or joint columns (``crank_pivot.angle``). Default: the parts
+that move most (at most :data:`MAX_DEFAULT_PARTS`) and the joint coordinates of largest
+range (at most :data:`MAX_DEFAULT_JOINTS`), in model order; parts and joints that move
+only by round-off are left out (:mod:`.movement`). matplotlib is imported lazily, figures are
 made with the Agg canvas directly (``matplotlib.figure.Figure``, no pyplot state).
 """
 
@@ -26,20 +28,28 @@ import numpy as np
 from ...errors import OutputError
 from .atomic import atomic_path
 
-__all__ = ["select", "make_figure", "write_plot", "svg_text", "MAX_DEFAULT_PARTS"]
+__all__ = ["select", "make_figure", "write_plot", "svg_text", "MAX_DEFAULT_PARTS", "MAX_DEFAULT_JOINTS"]
 
 MAX_DEFAULT_PARTS = 6
+MAX_DEFAULT_JOINTS = 4
 _STYLES = ("-", "--", ":")
 _KINDS = {"angle": ("angle", "rad"), "disp": ("displacement", "m")}
 
 
-def _moving_parts(motion):
-    pos = np.asarray(motion.position, float)
-    quat = np.asarray(motion.quaternion, float)
+def _default_selection(motion):
+    """The parts and joint coordinates that move most (see :mod:`.movement`), in model order."""
+    from .movement import REL_TOL, coordinate_travel, model_size, part_travel
+
     if motion.nt == 0:
-        return []
-    still = np.all(pos == pos[:1], axis=(0, 2)) & np.all(quat == quat[:1], axis=(0, 2))
-    return [p for p, s in zip(motion.parts, still) if not s]
+        return list(motion.parts)[:MAX_DEFAULT_PARTS], []
+    size = model_size(motion)
+    travel = part_travel(motion, size)
+    moving = [b for b in np.argsort(-travel, kind="stable") if travel[b] > REL_TOL][:MAX_DEFAULT_PARTS]
+    parts = [motion.parts[b] for b in sorted(moving)] or list(motion.parts)[:MAX_DEFAULT_PARTS]
+    coords = list(motion.joint_coordinates)
+    ctravel = np.array([coordinate_travel(motion, jc, size) for jc in coords])
+    chosen = [k for k in np.argsort(-ctravel, kind="stable") if ctravel[k] > REL_TOL][:MAX_DEFAULT_JOINTS]
+    return parts, [coords[k] for k in sorted(chosen)]
 
 
 def select(motion, plot=None):
@@ -60,8 +70,7 @@ def select(motion, plot=None):
         If a name is neither a part, a joint nor a joint column.
     """
     if plot is None or (isinstance(plot, str) and not plot.strip()):
-        moving = _moving_parts(motion)
-        return (moving or list(motion.parts))[:MAX_DEFAULT_PARTS], []
+        return _default_selection(motion)
     names = [s.strip() for s in plot.split(",")] if isinstance(plot, str) else [str(s).strip() for s in plot]
     parts, coords = [], []
     for name in filter(None, names):

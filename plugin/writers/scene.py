@@ -17,6 +17,7 @@ from typing import List, Tuple
 import numpy as np
 
 from ...kernel.motion import quat_to_matrix
+from .movement import moving_parts
 from .tessellate import MeshCache, bar_mesh, box_mesh, merge_meshes
 
 __all__ = ["Scene", "build_scene", "PALETTE", "continuous_quaternions", "srgb_to_linear"]
@@ -40,7 +41,8 @@ class Scene:
     part_names : list, length nb, ``motion.parts`` order
     part_mesh : ndarray, shape (nb,), int, index into ``meshes``
     part_color : list of (r, g, b, a) sRGB in 0..1, length nb
-    animated : ndarray, shape (nb,), bool; False when the part's pose never changes
+    animated : ndarray, shape (nb,), bool; True when the part moves beyond round-off
+        (:func:`~cadmotion.plugin.writers.movement.moving_parts`)
     time : ndarray, shape (nt,), s
     position : ndarray, shape (nt, nb, 3), m, assembly frame (Z up)
     quaternion : ndarray, shape (nt, nb, 4), (w, x, y, z), sign-continuous in time
@@ -209,11 +211,7 @@ def build_scene(motion, *, cache=None, complete=None):
                       stacklevel=3)
 
     colors = [_rgba(specs[n].color if n in specs else None, b) for b, n in enumerate(motion.parts)]
-    if motion.nt > 0:
-        animated = ~(np.all(position == position[:1], axis=(0, 2))
-                     & np.all(quaternion == quaternion[:1], axis=(0, 2)))
-    else:
-        animated = np.zeros(nb, bool)
+    animated = moving_parts(motion) if motion.nt > 0 else np.zeros(nb, bool)
     spec = getattr(motion, "spec", None)
     return Scene(
         name=str(getattr(spec, "name", "") or "mechanism"),

@@ -24,9 +24,29 @@ def lines(ax):
     return {line.get_label(): line for line in ax.get_lines() if not line.get_label().startswith("_")}
 
 
-def test_default_selection_is_the_moving_parts(motion):
-    assert select(motion) == (["crank", "slider"], [])
+def test_default_selection_is_the_moving_parts_and_joints(motion):
+    parts, coords = select(motion)
+    assert parts == ["crank", "slider"]
+    assert [c.column for c in coords] == ["crank_pivot.angle", "slide.disp"]
     assert len(select(carousel(2))[0]) == MAX_DEFAULT_PARTS
+
+
+def test_default_selection_leaves_out_round_off_and_takes_what_moves_most(motion):
+    """A part that 'moves' by 1e-15 m is still; of many moving parts the default takes the
+    ones that travel most (a turn of 1 rad counts as much as a move of one model size)."""
+    import copy
+
+    m = copy.deepcopy(motion)
+    b = m.part_index("base")
+    assert np.all(m.position[:, b] == m.position[0, b])
+    m.position[:, b, 0] += 1e-15 * np.sin(np.arange(m.nt))          # round-off jitter
+    m.quaternion[:, b, 3] += 1e-16 * np.cos(np.arange(m.nt))
+    assert select(m)[0] == ["crank", "slider"]
+    many = carousel(2)                                    # 100 parts, all turning alike
+    grow = 1.0 + 0.1 * np.arange(1, 8)                    # seven move further, p006 most
+    many.position[1:, :7, :2] *= grow[None, :, None]
+    parts, _ = select(many)
+    assert parts == many.parts[1:7]                       # the six that travel most, in model order
 
 
 def test_selection_by_part_joint_and_column(motion):
