@@ -199,7 +199,7 @@ def parse_model(data, source="<model>", base_dir="."):
         raise ctx0.err("units", f"unknown length unit {units!r}", hint=f"use one of {', '.join(UNITS)}")
     ctx = _Ctx(source, UNITS[units])
     gravity = tuple(ctx.vec("gravity", "gravity", data["gravity"], length=False)) if "gravity" in data else (0.0, 0.0, 0.0)
-    settings = {}
+    settings = {"length_unit": units} if "units" in data else {}   # for the writers (plots in mm, ...)
     if "simulation" in data:
         ctx.check_keys("[simulation]", data["simulation"], _SIM_KEYS)
         for k, v in data["simulation"].items():
