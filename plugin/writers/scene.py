@@ -28,6 +28,9 @@ PALETTE = (
     (0.78, 0.40, 0.40), (0.62, 0.50, 0.74), (0.80, 0.72, 0.38), (0.40, 0.68, 0.70),
 )
 PLACEHOLDER_FRACTION = 0.04
+#: edges of the placeholder blocks, in placeholder sizes: pads at the joints of a part with
+#: two or more joints, and the block of a part with one joint (larger, so never inside a pad)
+PAD_BLOCK, SINGLE_BLOCK = 1.6, 2.4
 
 
 @dataclass(frozen=True)
@@ -134,7 +137,9 @@ def _stick_mesh(points, part, size):
     """Placeholder geometry of a part without CAD: bars between its joints, a block at each.
 
     A fixed part gets only the blocks (pads at its joints); a part with fewer than two
-    distinct joint points gets a cube at its centre of mass.
+    distinct joint points gets a cube of :data:`SINGLE_BLOCK` sizes at its joint (else its
+    centre of mass): larger than the pads of the parts jointed to it there, so that it is
+    not hidden inside them (the slider of a slider-crank, pinned where the rod's pad is).
     """
     distinct = []
     for p in points:
@@ -142,8 +147,8 @@ def _stick_mesh(points, part, size):
             distinct.append(p)
     if len(distinct) < 2:
         center = distinct[0] if distinct else (part.com if part is not None else (0.0, 0.0, 0.0))
-        return box_mesh(center, size)
-    pieces = [box_mesh(p, 1.6 * size) for p in distinct]
+        return box_mesh(center, SINGLE_BLOCK * size)
+    pieces = [box_mesh(p, PAD_BLOCK * size) for p in distinct]
     if part is None or not part.fixed:
         pieces += [bar_mesh(a, b, 0.6 * size) for a, b in zip(distinct[:-1], distinct[1:])]
     return merge_meshes(pieces)

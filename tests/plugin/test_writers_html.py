@@ -126,3 +126,36 @@ def test_screenshot_shows_the_parts_in_their_colours(tmp_path, page):
     r, g, b = view[..., 0], view[..., 1], view[..., 2]
     assert ((r > g + 0.2) & (r > b + 0.2)).sum() > 50      # the orange-red crank
     assert ((b > r + 0.2) & (b > g + 0.1)).sum() > 50      # the blue slider
+
+
+def test_the_slider_crank_sample_slider_is_not_hidden_inside_another_part():
+    """samples/slider_crank has no CAD: parts are drawn as placeholder blocks. The slider has
+    one joint point (the wrist pin, where the rod's end pad is): its block must stick out of
+    every other part at every frame, or the viewer shows no slider."""
+    import warnings
+    from pathlib import Path
+
+    from cadmotion.importers import load
+    from cadmotion.kernel import compile_model, kinematics
+    from cadmotion.kernel.motion import quat_to_matrix
+    from cadmotion.plugin.writers.scene import build_scene
+
+    sample = Path(__file__).resolve().parents[2] / "samples" / "slider_crank.cadmotion.toml"
+    motion = kinematics(compile_model(load(sample)), t_end=1.0, steps=8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")                     # "drawn as sticks"
+        scene = build_scene(motion)
+
+    def world_box(b, k):
+        pts = np.asarray(scene.meshes[scene.part_mesh[b]].positions, float)
+        pts = pts @ quat_to_matrix(scene.quaternion[k, b]).T + scene.position[k, b]
+        return pts.min(axis=0), pts.max(axis=0)
+
+    s = scene.part_names.index("slider")
+    for k in range(len(scene.time)):
+        lo, hi = world_box(s, k)
+        for b in range(len(scene.part_names)):
+            if b != s:
+                olo, ohi = world_box(b, k)
+                inside = np.all(lo >= olo - 1e-12) and np.all(hi <= ohi + 1e-12)
+                assert not inside, f"slider inside {scene.part_names[b]} at t = {scene.time[k]}"
