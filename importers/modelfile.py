@@ -54,7 +54,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ModelFileError
+from ..errors import CadImportError, ModelFileError
 from ..kernel.rotations import unit_quat_to_matrix
 from ..kernel.spec import (
     DriverSpec,
@@ -324,9 +324,12 @@ def _array(ctx, data, key):
 
 def _step_parts(ctx, data, base_dir):
     """Parts from the STEP file named by ``step``; density/material overrides applied."""
-    from . import step as step_importer
-
     step_path = base_dir / str(data["step"])
+    try:
+        from . import step as step_importer
+    except CadImportError as exc:           # installed without the cad extra
+        raise CadImportError(exc.message, where=f"{ctx.source}: step = {str(data['step'])!r}",
+                             hint=exc.hint) from exc
     densities, materials = {}, {}
     for name, entry in (data.get("parts") or {}).items():
         if isinstance(entry, dict):
