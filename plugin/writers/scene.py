@@ -28,6 +28,11 @@ PALETTE = (
     (0.78, 0.40, 0.40), (0.62, 0.50, 0.74), (0.80, 0.72, 0.38), (0.40, 0.68, 0.70),
 )
 PLACEHOLDER_FRACTION = 0.04
+#: the initial view of every picture of a scene (HTML page, video): Z up, the eye at azimuth
+#: ``VIEW_AZIMUTH`` and elevation ``VIEW_ELEVATION`` (rad) from the centre of
+#: :meth:`Scene.bounds`, at ``VIEW_DISTANCE`` radii / sin(FOV/2), vertical field of view
+#: ``VIEW_FOV`` (rad), perspective
+VIEW_AZIMUTH, VIEW_ELEVATION, VIEW_FOV, VIEW_DISTANCE = -0.95, 0.45, float(np.radians(45.0)), 0.85
 #: edges of the placeholder blocks, in placeholder sizes: pads at the joints of a part with
 #: two or more joints, and the block of a part with one joint (larger, so never inside a pad)
 PAD_BLOCK, SINGLE_BLOCK = 1.6, 2.4

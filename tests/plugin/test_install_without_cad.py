@@ -47,7 +47,7 @@ def test_cadquery_is_an_extra_that_the_test_extra_pulls():
 
 def test_the_readme_first_command_runs_without_cad(tmp_path):
     out = cadmotion("run", ROOT / "samples" / "slider_crank.cadmotion.toml", "-o", tmp_path / "s.csv",
-                    "-o", tmp_path / "s.html", "-o", tmp_path / "s.glb", "-q")
+                    "-o", tmp_path / "s.html", "-o", tmp_path / "s.glb", "-o", tmp_path / "s.gif", "-q")
     assert out.returncode == 0, out.stderr
     with_cad = tmp_path / "with_cad.csv"
     from cadmotion.plugin.cli import main
@@ -55,6 +55,7 @@ def test_the_readme_first_command_runs_without_cad(tmp_path):
     assert main(["run", str(ROOT / "samples" / "slider_crank.cadmotion.toml"), "-o", str(with_cad), "-q"]) == 0
     assert (tmp_path / "s.csv").read_text() == with_cad.read_text()      # the extra changes no result
     assert (tmp_path / "s.glb").read_bytes()[:4] == b"glTF"
+    assert (tmp_path / "s.gif").read_bytes()[:6] == b"GIF89a"          # drawn by Pillow without VTK
 
 
 @pytest.mark.skipif(not (DATA / "asmt-ondsel" / "fourbar.asmt").exists(), reason="OndselSolver corpus missing")
