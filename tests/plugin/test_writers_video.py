@@ -144,3 +144,17 @@ def test_the_video_looks_from_the_html_pages_view_with_z_up():
     assert camera.up[2] > 0 and abs(camera.right[2]) < 1e-12          # Z up on screen, horizon level
     js = (Path(__file__).resolve().parents[2] / "plugin" / "writers" / "viewer.js").read_text()
     assert "D.view" in js
+
+
+def test_non_ascii_labels_are_drawn_with_a_font_that_has_their_glyphs():
+    from PIL import Image, ImageFont
+
+    from cadmotion.plugin.writers.video import draw_label, label_font_path
+
+    font = ImageFont.truetype(label_font_path(), 18)
+    for ch in "çøäßЖλ–":
+        assert font.getmask(ch).getbbox() is not None, ch          # a glyph with ink, not an empty box
+    a, b = Image.new("RGB", (300, 40), "white"), Image.new("RGB", (300, 40), "white")
+    draw_label(a, "Peça ø3")
+    draw_label(b, "Peca o3")
+    assert np.any(np.asarray(a) != np.asarray(b))                   # the accents are drawn
