@@ -40,7 +40,10 @@ def load(path, **options):
             hint="cadmotion reads " + ", ".join(sorted(READERS)),
         )
     module, function = READERS[suffix]
-    reader = getattr(importlib.import_module(f".{module}", __name__), function)
+    try:
+        reader = getattr(importlib.import_module(f".{module}", __name__), function)
+    except CadImportError as exc:           # a reader that needs the cad extra: name the file
+        raise CadImportError(exc.message, where=str(path), hint=exc.hint) from exc
     return reader(path, **options)
 
 

@@ -684,7 +684,19 @@ def _element_kind(doc, geo, holder, element, item):
 # --------------------------------------------------------------------------------------
 
 
-def read_fcstd(path, *, include_deactivated=False, geometry=True, density=1000.0,
+def _ocp_installed(path):
+    """True when OCP can be imported; else a warning that the shapes are left out."""
+    try:
+        import OCP  # noqa: F401
+    except ImportError:
+        warnings.warn(f"{path}: OCP is not installed, the parts are read without their shapes (no mass "
+                      f"properties; placeholders in the views); for them: pip install \"cadmotion[cad]\"",
+                      stacklevel=3)
+        return False
+    return True
+
+
+def read_fcstd(path, *, include_deactivated=False, geometry=None, density=1000.0,
                assembly=None, unconnected="fix"):
     """Read a FreeCAD 1.x Assembly-workbench document into a :class:`MechanismSpec`.
 
@@ -700,6 +712,8 @@ def read_fcstd(path, *, include_deactivated=False, geometry=True, density=1000.0
         Read the parts' BRep shapes (needs OCP) and fill ``PartSpec.shape`` (a
         ``TopoDS_Shape`` in the part frame, metres) and the mass properties.  With
         ``False`` no BRep is read and OCP is only imported for ``Distance`` joints.
+        None (default): True when OCP is installed (the ``cad`` extra), else False with
+        a warning.
     density : float, str or dict
         kg/m³ for every part, a material name (see :mod:`cadmotion.importers.materials`),
         or a mapping part name -> density or material (default 1000 for parts not named).
@@ -726,6 +740,8 @@ def read_fcstd(path, *, include_deactivated=False, geometry=True, density=1000.0
     """
     if unconnected not in ("fix", "free"):
         raise ValueError("unconnected must be 'fix' or 'free'")
+    if geometry is None:
+        geometry = _ocp_installed(path)
     arc = _Archive(path)
     try:
         return _read(arc, include_deactivated, geometry, density, assembly, unconnected)

@@ -63,7 +63,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ModelFileError
+from ..errors import CadImportError, ModelFileError
 from ..kernel.rotations import unit_quat_to_matrix
 from ..kernel.spec import (
     DriverSpec,
@@ -210,7 +210,7 @@ def parse_model(data, source="<model>", base_dir="."):
         raise ctx0.err("units", f"unknown length unit {units!r}", hint=f"use one of {', '.join(UNITS)}")
     ctx = _Ctx(source, UNITS[units])
     gravity = tuple(ctx.vec("gravity", "gravity", data["gravity"], length=False)) if "gravity" in data else (0.0, 0.0, 0.0)
-    settings = {}
+    settings = {"length_unit": units} if "units" in data else {}   # for the writers (plots in mm, ...)
     if "simulation" in data:
         ctx.check_keys("[simulation]", data["simulation"], _SIM_KEYS)
         for k, v in data["simulation"].items():
@@ -338,9 +338,12 @@ def _array(ctx, data, key):
 
 def _step_parts(ctx, data, base_dir):
     """Parts from the STEP file named by ``step``; density/material overrides applied."""
-    from . import step as step_importer
-
     step_path = base_dir / str(data["step"])
+    try:
+        from . import step as step_importer
+    except CadImportError as exc:           # installed without the cad extra
+        raise CadImportError(exc.message, where=f"{ctx.source}: step = {str(data['step'])!r}",
+                             hint=exc.hint) from exc
     densities, materials = {}, {}
     for name, entry in (data.get("parts") or {}).items():
         if isinstance(entry, dict):

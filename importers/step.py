@@ -55,25 +55,33 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Dict, List, Mapping, Optional, Tuple
 
-from OCP.BRepBuilderAPI import BRepBuilderAPI_Transform
-from OCP.gp import gp_Trsf
-from OCP.IFSelect import IFSelect_RetDone
-from OCP.Quantity import Quantity_ColorRGBA, Quantity_TOC_sRGB
-from OCP.STEPCAFControl import STEPCAFControl_Reader
-from OCP.TCollection import TCollection_AsciiString, TCollection_ExtendedString
-from OCP.TColStd import TColStd_SequenceOfAsciiString
-from OCP.TDataStd import TDataStd_Name
-from OCP.TDF import TDF_Label, TDF_LabelSequence, TDF_Tool
-from OCP.TDocStd import TDocStd_Document
-from OCP.XCAFDoc import (
-    XCAFDoc_ColorGen,
-    XCAFDoc_ColorSurf,
-    XCAFDoc_ColorTool,
-    XCAFDoc_DocumentTool,
-    XCAFDoc_ShapeTool,
-)
-
 from ..errors import CadImportError
+
+#: what to install for STEP files: OCP (OpenCascade) comes with the ``cad`` extra (cadquery)
+CAD_EXTRA_HINT = 'install the CAD extra: pip install "cadmotion[cad]" (cadquery and OCP, ~1.8 GB)'
+
+try:
+    from OCP.BRepBuilderAPI import BRepBuilderAPI_Transform
+    from OCP.gp import gp_Trsf
+    from OCP.IFSelect import IFSelect_RetDone
+    from OCP.Quantity import Quantity_ColorRGBA, Quantity_TOC_sRGB
+    from OCP.STEPCAFControl import STEPCAFControl_Reader
+    from OCP.TCollection import TCollection_AsciiString, TCollection_ExtendedString
+    from OCP.TColStd import TColStd_SequenceOfAsciiString
+    from OCP.TDataStd import TDataStd_Name
+    from OCP.TDF import TDF_Label, TDF_LabelSequence, TDF_Tool
+    from OCP.TDocStd import TDocStd_Document
+    from OCP.XCAFDoc import (
+        XCAFDoc_ColorGen,
+        XCAFDoc_ColorSurf,
+        XCAFDoc_ColorTool,
+        XCAFDoc_DocumentTool,
+        XCAFDoc_ShapeTool,
+    )
+except ImportError as _exc:                 # cadmotion installed without the cad extra
+    raise CadImportError(f"reading STEP files (.step/.stp) needs OCP, which is not installed ({_exc})",
+                         hint=CAD_EXTRA_HINT) from _exc
+
 from ..kernel.spec import MechanismSpec, PartSpec
 from .massprops import MassProperties, count_loose_faces, volume_properties
 from .materials import density_of

@@ -2,7 +2,19 @@
 
     cadmotion batch IN_DIR -o OUT_DIR [--to glb,html,csv] [--jobs N] [--force]
                     [--t-end T] [--steps N] [--parametrization P]
+                    [--analysis kinematic|dynamic|inverse] [--drive NAME=EXPR ...]
+                    [--gravity GX,GY,GZ] [--formulation F] [--integrator I]
+                    [--rtol R] [--atol A] [--dt DT] [--accept-violations]
                     [--scheduler tcp://host:port] [--quiet]
+
+Analysis
+    Every item is solved as ``cadmotion run MODEL`` with the same flags solves it (one
+    code path, :mod:`cadmotion.plugin.run_analysis`): ``--analysis``, ``--drive`` (applied
+    to every model; a model without that joint fails, the others run), ``--gravity`` and,
+    for ``dynamic``, ``--formulation``, ``--integrator``, ``--rtol``, ``--atol``, ``--dt``.
+    A dynamic run that breaks an invariant (energy balance, constraint violation, ...)
+    writes its outputs and is ``failed`` at stage ``check`` unless ``--accept-violations``
+    is given; the report lists the broken invariants either way (``invariants_broken``).
 
 Models
     Found recursively under IN_DIR (hidden files and folders, and OUT_DIR if it lies
@@ -128,19 +140,41 @@ class BatchOptions:
     t_end : end time in s, or None for the model's ``[simulation] t_end`` (else 1 s).
     steps : output intervals, or None for the model's ``[simulation] steps`` (else 100).
     parametrization : orientation coordinates, as for ``cadmotion run``.
+    analysis : ``kinematic``, ``dynamic`` or ``inverse``, as ``cadmotion run --analysis``.
+    drive : ``NAME=EXPR`` texts, as ``--drive`` (applied to every model).
+    gravity : (gx, gy, gz) m/s^2 replacing the models' own, or None.
+    formulation, integrator, rtol, atol, dt : a dynamic run's settings (None: the kernel's).
+    accept_violations : a broken invariant still counts the item ok.
     """
 
     formats: Tuple[str, ...]
     t_end: Optional[float] = None
     steps: Optional[int] = None
     parametrization: str = "euler-parameters"
+    analysis: str = "kinematic"
+    drive: Tuple[str, ...] = ()
+    gravity: Optional[Tuple[float, float, float]] = None
+    formulation: Optional[str] = None
+    integrator: Optional[str] = None
+    rtol: Optional[float] = None
+    atol: Optional[float] = None
+    dt: Optional[float] = None
+    accept_violations: bool = False
+
+    def result_settings(self):
+        """The settings beyond t_end, steps, parametrization that change an item's result or
+        status, only those not at their default (so older state files keep their hashes)."""
+        default = BatchOptions(formats=())
+        names = ("analysis", "drive", "gravity", "formulation", "integrator", "rtol", "atol", "dt",
+                 "accept_violations")
+        return {n: getattr(self, n) for n in names if getattr(self, n) != getattr(default, n)}
 
 
 # ----------------------------------------------------------------------------- command line
 
 def add_arguments(parser):
     """Add the ``batch`` arguments to an argparse (sub)parser."""
-    from .cli import _float, _positive_int
+    from .cli import FORMULATION_NAMES, _float, _positive_int, _vector
 
     parser.add_argument("in_dir", metavar="IN_DIR", help="folder searched (recursively) for models")
     parser.add_argument("-o", "--output", dest="out_dir", metavar="OUT_DIR", required=True,
@@ -156,6 +190,24 @@ def add_arguments(parser):
                         help="output intervals (default: each model's, else 100)")
     parser.add_argument("--parametrization", default="euler-parameters", choices=["euler-parameters", "euler-313"],
                         help="orientation coordinates (default: euler-parameters)")
+    parser.add_argument("--analysis", choices=["kinematic", "dynamic", "inverse"], default="kinematic",
+                        help="as for `cadmotion run`: kinematic (driven motion), dynamic (under forces) or inverse "
+                             "(driven motion plus driver efforts and joint reactions)")
+    parser.add_argument("--drive", action="append", default=[], metavar="NAME=EXPR",
+                        help="drive a joint or PART.x|y|z by an expression of t in every model, as for `cadmotion run` "
+                             "(a model without that joint fails); repeatable")
+    parser.add_argument("--gravity", type=_vector, default=None, metavar="GX,GY,GZ",
+                        help="gravity in m/s^2, assembly frame (replaces each model's)")
+    parser.add_argument("--formulation", default=None, metavar="NAME",
+                        help="dynamics formulation: " + ", ".join(FORMULATION_NAMES) + " (default: chosen per model)")
+    parser.add_argument("--integrator", default=None, metavar="NAME",
+                        help="dynamics integrator, as for `cadmotion run` (default: the formulation's)")
+    parser.add_argument("--rtol", type=_float, default=None, help="relative tolerance of the dynamics integrator")
+    parser.add_argument("--atol", type=_float, default=None,
+                        help="absolute tolerance of the dynamics integrator (m, m/s, rad/s)")
+    parser.add_argument("--dt", type=_float, default=None, help="step of the fixed-step dynamics integrators, s")
+    parser.add_argument("--accept-violations", action="store_true",
+                        help="a dynamic run that breaks an invariant counts as ok (the report still lists them)")
     parser.add_argument("--scheduler", default=None, metavar="ADDRESS",
                         help="run on a Dask distributed cluster at this address (tcp://host:port)")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary table")
@@ -165,7 +217,10 @@ def run(args):
     """Run ``cadmotion batch`` for parsed ``args``; returns the exit code."""
     report = run_batch(args.in_dir, args.out_dir, args.to, jobs=args.jobs, force=args.force,
                        t_end=args.t_end, steps=args.steps, parametrization=args.parametrization,
-                       scheduler=args.scheduler, progress=not args.quiet)
+                       scheduler=args.scheduler, progress=not args.quiet, analysis=args.analysis,
+                       drive=args.drive, gravity=args.gravity, formulation=args.formulation,
+                       integrator=args.integrator, rtol=args.rtol, atol=args.atol, dt=args.dt,
+                       accept_violations=args.accept_violations)
     if not args.quiet:
         print(summary(report), file=sys.stderr)
     return report["exit_code"]
@@ -318,7 +373,7 @@ def input_hash(item, options):
     base = Path(item.model).parent
     h = hashlib.sha256()
     head = dict(state=STATE_VERSION, cadmotion=__version__, t_end=options.t_end, steps=options.steps,
-                parametrization=options.parametrization)
+                parametrization=options.parametrization, **options.result_settings())
     h.update(json.dumps(head, sort_keys=True).encode())
     for p in item.inputs:
         rel = os.path.relpath(p, base)
@@ -419,7 +474,9 @@ def run_item(item, options, out_dir, cancel=None):
 
 def _run_item(item, options, out_dir, cancel):
     from ..importers import load
-    from ..kernel import compile_model, kinematics
+    from ..importers.drive_option import with_drivers, with_gravity
+    from ..kernel import compile_model
+    from .run_analysis import DYNAMICS_OPTIONS, broken_invariants, run_analysis
     from .writers import write_outputs
 
     cancelled = _cancel_check(cancel)
@@ -447,7 +504,7 @@ def _run_item(item, options, out_dir, cancel):
             if cancelled():
                 raise _Stop
             result["stage"] = "load"
-            spec = load(item.model)
+            spec = with_gravity(with_drivers(load(item.model), list(options.drive)), options.gravity)
             lap("load")
             result["stage"] = "compile"
             model = compile_model(spec, options.parametrization)
@@ -468,8 +525,13 @@ def _run_item(item, options, out_dir, cancel):
             if cancelled():
                 raise _Stop
             result["dof"], result["dof_driven"] = _mobility(model)
-            motion = kinematics(model, t_end=t_end, steps=steps, progress=progress)
+            motion, dyn = run_analysis(model, options.analysis, t_end, steps, progress=progress,
+                                       **{k: getattr(options, k) for k in DYNAMICS_OPTIONS})
             lap("solve")
+            broken = broken_invariants(dyn)
+            result["invariants_broken"] = [c.name for c in broken]
+            if dyn is not None:
+                result.update(formulation=dyn.formulation, integrator=dyn.integrator)
             result.update(frames=int(motion.nt), complete=bool(motion.complete))
             result["events"] = [dict(kind=e.kind, time=float(e.time), message=e.message) for e in motion.events]
             if cancelled():             # interrupted while solving: write nothing
@@ -483,6 +545,11 @@ def _run_item(item, options, out_dir, cancel):
             result["status"] = "ok" if motion.complete else "partial"
             result["stage"] = "done"
             result["message"] = "" if motion.complete else motion.message
+            if broken and motion.complete and not options.accept_violations:
+                result.update(status="failed", stage="check",
+                              message=f"{item.model}: {len(broken)} invariant(s) broken "
+                                      f"({', '.join(c.name for c in broken)}); outputs written, suspect "
+                                      "(--accept-violations counts the run ok)")
     except _Stop:
         result.update(status="interrupted", message="interrupted before it finished; nothing written")
     except CadmotionError as exc:
@@ -788,8 +855,33 @@ def _exit_code(items, interrupted):
     return EXIT_OK
 
 
+def _check_analysis_options(options):
+    """Refuse, before anything runs, what would fail every item alike."""
+    from .run_analysis import ANALYSES
+
+    if options.analysis not in ANALYSES:
+        raise CadmotionError(f"unknown analysis {options.analysis!r}", where="--analysis",
+                             hint="use one of " + ", ".join(ANALYSES))
+    for text in options.drive:
+        if "=" not in str(text) or not str(text).split("=", 1)[0].strip():
+            raise CadmotionError(f"--drive {text!r}: expected NAME=EXPRESSION", where="--drive",
+                                 hint='e.g. --drive "crank_pivot=2*pi*t"')
+    if options.analysis == "dynamic" and (options.formulation or options.integrator):
+        from ..kernel.dynamics.formulations import get_formulation
+
+        cls = get_formulation(options.formulation) if options.formulation else None
+        if cls is not None and options.integrator:
+            cls.check_integrator(options.integrator)
+    for name in ("rtol", "atol", "dt"):
+        value = getattr(options, name)
+        if value is not None and not value > 0:
+            raise CadmotionError(f"--{name} must be positive, got {value}", where=f"--{name}")
+
+
 def run_batch(in_dir, out_dir, formats=DEFAULT_FORMATS, *, jobs=None, force=False, t_end=None, steps=None,
-              parametrization="euler-parameters", scheduler=None, progress=True):
+              parametrization="euler-parameters", scheduler=None, progress=True, analysis="kinematic",
+              drive=(), gravity=None, formulation=None, integrator=None, rtol=None, atol=None, dt=None,
+              accept_violations=False):
     """Run every model under ``in_dir``; write outputs, ``report.json`` and the state file.
 
     Parameters
@@ -801,6 +893,8 @@ def run_batch(in_dir, out_dir, formats=DEFAULT_FORMATS, *, jobs=None, force=Fals
     force : run items whose inputs did not change as well.
     t_end, steps : override every model's ``[simulation]`` settings (s; output intervals).
     parametrization : orientation coordinates.
+    analysis, drive, gravity, formulation, integrator, rtol, atol, dt, accept_violations :
+        as the flags of ``cadmotion run`` (see :class:`BatchOptions`).
     scheduler : address of a Dask distributed scheduler (``tcp://host:port``), or None.
     progress : show a progress bar when standard error is a terminal.
 
@@ -814,7 +908,8 @@ def run_batch(in_dir, out_dir, formats=DEFAULT_FORMATS, *, jobs=None, force=Fals
         ``model``, ``inputs`` (relative to in_dir), ``input_hash``, ``status``, and as they
         apply ``reason``, ``previous``, ``stage``, ``message``, ``timings``, ``dof``,
         ``dof_driven``, ``frames``, ``t_end``, ``steps``, ``complete``, ``outputs``
-        (relative to out_dir), ``warnings``, ``events``, ``finished``.
+        (relative to out_dir), ``warnings``, ``events``, ``invariants_broken``,
+        ``formulation`` and ``integrator`` (dynamic runs), ``finished``.
 
     Local runs start worker processes with the "spawn" method, so a script that calls
     this function must do so under ``if __name__ == "__main__":``.
@@ -828,7 +923,12 @@ def run_batch(in_dir, out_dir, formats=DEFAULT_FORMATS, *, jobs=None, force=Fals
     """
     started, t0 = _now(), time.perf_counter()
     options = BatchOptions(formats=parse_formats(formats), t_end=None if t_end is None else float(t_end),
-                           steps=None if steps is None else int(steps), parametrization=parametrization)
+                           steps=None if steps is None else int(steps), parametrization=parametrization,
+                           analysis=analysis, drive=tuple(drive or ()),
+                           gravity=None if gravity is None else tuple(float(g) for g in gravity),
+                           formulation=formulation, integrator=integrator, rtol=rtol, atol=atol, dt=dt,
+                           accept_violations=bool(accept_violations))
+    _check_analysis_options(options)
     if options.t_end is not None and options.t_end <= 0:
         raise CadmotionError(f"--t-end must be positive, got {options.t_end}")
     if options.steps is not None and options.steps < 1:
@@ -934,7 +1034,9 @@ def run_batch(in_dir, out_dir, formats=DEFAULT_FORMATS, *, jobs=None, force=Fals
         report = dict(cadmotion=__version__, in_dir=str(in_path), out_dir=str(out_path),
                       formats=[f.lstrip(".") for f in options.formats],
                       options=dict(t_end=options.t_end, steps=options.steps, parametrization=parametrization,
-                                   force=bool(force)),
+                                   force=bool(force), analysis=options.analysis, drive=list(options.drive),
+                                   **{k: v for k, v in options.result_settings().items()
+                                      if k not in ("analysis", "drive")}),
                       scheduler=scheduler or "local", jobs=jobs if scheduler is None else None,
                       started=started, finished=_now(), elapsed=round(time.perf_counter() - t0, 3),
                       interrupted=bool(flag["interrupted"]), counts=counts,

@@ -4,21 +4,27 @@
 >>> motion = simulate(assy, joints=[{"type": "revolute", "parts": ["base", "crank"],
 ...                                  "origin": [0, 0, 0], "axis": [0, 0, 1]}],
 ...                   drivers=[{"joint": "joint1", "expression": "2*pi*t"}],
-...                   fixed=["base"], t_end=1.0, steps=50)
+...                   t_end=1.0, steps=50)     # "base", the first part added, is the ground
 >>> motion.apply(assy, 0.25)          # the assembly's parts move to t = 0.25 s
 >>> for t, moved in motion.frames(assy): ...
 >>> motion                            # in Jupyter: the HTML player (_repr_html_)
 
 Parts and joints are read by :mod:`cadmotion.importers.cadquery` (see there).
+
+The ground: the parts named in ``fixed``, else those a ``Fixed`` constraint fixes, else
+the first part added to the assembly (the convention of CAD assembly tools, where the
+first component placed is grounded); a note says which part was grounded. Pass
+``fixed=[]`` for an assembly with no ground (dynamics of a free body).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+import warnings
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
-from ..errors import MechanismError
+from ..errors import DrivingError, MechanismError, OutputError
 from ..importers.cadquery import _nodes, assembly_spec
 from ..kernel.motion import Motion
 
@@ -45,7 +51,7 @@ class CadQueryMotion(Motion):
         return frames(self, assy, times)
 
     def animation(self, assy=None, speed=1.0, show=True):
-        """An ``ocp_vscode.Animation`` of the motion (None when ocp_vscode is not installed)."""
+        """Play the motion in OCP CAD Viewer; see :func:`ocp_animation` (None without a viewer)."""
         return ocp_animation(self, assy if assy is not None else getattr(self.spec, "cad", None), speed=speed,
                              show=show)
 
@@ -82,7 +88,8 @@ def simulate(assy, joints=None, drivers=None, *, t_end=1.0, steps=100, length_un
     drivers : list of ``[[drivers]]`` style dicts
     t_end, steps : output times linspace(0, t_end, steps + 1), s
     length_unit : the assembly's length unit ("mm")
-    fixed : part keys fixed to the world
+    fixed : part keys fixed to the world; None: the ``Fixed`` constraints' parts, else
+        the first part of the assembly (a note says so); ``[]``: no ground
     density : kg/m^3, a material name, or a mapping part key -> either
     analysis : "kinematic" or "dynamic"; ``options`` go to the kernel's solver
     """
@@ -90,11 +97,20 @@ def simulate(assy, joints=None, drivers=None, *, t_end=1.0, steps=100, length_un
 
     spec = assembly_spec(assy, joints, drivers, length_unit=length_unit, fixed=fixed, density=density,
                          gravity=gravity)
+    if fixed is None and not any(p.fixed for p in spec.parts):
+        spec = _ground_first_part(spec, assy)
     model = compile_model(spec)
     if analysis == "kinematic":
         from ..kernel import kinematics
 
-        motion = kinematics(model, t_end=t_end, steps=steps, **options)
+        try:
+            motion = kinematics(model, t_end=t_end, steps=steps, **options)
+        except DrivingError as e:
+            if any(p.fixed for p in spec.parts):
+                raise
+            raise DrivingError(f"{e.message}; no part of cq.Assembly {assy.name!r} is fixed to the world",
+                               where=e.where, hint=f"name the ground: fixed=[{spec.parts[0].name!r}] "
+                                                   "(or leave fixed out: the first part is the ground)") from e
     elif analysis == "dynamic":
         from ..kernel.dynamics import simulate as dyn
 
@@ -104,6 +120,14 @@ def simulate(assy, joints=None, drivers=None, *, t_end=1.0, steps=100, length_un
     if motion.spec is None:
         motion.spec = spec
     return _wrap(motion, length_unit)
+
+
+def _ground_first_part(spec, assy):
+    """``spec`` with its first part (the first one added to ``assy``) fixed, and a note."""
+    first = spec.parts[0]
+    warnings.warn(f"cq.Assembly {assy.name!r}: no part is fixed, {first.name!r} (the first part) is the ground; "
+                  f"pass fixed=[...] to choose another", UserWarning, stacklevel=3)
+    return replace(spec, parts=(replace(first, fixed=True), *spec.parts[1:]))
 
 
 def apply(motion, assy, t):
@@ -134,7 +158,8 @@ def frames(motion, assy, times=None):
 def ocp_tracks(motion, assy):
     """Keyframe tracks of the moving parts of ``assy``, as OCP CAD Viewer plays them.
 
-    Returns a list of ``(path, action, times, values)``: for each moving part node a
+    Returns a list of ``(path, action, times, values)``: for each moving part node (one
+    that travels beyond round-off, :func:`~cadmotion.plugin.writers.movement.moving_parts`) a
     ``"t"`` track (offsets, assembly units, added to the node's initial position in its
     parent's frame) and a ``"q"`` track (quaternions x, y, z, w that three-cad-viewer
     multiplies onto the node's initial quaternion: final = initial * q, so
@@ -153,10 +178,13 @@ def ocp_tracks(motion, assy):
     paths = {}
     for key, node, _, parent in nodes:
         paths[key] = (paths[parent] if parent is not None else "") + "/" + node.name
+    from .writers.movement import moving_parts
+
     times = [float(t) for t in motion.time]
+    moving = dict(zip(motion.parts, moving_parts(motion))) if len(times) else {}
     tracks = []
     for key, node, X0, parent in nodes:
-        if key not in motion.parts:
+        if not moving.get(key, False):               # not a part, or still but for round-off
             continue
         P_inv = invert_pose(world[parent]) if parent is not None else np.eye(4)
         L0 = P_inv @ X0                                   # initial pose in the parent frame
@@ -168,29 +196,57 @@ def ocp_tracks(motion, assy):
             tv.append([float(v) for v in L[:3, 3] - L0[:3, 3]])
             w, x, y, z = matrix_to_quaternion(L0[:3, :3].T @ L[:3, :3])
             qv.append([float(x), float(y), float(z), float(w)])
-        if np.allclose(tv, tv[0]) and np.allclose(qv, qv[0]):
-            continue
         tracks.append((paths[key], "t", times, tv))
         tracks.append((paths[key], "q", times, qv))
     return tracks
 
 
+def _viewer_listening(ocp_vscode):
+    """True when an OCP CAD Viewer (VS Code or ``python -m ocp_viewer``) answers on its port."""
+    try:
+        port = ocp_vscode.get_port()
+        return port is not None and bool(ocp_vscode.port_check(int(port), ocp_vscode.get_host()))
+    except Exception:                      # noqa: BLE001 - discovery failing means no viewer
+        return False
+
+
 def ocp_animation(motion, assy, speed=1.0, show=True):
     """Play the motion of ``assy`` in OCP CAD Viewer (VS Code or the standalone
-    ``ocp_viewer``); returns the ``Animation``, or None when ``ocp_vscode`` is absent.
+    ``ocp_viewer``); returns the ``ocp_vscode.Animation``.
 
     ``show=True`` first shows the assembly at its initial pose (the animation's paths
-    belong to the last ``show``). The tracks are :func:`ocp_tracks`.
+    belong to the last ``show``); ``show=False`` animates what the viewer shows already.
+    The tracks are :func:`ocp_tracks`.
+
+    Returns None, with a warning that says how to see the motion, when ``ocp_vscode`` is
+    not installed or no viewer is listening (a script or a test run without VS Code):
+    nothing is sent and nothing fails. Raises :class:`OutputError` when ``show=False``
+    and the viewer does not show the moving parts (show the assembly first).
     """
     try:
         import ocp_vscode
     except ImportError:
+        warnings.warn("ocp_vscode is not installed, no animation: pip install ocp_vscode, or write "
+                      "motion.export(['motion.html']) for a standalone player", UserWarning, stacklevel=3)
+        return None
+    if assy is None:
+        raise OutputError("the animation needs the cq.Assembly", hint="motion.animation(assy)")
+    if not _viewer_listening(ocp_vscode):
+        warnings.warn("no OCP CAD Viewer is running, no animation: open it (VS Code's OCP CAD Viewer or "
+                      "`python -m ocp_viewer`), or write motion.export(['motion.html']) for a standalone player",
+                      UserWarning, stacklevel=3)
         return None
     tracks = ocp_tracks(motion, assy)
     if show:
         ocp_vscode.show(assy)
     anim = ocp_vscode.Animation()
+    missing = sorted({path for path, *_ in tracks} - set(anim.paths))
+    if missing:
+        raise OutputError(f"OCP CAD Viewer does not show {', '.join(missing)}",
+                          hint="show the assembly first: motion.animation(assy) with show=True, "
+                               "or ocp_vscode.show(assy)")
     for path, action, times, values in tracks:
         anim.add_track(path, action, times, values)
-    anim.animate(speed)
+    if tracks:                                  # nothing moves: nothing to play
+        anim.animate(speed)
     return anim

@@ -28,9 +28,8 @@ from ..errors import CadmotionError
 
 __all__ = ["main", "build_parser", "EXIT_INVARIANT", "FORMULATION_NAMES", "INTEGRATOR_NAMES"]
 
-#: ``run``'s exit code when a dynamic run broke an invariant (``check`` uses 3–7, ``run`` 4 and 130)
-EXIT_INVARIANT = 8
-EXIT_STOPPED, EXIT_INTERRUPTED = 4, 130
+#: ``run``'s exit codes (``check`` uses 3–7): a dynamic run broke an invariant 8, stopped 4, interrupted 130
+from .run_analysis import EXIT_INTERRUPTED, EXIT_INVARIANT, EXIT_STOPPED  # noqa: E402,F401
 #: the registries' names, for ``--help`` without importing the kernel (a test keeps them equal
 #: to :data:`cadmotion.kernel.dynamics.FORMULATIONS` and the integrators the formulations run)
 FORMULATION_NAMES = ("projection", "baumgarte", "penalty", "augmented-lagrangian", "index3", "partitioning")
@@ -244,26 +243,10 @@ def _run(args):
     progress, close = _progress(not args.quiet, steps)
     result = None
     try:
-        if args.analysis == "dynamic":
-            from ..kernel.dynamics.forward import run as run_dynamics
+        from .run_analysis import DYNAMICS_OPTIONS, run_analysis
 
-            # integrator None: the formulation's own default (index3 runs generalized-alpha)
-            options = {k: getattr(args, k) for k in ("formulation", "integrator", "rtol", "atol", "dt")
-                       if getattr(args, k) is not None}
-            motion, result = run_dynamics(model, t_end, steps, **options)
-            if args.dt is not None and result.dt is None:
-                import warnings
-
-                warnings.warn(f"--dt is used by the fixed-step integrators (RK4, generalized-alpha, HHT); "
-                              f"{result.integrator} chose its own steps from --rtol and --atol", stacklevel=2)
-        else:
-            from ..kernel import kinematics
-
-            motion = kinematics(model, t_end=t_end, steps=steps, progress=progress)
-            if args.analysis == "inverse":
-                from ..kernel.dynamics import inverse_dynamics
-
-                motion = inverse_dynamics(model, motion)
+        motion, result = run_analysis(model, args.analysis, t_end, steps, progress=progress,
+                                      **{k: getattr(args, k) for k in DYNAMICS_OPTIONS})
     finally:
         close()
     written = []
@@ -271,16 +254,10 @@ def _run(args):
         from .writers import write_outputs
 
         written = write_outputs(motion, args.output, at=args.at, plot=args.plot, partial=not motion.complete)
+    from .run_analysis import outcome
+
     invariants = getattr(result, "invariants", None)
-    broken = invariants.broken if invariants is not None else []
-    if any(e.kind == "interrupted" for e in motion.events):
-        code, status = EXIT_INTERRUPTED, "interrupted"
-    elif not motion.complete:
-        code, status = EXIT_STOPPED, "stopped"
-    elif broken:
-        code, status = (0 if args.accept_violations else EXIT_INVARIANT), "invariant-broken"
-    else:
-        code, status = 0, "ok"
+    code, status = outcome(motion, result, args.accept_violations)
     if not args.quiet:
         _print_summary(args, model, motion, result, invariants, written, status, code)
     if args.json or args.report:

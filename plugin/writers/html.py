@@ -24,7 +24,7 @@ import numpy as np
 
 from .atomic import atomic_write
 from .plots import svg_text
-from .scene import build_scene
+from .scene import VIEW_AZIMUTH, VIEW_DISTANCE, VIEW_ELEVATION, VIEW_FOV, build_scene
 
 __all__ = ["write_html", "html_page"]
 
@@ -65,6 +65,7 @@ def _payload(scene, motion):
         "quat": _b64(scene.quaternion, np.float32),
         "center": [float(c) for c in center],
         "radius": float(radius),
+        "view": {"az": VIEW_AZIMUTH, "el": VIEW_ELEVATION, "fov": VIEW_FOV, "dist": VIEW_DISTANCE},
     }
 
 

@@ -2,44 +2,71 @@
 
 One figure, axes stacked with a shared time axis:
 
-- for the chosen parts: origin position (m), velocity (m/s) and acceleration (m/s^2)
-  in the assembly frame, plus angular velocity (rad/s) and angular acceleration
+- for the chosen parts: origin position, velocity and acceleration in the assembly
+  frame, in the model's length unit (``mm``, ``mm/s``, ``mm/s²`` for a model in mm:
+  :func:`length_unit`; metres otherwise), plus angular velocity (rad/s) and angular acceleration
   (rad/s^2) when one of them rotates; colour per part, line style per component
   (x solid, y dashed, z dotted);
-- for chosen joint coordinates, grouped by kind: the coordinate (rad or m) and its rate
-  (rad/s or m/s) by second-order finite differences of the stored values
+- for chosen joint coordinates, grouped by kind: the coordinate (rad, or the length
+  unit) and its rate by second-order finite differences of the stored values
   (``numpy.gradient``);
-- events of the run as grey vertical lines; an incomplete run says so in the title.
+- events of the run as grey vertical lines; an incomplete run says so in the title,
+  which is wrapped to the figure's width, never cut.
 
 The selection ``plot`` is a comma separated list of part names, joint names (every
-coordinate of that joint) or joint columns (``crank_pivot.angle``). Default: the moving
-parts, at most :data:`MAX_DEFAULT_PARTS`. matplotlib is imported lazily, figures are
+coordinate of that joint) or joint columns (``crank_pivot.angle``). Default: the parts
+that move most (at most :data:`MAX_DEFAULT_PARTS`) and the joint coordinates of largest
+range (at most :data:`MAX_DEFAULT_JOINTS`), in model order; parts and joints that move
+only by round-off are left out (:mod:`.movement`). matplotlib is imported lazily, figures are
 made with the Agg canvas directly (``matplotlib.figure.Figure``, no pyplot state).
 """
 
 from __future__ import annotations
 
 import io
+import textwrap
 
 import numpy as np
 
 from ...errors import OutputError
 from .atomic import atomic_path
 
-__all__ = ["select", "make_figure", "write_plot", "svg_text", "MAX_DEFAULT_PARTS"]
+__all__ = ["select", "make_figure", "write_plot", "svg_text", "MAX_DEFAULT_PARTS", "MAX_DEFAULT_JOINTS"]
 
 MAX_DEFAULT_PARTS = 6
+MAX_DEFAULT_JOINTS = 4
 _STYLES = ("-", "--", ":")
 _KINDS = {"angle": ("angle", "rad"), "disp": ("displacement", "m")}
+#: characters per line of the figure's title (9 in wide, "large" font): longer titles wrap
+TITLE_CHARS = 95
 
 
-def _moving_parts(motion):
-    pos = np.asarray(motion.position, float)
-    quat = np.asarray(motion.quaternion, float)
+def length_unit(motion):
+    """(name, metres per unit) of the model's length unit: the motion's ``length_unit``
+    (CadQuery), else the model file's ``units``, else metres."""
+    from ...importers.modelfile import UNITS
+
+    spec = getattr(motion, "spec", None)
+    name = getattr(motion, "length_unit", None) or (spec.setting("length_unit") if spec is not None else None)
+    if name not in UNITS:
+        name = "m"
+    return name, float(UNITS[name])
+
+
+def _default_selection(motion):
+    """The parts and joint coordinates that move most (see :mod:`.movement`), in model order."""
+    from .movement import REL_TOL, coordinate_travel, model_size, part_travel
+
     if motion.nt == 0:
-        return []
-    still = np.all(pos == pos[:1], axis=(0, 2)) & np.all(quat == quat[:1], axis=(0, 2))
-    return [p for p, s in zip(motion.parts, still) if not s]
+        return list(motion.parts)[:MAX_DEFAULT_PARTS], []
+    size = model_size(motion)
+    travel = part_travel(motion, size)
+    moving = [b for b in np.argsort(-travel, kind="stable") if travel[b] > REL_TOL][:MAX_DEFAULT_PARTS]
+    parts = [motion.parts[b] for b in sorted(moving)] or list(motion.parts)[:MAX_DEFAULT_PARTS]
+    coords = list(motion.joint_coordinates)
+    ctravel = np.array([coordinate_travel(motion, jc, size) for jc in coords])
+    chosen = [k for k in np.argsort(-ctravel, kind="stable") if ctravel[k] > REL_TOL][:MAX_DEFAULT_JOINTS]
+    return parts, [coords[k] for k in sorted(chosen)]
 
 
 def select(motion, plot=None):
@@ -60,8 +87,7 @@ def select(motion, plot=None):
         If a name is neither a part, a joint nor a joint column.
     """
     if plot is None or (isinstance(plot, str) and not plot.strip()):
-        moving = _moving_parts(motion)
-        return (moving or list(motion.parts))[:MAX_DEFAULT_PARTS], []
+        return _default_selection(motion)
     names = [s.strip() for s in plot.split(",")] if isinstance(plot, str) else [str(s).strip() for s in plot]
     parts, coords = [], []
     for name in filter(None, names):
@@ -94,10 +120,11 @@ def make_figure(motion, plot=None, *, complete=None):
 
     parts, coords = select(motion, plot)
     t = np.asarray(motion.time, float)
+    unit, per = length_unit(motion)
     groups = []  # (title, rows); a row is (ylabel, [(label, color, style, y)])
     if parts:
-        fields = [("position", "position (m)"), ("velocity", "velocity (m/s)"),
-                  ("acceleration", "acceleration (m/s²)")]
+        fields = [("position", f"position ({unit})"), ("velocity", f"velocity ({unit}/s)"),
+                  ("acceleration", f"acceleration ({unit}/s²)")]
         index = [motion.part_index(p) for p in parts]
         if np.any(np.asarray(motion.angular_velocity, float)[:, index] != 0.0):
             fields += [("angular_velocity", "angular velocity (rad/s)"),
@@ -105,17 +132,20 @@ def make_figure(motion, plot=None, *, complete=None):
         rows = []
         for field, ylabel in fields:
             data = np.asarray(getattr(motion, field), float)
+            if not field.startswith("angular"):
+                data = data / per
             rows.append((ylabel, [(f"{part} {comp}", f"C{i % 10}", _STYLES[c], data[:, b, c])
                                   for i, (part, b) in enumerate(zip(parts, index))
                                   for c, comp in enumerate("xyz")]))
         groups.append(("parts: x solid, y dashed, z dotted; assembly frame", rows))
-    for kind, (word, unit) in _KINDS.items():
+    for kind, (word, _) in _KINDS.items():
         of_kind = [jc for jc in coords if jc.kind == kind]
         if not of_kind:
             continue
-        values = [(jc.column, f"C{i % 10}", np.asarray(jc.values, float)) for i, jc in enumerate(of_kind)]
-        rows = [(f"{word} ({unit})", [(n, c, "-", y) for n, c, y in values]),
-                (f"{word} rate ({unit}/s)", [(n, c, "-", _rate(t, y)) for n, c, y in values])]
+        unit_of_kind, div = (unit, per) if kind == "disp" else (_KINDS[kind][1], 1.0)
+        values = [(jc.column, f"C{i % 10}", np.asarray(jc.values, float) / div) for i, jc in enumerate(of_kind)]
+        rows = [(f"{word} ({unit_of_kind})", [(n, c, "-", y) for n, c, y in values]),
+                (f"{word} rate ({unit_of_kind}/s)", [(n, c, "-", _rate(t, y)) for n, c, y in values])]
         groups.append((f"joint {word}s (rates by finite differences)", rows))
     other = [jc for jc in coords if jc.kind not in _KINDS]
     if other:
@@ -152,7 +182,7 @@ def make_figure(motion, plot=None, *, complete=None):
         title += f" — partial run{': ' + motion.message if motion.message else ''}"
     if motion.events:
         title += "  (dash-dot lines: events)"
-    fig.suptitle(title)
+    fig.suptitle("\n".join(textwrap.wrap(title, TITLE_CHARS, break_long_words=True)) or title)
     return fig
 
 

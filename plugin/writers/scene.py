@@ -17,6 +17,7 @@ from typing import List, Tuple
 import numpy as np
 
 from ...kernel.motion import quat_to_matrix
+from .movement import moving_parts
 from .tessellate import MeshCache, bar_mesh, box_mesh, merge_meshes
 
 __all__ = ["Scene", "build_scene", "PALETTE", "continuous_quaternions", "srgb_to_linear"]
@@ -27,6 +28,14 @@ PALETTE = (
     (0.78, 0.40, 0.40), (0.62, 0.50, 0.74), (0.80, 0.72, 0.38), (0.40, 0.68, 0.70),
 )
 PLACEHOLDER_FRACTION = 0.04
+#: the initial view of every picture of a scene (HTML page, video): Z up, the eye at azimuth
+#: ``VIEW_AZIMUTH`` and elevation ``VIEW_ELEVATION`` (rad) from the centre of
+#: :meth:`Scene.bounds`, at ``VIEW_DISTANCE`` radii / sin(FOV/2), vertical field of view
+#: ``VIEW_FOV`` (rad), perspective
+VIEW_AZIMUTH, VIEW_ELEVATION, VIEW_FOV, VIEW_DISTANCE = -0.95, 0.45, float(np.radians(45.0)), 0.85
+#: edges of the placeholder blocks, in placeholder sizes: pads at the joints of a part with
+#: two or more joints, and the block of a part with one joint (larger, so never inside a pad)
+PAD_BLOCK, SINGLE_BLOCK = 1.6, 2.4
 
 
 @dataclass(frozen=True)
@@ -40,7 +49,8 @@ class Scene:
     part_names : list, length nb, ``motion.parts`` order
     part_mesh : ndarray, shape (nb,), int, index into ``meshes``
     part_color : list of (r, g, b, a) sRGB in 0..1, length nb
-    animated : ndarray, shape (nb,), bool; False when the part's pose never changes
+    animated : ndarray, shape (nb,), bool; True when the part moves beyond round-off
+        (:func:`~cadmotion.plugin.writers.movement.moving_parts`)
     time : ndarray, shape (nt,), s
     position : ndarray, shape (nt, nb, 3), m, assembly frame (Z up)
     quaternion : ndarray, shape (nt, nb, 4), (w, x, y, z), sign-continuous in time
@@ -132,7 +142,9 @@ def _stick_mesh(points, part, size):
     """Placeholder geometry of a part without CAD: bars between its joints, a block at each.
 
     A fixed part gets only the blocks (pads at its joints); a part with fewer than two
-    distinct joint points gets a cube at its centre of mass.
+    distinct joint points gets a cube of :data:`SINGLE_BLOCK` sizes at its joint (else its
+    centre of mass): larger than the pads of the parts jointed to it there, so that it is
+    not hidden inside them (the slider of a slider-crank, pinned where the rod's pad is).
     """
     distinct = []
     for p in points:
@@ -140,8 +152,8 @@ def _stick_mesh(points, part, size):
             distinct.append(p)
     if len(distinct) < 2:
         center = distinct[0] if distinct else (part.com if part is not None else (0.0, 0.0, 0.0))
-        return box_mesh(center, size)
-    pieces = [box_mesh(p, 1.6 * size) for p in distinct]
+        return box_mesh(center, SINGLE_BLOCK * size)
+    pieces = [box_mesh(p, PAD_BLOCK * size) for p in distinct]
     if part is None or not part.fixed:
         pieces += [bar_mesh(a, b, 0.6 * size) for a, b in zip(distinct[:-1], distinct[1:])]
     return merge_meshes(pieces)
@@ -209,11 +221,7 @@ def build_scene(motion, *, cache=None, complete=None):
                       stacklevel=3)
 
     colors = [_rgba(specs[n].color if n in specs else None, b) for b, n in enumerate(motion.parts)]
-    if motion.nt > 0:
-        animated = ~(np.all(position == position[:1], axis=(0, 2))
-                     & np.all(quaternion == quaternion[:1], axis=(0, 2)))
-    else:
-        animated = np.zeros(nb, bool)
+    animated = moving_parts(motion) if motion.nt > 0 else np.zeros(nb, bool)
     spec = getattr(motion, "spec", None)
     return Scene(
         name=str(getattr(spec, "name", "") or "mechanism"),

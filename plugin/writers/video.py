@@ -1,15 +1,14 @@
 """Video of a motion (``.gif``, ``.mp4``), drawn offscreen without a GPU.
 
-Each frame is a flat-shaded orthographic view of the parts' triangles (the meshes of
-:func:`~cadmotion.plugin.writers.scene.build_scene`, tessellated once per distinct shape),
-drawn back to front (painter's algorithm) with Pillow at twice the size and reduced, so
-edges are smooth. The camera is fixed over the whole animation and fitted to it:
-
-* the view direction is the axis along which the motion and the parts extend least (the
-  normal of a planar mechanism), tilted by ``TILT`` towards the other two axes so that
-  depth shows;
-* "up" on screen is against gravity when the model has gravity, else the axis along
-  which the scene extends most.
+Each frame shows the parts' triangles (the meshes of
+:func:`~cadmotion.plugin.writers.scene.build_scene`) from the HTML page's initial view:
+Z up, perspective, the eye at the azimuth, elevation and distance of
+:data:`~cadmotion.plugin.writers.scene.VIEW_AZIMUTH` and its companions, aimed at the
+centre of the scene's bounds, fixed over the whole animation. Frames are drawn by VTK
+(installed with the ``cad`` extra) offscreen with a depth buffer, so parts that cross or
+interpenetrate hide each other correctly; without VTK they are drawn flat-shaded by Pillow
+back to front (painter's algorithm, which can get crossing faces wrong). The label is set
+in DejaVu Sans (matplotlib's font), so non-ASCII names are drawn.
 
 Frames are taken at ``fps`` over the motion's own time (slow or fast motions play in
 real time), interpolated between output frames, never more images than output frames.
@@ -31,8 +30,6 @@ from .scene import build_scene
 __all__ = ["write_video", "Camera", "fit_camera", "check_video_backend", "VIDEO_EXTENSIONS"]
 
 VIDEO_EXTENSIONS = (".gif", ".mp4")
-#: radians the view is turned away from the scene's thinnest axis
-TILT = 0.45
 #: unit vector towards the light, in camera axes (right, up, towards the viewer)
 LIGHT = np.array([-0.35, 0.55, 0.76])
 AMBIENT = 0.35
@@ -42,9 +39,10 @@ SUPERSAMPLE = 2
 
 @dataclass(frozen=True)
 class Camera:
-    """An orthographic camera: screen x = right·X, screen y = up·X, depth = -forward·X.
+    """A perspective camera at ``eye`` looking along ``forward``, ``up`` on screen.
 
-    ``centre`` (m) maps to the image centre, ``half_height`` (m) to half the image height.
+    ``fov`` is the vertical field of view (rad). ``centre`` is the point aimed at (m);
+    ``half_height`` (m) the half height of the view at the distance of ``centre``.
     """
 
     right: np.ndarray
@@ -52,15 +50,19 @@ class Camera:
     forward: np.ndarray      # from the viewer into the scene
     centre: np.ndarray
     half_height: float
+    eye: np.ndarray = None
+    fov: float = None
 
     def project(self, points, size):
-        """Pixel coordinates (x right, y down) and depth (m, larger = farther) of (..., 3) points."""
+        """Pixel coordinates (x right, y down) and depth (m along ``forward``, larger = farther)."""
         w, h = size
-        rel = np.asarray(points, float) - self.centre
-        scale = 0.5 * h / self.half_height
-        x = 0.5 * w + scale * (rel @ self.right)
-        y = 0.5 * h - scale * (rel @ self.up)
-        return np.stack([x, y], axis=-1), rel @ self.forward
+        rel = np.asarray(points, float) - self.eye
+        depth = rel @ self.forward
+        f = 0.5 * h / np.tan(0.5 * self.fov)
+        safe = np.where(np.abs(depth) > 1e-12, depth, 1e-12)
+        x = 0.5 * w + f * (rel @ self.right) / safe
+        y = 0.5 * h - f * (rel @ self.up) / safe
+        return np.stack([x, y], axis=-1), depth
 
 
 def _world_points(scene, frame_pose):
@@ -75,37 +77,23 @@ def _world_points(scene, frame_pose):
 
 
 def fit_camera(scene, gravity=None, aspect=4 / 3):
-    """A camera that sees every part at every frame of ``scene`` (see the module docstring)."""
-    samples = []
-    for k in np.unique(np.linspace(0, len(scene.time) - 1, min(len(scene.time), 12)).astype(int)):
-        samples.extend(_world_points(scene, (scene.position[k], scene.quaternion[k])))
-    pts = np.concatenate(samples) if samples else np.zeros((1, 3))
-    centre = 0.5 * (pts.min(axis=0) + pts.max(axis=0))
-    extent = pts - centre
-    _, _, axes = np.linalg.svd(extent - extent.mean(axis=0), full_matrices=False)
-    thin, wide = axes[-1], axes[0]
-    g = np.asarray(gravity if gravity is not None else (0.0, 0.0, 0.0), float)
-    up = -g / np.linalg.norm(g) if np.linalg.norm(g) > 0 else wide
-    # look along the thinnest axis, from the side that has "up" to the left-top, tilted
-    forward = -thin
-    side = np.cross(forward, up)
-    if np.linalg.norm(side) < 1e-6:                 # looking along "up": take another up
-        up = wide if abs(np.dot(wide, forward)) < 0.9 else axes[1]
-        side = np.cross(forward, up)
-    side /= np.linalg.norm(side)
-    up_perp = np.cross(side, forward)
-    forward = np.cos(TILT) * forward + np.sin(TILT) * (0.6 * side - 0.8 * up_perp)
-    forward /= np.linalg.norm(forward)
-    right = np.cross(forward, up)
-    if np.linalg.norm(right) < 1e-6:
-        right = side
+    """The HTML page's initial camera for ``scene`` (see the module docstring).
+
+    ``gravity`` and ``aspect`` are accepted for compatibility; the view is the page's
+    whatever they are (Z up, as the assembly frame and the page).
+    """
+    from .scene import VIEW_AZIMUTH, VIEW_DISTANCE, VIEW_ELEVATION, VIEW_FOV
+
+    centre, radius = scene.bounds()
+    ce = np.cos(VIEW_ELEVATION)
+    back = np.array([ce * np.cos(VIEW_AZIMUTH), ce * np.sin(VIEW_AZIMUTH), np.sin(VIEW_ELEVATION)])
+    dist = radius / np.sin(0.5 * VIEW_FOV) * VIEW_DISTANCE
+    eye = centre + dist * back
+    forward = -back
+    right = np.cross(forward, [0.0, 0.0, 1.0])
     right /= np.linalg.norm(right)
-    cam_up = np.cross(right, forward)
-    sx, sy = extent @ right, extent @ cam_up
-    centre = centre + right * 0.5 * (sx.min() + sx.max()) + cam_up * 0.5 * (sy.min() + sy.max())
-    half_w, half_h = 0.5 * float(np.ptp(sx)), 0.5 * float(np.ptp(sy))
-    half_height = max(half_h, half_w / aspect, 1e-6) * 1.08
-    return Camera(right, cam_up, forward, centre, half_height)
+    up = np.cross(right, forward)
+    return Camera(right, up, forward, centre, float(dist * np.tan(0.5 * VIEW_FOV)), eye=eye, fov=VIEW_FOV)
 
 
 def _pose_at(scene, t):
@@ -163,8 +151,26 @@ def render_frame(scene, camera, t, size=(960, 720), label=None):
             draw.polygon([(ax, ay), (bx, by), (cx, cy)], fill=colour, outline=colour)
     image = image.resize(size, Image.LANCZOS)
     if label:
-        ImageDraw.Draw(image).text((10, 8), label, fill=(40, 40, 40))
+        draw_label(image, label)
     return image
+
+
+def label_font_path():
+    """Path of DejaVu Sans (shipped with matplotlib), which covers Latin, Greek, Cyrillic."""
+    from matplotlib import font_manager
+
+    return font_manager.findfont(font_manager.FontProperties(family="DejaVu Sans"), fallback_to_default=True)
+
+
+def draw_label(image, label):
+    """Write ``label`` at the top left of a Pillow image, in DejaVu Sans."""
+    from PIL import ImageDraw, ImageFont
+
+    try:
+        font = ImageFont.truetype(label_font_path(), max(12, image.size[1] // 40))
+    except OSError:
+        font = ImageFont.load_default()
+    ImageDraw.Draw(image).text((10, 8), label, fill=(40, 40, 40), font=font)
 
 
 def check_video_backend(ext):
@@ -205,7 +211,13 @@ def write_video(motion, path, *, scene=None, fps=25, size=(960, 720), complete=N
     camera = fit_camera(scene, gravity, aspect=size[0] / size[1])
     times = frame_times(scene, fps)
     note = "" if complete else "  (run stopped early)"
-    frames = (render_frame(scene, camera, t, size, label=f"{scene.name}  t = {t:.3f} s{note}") for t in times)
+    labels = [f"{scene.name}  t = {t:.3f} s{note}" for t in times]
+    try:
+        from .video_vtk import VtkFrames
+    except ImportError:                        # no VTK (installed without the cad extra)
+        frames = (render_frame(scene, camera, t, size, label=lab) for t, lab in zip(times, labels))
+    else:
+        frames = VtkFrames(scene, camera, size).images(times, labels, _pose_at)
     with atomic_path(path) as tmp:
         if ext == ".gif":
             first = next(frames)

@@ -98,11 +98,13 @@
   }
 
   /* ---- camera: orbit about the scene centre, Z up ---- */
-  var FOV = 45 * Math.PI / 180;
-  var cam = { az: -0.95, el: 0.45, dist: 1, target: D.center.slice() };
+  /* the initial view comes from the page's data (the video writer uses the same one) */
+  var V = D.view || { az: -0.95, el: 0.45, fov: 45 * Math.PI / 180, dist: 0.85 };
+  var FOV = V.fov;
+  var cam = { az: V.az, el: V.el, dist: 1, target: D.center.slice() };
   function resetView() {
-    cam.az = -0.95; cam.el = 0.45; cam.target = D.center.slice();
-    cam.dist = D.radius / Math.sin(FOV / 2) * 0.85;
+    cam.az = V.az; cam.el = V.el; cam.target = D.center.slice();
+    cam.dist = D.radius / Math.sin(FOV / 2) * V.dist;
   }
   resetView();
   function cameraMatrices(aspect) {

@@ -9,7 +9,7 @@ import pytest
 
 cq = pytest.importorskip("cadquery")
 
-from cadmotion.errors import MechanismError  # noqa: E402
+from cadmotion.errors import DrivingError, MechanismError  # noqa: E402
 from cadmotion.importers.cadquery import assembly_spec, constraint_joints  # noqa: E402
 from cadmotion.plugin.cadquery import CadQueryMotion, ocp_tracks, simulate  # noqa: E402
 
@@ -231,3 +231,56 @@ def test_sample_script_writes_the_animation(tmp_path, sample):
     assert (tmp_path / "cadquery_crank.html").read_bytes().startswith(b"<!DOCTYPE html>")
     assert (tmp_path / "cadquery_crank.glb").read_bytes()[:4] == b"glTF"
     assert (tmp_path / "cadquery_crank.step").read_bytes().startswith(b"ISO-10303-21")
+
+
+# ----------------------------------------------------------------------------- README, ground, viewer
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def _readme_cadquery_block():
+    """The first python code block of the README's "## CadQuery" section, verbatim."""
+    text = README.read_text(encoding="utf-8")
+    section = text.split("\n## CadQuery\n", 1)[1].split("\n## ", 1)[0]
+    return section.split("```python\n", 1)[1].split("```", 1)[0]
+
+
+def _closed_port():
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]                   # nothing listens there once closed
+
+
+def test_the_readme_cadquery_example_runs_as_written(tmp_path, monkeypatch):
+    ocp_vscode = pytest.importorskip("ocp_vscode")
+    ocp_vscode.set_port(_closed_port())             # no viewer running
+    monkeypatch.chdir(tmp_path)
+    namespace = {}
+    with pytest.warns(UserWarning) as caught:
+        exec(compile(_readme_cadquery_block(), str(README), "exec"), namespace)   # noqa: S102
+    messages = [str(w.message) for w in caught]
+    assert any("'base' (the first part) is the ground" in m for m in messages)
+    assert any("no OCP CAD Viewer is running" in m for m in messages)
+    motion, assy = namespace["motion"], namespace["assy"]
+    assert motion.spec.part("base").fixed and not motion.spec.part("crank").fixed
+    # driven at 2*pi*t rad: at t = 0.25 s the crank has turned 90 degrees about z
+    (x, y, z), (rx, ry, rz) = assy.objects["crank"].loc.toTuple()
+    assert (x, y, z) == pytest.approx((0, 0, 0), abs=1e-9) and rz == pytest.approx(90.0, abs=1e-6)
+    with pytest.warns(UserWarning, match="no OCP CAD Viewer is running"):
+        assert motion.animation(assy, show=False) is None
+    assert (tmp_path / "crank.glb").stat().st_size > 0 and (tmp_path / "crank.html").stat().st_size > 0
+
+
+def test_a_named_ground_or_a_fixed_constraint_is_kept(sample):
+    assy = sample.build_assembly()
+    motion = simulate(assy, sample.JOINTS, sample.DRIVERS, fixed=["base"], t_end=0.25, steps=2)
+    assert [p.name for p in motion.spec.parts if p.fixed] == ["base"]
+
+
+def test_no_ground_at_all_names_the_fix_not_dynamics(sample):
+    assy = sample.build_assembly()
+    with pytest.raises(DrivingError) as err:
+        simulate(assy, sample.JOINTS, sample.DRIVERS, fixed=[], t_end=0.25, steps=2)
+    assert "no part of cq.Assembly 'slider_crank' is fixed" in str(err.value)
+    assert "fixed=['base']" in err.value.hint and "dynamic" not in err.value.hint

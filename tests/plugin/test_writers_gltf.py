@@ -266,3 +266,38 @@ def test_parts_of_a_model_file_are_drawn_as_sticks_between_their_joints(tmp_path
     span = np.linalg.norm(pos.max(axis=0) - pos.min(axis=0))
     assert 0.3 < span < 0.36
     assert pos.min(axis=0)[0] < 0.0 < 0.26 - 0.1 < pos.max(axis=0)[0]
+
+
+GRIPPER = __import__("pathlib").Path(__file__).resolve().parents[2] / "samples" / "gripper" / "gripper.cadmotion.toml"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not GRIPPER.with_name("gripper.step").exists(), reason="gripper.step missing")
+def test_only_parts_that_really_move_get_animation_channels():
+    """The gripper sample (108 STEP parts) moves its jaw linkage only: the lift servo holds
+    its angle. The parts that move are, from the model's joints alone, the jaw linkage's
+    links, jaw, push rod and servo horn, and what is welded (fixed joints) to them; the
+    others only show round-off (~1e-15 m) and must not be animated."""
+    import warnings
+
+    from cadmotion.importers import load
+    from cadmotion.kernel import compile_model, kinematics
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        spec = load(GRIPPER)
+    linkage = {"Laserteil 7:1", "Laserteil 7:2", "Laserteil 7:3", "Laserteil 8:1", "Laserteil 9:1",
+               "Druckstange 2:1", "SG90 - Micro Servo 9g - Tower Pro.3_Pe\x87a:1_2"}
+    group = {p.name: {p.name} for p in spec.parts}            # rigid groups through fixed joints
+    for j in spec.joints:
+        if j.type == "fixed":
+            a, b = j.parts
+            merged = group[a] | group[b]
+            for n in merged:
+                group[n] = merged
+    expected = set().union(*(group[n] for n in linkage))
+    motion = kinematics(compile_model(spec), t_end=2.0, steps=20)
+    scene = build_scene(motion)
+    animated = {n for n, a in zip(scene.part_names, scene.animated) if a}
+    assert len(scene.part_names) == 108
+    assert animated == expected and len(animated) == 18

@@ -10,6 +10,7 @@ import json
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -25,6 +26,9 @@ except ImportError:
 CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome", "chrome")
                  if shutil.which(n)), None)
 needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="no chromium binary installed")
+
+
+SAMPLES_DIR = Path(__file__).resolve().parents[2] / "samples"
 
 
 def chromium(tmp_path, url, *args, budget=3000):
@@ -126,3 +130,61 @@ def test_screenshot_shows_the_parts_in_their_colours(tmp_path, page):
     r, g, b = view[..., 0], view[..., 1], view[..., 2]
     assert ((r > g + 0.2) & (r > b + 0.2)).sum() > 50      # the orange-red crank
     assert ((b > r + 0.2) & (b > g + 0.1)).sum() > 50      # the blue slider
+
+
+def test_the_slider_crank_sample_slider_is_not_hidden_inside_another_part():
+    """samples/slider_crank has no CAD: parts are drawn as placeholder blocks. The slider has
+    one joint point (the wrist pin, where the rod's end pad is): its block must stick out of
+    every other part at every frame, or the viewer shows no slider."""
+    import warnings
+    from pathlib import Path
+
+    from cadmotion.importers import load
+    from cadmotion.kernel import compile_model, kinematics
+    from cadmotion.kernel.motion import quat_to_matrix
+    from cadmotion.plugin.writers.scene import build_scene
+
+    sample = Path(__file__).resolve().parents[2] / "samples" / "slider_crank.cadmotion.toml"
+    motion = kinematics(compile_model(load(sample)), t_end=1.0, steps=8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")                     # "drawn as sticks"
+        scene = build_scene(motion)
+
+    def world_box(b, k):
+        pts = np.asarray(scene.meshes[scene.part_mesh[b]].positions, float)
+        pts = pts @ quat_to_matrix(scene.quaternion[k, b]).T + scene.position[k, b]
+        return pts.min(axis=0), pts.max(axis=0)
+
+    s = scene.part_names.index("slider")
+    for k in range(len(scene.time)):
+        lo, hi = world_box(s, k)
+        for b in range(len(scene.part_names)):
+            if b != s:
+                olo, ohi = world_box(b, k)
+                inside = np.all(lo >= olo - 1e-12) and np.all(hi <= ohi + 1e-12)
+                assert not inside, f"slider inside {scene.part_names[b]} at t = {scene.time[k]}"
+
+
+@needs_chromium
+def test_the_slider_crank_samples_slider_shows_in_the_browser(tmp_path):
+    """The page of samples/slider_crank in headless Chromium: the green slider (0.3, 0.7, 0.3)
+    is on the screenshot, not hidden inside the rod's end."""
+    import warnings
+
+    import matplotlib.image
+
+    from cadmotion.importers import load
+    from cadmotion.kernel import compile_model, kinematics
+
+    sample = SAMPLES_DIR / "slider_crank.cadmotion.toml"
+    motion = kinematics(compile_model(load(sample)), t_end=1.0, steps=10)
+    page = tmp_path / "slider_crank.html"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")                     # "drawn as sticks"
+        write_outputs(motion, [page])
+    shot = tmp_path / "shot.png"
+    chromium(tmp_path, page.as_uri(), f"--screenshot={shot}", budget=1500)
+    view = matplotlib.image.imread(shot)[80:440, 20:760, :3]
+    r, g, b = view[..., 0], view[..., 1], view[..., 2]
+    assert ((g > r + 0.15) & (g > b + 0.15)).sum() > 30     # the slider's green
+    assert ((b > r + 0.2) & (b > g + 0.1)).sum() > 30       # and the rod's blue, for scale
