@@ -77,6 +77,7 @@ from ..kernel.spec import (
     TimeFunctionSpec,
 )
 from .contacts import read_contact
+from .part_names import decode_c1
 from .unreferenced import POLICIES, resolve_unreferenced
 
 try:  # Python 3.11+
@@ -119,7 +120,19 @@ def read_model_file(path):
     except tomllib.TOMLDecodeError as exc:
         raise ModelFileError(f"TOML syntax error: {exc}", where=str(path),
                              hint="see the model-file keys in the README") from None
-    return parse_model(data, source=str(path), base_dir=path.parent)
+    return parse_model(_decode_c1(data), source=str(path), base_dir=path.parent)
+
+
+def _decode_c1(value):
+    """Every key and string of the parsed file with C1 controls read as cp850
+    (:func:`.part_names.decode_c1`: the part names the STEP reader gives)."""
+    if isinstance(value, str):
+        return decode_c1(value)
+    if isinstance(value, dict):
+        return {decode_c1(k): _decode_c1(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_decode_c1(v) for v in value]
+    return value
 
 
 class _Ctx:

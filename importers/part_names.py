@@ -9,14 +9,19 @@ from __future__ import annotations
 import re
 from typing import List, Optional, Sequence
 
-__all__ = ["clean_name", "uniquify"]
+__all__ = ["clean_name", "uniquify", "decode_c1"]
 
 _AUTO_NAME = re.compile(r"^=>\[[0-9:]+\]$")  # names OCCT makes up for unnamed instances
+#: C1 control characters: ISO 10303-21's ``\X\hh`` is ISO 8859-1, where 0x80–0x9F are controls
+#: that no name means; writers that put them there meant the DOS code page 850 (``Pe\X\87a`` is
+#: "Peça" in the gripper sample's file), so they are read as cp850
+_C1 = re.compile("[\u0080-\u009f]")
 
 
 def clean_name(raw: Optional[str]) -> Optional[str]:
     """The name without OCCT's ``->`` prefix, ``/`` replaced by ``_`` (it separates the
-    hierarchy in part paths); None for a missing, empty or OCCT-made-up name."""
+    hierarchy in part paths), C1 control characters read as code page 850 (see ``_C1``);
+    None for a missing, empty or OCCT-made-up name."""
     if not isinstance(raw, str):
         return None
     name = raw.strip()
@@ -24,7 +29,13 @@ def clean_name(raw: Optional[str]) -> Optional[str]:
         name = name[2:].strip()
     if not name or _AUTO_NAME.match(name):
         return None
-    return name.replace("/", "_")
+    return decode_c1(name).replace("/", "_")
+
+
+def decode_c1(text: str) -> str:
+    """``text`` with its C1 control characters read as code page 850 (see ``_C1``); model files
+    written against the names of earlier versions (``Pe\u0087a``) name the same parts."""
+    return _C1.sub(lambda m: bytes([ord(m.group())]).decode("cp850"), text)
 
 
 def uniquify(names: Sequence[str]) -> List[str]:

@@ -287,7 +287,7 @@ def test_only_parts_that_really_move_get_animation_channels():
         warnings.simplefilter("ignore")
         spec = load(GRIPPER)
     linkage = {"Laserteil 7:1", "Laserteil 7:2", "Laserteil 7:3", "Laserteil 8:1", "Laserteil 9:1",
-               "Druckstange 2:1", "SG90 - Micro Servo 9g - Tower Pro.3_Pe\x87a:1_2"}
+               "Druckstange 2:1", "SG90 - Micro Servo 9g - Tower Pro.3_Peça:1_2"}
     group = {p.name: {p.name} for p in spec.parts}            # rigid groups through fixed joints
     for j in spec.joints:
         if j.type == "fixed":

@@ -20,8 +20,8 @@ from cadmotion.plugin.interference import find_interference  # noqa: E402
 
 SAMPLE = Path(__file__).resolve().parents[2] / "samples" / "gripper" / "gripper.cadmotion.toml"
 MM = 1e-3
-# the STEP file spells "Peça" as "Pe\X\87a" (a CP850 byte), which is U+0087
-HORN2 = "SG90 - Micro Servo 9g - Tower Pro.3_Pe\x87a:1_2"
+# the STEP file spells "Peça" as "Pe\X\87a" (a CP850 byte; ISO 8859-1 makes it the control U+0087)
+HORN2 = "SG90 - Micro Servo 9g - Tower Pro.3_Peça:1_2"
 JAW, CARRIER, CRANK, SCREW = "Laserteil 9:1", "Laserteil 6:1", "Laserteil 8:1", "M2x10:3"
 OPEN, CLOSED = -0.18, 0.96  # rad, the jaw servo's driven range (see the model file)
 
@@ -211,3 +211,21 @@ def test_the_check_ignores_only_the_jaw_pivot_stacks_and_the_horn_screw(spec):
             assert other.startswith(fasteners), (a, b)
         else:
             assert all(n.startswith("SG90") for n in (a, b)) and any("M2 x 4" in n for n in (a, b)), (a, b)
+
+
+# ------------------------------------------------------------------------------ names
+
+
+def test_servo_parts_are_named_as_their_author_wrote_them(spec, tmp_path):
+    """``Pe\\X\\87a`` in the STEP text is "Peça" (code page 850), not a control character; a model
+    file written against the earlier spelling (U+0087) still names the same parts."""
+    names = {p.name for p in spec.parts}
+    assert "SG90 - Micro Servo 9g - Tower Pro.3_Peça:1" in names
+    assert not any(0x80 <= ord(c) <= 0x9F for n in names for c in n)
+    legacy = tmp_path / "gripper.cadmotion.toml"
+    text = SAMPLE.read_text(encoding="utf-8").replace("Peça", "Pe\\u0087a")
+    legacy.write_text(text.replace('step = "', f'step = "{SAMPLE.parent.as_posix()}/'), encoding="utf-8")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        old = load(legacy)
+    assert [j.parts for j in old.joints] == [j.parts for j in spec.joints]
