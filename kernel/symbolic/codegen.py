@@ -251,8 +251,14 @@ def _emit(name, args, exprs, shape, sym_groups, definitions, backend):
     return "\n".join(lines)
 
 
+_DERIVED = {}
+
+
 def _source(template_name, parametrization, backend):
-    d = derive(template_name, parametrization)
+    key = (template_name, parametrization)
+    if key not in _DERIVED:  # a staged template derives once for its numpy and numba code
+        _DERIVED[key] = derive(template_name, parametrization)
+    d = _DERIVED[key]
     sym, defs = d["symbols"], d["definitions"]
     neq = d["phi"].shape[0]
     nqs = len(sym.q)
@@ -346,8 +352,19 @@ class GeneratedTemplate:
 
 
 def generated(template_name, parametrization="euler-parameters", backend=None):
-    """The generated code of a template, from memory, the disk cache, or sympy (in that order)."""
-    backend = backend or default_backend()
+    """The generated code of a template, from memory, the disk cache, or sympy (in that order).
+
+    ``backend`` None (the default) with numba available and ``$CADMOTION_BACKEND`` unset: the
+    numba code when it has been compiled before (its ``.ready`` marker is in the cache folder),
+    else a :class:`StagedTemplate` that runs the numpy code now, without waiting for numba, and
+    has the numba code compiled by a background process when this one exits (:mod:`.warmup`),
+    for the next run. An explicit backend is that backend, compiled in this process if need be.
+    """
+    if backend is None:
+        backend = default_backend()
+        if backend == "numba" and not os.environ.get("CADMOTION_BACKEND") and not numba_ready(template_name,
+                                                                                              parametrization):
+            return _staged(template_name, parametrization)
     key = (template_name, parametrization, backend)
     with _LOCK:
         if key in _MEMORY:
@@ -374,3 +391,130 @@ def generated(template_name, parametrization="euler-parameters", backend=None):
         gen = GeneratedTemplate(template_name, parametrization, backend, source, path)
         _MEMORY[key] = gen
         return gen
+
+
+# ----------------------------------------------------------------------------- numpy first, numba when ready
+
+def _numba_path(template_name, parametrization):
+    """Where the numba source of a template is (or will be) in the cache folder."""
+    digest = _key(template_name, parametrization)
+    return cache_dir() / f"{template_name}-{parametrization}-numba-{digest}.py"
+
+
+def _numba_version():
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("numba")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def ready_marker(template_name, parametrization):
+    """The file that says the numba code of a template was compiled into numba's cache."""
+    return _numba_path(template_name, parametrization).with_suffix(".ready")
+
+
+def numba_ready(template_name, parametrization):
+    """True when the template's numba code was compiled (by :mod:`.warmup` or a run) with this numba.
+
+    The marker only decides which backend to start on: numba itself checks its cached
+    machine code against the source file and recompiles stale or damaged entries.
+    """
+    try:
+        return ready_marker(template_name, parametrization).read_text().strip() == _numba_version()
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def mark_ready(template_name, parametrization):
+    """Write the ready marker (atomically); False when the cache folder is not writable."""
+    marker = ready_marker(template_name, parametrization)
+    try:
+        fd, tmp = tempfile.mkstemp(dir=marker.parent, suffix=".tmp")
+        with os.fdopen(fd, "w") as fh:
+            fh.write(_numba_version() + "\n")
+        os.replace(tmp, marker)
+        return True
+    except OSError:
+        return False
+
+
+#: seconds after which a warm-up's lock file is taken for a crashed process's leftover
+WARMUP_LOCK_AGE = 600
+
+
+def warming(template_name, parametrization):
+    """True while a warm-up process holds the template's lock (younger than WARMUP_LOCK_AGE)."""
+    import time
+
+    try:
+        age = time.time() - ready_marker(template_name, parametrization).with_suffix(".lock").stat().st_mtime
+    except OSError:
+        return False
+    return age < WARMUP_LOCK_AGE
+
+
+class StagedTemplate:
+    """The numpy functions of a template, now; its numba code (``compiled``) on request.
+
+    Same attributes and signatures as :class:`GeneratedTemplate`, so the kinematic solvers
+    run on it unchanged (the two backends agree to rounding). Compiled dynamics, which
+    needs numba functions, asks for ``compiled`` and so compiles in this process as before.
+    """
+
+    backend = "numpy"
+
+    def __init__(self, numpy_code, template_name, parametrization):
+        self.name = template_name
+        self.parametrization = parametrization
+        self._numpy = numpy_code
+        self.source = numpy_code.source
+        self.path = numpy_code.path
+        self.neq = numpy_code.neq
+        self.nq_slots = numpy_code.nq_slots
+        for fn in ("phi", "jac", "phit", "gamma", "angles", "measures"):
+            setattr(self, fn, getattr(numpy_code, fn))
+
+    @property
+    def compiled(self):
+        """The numba :class:`GeneratedTemplate` (derived and compiled here if not cached)."""
+        return generated(self.name, self.parametrization, "numba")
+
+
+_PENDING = set()
+
+
+def _staged(template_name, parametrization):
+    key = (template_name, parametrization, "staged")
+    with _LOCK:
+        staged = _MEMORY.get(key)
+    if staged is None:
+        staged = StagedTemplate(generated(template_name, parametrization, "numpy"), template_name, parametrization)
+        with _LOCK:
+            staged = _MEMORY.setdefault(key, staged)
+    if os.environ.get("CADMOTION_WARMUP", "1") != "0":
+        with _LOCK:
+            if not _PENDING:
+                import atexit
+
+                atexit.register(_start_warmup)
+            _PENDING.add((template_name, parametrization))
+    return staged
+
+
+def _start_warmup():
+    """Start one background process compiling the numba code of the templates this process
+    ran on numpy (:mod:`.warmup`); it outlives this process and writes only to the cache."""
+    import subprocess
+    import sys
+
+    items = sorted(item for item in _PENDING if not numba_ready(*item) and not warming(*item))
+    if not items:
+        return
+    args = [sys.executable, "-m", "cadmotion.kernel.symbolic.warmup"] + [f"{n}:{p}" for n, p in items]
+    try:
+        subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         start_new_session=True, close_fds=True)
+    except OSError:
+        pass  # no process to spare: the next run starts on numpy again
