@@ -11,7 +11,10 @@ cache (a fresh install, a CI runner: every run gets a new, empty cache folder) a
 Which caches are redirected: the generated-code folder (``CADMOTION_CACHE``, default
 ``~/.cache/cadmotion/codegen``) and numba's machine-code cache (``NUMBA_CACHE_DIR``; without
 it numba writes beside the package's own sources, in ``__pycache__``). Both point into a
-temporary folder, so the user's caches are neither read nor changed. Each command is run as
+temporary folder, so the user's caches are neither read nor changed. A run that starts on the
+numpy code leaves a background process compiling the numba code for the next run
+(``CADMOTION_WARMUP``): it is switched off for the counted runs, so it does not take a core
+from the next measurement, and waited for while the warm cache is filled. Each command is run as
 ``python -m cadmotion.plugin.cli ...`` from the same interpreter as this script (with
 ``PYTHONPATH`` unchanged), outputs go to the temporary folder, and a command that fails is
 reported with its exit code and the last line of its error output.
@@ -48,18 +51,27 @@ COMMANDS = {
 NO_CACHE = {"help"}
 
 
-def _environment(cache):
+def _environment(cache, warmup):
     env = dict(os.environ)
     env["CADMOTION_CACHE"] = str(cache / "codegen")
     env["NUMBA_CACHE_DIR"] = str(cache / "numba")
+    env["CADMOTION_WARMUP"] = "1" if warmup else "0"
     return env
 
 
-def run_once(name, cache, out):
+def _wait_for_warmup(cache, limit=600.0):
+    """Wait until no background warm-up holds a lock in ``cache`` (at most ``limit`` s)."""
+    deadline = time.monotonic() + limit
+    time.sleep(0.5)
+    while list((cache / "codegen").glob("*.lock")) and time.monotonic() < deadline:
+        time.sleep(0.5)
+
+
+def run_once(name, cache, out, warmup=False):
     """Wall seconds of one command in a new process; (seconds, None) or (seconds, error text)."""
     args = [a.format(out=out) for a in COMMANDS[name][0]]
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "cadmotion.plugin.cli", *args], env=_environment(cache),
+    proc = subprocess.run([sys.executable, "-m", "cadmotion.plugin.cli", *args], env=_environment(cache, warmup),
                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
@@ -83,9 +95,11 @@ def measure(name, repeat, work):
                 errors.append(err)
         empty = statistics.median(times)
     cache = work / f"{name}-warm"
-    _, err = run_once(name, cache, work)            # fills the cache; not counted
-    if err:
-        errors.append(err)
+    for _ in range(2):                              # fill the cache, background warm-up included; not counted
+        _, err = run_once(name, cache, work, warmup=True)
+        _wait_for_warmup(cache)
+        if err:
+            errors.append(err)
     warm = statistics.median(run_once(name, cache, work)[0] for _ in range(repeat))
     return empty, warm, (errors[0] if errors else None)
 
