@@ -37,14 +37,14 @@ import threading
 from pathlib import Path
 
 import numpy
-import sympy as sp
-from sympy.printing.numpy import NumPyPrinter
-from sympy.printing.pycode import PythonCodePrinter
 
+from .lazy import lazy
 from .parametrization import get_parametrization
 from .templates import TEMPLATES
 
 __all__ = ["GeneratedTemplate", "generated", "derive", "full", "cache_dir"]
+
+sp = lazy("sympy")  # imported to derive code that is not cached, not to load what is
 
 _LOCK = threading.Lock()
 _MEMORY = {}
@@ -189,14 +189,13 @@ def full(derived, key):
     return expr
 
 
-class _Printer(NumPyPrinter):
-    def __init__(self):
-        super().__init__({"fully_qualified_modules": True, "inline": True, "allow_unknown_functions": False})
+def _printer(scalar):
+    """sympy's printer of numpy (array statements) or of plain Python (numba's scalar loop)."""
+    from sympy.printing.numpy import NumPyPrinter
+    from sympy.printing.pycode import PythonCodePrinter
 
-
-class _ScalarPrinter(PythonCodePrinter):
-    def __init__(self):
-        super().__init__({"fully_qualified_modules": True, "inline": True, "allow_unknown_functions": False})
+    cls = PythonCodePrinter if scalar else NumPyPrinter
+    return cls({"fully_qualified_modules": True, "inline": True, "allow_unknown_functions": False})
 
 
 def _needed(exprs, definitions):
@@ -218,7 +217,7 @@ def _emit(name, args, exprs, shape, sym_groups, definitions, backend):
     backend ``numba``: a loop over instances of scalar statements, compiled by numba.
     """
     scalar = backend == "numba"
-    printer = _ScalarPrinter() if scalar else _Printer()
+    printer = _printer(scalar)
     nonzero = [(k, e) for k, e in enumerate(exprs) if e != 0]
     defs = _needed([e for _, e in nonzero], definitions)
     used = set()
@@ -288,7 +287,7 @@ def _key(template_name, parametrization):
     for text in (
         template_name,
         parametrization,
-        sp.__version__,
+        sympy_version(),
         inspect.getsource(template.build),
         repr((template.n_slots, template.params, template.angle_terms, template.measures)),
         inspect.getsource(tpl_module.Context),
@@ -297,6 +296,16 @@ def _key(template_name, parametrization):
     ):
         h.update(text.encode())
     return h.hexdigest()[:20]
+
+
+def sympy_version():
+    """sympy's version, from its package metadata when it has some (no 0.3 s import)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("sympy")
+    except PackageNotFoundError:  # a distribution's sympy without metadata
+        return sp.__version__
 
 
 def _numba_available():

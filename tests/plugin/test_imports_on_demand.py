@@ -5,6 +5,7 @@ says is imported is what a user's process pays for, whatever a timer on this mac
 """
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -60,3 +61,14 @@ def test_writing_a_csv_does_not_import_the_cad_or_plotting_writers(tmp_path):
     """)
     assert (tmp_path / "sc.csv").is_file()
     assert loaded.isdisjoint({"cadquery", "OCP", "matplotlib", "pygltflib", "imageio"}), loaded
+
+
+def test_a_second_run_of_a_model_finds_its_code_cached_and_does_not_import_sympy(tmp_path):
+    env = dict(os.environ, CADMOTION_CACHE=str(tmp_path / "codegen"), NUMBA_CACHE_DIR=str(tmp_path / "numba"),
+               CADMOTION_WARMUP="0", CADMOTION_BACKEND="numpy")
+    run = f"""
+        from cadmotion.plugin.cli import main
+        assert main(["run", {str(SLIDER)!r}, "--steps", "4", "-q", "-o", {str(tmp_path / 'sc.csv')!r}]) == 0
+    """
+    assert "sympy" in _modules_after(run, env)        # the first run derives the joints' code and f', f''
+    assert "sympy" not in _modules_after(run, env)    # the second reads them from the cache
