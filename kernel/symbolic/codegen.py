@@ -24,7 +24,9 @@ Time enters only through f: Φt = Φ_f f', Φtt = Φ_ff f'² + Φ_f f'', Φqt = 
 
 Generated source is cached on disk, keyed by a hash of the template's source, this
 module's source, the parametrisation and the sympy version, so editing any of them
-invalidates the cache. ``CADMOTION_CACHE`` overrides the cache folder.
+invalidates the cache. ``CADMOTION_CACHE`` overrides the cache folder. Each file ends with a
+hash of its text: a truncated or edited file is derived again (with one warning), and a
+cache folder that cannot be written keeps the code in memory (one warning).
 """
 
 from __future__ import annotations
@@ -351,9 +353,10 @@ class GeneratedTemplate:
             sys.modules[name] = module  # numba's cache finds the module again by this name
             spec.loader.exec_module(module)  # our own generated code, never text from a user file
             namespace = vars(module)
-        else:
+        else:  # numba keeps no machine code for source without a file
             namespace = {}
-            exec(compile(source, f"<cadmotion:{template_name}>", "exec"), namespace)
+            exec(compile(source.replace("cache=True", "cache=False"), f"<cadmotion:{template_name}>", "exec"),
+                 namespace)
         self.neq = namespace["NEQ"]
         self.nq_slots = namespace["NQ_SLOTS"]
         for fn in ("phi", "jac", "phit", "gamma", "angles", "measures"):
@@ -384,22 +387,54 @@ def generated(template_name, parametrization="euler-parameters", backend=None):
         source = None
         if path.is_file():
             try:
-                source = path.read_text()
-            except OSError:
+                source = _checked(path.read_text())
+            except (OSError, UnicodeDecodeError):
                 source = None
+            if source is None:
+                warn_once(f"{path.name} in the code cache is damaged or incomplete; deriving it again")
         if source is None:
-            source = _source(template_name, parametrization, backend)
+            source = _sealed(_source(template_name, parametrization, backend))
             try:
                 folder.mkdir(parents=True, exist_ok=True)
                 fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
                 with os.fdopen(fd, "w") as fh:
                     fh.write(source)
                 os.replace(tmp, path)
-            except OSError:
+            except OSError as exc:
+                warn_once(f"the code cache {folder} is not writable ({exc.strerror or exc}); generated code is "
+                          f"kept in memory and derived again by every run: set CADMOTION_CACHE to a writable folder")
                 path = None  # read-only home: keep the code in memory only
         gen = GeneratedTemplate(template_name, parametrization, backend, source, path)
         _MEMORY[key] = gen
         return gen
+
+
+_SEAL = "# sha256 "
+_WARNED = set()
+
+
+def warn_once(message):
+    """A RuntimeWarning about the code cache, once per message and process."""
+    import warnings
+
+    if message not in _WARNED:
+        _WARNED.add(message)
+        warnings.warn(f"cadmotion: {message}", RuntimeWarning, stacklevel=3)
+
+
+def _sealed(source):
+    """``source`` with a last line holding the hash of the rest, so a truncated or edited
+    file in the cache is told from a complete one without running it."""
+    return source + _SEAL + hashlib.sha256(source.encode()).hexdigest() + "\n"
+
+
+def _checked(text):
+    """The sealed source read from the cache if its hash line matches, else None."""
+    body, sep, last = text.rstrip("\n").rpartition("\n" + _SEAL)
+    if not sep:
+        return None
+    body += "\n"
+    return text if hashlib.sha256(body.encode()).hexdigest() == last.strip() else None
 
 
 # ----------------------------------------------------------------------------- numpy first, numba when ready

@@ -93,3 +93,44 @@ def test_a_run_on_numpy_starts_one_background_warm_up_that_makes_the_next_run_co
     while not list((tmp_path / "codegen").glob("normalize-*-numba-*.ready")) and time.monotonic() < deadline:
         time.sleep(0.5)
     assert _probe(tmp_path)["backend"] == "numba"
+
+
+PROBE_WARNINGS = textwrap.dedent("""
+    import json, warnings
+    import numpy as np
+    warnings.simplefilter("always")
+    with warnings.catch_warnings(record=True) as caught:
+        from cadmotion.kernel.symbolic.codegen import generated
+        code = generated("normalize", backend="numpy")
+        Q = np.array([[0.1, 0.2, 0.3, 0.5, 0.5, 0.5, 0.4]])
+        phi = code.phi(Q, np.zeros((1, 12)), np.zeros((1, 0)), np.zeros((1, 3)), np.zeros((1, 0)))
+    print(json.dumps({"phi": phi.tolist(), "warnings": [str(w.message) for w in caught]}))
+""")
+
+
+def _probe_warnings(env):
+    proc = subprocess.run([sys.executable, "-c", PROBE_WARNINGS], capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_a_truncated_generated_file_is_derived_again_with_one_warning(tmp_path):
+    env = _env(tmp_path)
+    assert _probe_warnings(env)["warnings"] == []
+    (source,) = (tmp_path / "codegen").glob("normalize-*-numpy-*.py")
+    text = source.read_text()
+    source.write_text(text[: len(text) // 2])       # cut in the middle of a statement
+    out = _probe_warnings(env)
+    assert out["phi"][0] == pytest.approx([0.5**2 * 3 + 0.4**2 - 1], abs=1e-15)
+    assert len(out["warnings"]) == 1 and source.name in out["warnings"][0]
+    assert source.read_text() == text               # and the cache holds the whole file again
+    assert _probe_warnings(env)["warnings"] == []
+
+
+def test_a_cache_folder_that_cannot_be_written_still_runs_and_says_so_once(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    env = _env(tmp_path, CADMOTION_CACHE=str(blocker / "codegen"))
+    out = _probe_warnings(env)
+    assert out["phi"][0] == pytest.approx([0.5**2 * 3 + 0.4**2 - 1], abs=1e-15)
+    assert len(out["warnings"]) == 1 and "not writable" in out["warnings"][0] and "CADMOTION_CACHE" in out["warnings"][0]
