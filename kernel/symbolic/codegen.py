@@ -27,6 +27,12 @@ module's source, the parametrisation and the sympy version, so editing any of th
 invalidates the cache. ``CADMOTION_CACHE`` overrides the cache folder. Each file ends with a
 hash of its text: a truncated or edited file is derived again (with one warning), and a
 cache folder that cannot be written keeps the code in memory (one warning).
+
+Which backend a run uses (``generated(name)`` without a backend): numba when its machine
+code for the template was compiled before, else numpy at once while a background process
+compiles numba's for the next runs (:mod:`.warmup`; ``CADMOTION_WARMUP=0`` turns it off). A
+process keeps the code it started on: a long first run in an empty cache (thousands of
+frames) is faster with ``CADMOTION_BACKEND=numba``, which compiles in the run.
 """
 
 from __future__ import annotations
