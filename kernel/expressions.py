@@ -17,21 +17,26 @@ import ast
 import math
 
 import numpy as np
-import sympy as sp
 
 from ..errors import ExpressionError
+from .symbolic.lazy import lazy
+
+sp = lazy("sympy")  # imported when an expression is built, not for a cached driver
 
 __all__ = ["parse_expression", "TimeFunction", "time_function", "FUNCTIONS"]
 
-_t = sp.Symbol("t", real=True)
-
+#: function names allowed in expressions -> their sympy names
 FUNCTIONS = {
-    "sin": sp.sin, "cos": sp.cos, "tan": sp.tan, "asin": sp.asin, "acos": sp.acos,
-    "atan": sp.atan, "atan2": sp.atan2, "sinh": sp.sinh, "cosh": sp.cosh, "tanh": sp.tanh,
-    "exp": sp.exp, "log": sp.log, "sqrt": sp.sqrt, "abs": sp.Abs, "sign": sp.sign,
-    "min": sp.Min, "max": sp.Max,
+    "sin": "sin", "cos": "cos", "tan": "tan", "asin": "asin", "acos": "acos",
+    "atan": "atan", "atan2": "atan2", "sinh": "sinh", "cosh": "cosh", "tanh": "tanh",
+    "exp": "exp", "log": "log", "sqrt": "sqrt", "abs": "Abs", "sign": "sign",
+    "min": "Min", "max": "Max",
 }
-_CONSTANTS = {"pi": sp.pi, "e": sp.E}
+_CONSTANTS = {"pi": "pi", "e": "E"}
+
+
+def _time_symbol():
+    return sp.Symbol("t", real=True)
 _BINOPS = {
     ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
     ast.Div: lambda a, b: a / b, ast.Pow: lambda a, b: a**b,
@@ -61,7 +66,7 @@ def parse_expression(text, *, variables=("t",), where=None):
             where=where,
             hint="write arithmetic in t, e.g. 0.5*sin(2*pi*t) or t**2",
         ) from None
-    symbols = {name: (_t if name == "t" else sp.Symbol(name, real=True)) for name in variables}
+    symbols = {name: (_time_symbol() if name == "t" else sp.Symbol(name, real=True)) for name in variables}
 
     def build(node):
         if isinstance(node, ast.Expression):
@@ -72,7 +77,7 @@ def parse_expression(text, *, variables=("t",), where=None):
             if node.id in symbols:
                 return symbols[node.id]
             if node.id in _CONSTANTS:
-                return _CONSTANTS[node.id]
+                return getattr(sp, _CONSTANTS[node.id])
             raise ExpressionError(
                 f"unknown name {node.id!r} in expression {text!r}",
                 where=where,
@@ -86,7 +91,7 @@ def parse_expression(text, *, variables=("t",), where=None):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in FUNCTIONS:
             if node.keywords:
                 raise ExpressionError(f"keyword arguments are not allowed in {text!r}", where=where)
-            return FUNCTIONS[node.func.id](*[build(a) for a in node.args])
+            return getattr(sp, FUNCTIONS[node.func.id])(*[build(a) for a in node.args])
         raise ExpressionError(
             f"{type(node).__name__} is not allowed in expression {text!r}",
             where=where,
@@ -113,8 +118,14 @@ class TimeFunction:
     def __init__(self, evaluate, description, expr=None, spline=None):
         self._evaluate = evaluate
         self.description = description
-        self.expr = expr
+        self._expr = expr  # a sympy expression, or a function that builds it when asked
         self.spline = spline
+
+    @property
+    def expr(self):
+        if callable(self._expr):
+            self._expr = self._expr()
+        return self._expr
 
     def __call__(self, t):
         return self._evaluate(t)
@@ -133,25 +144,141 @@ def _almost_everywhere(expr):
 def derivatives(expr):
     """[f, f', f''] of an expression in t (the derivatives of sign/abs/min/max taken away from
     their jumps)."""
-    return [expr] + [_almost_everywhere(sp.diff(expr, _t, n)) for n in (1, 2)]
+    return [expr] + [_almost_everywhere(sp.diff(expr, _time_symbol(), n)) for n in (1, 2)]
 
 
 def _from_expression(text, scale, where):
+    cached = _cached_derivatives(text, scale)
+    if cached is not None:
+        f0, f1, f2 = (_numeric(d) for d in cached)
+        return TimeFunction(lambda t: (f0(t), f1(t), f2(t)), text,
+                            expr=lambda: parse_expression(text, where=where) * scale)
     expr = parse_expression(text, where=where) * scale
     derivs = derivatives(expr)
-    funcs = [sp.lambdify(_t, d, modules="math") for d in derivs]
+    t = _time_symbol()
+    funcs = [sp.lambdify(t, d, modules="math") for d in derivs]
     for d, fn in zip(derivs, funcs):  # fail now, not in the middle of a run
         try:
             value = float(fn(0.0))
         except (ValueError, ZeroDivisionError, OverflowError, TypeError):
             value = float("nan")
-        if not math.isfinite(value) and d.free_symbols <= {_t}:
+        if not math.isfinite(value) and d.free_symbols <= {t}:
             raise ExpressionError(
                 f"expression {text!r} or its derivatives is not finite at t = 0", where=where,
                 hint="drivers need f, f' and f'' defined over the whole run",
             )
+    _store_derivatives(text, scale, derivs, funcs)
     f0, f1, f2 = funcs
     return TimeFunction(lambda t: (float(f0(t)), float(f1(t)), float(f2(t))), text, expr=expr)
+
+
+# ----------------------------------------------------------------------------- derivatives cache
+#
+# A driver's f, f', f'' are kept as text in the code cache, so a run whose drivers were seen
+# before needs no sympy. The text is read back by ``_numeric``: the grammar of
+# ``parse_expression`` (numbers, t, + - * / **, the ``math`` functions lambdify prints),
+# evaluated with ``math`` in the printed order; never executed as Python code. An expression
+# whose derivatives print outside that grammar (sign's conditional) is derived every run.
+
+_NUMERIC_FUNCTIONS = {
+    "sin": math.sin, "cos": math.cos, "tan": math.tan, "asin": math.asin, "acos": math.acos,
+    "atan": math.atan, "atan2": math.atan2, "sinh": math.sinh, "cosh": math.cosh, "tanh": math.tanh,
+    "exp": math.exp, "log": math.log, "sqrt": math.sqrt, "abs": abs, "min": min, "max": max,
+}
+_NUMERIC_CONSTANTS = {"pi": math.pi, "e": math.e}
+_NUMERIC_BINOPS = {
+    ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+    ast.Div: lambda a, b: a / b, ast.Pow: lambda a, b: a**b,
+}
+
+
+def _numeric(text):
+    """f(t) -> float of an expression in t as lambdify prints it for ``math`` (ValueError for
+    anything outside the grammar)."""
+    tree = ast.parse(text, mode="eval").body
+
+    def build(node):
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+            value = float(node.value)
+            return lambda t: value
+        if isinstance(node, ast.Name) and node.id == "t":
+            return lambda t: t
+        if isinstance(node, ast.Name) and node.id in _NUMERIC_CONSTANTS:
+            value = _NUMERIC_CONSTANTS[node.id]
+            return lambda t: value
+        if isinstance(node, ast.BinOp) and type(node.op) in _NUMERIC_BINOPS:
+            op, a, b = _NUMERIC_BINOPS[type(node.op)], build(node.left), build(node.right)
+            return lambda t: op(a(t), b(t))
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            a = build(node.operand)
+            return (lambda t: -a(t)) if isinstance(node.op, ast.USub) else a
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _NUMERIC_FUNCTIONS
+                and not node.keywords):
+            fn, args = _NUMERIC_FUNCTIONS[node.func.id], [build(a) for a in node.args]
+            return lambda t: fn(*[a(t) for a in args])
+        raise ValueError(f"{ast.dump(node)} is not in the derivative grammar")
+
+    f = build(tree)
+    return lambda t: float(f(float(t)))
+
+
+def _derivatives_path(text, scale):
+    import hashlib
+    from pathlib import Path
+
+    from .symbolic.codegen import cache_dir, sympy_version
+
+    h = hashlib.sha256()
+    for part in (text, repr(float(scale)), sympy_version(), Path(__file__).read_text()):
+        h.update(part.encode())
+    return cache_dir() / "drivers" / f"{h.hexdigest()[:24]}.json"
+
+
+def _cached_derivatives(text, scale):
+    """The cached [f, f', f''] texts of a driver, or None (missing, unreadable, another expression)."""
+    import json
+
+    try:
+        data = json.loads(_derivatives_path(text, scale).read_text())
+        if data["text"] != text or data["scale"] != float(scale):
+            return None
+        derivs = [str(d) for d in data["derivatives"]]
+        for d in derivs:
+            _numeric(d)
+        return derivs if len(derivs) == 3 else None
+    except Exception:  # a damaged or foreign file is a cache miss: derive again
+        return None
+
+
+def _store_derivatives(text, scale, derivs, funcs):
+    """Keep [f, f', f''] as text when reading it back gives lambdify's numbers (else keep nothing)."""
+    import json
+    import os
+    import tempfile
+
+    from sympy.printing.pycode import PythonCodePrinter
+
+    # the printer lambdify uses for modules="math", so the text evaluates in lambdify's order
+    printer = PythonCodePrinter({"fully_qualified_modules": False, "inline": True, "allow_unknown_functions": True})
+    texts = [printer.doprint(d) for d in derivs]
+    try:
+        numeric = [_numeric(d) for d in texts]
+        for t in (0.0, 0.37, 1.9):
+            for f, g in zip(numeric, funcs):
+                a, b = f(t), float(g(t))
+                if not (a == b or abs(a - b) <= 1e-12 * max(1.0, abs(b))):
+                    return
+    except (ValueError, ArithmeticError, TypeError, SyntaxError, RecursionError):
+        return
+    path = _derivatives_path(text, scale)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "w") as fh:
+            json.dump({"text": text, "scale": float(scale), "derivatives": texts}, fh)
+        os.replace(tmp, path)
+    except OSError:
+        pass  # read-only cache: derive again next time
 
 
 def _from_table(rows, scale, where):

@@ -326,12 +326,18 @@ def _expression_source(dyn):
     return src, bool(torques or forces)
 
 
+def _compiled(code):
+    """The numba code of a template (a kinematic model may hold numpy code staged for it)."""
+    return getattr(code, "compiled", code)
+
+
 def _structure(dyn, baumgarte=None):
     parts = []
     for gr in dyn.groups:
         g = gr["g"]
-        parts.append((g.template, g.code.neq, g.bodies.shape[1], bool(g.functions), g.n_angles,
-                      getattr(g.code, "path", None) and Path(g.code.path).name))
+        code = _compiled(g.code)
+        parts.append((g.template, code.neq, g.bodies.shape[1], bool(g.functions), g.n_angles,
+                      getattr(code, "path", None) and Path(code.path).name))
     return parts
 
 
@@ -478,7 +484,7 @@ def _module(dyn, baumgarte):
                  Path(__file__).read_text()):
         h.update(text.encode())
     for gr in dyn.groups:
-        h.update(gr["g"].code.source.encode())
+        h.update(_compiled(gr["g"].code).source.encode())
     digest = h.hexdigest()[:20]
     with _LOCK:
         if digest in _MODULES:
@@ -503,7 +509,7 @@ def _module(dyn, baumgarte):
             module = types.ModuleType(name)
             exec(compile(src.replace("cache=True", "cache=False"), f"<{name}>", "exec"), module.__dict__)
         for k, gr in enumerate(dyn.groups):
-            code = gr["g"].code
+            code = _compiled(gr["g"].code)
             for fn in ("jac", "gamma", "phit", "phi", "angles", "measures"):
                 setattr(module, f"{fn}_{k}", getattr(code, fn))
         _MODULES[digest] = module

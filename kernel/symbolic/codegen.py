@@ -24,7 +24,15 @@ Time enters only through f: Φt = Φ_f f', Φtt = Φ_ff f'² + Φ_f f'', Φqt = 
 
 Generated source is cached on disk, keyed by a hash of the template's source, this
 module's source, the parametrisation and the sympy version, so editing any of them
-invalidates the cache. ``CADMOTION_CACHE`` overrides the cache folder.
+invalidates the cache. ``CADMOTION_CACHE`` overrides the cache folder. Each file ends with a
+hash of its text: a truncated or edited file is derived again (with one warning), and a
+cache folder that cannot be written keeps the code in memory (one warning).
+
+Which backend a run uses (``generated(name)`` without a backend): numba when its machine
+code for the template was compiled before, else numpy at once while a background process
+compiles numba's for the next runs (:mod:`.warmup`; ``CADMOTION_WARMUP=0`` turns it off). A
+process keeps the code it started on: a long first run in an empty cache (thousands of
+frames) is faster with ``CADMOTION_BACKEND=numba``, which compiles in the run.
 """
 
 from __future__ import annotations
@@ -37,14 +45,14 @@ import threading
 from pathlib import Path
 
 import numpy
-import sympy as sp
-from sympy.printing.numpy import NumPyPrinter
-from sympy.printing.pycode import PythonCodePrinter
 
+from .lazy import lazy
 from .parametrization import get_parametrization
 from .templates import TEMPLATES
 
 __all__ = ["GeneratedTemplate", "generated", "derive", "full", "cache_dir"]
+
+sp = lazy("sympy")  # imported to derive code that is not cached, not to load what is
 
 _LOCK = threading.Lock()
 _MEMORY = {}
@@ -189,14 +197,13 @@ def full(derived, key):
     return expr
 
 
-class _Printer(NumPyPrinter):
-    def __init__(self):
-        super().__init__({"fully_qualified_modules": True, "inline": True, "allow_unknown_functions": False})
+def _printer(scalar):
+    """sympy's printer of numpy (array statements) or of plain Python (numba's scalar loop)."""
+    from sympy.printing.numpy import NumPyPrinter
+    from sympy.printing.pycode import PythonCodePrinter
 
-
-class _ScalarPrinter(PythonCodePrinter):
-    def __init__(self):
-        super().__init__({"fully_qualified_modules": True, "inline": True, "allow_unknown_functions": False})
+    cls = PythonCodePrinter if scalar else NumPyPrinter
+    return cls({"fully_qualified_modules": True, "inline": True, "allow_unknown_functions": False})
 
 
 def _needed(exprs, definitions):
@@ -218,7 +225,7 @@ def _emit(name, args, exprs, shape, sym_groups, definitions, backend):
     backend ``numba``: a loop over instances of scalar statements, compiled by numba.
     """
     scalar = backend == "numba"
-    printer = _ScalarPrinter() if scalar else _Printer()
+    printer = _printer(scalar)
     nonzero = [(k, e) for k, e in enumerate(exprs) if e != 0]
     defs = _needed([e for _, e in nonzero], definitions)
     used = set()
@@ -251,8 +258,14 @@ def _emit(name, args, exprs, shape, sym_groups, definitions, backend):
     return "\n".join(lines)
 
 
+_DERIVED = {}
+
+
 def _source(template_name, parametrization, backend):
-    d = derive(template_name, parametrization)
+    key = (template_name, parametrization)
+    if key not in _DERIVED:  # a staged template derives once for its numpy and numba code
+        _DERIVED[key] = derive(template_name, parametrization)
+    d = _DERIVED[key]
     sym, defs = d["symbols"], d["definitions"]
     neq = d["phi"].shape[0]
     nqs = len(sym.q)
@@ -282,7 +295,7 @@ def _key(template_name, parametrization):
     for text in (
         template_name,
         parametrization,
-        sp.__version__,
+        sympy_version(),
         inspect.getsource(template.build),
         repr((template.n_slots, template.params, template.angle_terms, template.measures)),
         inspect.getsource(tpl_module.Context),
@@ -291,6 +304,16 @@ def _key(template_name, parametrization):
     ):
         h.update(text.encode())
     return h.hexdigest()[:20]
+
+
+def sympy_version():
+    """sympy's version, from its package metadata when it has some (no 0.3 s import)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("sympy")
+    except PackageNotFoundError:  # a distribution's sympy without metadata
+        return sp.__version__
 
 
 def _numba_available():
@@ -336,9 +359,10 @@ class GeneratedTemplate:
             sys.modules[name] = module  # numba's cache finds the module again by this name
             spec.loader.exec_module(module)  # our own generated code, never text from a user file
             namespace = vars(module)
-        else:
+        else:  # numba keeps no machine code for source without a file
             namespace = {}
-            exec(compile(source, f"<cadmotion:{template_name}>", "exec"), namespace)
+            exec(compile(source.replace("cache=True", "cache=False"), f"<cadmotion:{template_name}>", "exec"),
+                 namespace)
         self.neq = namespace["NEQ"]
         self.nq_slots = namespace["NQ_SLOTS"]
         for fn in ("phi", "jac", "phit", "gamma", "angles", "measures"):
@@ -346,8 +370,19 @@ class GeneratedTemplate:
 
 
 def generated(template_name, parametrization="euler-parameters", backend=None):
-    """The generated code of a template, from memory, the disk cache, or sympy (in that order)."""
-    backend = backend or default_backend()
+    """The generated code of a template, from memory, the disk cache, or sympy (in that order).
+
+    ``backend`` None (the default) with numba available and ``$CADMOTION_BACKEND`` unset: the
+    numba code when it has been compiled before (its ``.ready`` marker is in the cache folder),
+    else a :class:`StagedTemplate` that runs the numpy code now, without waiting for numba, and
+    has the numba code compiled by a background process when this one exits (:mod:`.warmup`),
+    for the next run. An explicit backend is that backend, compiled in this process if need be.
+    """
+    if backend is None:
+        backend = default_backend()
+        if backend == "numba" and not os.environ.get("CADMOTION_BACKEND") and not numba_ready(template_name,
+                                                                                              parametrization):
+            return _staged(template_name, parametrization)
     key = (template_name, parametrization, backend)
     with _LOCK:
         if key in _MEMORY:
@@ -358,19 +393,178 @@ def generated(template_name, parametrization="euler-parameters", backend=None):
         source = None
         if path.is_file():
             try:
-                source = path.read_text()
-            except OSError:
+                source = _checked(path.read_text())
+            except (OSError, UnicodeDecodeError):
                 source = None
+            if source is None:
+                warn_once(f"{path.name} in the code cache is damaged or incomplete; deriving it again")
         if source is None:
-            source = _source(template_name, parametrization, backend)
+            source = _sealed(_source(template_name, parametrization, backend))
             try:
                 folder.mkdir(parents=True, exist_ok=True)
                 fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
                 with os.fdopen(fd, "w") as fh:
                     fh.write(source)
                 os.replace(tmp, path)
-            except OSError:
+            except OSError as exc:
+                warn_once(f"the code cache {folder} is not writable ({exc.strerror or exc}); generated code is "
+                          f"kept in memory and derived again by every run: set CADMOTION_CACHE to a writable folder")
                 path = None  # read-only home: keep the code in memory only
         gen = GeneratedTemplate(template_name, parametrization, backend, source, path)
         _MEMORY[key] = gen
         return gen
+
+
+_SEAL = "# sha256 "
+_WARNED = set()
+
+
+def warn_once(message):
+    """A RuntimeWarning about the code cache, once per message and process."""
+    import warnings
+
+    if message not in _WARNED:
+        _WARNED.add(message)
+        warnings.warn(f"cadmotion: {message}", RuntimeWarning, stacklevel=3)
+
+
+def _sealed(source):
+    """``source`` with a last line holding the hash of the rest, so a truncated or edited
+    file in the cache is told from a complete one without running it."""
+    return source + _SEAL + hashlib.sha256(source.encode()).hexdigest() + "\n"
+
+
+def _checked(text):
+    """The sealed source read from the cache if its hash line matches, else None."""
+    body, sep, last = text.rstrip("\n").rpartition("\n" + _SEAL)
+    if not sep:
+        return None
+    body += "\n"
+    return text if hashlib.sha256(body.encode()).hexdigest() == last.strip() else None
+
+
+# ----------------------------------------------------------------------------- numpy first, numba when ready
+
+def _numba_path(template_name, parametrization):
+    """Where the numba source of a template is (or will be) in the cache folder."""
+    digest = _key(template_name, parametrization)
+    return cache_dir() / f"{template_name}-{parametrization}-numba-{digest}.py"
+
+
+def _numba_version():
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("numba")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def ready_marker(template_name, parametrization):
+    """The file that says the numba code of a template was compiled into numba's cache."""
+    return _numba_path(template_name, parametrization).with_suffix(".ready")
+
+
+def numba_ready(template_name, parametrization):
+    """True when the template's numba code was compiled (by :mod:`.warmup` or a run) with this numba.
+
+    The marker only decides which backend to start on: numba itself checks its cached
+    machine code against the source file and recompiles stale or damaged entries.
+    """
+    try:
+        return ready_marker(template_name, parametrization).read_text().strip() == _numba_version()
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def mark_ready(template_name, parametrization):
+    """Write the ready marker (atomically); False when the cache folder is not writable."""
+    marker = ready_marker(template_name, parametrization)
+    try:
+        fd, tmp = tempfile.mkstemp(dir=marker.parent, suffix=".tmp")
+        with os.fdopen(fd, "w") as fh:
+            fh.write(_numba_version() + "\n")
+        os.replace(tmp, marker)
+        return True
+    except OSError:
+        return False
+
+
+#: seconds after which a warm-up's lock file is taken for a crashed process's leftover
+WARMUP_LOCK_AGE = 600
+
+
+def warming(template_name, parametrization):
+    """True while a warm-up process holds the template's lock (younger than WARMUP_LOCK_AGE)."""
+    import time
+
+    try:
+        age = time.time() - ready_marker(template_name, parametrization).with_suffix(".lock").stat().st_mtime
+    except OSError:
+        return False
+    return age < WARMUP_LOCK_AGE
+
+
+class StagedTemplate:
+    """The numpy functions of a template, now; its numba code (``compiled``) on request.
+
+    Same attributes and signatures as :class:`GeneratedTemplate`, so the kinematic solvers
+    run on it unchanged (the two backends agree to rounding). Compiled dynamics, which
+    needs numba functions, asks for ``compiled`` and so compiles in this process as before.
+    """
+
+    backend = "numpy"
+
+    def __init__(self, numpy_code, template_name, parametrization):
+        self.name = template_name
+        self.parametrization = parametrization
+        self._numpy = numpy_code
+        self.source = numpy_code.source
+        self.path = numpy_code.path
+        self.neq = numpy_code.neq
+        self.nq_slots = numpy_code.nq_slots
+        for fn in ("phi", "jac", "phit", "gamma", "angles", "measures"):
+            setattr(self, fn, getattr(numpy_code, fn))
+
+    @property
+    def compiled(self):
+        """The numba :class:`GeneratedTemplate` (derived and compiled here if not cached)."""
+        return generated(self.name, self.parametrization, "numba")
+
+
+_PENDING = set()
+
+
+def _staged(template_name, parametrization):
+    key = (template_name, parametrization, "staged")
+    with _LOCK:
+        staged = _MEMORY.get(key)
+    if staged is None:
+        staged = StagedTemplate(generated(template_name, parametrization, "numpy"), template_name, parametrization)
+        with _LOCK:
+            staged = _MEMORY.setdefault(key, staged)
+    if os.environ.get("CADMOTION_WARMUP", "1") != "0":
+        with _LOCK:
+            if not _PENDING:
+                import atexit
+
+                atexit.register(_start_warmup)
+            _PENDING.add((template_name, parametrization))
+    return staged
+
+
+def _start_warmup():
+    """Start one background process compiling the numba code of the templates this process
+    ran on numpy (:mod:`.warmup`); it outlives this process and writes only to the cache."""
+    import subprocess
+    import sys
+
+    items = sorted(item for item in _PENDING if not numba_ready(*item) and not warming(*item))
+    if not items:
+        return
+    args = [sys.executable, "-m", "cadmotion.kernel.symbolic.warmup"] + [f"{n}:{p}" for n, p in items]
+    try:
+        subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         start_new_session=True, close_fds=True)
+    except OSError:
+        pass  # no process to spare: the next run starts on numpy again

@@ -18,7 +18,10 @@ frame (m) and p its orientation parameters. Two parametrisations are offered:
 from __future__ import annotations
 
 import numpy as np
-import sympy as sp
+
+from .lazy import lazy
+
+sp = lazy("sympy")  # imported when a rotation is derived
 
 __all__ = ["Parametrization", "PARAMETRIZATIONS", "get_parametrization"]
 

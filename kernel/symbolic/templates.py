@@ -47,7 +47,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Tuple
 
-import sympy as sp
+from .lazy import lazy
+
+sp = lazy("sympy")  # the templates are sympy, imported when one is derived
 
 __all__ = ["Template", "TEMPLATES", "JOINT_TYPES", "COUPLER_TYPES", "DRIVER_TYPES", "MEASURES"]
 

@@ -16,6 +16,9 @@ Every file is written to a temporary file in its folder and renamed over the tar
 when complete, so a failed write never destroys what was there. An incomplete motion
 (``complete=False``) is written all the same: JSON, glTF and HTML say so; the CSV stays a
 plain table (the caller reports it).
+
+Each writer module is imported when a file of its kind is written (``.csv`` needs neither the
+glTF scene nor matplotlib, ``.step`` brings in OCP only then), so choosing outputs costs nothing.
 """
 
 from __future__ import annotations
@@ -25,14 +28,6 @@ from pathlib import Path
 
 from ...errors import OutputError
 from .atomic import atomic_path, atomic_write, check_writable_dir
-from .gltf import write_glb, write_gltf
-from .html import write_html
-from .plots import select, write_plot
-from .scene import build_scene
-from .step_frames import check_time, write_step, write_step_frames
-from .table import write_csv, write_json
-from .tessellate import MeshCache
-from .video import check_video_backend, write_video
 
 __all__ = ["write_outputs", "check_outputs", "WRITERS", "atomic_write", "atomic_path"]
 
@@ -89,6 +84,8 @@ def check_outputs(paths):
     jobs = [(_kind(p), p) for p in paths]
     for kind, raw in jobs:
         if kind in (".gif", ".mp4"):
+            from .video import check_video_backend
+
             try:
                 check_video_backend(kind)
             except OutputError as exc:
@@ -130,8 +127,12 @@ def write_outputs(motion, paths, *, at=None, plot=None, partial=False):
     jobs = check_outputs(paths)                     # every extension and folder first
     kinds = {k for k, _ in jobs}
     if kinds & {".png", ".svg", ".html"}:
+        from .plots import select
+
         select(motion, plot)                        # unknown plot names fail before writing
     if kinds & {".step", ".stp"}:
+        from .step_frames import check_time
+
         check_time(motion, at)                      # so does a time outside the run
     needs_frames = {".glb", ".gltf", ".html", ".png", ".svg", ".gif", ".mp4", "frames"}
     if motion.nt == 0 and any(k in needs_frames for k, _ in jobs):
@@ -139,29 +140,49 @@ def write_outputs(motion, paths, *, at=None, plot=None, partial=False):
                           where=", ".join(os.fspath(p) for k, p in jobs if k in needs_frames))
 
     complete = bool(motion.complete) and not partial
-    cache = MeshCache()
     scene = None
     written = []
     for kind, raw in jobs:
         path = Path(raw)
         if kind in (".glb", ".gltf", ".html", ".gif", ".mp4") and scene is None:
-            scene = build_scene(motion, cache=cache, complete=complete)
+            from .scene import build_scene
+            from .tessellate import MeshCache
+
+            scene = build_scene(motion, cache=MeshCache(), complete=complete)
         if kind == ".csv":
+            from .table import write_csv
+
             written.append(Path(write_csv(motion, path)))
         elif kind == ".json":
+            from .table import write_json
+
             written.append(Path(write_json(motion, path, complete=complete)))
         elif kind == ".glb":
+            from .gltf import write_glb
+
             written.append(Path(write_glb(motion, path, scene=scene)))
         elif kind == ".gltf":
+            from .gltf import write_gltf
+
             written.append(Path(write_gltf(motion, path, scene=scene)))
         elif kind == ".html":
+            from .html import write_html
+
             written.append(Path(write_html(motion, path, plot=plot, scene=scene)))
         elif kind in (".step", ".stp"):
+            from .step_frames import write_step
+
             written.append(Path(write_step(motion, path, at=at)))
         elif kind == "frames":
+            from .step_frames import write_step_frames
+
             written.extend(write_step_frames(motion, path))
         elif kind in (".gif", ".mp4"):
+            from .video import write_video
+
             written.append(Path(write_video(motion, path, scene=scene, complete=complete)))
         elif kind in (".png", ".svg"):
+            from .plots import write_plot
+
             written.append(Path(write_plot(motion, path, plot, complete=complete)))
     return written

@@ -38,3 +38,36 @@ def test_error_names_the_bad_name_and_the_allowed_ones():
     with pytest.raises(ExpressionError) as info:
         parse_expression("sin(tt)", where="m.toml: [[drivers]] #1")
     assert "tt" in str(info.value) and "m.toml" in str(info.value) and "sin" in str(info.value)
+
+
+def _driver(text, scale=1.0):
+    from cadmotion.kernel.expressions import time_function
+    from cadmotion.kernel.spec import TimeFunctionSpec
+
+    return time_function(TimeFunctionSpec(expression=text, scale=scale))
+
+
+def test_a_driver_read_back_from_the_cache_gives_the_numbers_of_its_derivation(tmp_path, monkeypatch):
+    monkeypatch.setenv("CADMOTION_CACHE", str(tmp_path))
+    text = "0.3*sin(2*pi*t) + t**3/7 - exp(-t)*sqrt(1 + t**2)"
+    first = _driver(text, 0.5)                      # derived with sympy, stored
+    (stored,) = (tmp_path / "drivers").glob("*.json")
+    again = _driver(text, 0.5)                      # read back, no sympy
+    for t in (0.0, 0.25, 1.3, 4.0):
+        f, fd, fdd = again(t)
+        assert (f, fd, fdd) == first(t)
+        # closed form of f' for the record: 0.5 (0.6π cos 2πt + 3t²/7 + e^-t (√(1+t²) − t/√(1+t²)))
+        s = math.sqrt(1 + t * t)
+        assert fd == pytest.approx(0.5 * (0.6 * math.pi * math.cos(2 * math.pi * t) + 3 * t * t / 7
+                                          + math.exp(-t) * (s - t / s)), rel=1e-12)
+    assert stored.is_file()
+
+
+def test_a_damaged_or_foreign_driver_cache_file_is_derived_again(tmp_path, monkeypatch):
+    monkeypatch.setenv("CADMOTION_CACHE", str(tmp_path))
+    _driver("2*pi*t")
+    (stored,) = (tmp_path / "drivers").glob("*.json")
+    stored.write_text('{"text": "2*pi*t", "scale": 1.0, "derivatives": ["__import__(\'os\')", "0", "0"]}')
+    assert _driver("2*pi*t")(0.5) == pytest.approx((math.pi, 2 * math.pi, 0.0), abs=1e-15)
+    stored.write_text("{trunc")
+    assert _driver("2*pi*t")(0.5) == pytest.approx((math.pi, 2 * math.pi, 0.0), abs=1e-15)

@@ -1,0 +1,136 @@
+"""Numpy first, numba when ready (issue 15, item 1): which code a run starts on, per cache state.
+
+Every case runs a fresh interpreter on its own cache folders, as a user's next command would.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+pytest.importorskip("numba")
+
+PROBE = textwrap.dedent("""
+    import json, numpy as np
+    from cadmotion.kernel.symbolic.codegen import generated
+    code = generated("normalize")
+    ref = generated("normalize", backend="numpy")
+    Q = np.array([[0.1, 0.2, 0.3, 0.5, 0.5, 0.5, 0.4]])
+    M = np.zeros((1, 12)); S = np.zeros((1, 0)); F = np.zeros((1, 3)); W = np.zeros((1, 0))
+    print(json.dumps({"backend": code.backend, "phi": code.phi(Q, M, S, F, W).tolist(),
+                      "ref": ref.phi(Q, M, S, F, W).tolist()}))
+""")
+
+
+def _env(tmp_path, **extra):
+    env = dict(os.environ, CADMOTION_CACHE=str(tmp_path / "codegen"), NUMBA_CACHE_DIR=str(tmp_path / "numba"),
+               CADMOTION_WARMUP="0")
+    env.pop("CADMOTION_BACKEND", None)
+    env.update(extra)
+    return env
+
+
+def _probe(tmp_path, **extra):
+    proc = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, env=_env(tmp_path, **extra))
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _warm(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "cadmotion.kernel.symbolic.warmup", "normalize:euler-parameters"],
+                          capture_output=True, text=True, env=_env(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_an_empty_cache_runs_the_numpy_code_without_waiting_for_numba(tmp_path):
+    out = _probe(tmp_path)
+    assert out["backend"] == "numpy"
+    # normalize: Φ = pᵀp − 1 for the Euler parameters p
+    assert out["phi"][0][0] == pytest.approx(0.5**2 * 3 + 0.4**2 - 1, abs=1e-15)
+    assert not list((tmp_path / "codegen").glob("*.ready"))
+
+
+def test_after_the_warm_up_the_same_template_runs_compiled_with_the_same_numbers(tmp_path):
+    _warm(tmp_path)
+    assert len(list((tmp_path / "codegen").glob("normalize-*-numba-*.ready"))) == 1
+    out = _probe(tmp_path)
+    assert out["backend"] == "numba"
+    assert out["phi"][0] == pytest.approx([0.5**2 * 3 + 0.4**2 - 1], abs=1e-15)
+
+
+def test_a_marker_from_another_numba_version_or_garbage_is_not_trusted(tmp_path):
+    _warm(tmp_path)
+    (marker,) = (tmp_path / "codegen").glob("*.ready")
+    marker.write_bytes(b"\xff\x00 not a version")
+    assert _probe(tmp_path)["backend"] == "numpy"
+
+
+def test_a_truncated_numba_cache_still_gives_the_right_numbers(tmp_path):
+    _warm(tmp_path)
+    for f in (tmp_path / "numba").rglob("*.nbc"):
+        f.write_bytes(f.read_bytes()[:10])
+    out = _probe(tmp_path)
+    assert out["backend"] == "numba"
+    assert out["phi"][0] == pytest.approx([0.5**2 * 3 + 0.4**2 - 1], abs=1e-15)
+
+
+def test_a_forced_backend_is_that_backend(tmp_path):
+    assert _probe(tmp_path, CADMOTION_BACKEND="numba")["backend"] == "numba"
+    assert _probe(tmp_path, CADMOTION_BACKEND="numpy")["backend"] == "numpy"
+
+
+def test_a_run_on_numpy_starts_one_background_warm_up_that_makes_the_next_run_compiled(tmp_path):
+    env = _env(tmp_path, CADMOTION_WARMUP="1")
+    proc = subprocess.run([sys.executable, "-c", "from cadmotion.kernel.symbolic.codegen import generated;"
+                           "generated('normalize')"], capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr
+    import time
+
+    deadline = time.monotonic() + 120
+    while not list((tmp_path / "codegen").glob("normalize-*-numba-*.ready")) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert _probe(tmp_path)["backend"] == "numba"
+
+
+PROBE_WARNINGS = textwrap.dedent("""
+    import json, warnings
+    import numpy as np
+    warnings.simplefilter("always")
+    with warnings.catch_warnings(record=True) as caught:
+        from cadmotion.kernel.symbolic.codegen import generated
+        code = generated("normalize", backend="numpy")
+        Q = np.array([[0.1, 0.2, 0.3, 0.5, 0.5, 0.5, 0.4]])
+        phi = code.phi(Q, np.zeros((1, 12)), np.zeros((1, 0)), np.zeros((1, 3)), np.zeros((1, 0)))
+    print(json.dumps({"phi": phi.tolist(), "warnings": [str(w.message) for w in caught]}))
+""")
+
+
+def _probe_warnings(env):
+    proc = subprocess.run([sys.executable, "-c", PROBE_WARNINGS], capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_a_truncated_generated_file_is_derived_again_with_one_warning(tmp_path):
+    env = _env(tmp_path)
+    assert _probe_warnings(env)["warnings"] == []
+    (source,) = (tmp_path / "codegen").glob("normalize-*-numpy-*.py")
+    text = source.read_text()
+    source.write_text(text[: len(text) // 2])       # cut in the middle of a statement
+    out = _probe_warnings(env)
+    assert out["phi"][0] == pytest.approx([0.5**2 * 3 + 0.4**2 - 1], abs=1e-15)
+    assert len(out["warnings"]) == 1 and source.name in out["warnings"][0]
+    assert source.read_text() == text               # and the cache holds the whole file again
+    assert _probe_warnings(env)["warnings"] == []
+
+
+def test_a_cache_folder_that_cannot_be_written_still_runs_and_says_so_once(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    env = _env(tmp_path, CADMOTION_CACHE=str(blocker / "codegen"))
+    out = _probe_warnings(env)
+    assert out["phi"][0] == pytest.approx([0.5**2 * 3 + 0.4**2 - 1], abs=1e-15)
+    assert len(out["warnings"]) == 1 and "not writable" in out["warnings"][0] and "CADMOTION_CACHE" in out["warnings"][0]
