@@ -160,6 +160,10 @@ class Formulation:
     integrators = INTEGRATORS
     #: the integrator used when none is named
     default_integrator = "DOP853"
+    #: the index-3 Formulation class whose generalised-α step crosses singular configurations
+    #: (:meth:`_cross_singular`); set by each family that crosses them, so that this contract
+    #: module never imports a formulation built on it
+    crossing_formulation = None
 
     def __init__(self, dyn, *, angles, refs, **options):
         unknown = sorted(set(options) - set(self.defaults))
@@ -505,8 +509,10 @@ class Formulation:
         measure is above :attr:`singular_zone` · :data:`SINGULAR_EXIT` or the run ends; output
         frames inside are recorded as they are reached. Returns (t, y, k) after the crossing.
         """
-        from .index3 import Index3Formulation
-
+        Index3Formulation = self.crossing_formulation
+        if Index3Formulation is None:
+            raise SolverError(f"formulation {self.name!r} cannot cross the singular configuration at t = {t:.6g} s",
+                              hint="set its crossing_formulation (see kernel/dynamics/contract.py)")
         nt = len(times)
         t_end = times[-1]
         tol = float(max(np.max(self.rtol), np.max(self.atol)))

@@ -42,6 +42,8 @@ __all__ = ["Formulation", "DynamicsResult", "FORMULATIONS", "INTEGRATORS", "get_
 class _IndexOne(Formulation):
     """State y = [q (nq), v (nv), W]; subclasses supply the accelerations."""
 
+    crossing_formulation = Index3Formulation
+
     def initial_state(self, t, q, v):
         self._last = None
         return np.concatenate([q, v, [0.0]])

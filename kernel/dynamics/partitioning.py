@@ -17,6 +17,7 @@ import scipy.sparse as sps
 
 from ..analysis import rank_info
 from .contract import Formulation, _Failure, _Restart
+from .index3 import Index3Formulation
 from .mass import velocities_from_rates
 
 __all__ = ["PartitioningFormulation"]
@@ -28,6 +29,7 @@ class PartitioningFormulation(Formulation):
 
     name = "partitioning"
     defaults = {"tol": 1e-12, "max_iter": 15, "rcond": 0.5}
+    crossing_formulation = Index3Formulation
 
     def initial_state(self, t, q, v):
         self._q = np.array(q, float)
