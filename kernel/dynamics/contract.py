@@ -285,9 +285,10 @@ class Formulation:
         self.crossings = []
         contacts = self.dyn.forces.contacts
         if contacts is not None:
-            rec.notes.append(f"{len(contacts.names)} contact(s) evaluated in the numpy right-hand side (the compiled one "
-                             "has no contacts)" + ("; steps limited so that no contact is stepped over"
-                                                   if integrator in SCIPY_INTEGRATORS else ""))
+            rec.notes.append(f"{len(contacts.names)} contact(s) evaluated in the numpy right-hand side "
+                             "(the compiled one has no contacts)"
+                             + ("; steps limited so that no contact is stepped over"
+                                if integrator in SCIPY_INTEGRATORS else ""))
         y = self.initial_state(times[0], q0, v0)
         rec.record(times[0], y)
         try:
@@ -620,8 +621,9 @@ class _Recorder:
 
     def result(self, form):
         return DynamicsResult(
-            t=np.array(self.t), q=np.array(self.q).reshape(len(self.t), -1), v=np.array(self.v).reshape(len(self.t), -1),
-            work=np.array(self.w), angles=self.angles, refs=self.refs, measures=np.array(self.meas).reshape(len(self.t), -1),
+            t=np.array(self.t), q=np.array(self.q).reshape(len(self.t), -1),
+            v=np.array(self.v).reshape(len(self.t), -1), work=np.array(self.w), angles=self.angles, refs=self.refs,
+            measures=np.array(self.meas).reshape(len(self.t), -1),
             success=self.success, message=self.message,
             t_fail=self.t_fail, nfev=form.nfev, nsteps=self.nsteps, nfactor=form.nfactor, nproject=form.nproject,
             notes=list(self.notes) + _crossing_notes(form),

@@ -481,7 +481,6 @@ class Dynamics:
         out = []
         q = ev.q
         qf = np.concatenate([q, self.model.q_fixed])
-        nmov = self.nmov
         bs = ev.bs
         B = np.zeros((self.model.nb, 7, 6))
         B[:, 0, 0] = B[:, 1, 1] = B[:, 2, 2] = 1.0

@@ -167,8 +167,8 @@ class QForm:
 
     # ------------------------------------------------------------------ evaluation
     def kinematics(self, q, qd):
-        self._k.body_kinematics(q, qd, self.nmov, self.q_fixed, self.com_all, self.Jb, self.A, self.rho, self.rc, self.E,
-                           self.Jw, self.w, self.vc)
+        self._k.body_kinematics(q, qd, self.nmov, self.q_fixed, self.com_all, self.Jb, self.A, self.rho, self.rc,
+                                self.E, self.Jw, self.w, self.vc)
 
     def residual(self, q, qd, qdd, t):
         """(R = M_q q̈ − Q_q (nq,), non-conservative power W) at (q, q̇, q̈, t)."""

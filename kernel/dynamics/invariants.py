@@ -429,7 +429,6 @@ def check_motion(motion, accuracy, *, bodies=None, gravity=(0.0, 0.0, 0.0), free
     e_r, e_a = _per_step(accuracy, span, rate)
     N = max(int(accuracy.nsteps), 1)
     ex = motion.extra
-    g1 = float(np.sum(np.abs(gravity)))
 
     # reactions and efforts: the constraint forces that may work through Φ̇
     react = np.zeros(nt)

@@ -628,6 +628,7 @@ def _sidecar_model(doc, parts, path, density):
     from ...importers.modelfile import parse_model
 
     spec = parse_model(data, source=path, base_dir=os.path.dirname(path))
-    spec = replace(spec, parts=tuple(replace(p, shape=_local_shape(bindings[p.name].obj), color=p.color or _color(bindings[p.name].obj))
+    spec = replace(spec, parts=tuple(replace(p, shape=_local_shape(bindings[p.name].obj),
+                                             color=p.color or _color(bindings[p.name].obj))
                                      if p.name in bindings else p for p in spec.parts))
     return DocumentModel(spec, bindings, "sidecar")

@@ -471,7 +471,8 @@ class SimulationPanel:
             return
         path, _ = QtGui.QFileDialog.getSaveFileName(
             Gui.getMainWindow(), "Export the motion", "",
-            "Animation (*.html *.glb *.gltf);;Table (*.csv *.json);;Plots (*.png *.svg);;STEP at the shown time (*.step)")
+            "Animation (*.html *.glb *.gltf);;Table (*.csv *.json);;Plots (*.png *.svg);;"
+            "STEP at the shown time (*.step)")
         if not path:
             return
         try:

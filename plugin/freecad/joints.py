@@ -224,7 +224,8 @@ def _add_properties(obj):
     obj.setEditorMode("Placement2", 2)
     add("App::PropertyBool", "Enabled", "Joint", "false leaves the joint out of the simulation")
     add("App::PropertyFloat", "Pitch", "Joint", "screw joints: advance per turn, mm")
-    add("App::PropertyString", "Driver", "Driver", "time expression in t (s): rad for angles, mm for displacements; empty = not driven")
+    add("App::PropertyString", "Driver", "Driver",
+        "time expression in t (s): rad for angles, mm for displacements; empty = not driven")
     add("App::PropertyEnumeration", "DriverCoordinate", "Driver", "driven coordinate")
     obj.DriverCoordinate = list(_DRIVER_COORDS)
 
