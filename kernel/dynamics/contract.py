@@ -200,9 +200,12 @@ class Formulation:
 
     # ------------------------------------------------------------------ ODE contract
     def initial_state(self, t, q, v):
+        """The integrator state y at time t (s) of consistent coordinates q, shape (nq,), and
+        velocities v, shape (nv,) (m/s and rad/s, world frame); its last component is W = 0 J."""
         raise NotImplementedError
 
     def rhs(self, t, y):
+        """ẏ = dy/dt at time t (s): the equations of motion in the formulation's state (last: Ẇ = P_nc, W)."""
         raise NotImplementedError
 
     def accept(self, t, y):
@@ -210,6 +213,8 @@ class Formulation:
         return None
 
     def unpack(self, t, y):
+        """(q, v, W) of the state y: coordinates, shape (nq,), velocities, shape (nv,), and the
+        non-conservative work W (J)."""
         raise NotImplementedError
 
     def output_state(self, t, y):
