@@ -34,7 +34,8 @@ from cadmotion.kernel.dynamics import FORMULATIONS  # noqa: E402
 from cadmotion.kernel.dynamics.forward import run  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DEFAULT = [os.path.join(HERE, "..", "samples", "dynamics", f"{n}.cadmotion.toml") for n in ("two_pendulums", "plate_lattice")]
+DEFAULT = [os.path.join(HERE, "..", "samples", "dynamics", f"{n}.cadmotion.toml")
+           for n in ("two_pendulums", "plate_lattice")]
 TOL = float(os.environ.get("CM_TOL", "1e-9"))
 DT = float(os.environ.get("CM_DT", "1e-3"))
 
@@ -100,7 +101,8 @@ def main(argv=None):
             E = motion.extra["energy.total"] - motion.extra["work.nonconservative"]
             drift = np.max(np.abs(E - E[0])) / max(np.max(motion.extra["energy.kinetic"]), 1e-300)
             note = "" if motion.complete else f"stopped at t = {motion.time[-1]:.3g} s: " + motion.message[:60]
-            print(f"{name:22s} {wall:9.3f} {res.nsteps:7d} {res.nfev:8d} {np.max(motion.extra['violation.position']):10.2e} "
+            print(f"{name:22s} {wall:9.3f} {res.nsteps:7d} {res.nfev:8d} "
+                  f"{np.max(motion.extra['violation.position']):10.2e} "
                   f"{np.max(motion.extra['violation.velocity']):13.2e} {drift:12.2e}  {note}")
             sys.stdout.flush()
 

@@ -95,7 +95,8 @@ def main():
             ang = -2 * math.pi * (k - 1) / N
             end = mo.position[-1, a] + R @ np.array([math.cos(ang), math.sin(ang), 0.0])
             gaps.append(np.linalg.norm(end - mo.position[-1, b]))
-        print(f"{N:>6} {m.nq:>7} {t_compile:>10.3f} {1e3 * per_frame:>9.2f} {1e6 * per_frame / N:>14.1f} {max(gaps):>10.1e}")
+        print(f"{N:>6} {m.nq:>7} {t_compile:>10.3f} {1e3 * per_frame:>9.2f} {1e6 * per_frame / N:>14.1f} "
+              f"{max(gaps):>10.1e}")
     sys.stdout.flush()
 
 

@@ -7,7 +7,8 @@ built in 3-D (3 redundant equations, found and left out automatically), gravity,
 module, so the compiled DOP853 loop runs). Formulation ``projection`` (index 1, positions and
 velocities projected onto the joints after steps), integrator DOP853 at rtol = atol = CM_TOL (1e-9);
 CM_COMPILED_LOOP=0 runs scipy's DOP853 loop on the same compiled right-hand side instead. The wall
-time is the whole ``run`` call (assembly, integration and the output frames at t = 0.5, 1, 1.5, 2 s), after a warm-up run that loads the compiled code.
+time is the whole ``run`` call (assembly, integration and the output frames at t = 0.5, 1, 1.5, 2 s),
+after a warm-up run that loads the compiled code.
 
 Environment: CM_TOL, CM_FORMULATION, CM_INTEGRATOR, CM_DT, CM_COMPILED_LOOP; PEERS_REPEAT. Prints one JSON line.
 """

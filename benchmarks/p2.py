@@ -85,7 +85,8 @@ results = []
 for N in p2_N_list():
     with Stopwatch() as sw_build:
         model = compile_model(chain_spec(N))
-        run(model, 0.01, 1, formulation=FORMULATION, integrator=INTEGRATOR, rtol=TOL, atol=TOL, dt=DT, options=OPTIONS)  # warm up
+        run(model, 0.01, 1, formulation=FORMULATION, integrator=INTEGRATOR, rtol=TOL, atol=TOL, dt=DT,
+            options=OPTIONS)  # warm up
     times = [0.0, P2["t_probe"], P2["t_end"]]
 
     def run_once():

@@ -67,8 +67,8 @@ equations and the file's "relative to the start" gear/rack constants agree.
 with the normalised markers the driver expression is ``f(t) - thez0``, ``thez0`` being
 the file's marker angle at the initial pose (shifted by whole turns to the value nearest
 ``f(tstart)``).  Limits (``RotationLimit``/``TranslationLimit`` with ``Limit``/``Type``,
-see :func:`_limits`) become the joint's ``limits`` and are shifted the same way.  Expressions are translated by :mod:`cadmotion.importers.asmt_expressions` (never
-evaluated as Python).
+see :func:`_limits`) become the joint's ``limits`` and are shifted the same way.  Expressions
+are translated by :mod:`cadmotion.importers.asmt_expressions` (never evaluated as Python).
 
 Initial pose
 ------------

@@ -59,8 +59,8 @@ def _shape(ctx, item, k, part, value):
     """One primitive: (kind, numbers) in metres, part frame."""
     where = f"`shape` #{k + 1} (part {part!r})"
     if not isinstance(value, dict):
-        raise ctx.err(item, f"{where} must be a table like {{ sphere = 0.05 }} or {{ plane = {{ normal = [0, 0, 1] }} }}, "
-                            f"got {value!r}")
+        raise ctx.err(item, f"{where} must be a table like {{ sphere = 0.05 }} or "
+                            f"{{ plane = {{ normal = [0, 0, 1] }} }}, got {value!r}")
     kinds = [key for key in ("sphere", "plane", "box", "cylinder") if key in value]
     if len(kinds) != 1:
         raise ctx.err(item, f"{where} must name exactly one primitive (sphere or plane), got keys {sorted(value)}")

@@ -68,7 +68,8 @@ def parse_drive(text, spec):
     drivable = [j.name for j in spec.joints if _measures(j.type)]
     raise MechanismError(
         f"{name!r} is neither a joint nor PART.x|y|z of {spec.name}", where=where,
-        hint=("joints that can be driven: " + ", ".join(drivable)) if drivable else "the mechanism has no drivable joint",
+        hint=("joints that can be driven: " + ", ".join(drivable)) if drivable
+        else "the mechanism has no drivable joint",
     )
 
 

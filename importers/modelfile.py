@@ -67,7 +67,6 @@ from ..errors import CadImportError, ModelFileError
 from ..kernel.rotations import unit_quat_to_matrix
 from ..kernel.spec import (
     DriverSpec,
-    ContactSpec,
     ForceSpec,
     Frame,
     InitialVelocitySpec,
@@ -222,7 +221,8 @@ def parse_model(data, source="<model>", base_dir="."):
     if units not in UNITS:
         raise ctx0.err("units", f"unknown length unit {units!r}", hint=f"use one of {', '.join(UNITS)}")
     ctx = _Ctx(source, UNITS[units])
-    gravity = tuple(ctx.vec("gravity", "gravity", data["gravity"], length=False)) if "gravity" in data else (0.0, 0.0, 0.0)
+    gravity = (tuple(ctx.vec("gravity", "gravity", data["gravity"], length=False)) if "gravity" in data
+               else (0.0, 0.0, 0.0))
     settings = {"length_unit": units} if "units" in data else {}   # for the writers (plots in mm, ...)
     if "simulation" in data:
         ctx.check_keys("[simulation]", data["simulation"], _SIM_KEYS)
@@ -401,7 +401,8 @@ def _joint(ctx, k, entry, parts, cad):
     from ..kernel.symbolic.templates import COUPLER_TYPES, JOINT_TYPES
 
     if jtype not in JOINT_TYPES + COUPLER_TYPES:
-        raise ctx.err(item, f"unknown joint type {jtype!r}", hint="known types: " + ", ".join(JOINT_TYPES + COUPLER_TYPES))
+        raise ctx.err(item, f"unknown joint type {jtype!r}",
+                      hint="known types: " + ", ".join(JOINT_TYPES + COUPLER_TYPES))
     src = f"{ctx.source}: {item}"
     params = []
     for key in ("ratio",):
@@ -423,7 +424,8 @@ def _joint(ctx, k, entry, parts, cad):
         needed = {"gear": "ratio", "belt": "ratio", "rack-and-pinion": "radius"}[jtype]
         if needed not in dict(params):
             raise ctx.err(item, f"a {jtype} needs `{needed}`")
-        return JointSpec(name=name, type=jtype, joints=tuple(refs), params=tuple(params), limits=tuple(limits), source=src)
+        return JointSpec(name=name, type=jtype, joints=tuple(refs), params=tuple(params), limits=tuple(limits),
+                         source=src)
 
     pnames = entry.get("parts")
     if not isinstance(pnames, list) or len(pnames) != 2 or not all(isinstance(p, str) for p in pnames):
@@ -451,7 +453,8 @@ def _joint(ctx, k, entry, parts, cad):
     if jtype == "distance":
         pts = entry.get("points")
         if not isinstance(pts, list) or len(pts) != 2:
-            raise ctx.err(item, "a distance joint needs `points = [[x, y, z], [x, y, z]]` (on the first and second part)")
+            raise ctx.err(item, "a distance joint needs `points = [[x, y, z], [x, y, z]]` "
+                                "(on the first and second part)")
         a, b = (ctx.vec(item, "points", p) for p in pts)
         I3 = np.eye(3)
         markers = (_frame_in_part(pi, a, I3), _frame_in_part(pj, b, I3))

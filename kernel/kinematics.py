@@ -139,7 +139,8 @@ def assemble(model, q=None, t=0.0, angles=None, *, tol=1e-10, max_iter=50, incon
             q, res = q2, res2
     pos0, _ = model.body_coordinates(q_start)
     pos1, _ = model.body_coordinates(q)
-    moved = {model.body_names[b]: float(np.linalg.norm(pos1[b] - pos0[b])) for b in range(model.nb) if not model.body_fixed[b]}
+    moved = {model.body_names[b]: float(np.linalg.norm(pos1[b] - pos0[b]))
+             for b in range(model.nb) if not model.body_fixed[b]}
     phi = system.phi(q, t, angles)
     full = float(np.max(np.abs(phi))) if phi.size else 0.0
     if res < tol * 10 and full < inconsistency_tol:
@@ -350,7 +351,8 @@ def kinematics(model, t_end=1.0, steps=100, *, t_start=0.0, times=None, tol=1e-1
     asm = assemble(model, model.q0, times[0], angles, tol=tol)
     if not asm.success:
         raise AssemblyError(asm.message, where=model.spec.source or None,
-                            hint="check the joint frames of the conflicting joints, or move the parts closer to an assembled pose")
+                            hint="check the joint frames of the conflicting joints, "
+                                 "or move the parts closer to an assembled pose")
     q = asm.q
     events = [Event("assembly", float(times[0]), asm.message)] if asm.message else []
     J = system.jacobian_auto(q, times[0], angles)

@@ -203,7 +203,8 @@ def compile_model(spec, parametrization="euler-parameters"):
 
     def joint_slots(j):
         if len(j.parts) != 2:
-            raise MechanismError(f"joint {j.name!r} needs exactly two parts, got {list(j.parts)}", where=j.source or spec.source)
+            raise MechanismError(f"joint {j.name!r} needs exactly two parts, got {list(j.parts)}",
+                                 where=j.source or spec.source)
         if len(j.markers) != 2:
             raise MechanismError(f"joint {j.name!r} needs two marker frames", where=j.source or spec.source)
         if j.parts[0] == j.parts[1]:
@@ -262,14 +263,17 @@ def compile_model(spec, parametrization="euler-parameters"):
             if coordinate not in measures:
                 raise MechanismError(
                     f"driver {d.name!r}: joint {j.name!r} ({j.type}) has no coordinate {coordinate!r}", where=where,
-                    hint=f"{j.type} joints can be driven in: {', '.join(measures) or 'nothing (drive a revolute, prismatic, cylindrical, screw or planar joint)'}",
+                    hint=f"{j.type} joints can be driven in: " + (
+                        ", ".join(measures)
+                        or "nothing (drive a revolute, prismatic, cylindrical, screw or planar joint)"),
                 )
             b, m = joint_slots(j)
             add(MEASURES[coordinate], "driver", d.name, b, m, (), fn)
         elif d.part is not None:
             axis = {"x": 0, "y": 1, "z": 2}.get(d.coordinate)
             if axis is None:
-                raise MechanismError(f"driver {d.name!r}: part coordinate must be x, y or z, got {d.coordinate!r}", where=where)
+                raise MechanismError(f"driver {d.name!r}: part coordinate must be x, y or z, got {d.coordinate!r}",
+                                     where=where)
             b = body_of(d.part, d)
             u = np.zeros(3)
             u[axis] = 1.0

@@ -122,16 +122,6 @@ class Motion:
         s = (t - time[k]) / h if h > 0 else 0.0
         return k, s, h
 
-    def apply(self, assy, t, length_scale=1.0):
-        """Place the nodes of a ``cq.Assembly`` named like the parts at their poses at time ``t``.
-
-        In place; ``length_scale`` is assembly units per metre (1000.0 for an assembly in
-        mm). Returns ``{part: node path}``. See :mod:`cadmotion.plugin.cadquery_apply`.
-        """
-        from ..plugin.cadquery_apply import apply_motion
-
-        return apply_motion(self, assy, t, length_scale=length_scale)
-
     def coordinate(self, column):
         """A joint coordinate series by its column name (``crank_pivot.angle``)."""
         for jc in self.joint_coordinates:

@@ -68,7 +68,8 @@ Progress and interruption
     nothing is shown until the summary table, which goes to standard error (``--quiet``:
     no bar, no table). Ctrl-C (SIGINT) stops the batch: items not started do not run,
     running ones stop at their next output frame and write nothing (one already writing
-    its files finishes them and counts as ok), finished ones keep their outputs; ``report.json`` is written with ``"interrupted": true``. A second
+    its files finishes them and counts as ok), finished ones keep their outputs; ``report.json``
+    is written with ``"interrupted": true``. A second
     Ctrl-C stops the worker processes at once: an item that was being written may then
     have some of its outputs (each complete, never half-written) and is reported
     interrupted, so the next run does it again.

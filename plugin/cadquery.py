@@ -130,12 +130,19 @@ def _ground_first_part(spec, assy):
     return replace(spec, parts=(replace(first, fixed=True), *spec.parts[1:]))
 
 
-def apply(motion, assy, t):
-    """Set each part node's ``loc`` so that it sits at its pose at time ``t`` (in place); returns ``assy``."""
+def apply(motion, assy, t, length_unit=None):
+    """Set each part node's ``loc`` so that it sits at its pose at time ``t`` (in place); returns ``assy``.
+
+    ``motion`` is any :class:`~cadmotion.kernel.motion.Motion` (poses in m, world frame);
+    ``length_unit`` is the assembly's length unit (``"mm"``, ``"m"``, ...), by default the
+    motion's own (a :class:`CadQueryMotion`) or mm. This is where a kernel Motion meets
+    CadQuery: the kernel never imports the front end.
+    """
     from ..importers.modelfile import UNITS
     from .cadquery_apply import apply_motion
 
-    apply_motion(motion, assy, t, length_scale=1.0 / UNITS[getattr(motion, "length_unit", "mm")])
+    unit = length_unit or getattr(motion, "length_unit", "mm")
+    apply_motion(motion, assy, t, length_scale=1.0 / UNITS[unit])
     return assy
 
 

@@ -83,7 +83,8 @@ def describe_equations(model, joint=None, latex=False):
                 for block, cols in (("r", range(0, 3)), ("p", range(3, nqb))):
                     B = jac[:, [slot * nqb + c for c in cols]].applyfunc(lambda e: sp.expand(e).xreplace(subs))
                     out.append(f"  ∂Φ/∂{block}_{lab} ({body}) =")
-                    out.append("    " + (sp.latex(B) if latex else sp.pretty(B, use_unicode=True, wrap_line=False).replace("\n", "\n    ")))
+                    text = sp.latex(B) if latex else sp.pretty(B, use_unicode=True, wrap_line=False)
+                    out.append("    " + (text if latex else text.replace("\n", "\n    ")))
     if joint is not None and not found:
         from ..errors import MechanismError
 

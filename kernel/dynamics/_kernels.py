@@ -22,7 +22,6 @@ _JIT_LA = dict(cache=True, nogil=True, fastmath={"reassoc", "contract"})
 @numba.njit(**_JIT)
 def body_kinematics(y, nq, nmov, nb, q_fixed, com_all, Jb, Jbinv, qf, qdf, A, rho, rc, E, Jw, Jwinv, B, bdot, w, vc):
     """Per-body quantities at unit Euler parameters (fills the output arrays)."""
-    nv = 6 * nmov
     for b in range(nb):
         if b < nmov:
             base = 7 * b
@@ -690,7 +689,8 @@ GROUP = [("gather", "i", 2), ("markers", "f", 2), ("params", "f", 2), ("bodies",
          # drivers' time functions: constants of compiled expressions, tables' splines
          ("fn_const", "f", 2), ("spl_x", "f", 2), ("spl_c", "f", 3), ("spl_n", "i", 1)]
 _I = {name: i for i, (name, _, _) in enumerate(COMMON)}
-I_Q_FIXED, I_COM, I_JB, I_JBINV, I_MASS, I_GRAVF = (_I[n] for n in ("q_fixed", "com_all", "Jb", "Jbinv", "mass", "gravf"))
+I_Q_FIXED, I_COM, I_JB, I_JBINV, I_MASS, I_GRAVF = (_I[n] for n in ("q_fixed", "com_all", "Jb", "Jbinv", "mass",
+                                                                     "gravf"))
 I_ROW_MAP, I_RB, I_PI, I_PJ, I_PSI, I_PSJ, I_SIZES = (_I[n] for n in ("row_map", "rb", "pair_i", "pair_j", "pair_si",
                                                                       "pair_sj", "sizes"))
 I_SP = _I["sp_ia"]

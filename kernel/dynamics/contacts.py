@@ -154,7 +154,8 @@ class Contacts:
                 fail("the name is used twice", hint="give every [[contacts]] table its own `name`")
             seen.add(c.name)
             if c.method != "compliant":
-                fail(f"method {c.method!r} is not built yet" if c.method == "unilateral" else f"unknown method {c.method!r}",
+                fail(f"method {c.method!r} is not built yet" if c.method == "unilateral"
+                     else f"unknown method {c.method!r}",
                      hint="use method = \"compliant\" (stiffness, exponent, restitution or damping)")
             if len(c.parts) != 2 or len(c.shapes) != 2:
                 fail("needs two parts and one shape per part")
@@ -173,7 +174,8 @@ class Contacts:
             params = dict(c.params)
             unknown = sorted(set(params) - set(_PARAMS))
             if unknown:
-                fail(f"has no parameter(s) {', '.join(map(repr, unknown))}", hint=f"compliant takes {', '.join(_PARAMS)}")
+                fail(f"has no parameter(s) {', '.join(map(repr, unknown))}",
+                     hint=f"compliant takes {', '.join(_PARAMS)}")
             for key, value in params.items():
                 if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
                     fail(f"`{key}` must be a finite number ≥ 0, got {value!r}")
@@ -412,7 +414,8 @@ class Contacts:
         for i in np.flatnonzero(delta > 1e-12):
             a, b = self.model.body_names[self.s[i]], self.model.body_names[self.o[i]]
             raise MechanismError(
-                f"contact {self.names[self.owner[i]]!r}: parts {a!r} and {b!r} start interpenetrating by {delta[i]:.6g} m",
+                f"contact {self.names[self.owner[i]]!r}: parts {a!r} and {b!r} start interpenetrating "
+                f"by {delta[i]:.6g} m",
                 where=self.model.spec.source or None,
                 hint="move the parts apart (or into touch, penetration 0) at the initial pose")
         return np.zeros(self.n)

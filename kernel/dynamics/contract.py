@@ -160,6 +160,10 @@ class Formulation:
     integrators = INTEGRATORS
     #: the integrator used when none is named
     default_integrator = "DOP853"
+    #: the index-3 Formulation class whose generalised-α step crosses singular configurations
+    #: (:meth:`_cross_singular`); set by each family that crosses them, so that this contract
+    #: module never imports a formulation built on it
+    crossing_formulation = None
 
     def __init__(self, dyn, *, angles, refs, **options):
         unknown = sorted(set(options) - set(self.defaults))
@@ -196,9 +200,12 @@ class Formulation:
 
     # ------------------------------------------------------------------ ODE contract
     def initial_state(self, t, q, v):
+        """The integrator state y at time t (s) of consistent coordinates q, shape (nq,), and
+        velocities v, shape (nv,) (m/s and rad/s, world frame); its last component is W = 0 J."""
         raise NotImplementedError
 
     def rhs(self, t, y):
+        """ẏ = dy/dt at time t (s): the equations of motion in the formulation's state (last: Ẇ = P_nc, W)."""
         raise NotImplementedError
 
     def accept(self, t, y):
@@ -206,6 +213,8 @@ class Formulation:
         return None
 
     def unpack(self, t, y):
+        """(q, v, W) of the state y: coordinates, shape (nq,), velocities, shape (nv,), and the
+        non-conservative work W (J)."""
         raise NotImplementedError
 
     def output_state(self, t, y):
@@ -281,9 +290,10 @@ class Formulation:
         self.crossings = []
         contacts = self.dyn.forces.contacts
         if contacts is not None:
-            rec.notes.append(f"{len(contacts.names)} contact(s) evaluated in the numpy right-hand side (the compiled one "
-                             "has no contacts)" + ("; steps limited so that no contact is stepped over"
-                                                   if integrator in SCIPY_INTEGRATORS else ""))
+            rec.notes.append(f"{len(contacts.names)} contact(s) evaluated in the numpy right-hand side "
+                             "(the compiled one has no contacts)"
+                             + ("; steps limited so that no contact is stepped over"
+                                if integrator in SCIPY_INTEGRATORS else ""))
         y = self.initial_state(times[0], q0, v0)
         rec.record(times[0], y)
         try:
@@ -505,8 +515,10 @@ class Formulation:
         measure is above :attr:`singular_zone` · :data:`SINGULAR_EXIT` or the run ends; output
         frames inside are recorded as they are reached. Returns (t, y, k) after the crossing.
         """
-        from .index3 import Index3Formulation
-
+        Index3Formulation = self.crossing_formulation
+        if Index3Formulation is None:
+            raise SolverError(f"formulation {self.name!r} cannot cross the singular configuration at t = {t:.6g} s",
+                              hint="set its crossing_formulation (see kernel/dynamics/contract.py)")
         nt = len(times)
         t_end = times[-1]
         tol = float(max(np.max(self.rtol), np.max(self.atol)))
@@ -614,8 +626,9 @@ class _Recorder:
 
     def result(self, form):
         return DynamicsResult(
-            t=np.array(self.t), q=np.array(self.q).reshape(len(self.t), -1), v=np.array(self.v).reshape(len(self.t), -1),
-            work=np.array(self.w), angles=self.angles, refs=self.refs, measures=np.array(self.meas).reshape(len(self.t), -1),
+            t=np.array(self.t), q=np.array(self.q).reshape(len(self.t), -1),
+            v=np.array(self.v).reshape(len(self.t), -1), work=np.array(self.w), angles=self.angles, refs=self.refs,
+            measures=np.array(self.meas).reshape(len(self.t), -1),
             success=self.success, message=self.message,
             t_fail=self.t_fail, nfev=form.nfev, nsteps=self.nsteps, nfactor=form.nfactor, nproject=form.nproject,
             notes=list(self.notes) + _crossing_notes(form),

@@ -481,7 +481,6 @@ class Dynamics:
         out = []
         q = ev.q
         qf = np.concatenate([q, self.model.q_fixed])
-        nmov = self.nmov
         bs = ev.bs
         B = np.zeros((self.model.nb, 7, 6))
         B[:, 0, 0] = B[:, 1, 1] = B[:, 2, 2] = 1.0
@@ -507,12 +506,15 @@ class Dynamics:
 
     # ------------------------------------------------------------------ conversions
     def qdd(self, bs, v, vd):
+        """q̈, shape (nq,), of the velocities v and accelerations v̇, shape (nv,), at the body state ``bs``."""
         return accelerations_to_qdd(bs, v, vd, self.nmov)
 
     def qd(self, bs, v):
+        """q̇, shape (nq,), of the velocities v, shape (nv,) (m/s, rad/s in the world frame), at ``bs``."""
         return rates_from_velocities(bs, v, self.nmov)
 
     def kinetic(self, bs):
+        """Kinetic energy (J) of the moving bodies at the body state ``bs``."""
         return kinetic_energy(self.mass, bs)
 
 

@@ -20,20 +20,20 @@ integration loop of :mod:`._dop853` compiled around this model's ``rhs``
 (:meth:`FastRHS.dop853`; used when no input of ẏ is evaluated in Python).
 
 Torque expressions τ(t, q, qd) (``torque`` force elements) and force expressions F(t, q, qd)
-along joint axes (``force`` elements) are compiled into the module too:
-the parsed, whitelisted sympy expression (:func:`~cadmotion.kernel.expressions.parse_expression`,
-never the user's text) is printed by sympy's Python code printer — the printer ``lambdify``
-uses for the numpy path, so the constants are the same — the printed code is checked against
-a whitelist of names (t, q, qd, abs, min, max and ``math`` functions and constants) and becomes
-a numba function ``torque_<s>`` (``force_<s>``) called by ``rhs`` with the element's continuous
-joint angle q (rad) and rate qd (rad/s) (displacement q in m and rate qd in m/s). The printed code is part of the source and so of the module's
-hash: each distinct set of expressions has its own cached module. An expression whose
-printed code fails the whitelist stays a Python callback (evaluated at (t, 0, 0) before each
-call, so only when it reads t alone). Drivers' time functions are compiled the same way —
-f, f' and f'' of an expression (differentiated after its decimals became c_k, so they stay
-data), a table's cubic spline from its coefficients (data too) — and evaluated in ``groups``
-at the time of the call; a model with anything left in Python (:attr:`FastRHS.self_contained`
-False) keeps scipy's loop.
+along joint axes (``force`` elements) are compiled into the module too: the parsed, whitelisted
+sympy expression (:func:`~cadmotion.kernel.expressions.parse_expression`, never the user's
+text) is printed by sympy's Python code printer — the printer ``lambdify`` uses for the numpy
+path, so the constants are the same — the printed code is checked against a whitelist of names
+(t, q, qd, abs, min, max and ``math`` functions and constants) and becomes a numba function
+``torque_<s>`` (``force_<s>``) called by ``rhs`` with the element's continuous joint angle q
+(rad) and rate qd (rad/s) (displacement q in m and rate qd in m/s). The printed code is part of
+the source and so of the module's hash: each distinct set of expressions has its own cached
+module. An expression whose printed code fails the whitelist stays a Python callback (evaluated
+at (t, 0, 0) before each call, so only when it reads t alone). Drivers' time functions are
+compiled the same way — f, f' and f'' of an expression (differentiated after its decimals
+became c_k, so they stay data), a table's cubic spline from its coefficients (data too) — and
+evaluated in ``groups`` at the time of the call; a model with anything left in Python
+(:attr:`FastRHS.self_contained` False) keeps scipy's loop.
 
 Not covered (the numpy path of :mod:`.equations` is used instead): models without numba, models
 with declared contacts (:mod:`.contacts`),
@@ -317,7 +317,8 @@ def _expression_source(dyn):
                  "    LC = K.f2(df, di, K.I_LN_CONST)"]
     for s, code, uses_state, _ in forces:
         if uses_state:
-            body += [f"    q, qd, z0, z1, z2 = K.line_state(A, rc, w, vc, lia[{s}], lib[{s}], Di[{s}], LR[{s}], Dj[{s}])",
+            body += [f"    q, qd, z0, z1, z2 = K.line_state(A, rc, w, vc, lia[{s}], lib[{s}], Di[{s}], LR[{s}], "
+                     f"Dj[{s}])",
                      f"    mag[{s}] = force_{s}(t, q, qd, LC[{s}])"]
         else:
             body.append(f"    mag[{s}] = force_{s}(t, 0.0, 0.0, LC[{s}])")
@@ -422,10 +423,12 @@ def _source(dyn):
             "    else:",
             f"        Gg = np.zeros((Q.shape[0], {gr['neq']}))",
             f"    K.scatter(Jg, Gg, bodies_{k}, {gr['row0']}, {gr['neq']}, row_map, nmov, B, bdot, Jc, gam)",
-            f"    K.scatter_rows(phi_{k}(Q, markers_{k}, params_{k}, F_{k}, W), {gr['row0']}, {gr['neq']}, row_map, ph)",
+            f"    K.scatter_rows(phi_{k}(Q, markers_{k}, params_{k}, F_{k}, W), {gr['row0']}, {gr['neq']}, "
+            "row_map, ph)",
         ]
         if g.functions:
-            lines.append(f"    K.scatter_rows(phit_{k}(Q, markers_{k}, params_{k}, F_{k}, W), {gr['row0']}, {gr['neq']}, row_map, pt)")
+            lines.append(f"    K.scatter_rows(phit_{k}(Q, markers_{k}, params_{k}, F_{k}, W), {gr['row0']}, "
+                         f"{gr['neq']}, row_map, pt)")
         if g.kind == "joint" and _n_measures(g):
             lines.append(f"    K.scatter_measures(measures_{k}(Q, markers_{k}), mpos_{k}, aux)")
     lines.append("    return 0")
@@ -623,7 +626,8 @@ class FastRHS:
         if s is None:
             sp = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, 3)), np.zeros((0, 3))) + (np.zeros(0),) * 4
         else:
-            sp = (i64(s["ia"]), i64(s["ib"]), f64(s["da"]), f64(s["db"]), f64(s["k"]), f64(s["c"]), f64(s["l0"]), f64(s["F0"]))
+            sp = (i64(s["ia"]), i64(s["ib"]), f64(s["da"]), f64(s["db"]), f64(s["k"]), f64(s["c"]), f64(s["l0"]),
+                  f64(s["F0"]))
         self.n_axis = 0
         if forces.angle is None:
             ax = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, 3, 3)), np.zeros((0, 3, 3)),
@@ -649,21 +653,22 @@ class FastRHS:
             self.exprs[kind] = [(s, fn) for s, fn in _expression_elements(dyn, kind) if s not in compiled]
         ln = forces.line
         if ln is None:
-            lnt = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, 3)), np.zeros((0, 3, 3)), np.zeros((0, 3)),
-                   np.zeros(0))
+            lnt = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, 3)), np.zeros((0, 3, 3)),
+                   np.zeros((0, 3)), np.zeros(0))
         else:
             lnt = (i64(ln["ia"]), i64(ln["ib"]), f64(ln["di"]), f64(ln["Ri"]), f64(ln["dj"]), np.zeros(len(ln["ia"])))
         bu = forces.bushing
         if bu is None:
-            but = (np.zeros(0, np.int64), np.zeros(0, np.int64)) + (np.zeros((0, 3)),) * 2 + (np.zeros((0, 3, 3)),) * 2 \
-                + (np.zeros((0, 3)),) * 4
+            but = ((np.zeros(0, np.int64), np.zeros(0, np.int64)) + (np.zeros((0, 3)),) * 2
+                   + (np.zeros((0, 3, 3)),) * 2 + (np.zeros((0, 3)),) * 4)
         else:
             n_bu = len(bu["ia"])
             but = ((i64(bu["ia"]), i64(bu["ib"]), f64(bu["da"]), f64(bu["db"]), f64(bu["Ra"]), f64(bu["Rb"]))
                    + tuple(f64(np.broadcast_to(bu[k], (n_bu, 3))) for k in ("Kt", "Ct", "Kr", "Cr")))
         bl = forces.ball
         if bl is None:
-            blt = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, 3, 3)), np.zeros((0, 3, 3)), np.zeros(0), np.zeros(0))
+            blt = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, 3, 3)), np.zeros((0, 3, 3)),
+                   np.zeros(0), np.zeros(0))
         else:
             blt = (i64(bl["ia"]), i64(bl["ib"]), f64(bl["Ri"]), f64(bl["Rj"]), f64(bl["k"]), f64(bl["c"]))
         a_, b_ = (self.baumgarte or (0.0, 0.0))
@@ -674,7 +679,8 @@ class FastRHS:
         for n_, (_, kind_, gi_, inst_) in enumerate(model.joint_measures):
             mpos.setdefault(gi_, {})[(inst_, kind_)] = n_
         values = dict(q_fixed=model.q_fixed, com_all=mass.body_com_all, Jb=_pad(mass.body_inertia, nb),
-                      Jbinv=_pad(mass.body_inertia_inv, nb), mass=mass.body_mass, gravf=forces.gravity_force.reshape(-1, 3),
+                      Jbinv=_pad(mass.body_inertia_inv, nb), mass=mass.body_mass,
+                      gravf=forces.gravity_force.reshape(-1, 3),
                       row_map=row_map, rb=rb, pair_i=pi, pair_j=pj, pair_si=psi, pair_sj=psj, sizes=sizes,
                       stab=np.array([a_, b_, getattr(dyn, 'drop_tol', DROP_TOL), *(self.penalty or (0.0, 1, 0.0)),
                                      dyn.length_scale]), ax_ref=np.zeros(len(ax[0])), tau=np.zeros(len(ax[0])),
@@ -686,7 +692,8 @@ class FastRHS:
         values.update(zip(("ax_ia", "ax_ib", "ax_Ri", "ax_Rj", "ax_k", "ax_c", "ax_tau0", "ax_expr"), ax))
         values.update(zip(("bl_ia", "bl_ib", "bl_Ri", "bl_Rj", "bl_k", "bl_c"), blt))
         values.update(zip(("ln_ia", "ln_ib", "ln_di", "ln_Ri", "ln_dj", "ln_F"), lnt))
-        values.update(zip(("bu_ia", "bu_ib", "bu_da", "bu_db", "bu_Ra", "bu_Rb", "bu_Kt", "bu_Ct", "bu_Kr", "bu_Cr"), but))
+        values.update(zip(("bu_ia", "bu_ib", "bu_da", "bu_db", "bu_Ra", "bu_Rb", "bu_Kt", "bu_Ct", "bu_Kr", "bu_Cr"),
+                          but))
         from . import _kernels as K
 
         nrows = m

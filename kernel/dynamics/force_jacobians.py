@@ -231,8 +231,10 @@ def spring_tangent(A, rc, w, vc, ia, ib, da, db, k, c, l0, F0, Kb, Db):
         for i in range(3):
             d[i] = rc[body[1], i] + s[1][i] - rc[body[0], i] - s[0][i]
         wb, wa = w[body[1]], w[body[0]]
-        xb = np.array([wb[1] * s[1][2] - wb[2] * s[1][1], wb[2] * s[1][0] - wb[0] * s[1][2], wb[0] * s[1][1] - wb[1] * s[1][0]])
-        xa = np.array([wa[1] * s[0][2] - wa[2] * s[0][1], wa[2] * s[0][0] - wa[0] * s[0][2], wa[0] * s[0][1] - wa[1] * s[0][0]])
+        xb = np.array([wb[1] * s[1][2] - wb[2] * s[1][1], wb[2] * s[1][0] - wb[0] * s[1][2],
+                       wb[0] * s[1][1] - wb[1] * s[1][0]])
+        xa = np.array([wa[1] * s[0][2] - wa[2] * s[0][1], wa[2] * s[0][0] - wa[0] * s[0][2],
+                       wa[0] * s[0][1] - wa[1] * s[0][0]])
         for i in range(3):
             vr[i] = vc[body[1], i] + xb[i] - vc[body[0], i] - xa[i]
         l = math.sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2])

@@ -179,7 +179,6 @@ class ForceElements:
     def __init__(self, model, mass):
         self.model = model
         self.mass = mass
-        nmov = mass.nmov
         g = np.asarray(model.gravity, float)
         self.gravity = g
         self.gravity_force = mass.body_mass[:, None] * g[None, :]
@@ -279,8 +278,8 @@ class ForceElements:
             if f.type == "spring-damper":
                 b = need_parts(f, 2)
                 if len(f.points) != 2:
-                    raise MechanismError(f"force {f.name!r} needs points = [[x, y, z], [x, y, z]] (first part, second part)",
-                                         where=where_of(f))
+                    raise MechanismError(f"force {f.name!r} needs points = [[x, y, z], [x, y, z]] "
+                                         "(first part, second part)", where=where_of(f))
                 k = number(f, "stiffness", 0.0, nonneg=True)
                 c = number(f, "damping", 0.0, nonneg=True)
                 l_init = float(np.linalg.norm(np.subtract(f.points[1], f.points[0])))
@@ -291,7 +290,8 @@ class ForceElements:
                                               "together use a `bushing`")
                 l0 = number(f, "free_length", l_init, nonneg=True)
                 F0 = number(f, "preload", 0.0)
-                springs.append((f.name, b[0], b[1], body_point(b[0], f.points[0]), body_point(b[1], f.points[1]), k, c, l0, F0))
+                springs.append((f.name, b[0], b[1], body_point(b[0], f.points[0]), body_point(b[1], f.points[1]),
+                                k, c, l0, F0))
             elif f.type == "rotational-spring-damper":
                 j, b, mi, mj = need_joint(f)
                 k = number(f, "stiffness", 0.0, nonneg=True)
@@ -312,7 +312,8 @@ class ForceElements:
             elif f.type == "bushing":
                 b = need_parts(f, 2)
                 if len(f.points) not in (1, 2):
-                    raise MechanismError(f"bushing {f.name!r} needs points = [[x, y, z]] (its origin)", where=where_of(f))
+                    raise MechanismError(f"bushing {f.name!r} needs points = [[x, y, z]] (its origin)",
+                                         where=where_of(f))
                 Pa = f.points[0]
                 Pb = f.points[1] if len(f.points) == 2 else f.points[0]
                 Ra = A0[b[0]].T  # world axes at the initial pose, in part a
@@ -321,20 +322,23 @@ class ForceElements:
                 Ct = number(f, "damping", 0.0, nonneg=True, n=3)
                 Kr = number(f, "rotational_stiffness", 0.0, nonneg=True, n=3)
                 Cr = number(f, "rotational_damping", 0.0, nonneg=True, n=3)
-                bushings.append((f.name, b[0], b[1], body_point(b[0], Pa), body_point(b[1], Pb), Ra, Rb, Kt, Ct, Kr, Cr))
+                bushings.append((f.name, b[0], b[1], body_point(b[0], Pa), body_point(b[1], Pb), Ra, Rb,
+                                 Kt, Ct, Kr, Cr))
             else:
                 raise MechanismError(f"force {f.name!r} has unknown type {f.type!r}", where=where_of(f),
                                      hint=f"known types: {', '.join(FORCE_TYPES)}")
             self.names.append(f.name)
 
         def arr(items, k, shape=None):
-            a = np.array([it[k] for it in items], dtype=float if not isinstance(items[0][k], (int, np.integer)) else np.int64)
+            a = np.array([it[k] for it in items],
+                         dtype=float if not isinstance(items[0][k], (int, np.integer)) else np.int64)
             return a
 
         self.springs = None
         if springs:
             self.springs = dict(
-                names=[s[0] for s in springs], ia=np.array([s[1] for s in springs]), ib=np.array([s[2] for s in springs]),
+                names=[s[0] for s in springs], ia=np.array([s[1] for s in springs]),
+                ib=np.array([s[2] for s in springs]),
                 da=np.array([s[3] for s in springs]), db=np.array([s[4] for s in springs]),
                 k=np.array([s[5] for s in springs]), c=np.array([s[6] for s in springs]),
                 l0=np.array([s[7] for s in springs]), F0=np.array([s[8] for s in springs]),
@@ -349,7 +353,8 @@ class ForceElements:
                 Ri=np.array([a[2][1] for a in ang]), Rj=np.array([a[3][1] for a in ang]),
             )
             self.axis_rot = dict(names=[s[0] for s in axis_rot], k=np.array([s[5] for s in axis_rot], float),
-                                 c=np.array([s[6] for s in axis_rot], float), tau0=np.array([s[7] for s in axis_rot], float))
+                                 c=np.array([s[6] for s in axis_rot], float),
+                                 tau0=np.array([s[7] for s in axis_rot], float))
             self.axis_expr = [(s[0], s[5]) for s in axis_expr]
         self.ball = None
         if ball_rot:
@@ -493,7 +498,8 @@ class ForceElements:
             vrel = bs.vc[ln["ib"]] + _cross(bs.w[ln["ib"]], Pj_off) - bs.vc[ln["ia"]] - _cross(bs.w[ln["ia"]], off_i)
             rate = np.sum(vrel * Z, 1)
             # d/dt (d·Z) = (vPj − vPi)·Z + d·(ω_i × Z)
-            drate = np.sum((bs.vc[ln["ib"]] + _cross(bs.w[ln["ib"]], Pj_off) - bs.vc[ln["ia"]] - _cross(bs.w[ln["ia"]], Pi_off)) * Z, 1) \
+            drate = np.sum((bs.vc[ln["ib"]] + _cross(bs.w[ln["ib"]], Pj_off)
+                            - bs.vc[ln["ia"]] - _cross(bs.w[ln["ia"]], Pi_off)) * Z, 1) \
                 + np.sum((Pj - Pi) * _cross(bs.w[ln["ia"]], Z), 1)
             mag = np.array([fn(t, disp[k], drate[k]) for k, fn in enumerate(ln["fns"])])
             Fj = mag[:, None] * Z
@@ -638,7 +644,8 @@ class ForceElements:
         if potential:
             return 0.5 * float(np.sum(bu["Kt"] * d * d) + np.sum(bu["Kr"] * phi * phi))
         wa = bs.w[bu["ia"]]
-        vrel_w = bs.vc[bu["ib"]] + _cross(bs.w[bu["ib"]], Pb_off) - bs.vc[bu["ia"]] - _cross(wa, Pa_off) - _cross(wa, dw)
+        vrel_w = (bs.vc[bu["ib"]] + _cross(bs.w[bu["ib"]], Pb_off)
+                  - bs.vc[bu["ia"]] - _cross(wa, Pa_off) - _cross(wa, dw))
         dd = np.einsum("nji,nj->ni", Wa, vrel_w)
         wrel = np.einsum("nji,nj->ni", Wa, bs.w[bu["ib"]] - wa)
         F_loc = -bu["Kt"] * d - bu["Ct"] * dd

@@ -42,6 +42,8 @@ __all__ = ["Formulation", "DynamicsResult", "FORMULATIONS", "INTEGRATORS", "get_
 class _IndexOne(Formulation):
     """State y = [q (nq), v (nv), W]; subclasses supply the accelerations."""
 
+    crossing_formulation = Index3Formulation
+
     def initial_state(self, t, q, v):
         self._last = None
         return np.concatenate([q, v, [0.0]])
@@ -217,6 +219,7 @@ class ProjectionFormulation(_IndexOne):
         self._setup_fast()
 
     def accelerations(self, ev, t, q, v):
+        """(v̇, power of the driving constraints) from the kept rows, Jv v̇ = γ."""
         return self._solve_kept(ev)
 
     def _position_rows(self, q, t):
@@ -281,10 +284,12 @@ class ProjectionFormulation(_IndexOne):
         return out
 
     def accept(self, t, y):
+        """After an accepted step: update the angle windings, then project q and v onto the joints."""
         self._update_windings(y[: self.nq], aux=self._fast_aux(y), v=y[self.nq: self.nq + self.nv])
         return self._project(t, y)
 
     def output_state(self, t, y):
+        """The state of an output frame, projected onto the joints (the integrator's state is kept)."""
         new = self._project(t, y, count=False)
         return y if new is None else new
 
@@ -300,6 +305,7 @@ class BaumgarteFormulation(_IndexOne):
         self._setup_fast((float(self.options["alpha"]), float(self.options["beta"])))
 
     def accelerations(self, ev, t, q, v):
+        """(v̇, power of the driving constraints), with Jv v̇ = γ − 2α Φ̇ − β² Φ."""
         dyn = self.dyn
         a, b = self.options["alpha"], self.options["beta"]
         phi = dyn.phi(ev.q, t, self.angles)[dyn.model_rows]
@@ -310,6 +316,7 @@ class BaumgarteFormulation(_IndexOne):
         return self._solve_kept(ev, extra)
 
     def accept(self, t, y):
+        """After an accepted step: update the angle windings (no projection; returns None)."""
         self._update_windings(y[: self.nq], aux=self._fast_aux(y), v=y[self.nq: self.nq + self.nv])
         return None
 
@@ -332,6 +339,7 @@ class PenaltyFormulation(_IndexOne):
             self._setup_fast((xi * om, om), (1.0 / self.alpha, *iterations))
 
     def accelerations(self, ev, t, q, v):
+        """(v̇, power of the driving constraints), with λ from the penalty α and the damped Φ, Φ̇."""
         dyn = self.dyn
         xi, om = self.options["xi"], self.options["omega"]
         phi = dyn.phi(ev.q, t, self.angles)[dyn.model_rows]
@@ -369,6 +377,7 @@ class PenaltyFormulation(_IndexOne):
         return vd, float(lam @ ev.phit) if dyn.timed else 0.0
 
     def accept(self, t, y):
+        """After an accepted step: update the angle windings (no projection; returns None)."""
         self._update_windings(y[: self.nq], aux=self._fast_aux(y), v=y[self.nq: self.nq + self.nv])
         return None
 

@@ -132,7 +132,8 @@ def prepare(model, t0=0.0):
     asm = assemble(model, model.q0, t0, angles)
     if not asm.success:
         raise AssemblyError(asm.message, where=model.spec.source or None,
-                            hint="check the joint frames of the conflicting joints, or move the parts closer to an assembled pose")
+                            hint="check the joint frames of the conflicting joints, "
+                                 "or move the parts closer to an assembled pose")
     q0 = asm.q
     bs = body_state(model, dyn.mass, q0, np.zeros(dyn.nv))
     refs = dyn.forces.initial_refs(bs)

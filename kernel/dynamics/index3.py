@@ -167,8 +167,9 @@ class QForm:
 
     # ------------------------------------------------------------------ evaluation
     def kinematics(self, q, qd):
-        self._k.body_kinematics(q, qd, self.nmov, self.q_fixed, self.com_all, self.Jb, self.A, self.rho, self.rc, self.E,
-                           self.Jw, self.w, self.vc)
+        """Fill the per-body arrays (rotation, ω, centre-of-mass velocity, ...) of q and q̇ in place."""
+        self._k.body_kinematics(q, qd, self.nmov, self.q_fixed, self.com_all, self.Jb, self.A, self.rho, self.rc,
+                                self.E, self.Jw, self.w, self.vc)
 
     def residual(self, q, qd, qdd, t):
         """(R = M_q q̈ − Q_q (nq,), non-conservative power W) at (q, q̇, q̈, t)."""
@@ -253,6 +254,8 @@ class Index3Formulation(Formulation):
                 "jacobian": "step"}
 
     def solve(self, times, q0, v0, *, integrator="generalized-alpha", rtol=1e-8, atol=1e-10, dt=None):
+        """Integrate from consistent (q0, v0) to ``times`` (s) with generalised-α or HHT steps of ``dt``
+        (s; default from the output interval); a :class:`~.contract.DynamicsResult` (the contract)."""
         self.check_integrator(integrator)
         if self.options["newton"] not in ("full", "mass"):
             raise SolverError(f"index3: newton must be 'full' or 'mass', got {self.options['newton']!r}")
@@ -328,6 +331,7 @@ class Index3Formulation(Formulation):
         return rec.result(self)
 
     def unpack(self, t, y):
+        """(q, v, W) of the last step: coordinates, velocities (m/s, rad/s) and non-conservative work (J)."""
         q, qd, work = self._y_out
         v = velocities_from_rates(self._bs(q), qd, self.dyn.nmov)
         return q, v, work

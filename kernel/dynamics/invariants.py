@@ -149,10 +149,12 @@ class Accuracy:
 
     @property
     def fixed_step(self):
+        """True for a fixed-step integrator (RK4, generalised-α, HHT)."""
         return self.integrator in FIXED_STEP
 
     @property
     def order(self):
+        """The integrator's order in the step-size error estimate (``ORDERS``; 2 when not listed)."""
         return ORDERS.get(self.integrator, 2)
 
 
@@ -209,9 +211,11 @@ class Invariant:
 
     @property
     def broken(self):
+        """True when the check went beyond its allowance at some frame."""
         return self.first_time is not None
 
     def to_dict(self):
+        """The check as plain data (JSON): name, unit, drift, allowance, first time broken (s)."""
         return dict(name=self.name, description=self.description, unit=self.unit, max_drift=self.max_drift,
                     time=self.time, allowed=self.allowed, broken=self.broken, first_time=self.first_time,
                     scale=self.scale)
@@ -274,6 +278,7 @@ class InvariantReport:
 
     @property
     def ok(self):
+        """True when no check broke."""
         return not self.broken
 
     def events(self):
@@ -288,6 +293,7 @@ class InvariantReport:
         return f"INVARIANTS BROKEN: {', '.join(c.name for c in self.broken)} (checked {names})"
 
     def to_dict(self):
+        """The report as plain data (JSON): ok, every check, the skipped ones, the sample rate."""
         return dict(ok=self.ok, checks=[c.to_dict() for c in self.checks], skipped=list(self.skipped),
                     rate=self.rate)
 
@@ -429,7 +435,6 @@ def check_motion(motion, accuracy, *, bodies=None, gravity=(0.0, 0.0, 0.0), free
     e_r, e_a = _per_step(accuracy, span, rate)
     N = max(int(accuracy.nsteps), 1)
     ex = motion.extra
-    g1 = float(np.sum(np.abs(gravity)))
 
     # reactions and efforts: the constraint forces that may work through Φ̇
     react = np.zeros(nt)

@@ -91,10 +91,12 @@ class MassProperties:
 
     @property
     def nmov(self):
+        """Number of moving bodies."""
         return len(self.body_mass)
 
     @property
     def total_mass(self):
+        """Mass of the moving bodies (kg)."""
         return float(self.body_mass.sum())
 
 

@@ -124,6 +124,7 @@ class FrameOutputs:
         return vd, dyn.qdd(bs, v, vd)
 
     def extra(self):
+        """The recorded series, {name: ndarray of shape (n_frames,)}, in SI units, for ``Motion.extra``."""
         return {k: np.asarray(v, float) for k, v in self.rows.items()}
 
 

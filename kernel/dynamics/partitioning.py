@@ -17,6 +17,7 @@ import scipy.sparse as sps
 
 from ..analysis import rank_info
 from .contract import Formulation, _Failure, _Restart
+from .index3 import Index3Formulation
 from .mass import velocities_from_rates
 
 __all__ = ["PartitioningFormulation"]
@@ -28,8 +29,10 @@ class PartitioningFormulation(Formulation):
 
     name = "partitioning"
     defaults = {"tol": 1e-12, "max_iter": 15, "rcond": 0.5}
+    crossing_formulation = Index3Formulation
 
     def initial_state(self, t, q, v):
+        """y = [u (independent coordinates), u̇, W = 0] of consistent q, v at time t (s)."""
         self._q = np.array(q, float)
         self._partition(q, t)
         bs = self._bs(q)
@@ -108,6 +111,7 @@ class PartitioningFormulation(Formulation):
         return q, qd, lu
 
     def rhs(self, t, y):
+        """[u̇, ü, Ẇ]: the dependent coordinates are solved from Φ = 0, then the reduced equations."""
         q, qd, _ = self._full(t, y)
         dyn = self.dyn
         bs = self._bs(q)
@@ -142,11 +146,15 @@ class PartitioningFormulation(Formulation):
         return self.dyn.singularity(ev)
 
     def unpack(self, t, y):
+        """(q, v, W): all coordinates recovered from u, velocities (m/s, rad/s), work (J)."""
         q, qd, _ = self._full(t, y)
         v = velocities_from_rates(self._bs(q), qd, self.dyn.nmov)
         return q, v, y[-1]
 
     def accept(self, t, y):
+        """After an accepted step: keep the solved coordinates, update the angle windings, and renew
+        the partition where it has become ill-conditioned (a restart in the new coordinates);
+        otherwise None."""
         q, qd, lu = self._full(t, y)
         self._q = q
         self._update_windings(q)

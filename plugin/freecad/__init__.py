@@ -10,8 +10,10 @@ Inside FreeCAD (GUI or ``freecadcmd``)::
 Modules
 -------
 ``document``          FreeCAD document -> MechanismSpec (Assembly joints, workbench joints,
-                      or ``<doc>.cadmotion.toml``); placements in and out
-``joints``            the workbench's joint objects and the axis-from-selection rules
+                      or ``<doc>.cadmotion.toml``)
+``placements``        FreeCAD placements (mm) <-> 4x4 poses (m), global placements
+``joints``            the workbench's joint objects, their view provider, the
+                      axis-from-selection rules
 ``simulate``          ``simulate_document``, the stored motion, ``show_time``, exports
 ``gui``               workbench commands, task panel, playback (FreeCAD GUI only)
 ``fcstd_placements``  write placements into a copy of an .FCStd *without* FreeCAD

@@ -38,10 +38,11 @@ from typing import Dict, List
 
 import numpy as np
 
-from ...errors import CadImportError, MechanismError, ModelFileError
+from ...errors import MechanismError, ModelFileError
 from ...importers.materials import part_density
 from ...kernel.rotations import matrix_to_quaternion
 from ...kernel.spec import DriverSpec, Frame, JointSpec, MechanismSpec, PartSpec
+from .placements import MM, _app, global_placement, matrix_placement, placement_matrix, set_global_placement
 
 __all__ = [
     "MM", "WORLD", "REQUIRED_MODULES", "missing_modules", "check_dependencies",
@@ -50,9 +51,6 @@ __all__ = [
     "mass_properties", "is_cadmotion_object", "workbench_joints", "assemblies", "saved_assembly", "sidecar_path",
     "report_error",
 ]
-
-MM = 1e-3
-"""Metres per FreeCAD length unit (mm)."""
 
 WORLD = "world"
 """Name of the fixed world part that joints with an empty ``Part1`` attach to."""
@@ -121,51 +119,6 @@ def report_error(exc, title="Cadmotion", dialog=True):
         except Exception:
             pass
     return text
-
-
-def _app():
-    try:
-        import FreeCAD
-    except ImportError:
-        raise CadImportError("FreeCAD is not importable in this Python",
-                             hint="run this inside FreeCAD or freecadcmd") from None
-    return FreeCAD
-
-
-# --------------------------------------------------------------------------- placements
-def placement_matrix(plc):
-    """4x4 pose (m) of a FreeCAD ``Placement`` (mm)."""
-    m = plc.toMatrix()
-    X = np.array([[m.A11, m.A12, m.A13, m.A14], [m.A21, m.A22, m.A23, m.A24],
-                  [m.A31, m.A32, m.A33, m.A34], [0.0, 0.0, 0.0, 1.0]], float)
-    X[:3, 3] *= MM
-    return X
-
-
-def matrix_placement(X):
-    """FreeCAD ``Placement`` (mm) of a rigid 4x4 pose (m)."""
-    App = _app()
-    X = np.asarray(X, float)
-    R = X[:3, :3]
-    w, x, y, z = matrix_to_quaternion(R)
-    return App.Placement(App.Vector(*(X[:3, 3] / MM)), App.Rotation(x, y, z, w))
-
-
-def global_placement(obj):
-    """The object's placement in the document's global frame (follows the first tree path)."""
-    parents = getattr(obj, "Parents", None) or []
-    if parents:
-        root, sub = parents[0]
-        plc = root.getSubObject(sub, retType=3)
-        if plc is not None:
-            return plc
-    return obj.Placement
-
-
-def set_global_placement(obj, plc):
-    """Give ``obj`` the global placement ``plc`` by changing its own ``Placement``."""
-    parent = global_placement(obj).multiply(obj.Placement.inverse())
-    obj.Placement = parent.inverse().multiply(plc)
 
 
 @dataclass
@@ -675,6 +628,7 @@ def _sidecar_model(doc, parts, path, density):
     from ...importers.modelfile import parse_model
 
     spec = parse_model(data, source=path, base_dir=os.path.dirname(path))
-    spec = replace(spec, parts=tuple(replace(p, shape=_local_shape(bindings[p.name].obj), color=p.color or _color(bindings[p.name].obj))
+    spec = replace(spec, parts=tuple(replace(p, shape=_local_shape(bindings[p.name].obj),
+                                             color=p.color or _color(bindings[p.name].obj))
                                      if p.name in bindings else p for p in spec.parts))
     return DocumentModel(spec, bindings, "sidecar")

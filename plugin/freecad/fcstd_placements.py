@@ -93,7 +93,8 @@ def _object_span(text, name, where):
 def _property_element(text, span, prop):
     """(start, end, attrs) of <PropertyPlacement .../> of property ``prop`` in the span."""
     start, end = span
-    m = re.compile(r'<Property name="%s"[^>]*>\s*(<PropertyPlacement\b[^>]*/>)' % re.escape(prop)).search(text, start, end)
+    pattern = re.compile(r'<Property name="%s"[^>]*>\s*(<PropertyPlacement\b[^>]*/>)' % re.escape(prop))
+    m = pattern.search(text, start, end)
     if m is None:
         return None
     el = m.group(1)

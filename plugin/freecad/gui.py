@@ -33,14 +33,12 @@ dialog; the document is not changed by a failed command.
 
 from __future__ import annotations
 
-import os
-
 import FreeCAD as App
 import FreeCADGui as Gui
 
 from ...errors import CadmotionError
 from .document import report_error
-from .joints import StatelessProxy
+from .joints import JointViewProvider, icon_path  # defined beside the joints, so joints never import the GUI
 from .simulate import run_summary
 
 __all__ = ["JOINT_COMMANDS", "RUN_COMMANDS", "SimulationPanel", "open_task_panel", "play_stored_motion",
@@ -55,36 +53,6 @@ def _qt():
     from PySide import QtCore, QtGui
 
     return QtCore, QtGui
-
-
-class JointViewProvider(StatelessProxy):
-    """View provider of joint objects: an icon, no geometry."""
-
-    def __init__(self, vobj):
-        vobj.Proxy = self
-
-    def attach(self, vobj):
-        self.Object = vobj.Object
-
-    def getIcon(self):
-        return icon_path("Cadmotion_Joint")
-
-    def getDisplayModes(self, vobj):
-        return ["Default"]
-
-    def getDefaultDisplayMode(self):
-        return "Default"
-
-    def onChanged(self, vobj, prop):
-        pass
-
-
-ICON_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "icons")
-
-
-def icon_path(command):
-    """The SVG icon of a command (or ``Cadmotion_Joint``, ``Cadmotion_Workbench``), a file path."""
-    return os.path.join(ICON_DIR, f"{command}.svg")
 
 
 # --------------------------------------------------------------------------- commands
@@ -503,7 +471,8 @@ class SimulationPanel:
             return
         path, _ = QtGui.QFileDialog.getSaveFileName(
             Gui.getMainWindow(), "Export the motion", "",
-            "Animation (*.html *.glb *.gltf);;Table (*.csv *.json);;Plots (*.png *.svg);;STEP at the shown time (*.step)")
+            "Animation (*.html *.glb *.gltf);;Table (*.csv *.json);;Plots (*.png *.svg);;"
+            "STEP at the shown time (*.step)")
         if not path:
             return
         try:

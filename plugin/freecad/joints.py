@@ -44,15 +44,17 @@ vertex            the point; axis only for spherical and fixed joints (z)
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from ...errors import MechanismError
 from ...kernel.spec import DriverSpec, TimeFunctionSpec
 from ...kernel.rotations import invert_pose
-from .document import MM, global_placement, matrix_placement, placement_matrix
+from .placements import MM, global_placement, matrix_placement, placement_matrix
 
 __all__ = ["JOINT_KINDS", "make_joint", "joint_from_selection", "joint_markers", "joint_driver",
-           "axis_from_element", "refresh_markers", "JointProxy", "SelectionError"]
+           "axis_from_element", "refresh_markers", "JointProxy", "JointViewProvider", "icon_path", "SelectionError"]
 
 #: joint types the workbench offers, with what the axis means
 JOINT_KINDS = ("revolute", "prismatic", "cylindrical", "spherical", "planar", "fixed", "universal",
@@ -172,6 +174,36 @@ class JointProxy(StatelessProxy):
             pass
 
 
+class JointViewProvider(StatelessProxy):
+    """View provider of joint objects: an icon, no geometry."""
+
+    def __init__(self, vobj):
+        vobj.Proxy = self
+
+    def attach(self, vobj):
+        self.Object = vobj.Object
+
+    def getIcon(self):
+        return icon_path("Cadmotion_Joint")
+
+    def getDisplayModes(self, vobj):
+        return ["Default"]
+
+    def getDefaultDisplayMode(self):
+        return "Default"
+
+    def onChanged(self, vobj, prop):
+        pass
+
+
+ICON_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "icons")
+
+
+def icon_path(command):
+    """The SVG icon of a command (or ``Cadmotion_Joint``, ``Cadmotion_Workbench``), a file path."""
+    return os.path.join(ICON_DIR, f"{command}.svg")
+
+
 def _add_properties(obj):
     props = obj.PropertiesList
     add = lambda t, n, g, d: n in props or obj.addProperty(t, n, g, d)
@@ -192,7 +224,8 @@ def _add_properties(obj):
     obj.setEditorMode("Placement2", 2)
     add("App::PropertyBool", "Enabled", "Joint", "false leaves the joint out of the simulation")
     add("App::PropertyFloat", "Pitch", "Joint", "screw joints: advance per turn, mm")
-    add("App::PropertyString", "Driver", "Driver", "time expression in t (s): rad for angles, mm for displacements; empty = not driven")
+    add("App::PropertyString", "Driver", "Driver",
+        "time expression in t (s): rad for angles, mm for displacements; empty = not driven")
     add("App::PropertyEnumeration", "DriverCoordinate", "Driver", "driven coordinate")
     obj.DriverCoordinate = list(_DRIVER_COORDS)
 
@@ -261,8 +294,6 @@ def _attach_view(obj):
         import FreeCAD as App
 
         if App.GuiUp and obj.ViewObject is not None:
-            from .gui import JointViewProvider
-
             JointViewProvider(obj.ViewObject)
     except Exception:
         pass

@@ -93,7 +93,8 @@ def html_page(motion, *, plot=None, cache=None, complete=None, scene=None):
     if motion.events:
         rows = "".join(f"<tr><td>{ev.time:.6g}</td><td>{esc(ev.kind)}</td><td>{esc(ev.message)}</td></tr>"
                        for ev in motion.events)
-        events = f"<h2 style='font-size:16px;margin:8px 16px'>Events</h2><table><tr><th>t (s)</th><th>kind</th><th>message</th></tr>{rows}</table>"
+        events = ("<h2 style='font-size:16px;margin:8px 16px'>Events</h2>"
+                  f"<table><tr><th>t (s)</th><th>kind</th><th>message</th></tr>{rows}</table>")
     speeds = "".join(f"<option value='{s}'{' selected' if s == 1 else ''}>{s}x</option>"
                      for s in (0.1, 0.25, 0.5, 1, 2, 4))
     js = _VIEWER_JS.read_text(encoding="utf-8")

@@ -149,8 +149,8 @@ def make_figure(motion, plot=None, *, complete=None):
         groups.append((f"joint {word}s (rates by finite differences)", rows))
     other = [jc for jc in coords if jc.kind not in _KINDS]
     if other:
-        groups.append(("joint coordinates", [("coordinate", [(jc.column, f"C{i % 10}", "-", np.asarray(jc.values, float))
-                                                             for i, jc in enumerate(other)])]))
+        lines = [(jc.column, f"C{i % 10}", "-", np.asarray(jc.values, float)) for i, jc in enumerate(other)]
+        groups.append(("joint coordinates", [("coordinate", lines)]))
 
     nrows = sum(len(rows) for _, rows in groups) or 1
     fig = Figure(figsize=(9.0, 2.1 * nrows + 0.9), layout="constrained")

@@ -20,7 +20,8 @@ from typing import Optional
 
 import numpy as np
 
-__all__ = ["Mesh", "MeshCache", "tessellate", "triangulated_faces", "TriangulatedFace", "box_mesh", "LINEAR_DEFLECTION", "ANGULAR_DEFLECTION"]
+__all__ = ["Mesh", "MeshCache", "tessellate", "triangulated_faces", "TriangulatedFace", "box_mesh", "LINEAR_DEFLECTION",
+           "ANGULAR_DEFLECTION"]
 
 #: linear deflection relative to the bounding-box diagonal of the shape
 LINEAR_DEFLECTION = 1e-3

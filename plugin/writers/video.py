@@ -25,6 +25,7 @@ import numpy as np
 from ...errors import OutputError
 from ...kernel.motion import quat_to_matrix, slerp
 from .atomic import atomic_path
+from .labels import draw_label, label_font_path  # noqa: F401  (label_font_path: public here too)
 from .scene import build_scene
 
 __all__ = ["write_video", "Camera", "fit_camera", "check_video_backend", "VIDEO_EXTENSIONS"]
@@ -153,24 +154,6 @@ def render_frame(scene, camera, t, size=(960, 720), label=None):
     if label:
         draw_label(image, label)
     return image
-
-
-def label_font_path():
-    """Path of DejaVu Sans (shipped with matplotlib), which covers Latin, Greek, Cyrillic."""
-    from matplotlib import font_manager
-
-    return font_manager.findfont(font_manager.FontProperties(family="DejaVu Sans"), fallback_to_default=True)
-
-
-def draw_label(image, label):
-    """Write ``label`` at the top left of a Pillow image, in DejaVu Sans."""
-    from PIL import ImageDraw, ImageFont
-
-    try:
-        font = ImageFont.truetype(label_font_path(), max(12, image.size[1] // 40))
-    except OSError:
-        font = ImageFont.load_default()
-    ImageDraw.Draw(image).text((10, 8), label, fill=(40, 40, 40), font=font)
 
 
 def check_video_backend(ext):

@@ -6,7 +6,7 @@ Pillow. Offscreen rendering needs no display: VTK picks EGL or OSMesa when there
 server. Each distinct mesh becomes one ``vtkPolyData`` shared by the actors of the parts
 that use it; per frame only the actors' matrices (part poses, m, assembly frame) change.
 Frames are rendered at twice the size and reduced (smooth edges), then labelled with
-:func:`~cadmotion.plugin.writers.video.draw_label`.
+:func:`~cadmotion.plugin.writers.labels.draw_label`.
 """
 
 from __future__ import annotations
@@ -113,7 +113,7 @@ class VtkFrames:
         """Yield a labelled Pillow image per time; ``pose_at(scene, t)`` gives the poses."""
         from PIL import Image
 
-        from .video import draw_label
+        from .labels import draw_label
 
         try:
             for t, label in zip(times, labels):

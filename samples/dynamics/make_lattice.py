@@ -50,7 +50,8 @@ def _v(xs):
     return "[" + ", ".join(_f(x) for x in xs) + "]"
 
 
-def lattice_toml(rows=5, cols=8, pattern="brick", stiffness=STIFFNESS, damping=DAMPING, corner_inset=0.02, t_end=4.0, steps=200):
+def lattice_toml(rows=5, cols=8, pattern="brick", stiffness=STIFFNESS, damping=DAMPING, corner_inset=0.02, t_end=4.0,
+                 steps=200):
     """The model file text of the lattice."""
     if rows < 1 or cols < 1:
         raise ValueError("rows and cols must be at least 1")
@@ -175,7 +176,8 @@ def main(argv=None):
     ap.add_argument("-o", "--output", default=None,
                     help="output file (default: plate_lattice.cadmotion.toml next to this script; '-' for stdout)")
     args = ap.parse_args(argv)
-    text = lattice_toml(args.rows, args.cols, args.pattern, args.stiffness, args.damping, t_end=args.t_end, steps=args.steps)
+    text = lattice_toml(args.rows, args.cols, args.pattern, args.stiffness, args.damping, t_end=args.t_end,
+                        steps=args.steps)
     if args.output == "-":
         print(text, end="")
         return

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from scipy.integrate import solve_ivp
 
-from cadmotion.errors import CadmotionError, MechanismError, ModelFileError, SolverError
+from cadmotion.errors import MechanismError, ModelFileError, SolverError
 from cadmotion.importers.modelfile import parse_model, read_model_file
 from cadmotion.kernel import compile_model
 from cadmotion.kernel.dynamics import simulate

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from cadmotion.errors import ExpressionError, MechanismError, SolverError
-from cadmotion.importers.modelfile import parse_model, read_model_file
+from cadmotion.importers.modelfile import read_model_file
 from cadmotion.kernel import compile_model
 from cadmotion.kernel.dynamics import FORMULATIONS, inverse_dynamics, simulate
 from cadmotion.kernel.dynamics.energy import energy_balance

@@ -421,6 +421,29 @@ def test_apply_motion_places_cadquery_nodes_at_their_poses():
     np.testing.assert_allclose(crank_tip, rod_start, atol=1e-6)
 
 
+def test_a_kernel_motion_is_applied_through_the_cadquery_front_end_in_the_assemblys_unit():
+    """The kernel's Motion knows nothing of CadQuery: plugin.cadquery.apply moves the nodes,
+    scaling metres to the unit named (mm by default, as CadQuery models are drawn)."""
+    cq = pytest.importorskip("cadquery")
+    from cadmotion.importers import load
+    from cadmotion.kernel import compile_model, kinematics
+    from cadmotion.plugin.cadquery import apply
+    from cadmotion.plugin.cadquery_apply import matrix_from_location
+
+    motion = kinematics(compile_model(load(SAMPLES / "slider_crank.cadmotion.toml")), t_end=1.0, steps=20)
+    t = float(motion.time[7])
+    for unit, per_metre in ((None, 1000.0), ("mm", 1000.0), ("m", 1.0)):
+        assy = cq.Assembly(name="sc")
+        for part in motion.parts:
+            assy.add(cq.Workplane().box(1, 1, 1), name=part)
+        assert apply(motion, assy, t, length_unit=unit) is assy
+        for part in motion.parts:
+            X = motion.pose(part, t)
+            X[:3, 3] *= per_metre
+            np.testing.assert_allclose(matrix_from_location(assy.objects[part].loc), X, atol=1e-9,
+                                       err_msg=f"{part}, unit {unit}")
+
+
 def test_apply_motion_reports_missing_ambiguous_and_unmatched_parts():
     cq = pytest.importorskip("cadquery")
     from cadmotion.errors import OutputError
