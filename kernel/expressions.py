@@ -81,7 +81,8 @@ def parse_expression(text, *, variables=("t",), where=None):
             raise ExpressionError(
                 f"unknown name {node.id!r} in expression {text!r}",
                 where=where,
-                hint=f"allowed names: {', '.join(list(variables) + list(_CONSTANTS))} and functions {', '.join(FUNCTIONS)}",
+                hint=f"allowed names: {', '.join(list(variables) + list(_CONSTANTS))} "
+                     f"and functions {', '.join(FUNCTIONS)}",
             )
         if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
             return _BINOPS[type(node.op)](build(node.left), build(node.right))

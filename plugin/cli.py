@@ -88,7 +88,8 @@ def build_parser():
     run.add_argument("model")
     span(run)
     run.add_argument("-o", "--output", action="append", default=[],
-                     help="output file; the extension picks the writer (.csv .json .glb .gltf .html .step .png .svg); repeatable")
+                     help="output file; the extension picks the writer "
+                          "(.csv .json .glb .gltf .html .step .png .svg); repeatable")
     run.add_argument("--analysis", choices=["kinematic", "dynamic", "inverse"], default="kinematic",
                      help="kinematic: driven motion; dynamic: motion under forces; inverse: driven motion plus "
                           "the driver efforts and joint reactions it takes (needs mass properties)")
