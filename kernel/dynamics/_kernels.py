@@ -14,6 +14,8 @@ import math
 import numba
 import numpy as np
 
+from ._frames import euler_rotation, frame_axes
+
 _JIT = dict(cache=True, nogil=True, fastmath=False)
 # linear algebra kernels: allow reassociation of sums so LLVM can vectorise the reductions
 _JIT_LA = dict(cache=True, nogil=True, fastmath={"reassoc", "contract"})
@@ -39,16 +41,7 @@ def body_kinematics(y, nq, nmov, nb, q_fixed, com_all, Jb, Jbinv, qf, qdf, A, rh
         o = 7 * b
         qf[o], qf[o + 1], qf[o + 2] = r0, r1, r2
         qf[o + 3], qf[o + 4], qf[o + 5], qf[o + 6] = e0, e1, e2, e3
-        d = 2 * e0 * e0 - 1
-        A[b, 0, 0] = d + 2 * e1 * e1
-        A[b, 1, 1] = d + 2 * e2 * e2
-        A[b, 2, 2] = d + 2 * e3 * e3
-        A[b, 0, 1] = 2 * (e1 * e2 - e0 * e3)
-        A[b, 1, 0] = 2 * (e1 * e2 + e0 * e3)
-        A[b, 0, 2] = 2 * (e1 * e3 + e0 * e2)
-        A[b, 2, 0] = 2 * (e1 * e3 - e0 * e2)
-        A[b, 1, 2] = 2 * (e2 * e3 - e0 * e1)
-        A[b, 2, 1] = 2 * (e2 * e3 + e0 * e1)
+        euler_rotation(A, b, e0, e1, e2, e3)
         for i in range(3):
             rho[b, i] = A[b, i, 0] * com_all[b, 0] + A[b, i, 1] * com_all[b, 1] + A[b, i, 2] * com_all[b, 2]
         rc[b, 0], rc[b, 1], rc[b, 2] = r0 + rho[b, 0], r1 + rho[b, 1], r2 + rho[b, 2]
@@ -300,17 +293,6 @@ def rotation_gradient(p0, p1, p2, g0, g1, g2):
     x = cross(p0, p1, p2, g0, g1, g2)
     y = cross(p0, p1, p2, x[0], x[1], x[2])
     return (g0 + 0.5 * x[0] + c * y[0], g1 + 0.5 * x[1] + c * y[1], g2 + 0.5 * x[2] + c * y[2])
-
-
-@numba.njit(**_JIT)
-def frame_axes(A, b, R):
-    """World axes (3, 3) of a marker R (part axes) on body b."""
-    W = np.zeros((3, 3))
-    for i in range(3):
-        for j in range(3):
-            for k in range(3):
-                W[i, j] += A[b, i, k] * R[k, j]
-    return W
 
 
 @numba.njit(**_JIT)

@@ -53,17 +53,8 @@ import math
 
 import numpy as np
 
-try:  # numba is optional: the same loops run as Python without it
-    import numba
-
-    _jit = numba.njit(cache=True, nogil=True)
-    HAVE_NUMBA = True
-except ImportError:  # pragma: no cover - exercised only without numba
-    numba = None
-    HAVE_NUMBA = False
-
-    def _jit(fn):
-        return fn
+from ._frames import HAVE_NUMBA, frame_axes
+from ._frames import jit as _jit
 
 __all__ = ["spring_tangent", "axis_tangent", "ball_tangent", "bushing_tangent", "jl_inverse", "HAVE_NUMBA"]
 
@@ -100,17 +91,6 @@ def _mt(A):
         for j in range(m):
             T[j, i] = A[i, j]
     return T
-
-
-@_jit
-def _axes(A, b, R):
-    """World axes A_b R (3, 3) of a marker R on body b."""
-    W = np.zeros((3, 3))
-    for i in range(3):
-        for j in range(3):
-            for k in range(3):
-                W[i, j] += A[b, i, k] * R[k, j]
-    return W
 
 
 @_jit
@@ -302,8 +282,8 @@ def axis_tangent(A, w, ia, ib, Ri, Rj, tau, kk_, cc_, Kb, Db):
     τ its current value, kk_ = −∂τ/∂θ and cc_ = −∂τ/∂θ̇: fills K, D blocks (rotational parts)."""
     for e in range(ia.shape[0]):
         a, b = ia[e], ib[e]
-        Wi = _axes(A, a, Ri[e])
-        Wj = _axes(A, b, Rj[e])
+        Wi = frame_axes(A, a, Ri[e])
+        Wj = frame_axes(A, b, Rj[e])
         Xi, Yi, Z = Wi[:, 0].copy(), Wi[:, 1].copy(), Wi[:, 2].copy()
         Xj = Wj[:, 0].copy()
         cs = Xi[0] * Xj[0] + Xi[1] * Xj[1] + Xi[2] * Xj[2]
@@ -339,8 +319,8 @@ def ball_tangent(A, ia, ib, Ri, Rj, k, c, Kb, Db):
     """3-D rotational spring-dampers T = −k φ_w − c (ω_b − ω_a): fills K, D blocks."""
     for e in range(ia.shape[0]):
         a, b = ia[e], ib[e]
-        Wi = _axes(A, a, Ri[e])
-        Wj = _axes(A, b, Rj[e])
+        Wi = frame_axes(A, a, Ri[e])
+        Wj = frame_axes(A, b, Rj[e])
         phi = _rotvec(Wi, Wj)
         pw = np.zeros(3)
         for i in range(3):
@@ -366,8 +346,8 @@ def bushing_tangent(A, rc, w, vc, ia, ib, da, db, Ra, Rb, Kt, Ct, Kr, Cr, Kb, Db
     """6-D bushings (see the module docstring): fills K, D blocks."""
     for e in range(ia.shape[0]):
         a, b = ia[e], ib[e]
-        Wa = _axes(A, a, Ra[e])
-        Wb = _axes(A, b, Rb[e])
+        Wa = frame_axes(A, a, Ra[e])
+        Wb = frame_axes(A, b, Rb[e])
         WaT = _mt(Wa)
         sa = _arm(A, a, da[e])
         sb = _arm(A, b, db[e])

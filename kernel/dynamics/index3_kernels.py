@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._frames import euler_rotation
 from .force_jacobians import HAVE_NUMBA, _jit, _skew
 
 __all__ = ["body_kinematics", "residual", "body_blocks", "element_blocks", "HAVE_NUMBA"]
@@ -61,16 +62,7 @@ def body_kinematics(q, qd, nmov, q_fixed, com_all, Jb, A, rho, rc, E, Jw, w, vc)
             e0, e1, e2, e3 = q_fixed[o + 3], q_fixed[o + 4], q_fixed[o + 5], q_fixed[o + 6]
         nrm = np.sqrt(e0 * e0 + e1 * e1 + e2 * e2 + e3 * e3)
         e0, e1, e2, e3 = e0 / nrm, e1 / nrm, e2 / nrm, e3 / nrm
-        d = 2 * e0 * e0 - 1
-        A[b, 0, 0] = d + 2 * e1 * e1
-        A[b, 1, 1] = d + 2 * e2 * e2
-        A[b, 2, 2] = d + 2 * e3 * e3
-        A[b, 0, 1] = 2 * (e1 * e2 - e0 * e3)
-        A[b, 1, 0] = 2 * (e1 * e2 + e0 * e3)
-        A[b, 0, 2] = 2 * (e1 * e3 + e0 * e2)
-        A[b, 2, 0] = 2 * (e1 * e3 - e0 * e2)
-        A[b, 1, 2] = 2 * (e2 * e3 - e0 * e1)
-        A[b, 2, 1] = 2 * (e2 * e3 + e0 * e1)
+        euler_rotation(A, b, e0, e1, e2, e3)
         for i in range(3):
             rho[b, i] = A[b, i, 0] * com_all[b, 0] + A[b, i, 1] * com_all[b, 1] + A[b, i, 2] * com_all[b, 2]
         rc[b, 0], rc[b, 1], rc[b, 2] = r0 + rho[b, 0], r1 + rho[b, 1], r2 + rho[b, 2]
