@@ -243,3 +243,38 @@ def test_kinematic_runs_with_limits_keep_reporting_them():
     data["drivers"] = [{"joint": "pivot", "expression": "-t"}]
     report = check(parse_model(data), t_end=1.0, steps=10, interference=False)
     assert [lim["joint"] for lim in report.limits] == ["pivot"]
+
+
+# ---------------------------------------------------------------------------- cylindrical: both coordinates
+def test_cylindrical_joint_stops_its_angle_and_its_slide_each_with_its_own_outputs():
+    # a sleeve spinning on a vertical cylindrical joint and sliding down under gravity: no torque about
+    # the axis but the stop's, so the spin rebounds at exactly −e times its speed; the slide lands on
+    # its lower stop and stays there
+    e = 0.5
+    data = {"units": "m", "gravity": [0, 0, -G],
+            "parts": {"ground": {"fixed": True},
+                      "sleeve": {"position": [0, 0, 0], "mass": 1.0, "com": [0.2, 0, 0],
+                                 "inertia": [0.01, 0.01, 0.01]}},
+            "joints": [{"name": "c", "type": "cylindrical", "parts": ["ground", "sleeve"], "origin": [0, 0, 0],
+                        "axis": [0, 0, 1], "limits": {"angle": [-10.0, 1.0], "disp": [-0.05, 10.0]},
+                        "limit_restitution": e}],
+            "initial_velocity": {"sleeve": {"angular_velocity": [0, 0, 5.0], "velocity": [0, 1.0, 0]}}}
+    m = _run(data, 0.5, 2001, rtol=1e-9, atol=1e-11)
+    assert m.complete, m.message
+    ex = m.extra
+    for coord in ("angle", "disp"):
+        for c in ("limit_active", "limit_force", "limit_penetration"):
+            assert f"c.{coord}.{c}" in ex
+    w = m.angular_velocity[:, m.parts.index("sleeve"), 2]
+    spin = np.flatnonzero(ex["c.angle.limit_active"] > 0)
+    assert spin.size and np.all(np.diff(spin) == 1)
+    assert w[spin[-1] + 1] / w[spin[0] - 1] == pytest.approx(-e, rel=1e-6)
+    # the slide: free fall of 0.05 m onto the stop (v = sqrt(2 g h)), then resting on it at the static
+    # penetration m g / k, k the default stiffness of the sleeve's mass
+    vz = m.velocity[:, m.parts.index("sleeve"), 2]
+    slide = np.flatnonzero(ex["c.disp.limit_active"] > 0)
+    assert vz[slide[0] - 1] == pytest.approx(-math.sqrt(2 * G * 0.05), abs=G * m.time[1])
+    k = 1.0 * (math.pi / STOP_DURATION) ** 2
+    assert ex["c.disp.limit_penetration"][-1] == pytest.approx(G / k, rel=1e-2)
+    E, W = ex["energy.total"], ex["work.nonconservative"]
+    assert np.max(np.abs(E - E[0] - W)) < 1e-6
