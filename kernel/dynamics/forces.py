@@ -38,6 +38,9 @@ Declared contacts (``[[contacts]]``, :mod:`.contacts`) are evaluated with the el
 force acts only while the shapes touch, their elastic energy is potential energy, their
 damping and friction non-conservative work; their tangent is differenced
 (:meth:`.contacts.Contacts.tangent_blocks`).
+Joint limits act as stops (:mod:`.stops`) the same way: a torque about / force along the joint
+axis past a limit, elastic energy in the potential, damping in the non-conservative work; their
+state follows the contacts' in ``refs``; they are not in :meth:`ForceElements.tangent_blocks`.
 
 ``torque``/``force`` expressions are whitelisted text (:func:`~cadmotion.kernel.expressions.parse_expression`)
 in ``t`` (s), ``q`` (the joint's angle in rad or displacement in m, zero at the initial
