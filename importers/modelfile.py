@@ -36,6 +36,7 @@ parts (``step = "gripper.step"``). Keys (lengths in the file's ``units``, angles
     axis2 = [1, 0, 0]                 # universal: cross axis fixed in the second part
     points = [[..], [..]]             # distance: the two points (first part, second part)
     length, angle, pitch, radius, ratio, joints = ["a", "b"], limits = {angle = [lo, hi]}
+    limit_stiffness, limit_exponent, limit_restitution   # the limits as stops in dynamics (SI)
     [[drivers]]
     joint = "crank_pivot"             # or: part = "slider", coordinate = "x"
     coordinate = "angle"              # optional for single-coordinate joints
@@ -92,7 +93,10 @@ _TOP_KEYS = {"units", "gravity", "step", "parts", "joints", "drivers", "forces",
              "simulation", "check", "name", "unreferenced_parts", "density", "material"}
 _PART_KEYS = {"fixed", "position", "orientation", "mass", "com", "inertia", "color", "density", "material"}
 _JOINT_KEYS = {"name", "type", "parts", "origin", "axis", "xaxis", "axis2", "points", "length", "angle",
-               "pitch", "radius", "ratio", "joints", "limits"}
+               "pitch", "radius", "ratio", "joints", "limits", "limit_stiffness", "limit_exponent",
+               "limit_restitution"}
+#: a joint's stop parameters (SI: N m/rad^n or N/m^n, 1, 1), :mod:`cadmotion.kernel.dynamics.stops`
+_STOP_KEYS = ("limit_stiffness", "limit_exponent", "limit_restitution")
 _DRIVER_KEYS = {"name", "joint", "part", "coordinate", "expression", "table"}
 _FORCE_KEYS = {"name", "type", "parts", "points", "joint", "expression", "stiffness", "damping",
                "free_length", "preload", "rotational_stiffness", "rotational_damping"}
@@ -417,6 +421,18 @@ def _joint(ctx, k, entry, parts, cad):
             raise ctx.err(item, "`limits` must look like {angle = [lo, hi]} or {disp = [lo, hi]}")
         lo, hi = (ctx.num(item, "limits", v, length=coord == "disp") for v in lim)
         limits.append((coord, (lo, hi)))
+    stop = []
+    for key in _STOP_KEYS:
+        if key in entry:
+            if not limits:
+                raise ctx.err(item, f"`{key}` shapes the stops of the joint's `limits`, which it has none of",
+                              hint="add limits = {angle = [lo, hi]} or {disp = [lo, hi]}, or remove the key")
+            value = ctx.num(item, key, entry[key])
+            if value < 0 or (key != "limit_restitution" and value == 0) or (key == "limit_restitution" and value > 1):
+                raise ctx.err(item, f"`{key}` = {value!r} is out of range",
+                              hint="limit_stiffness > 0 (N m/rad^n or N/m^n, SI), limit_exponent ≥ 1, "
+                                   "limit_restitution in [0.05, 1]")
+            stop.append((key, value))
     if jtype in COUPLER_TYPES:
         refs = entry.get("joints")
         if not isinstance(refs, list) or len(refs) != 2:
@@ -425,7 +441,7 @@ def _joint(ctx, k, entry, parts, cad):
         if needed not in dict(params):
             raise ctx.err(item, f"a {jtype} needs `{needed}`")
         return JointSpec(name=name, type=jtype, joints=tuple(refs), params=tuple(params), limits=tuple(limits),
-                         source=src)
+                         source=src, stop=tuple(stop))
 
     pnames = entry.get("parts")
     if not isinstance(pnames, list) or len(pnames) != 2 or not all(isinstance(p, str) for p in pnames):
@@ -458,7 +474,8 @@ def _joint(ctx, k, entry, parts, cad):
         a, b = (ctx.vec(item, "points", p) for p in pts)
         I3 = np.eye(3)
         markers = (_frame_in_part(pi, a, I3), _frame_in_part(pj, b, I3))
-        return JointSpec(name, jtype, tuple(pnames), markers, params=tuple(params), limits=tuple(limits), source=src)
+        return JointSpec(name, jtype, tuple(pnames), markers, params=tuple(params), limits=tuple(limits), source=src,
+                     stop=tuple(stop))
 
     if "origin" not in entry:
         raise ctx.err(item, "`origin` is missing (the joint frame origin in the assembly frame)")
@@ -488,7 +505,8 @@ def _joint(ctx, k, entry, parts, cad):
     if jtype == "screw" and "pitch" not in dict(params):
         raise ctx.err(item, "a screw joint needs `pitch` (advance per revolution)")
     markers = (_frame_in_part(pi, origin, Ri), _frame_in_part(pj, origin, Rj))
-    return JointSpec(name, jtype, tuple(pnames), markers, params=tuple(params), limits=tuple(limits), source=src)
+    return JointSpec(name, jtype, tuple(pnames), markers, params=tuple(params), limits=tuple(limits), source=src,
+                     stop=tuple(stop))
 
 
 def _driver(ctx, k, entry, joint_types):

@@ -89,6 +89,8 @@ class JointSpec:
     joints : for couplers, the names of the coupled joints (first, second).
     params : type-specific numbers (``ratio``, ``pitch``, ``length``, ``angle``, ``radius``).
     limits : coordinate name (``angle``/``disp``) -> (lower, upper), SI units.
+    stop : how the limits act as stops in dynamics (:mod:`cadmotion.kernel.dynamics.stops`):
+        (key, value) pairs of ``limit_stiffness``, ``limit_exponent``, ``limit_restitution`` (SI).
     source : where the joint was defined, for messages.
     """
 
@@ -100,6 +102,7 @@ class JointSpec:
     params: Tuple[Tuple[str, float], ...] = ()
     limits: Tuple[Tuple[str, Tuple[float, float]], ...] = ()
     source: str = ""
+    stop: Tuple[Tuple[str, float], ...] = ()
 
     def param(self, key, default=None):
         """The value of one entry of :attr:`params`, or ``default``."""

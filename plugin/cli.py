@@ -440,7 +440,8 @@ def cmd_inspect(args):
                   position=list(p.position), orientation=list(p.orientation),
                   color=list(p.color) if p.color else None) for p in spec.parts]
     joints = [dict(name=j.name, type=j.type, parts=list(j.parts), joints=list(j.joints), params=dict(j.params),
-                   limits={k: list(v) for k, v in j.limits}) for j in spec.joints]
+                   limits={k: list(v) for k, v in j.limits}, **({"stop": dict(j.stop)} if j.stop else {}))
+              for j in spec.joints]
     drivers = [dict(name=d.name, joint=d.joint, part=d.part, coordinate=d.coordinate,
                     expression=d.function.expression) for d in spec.drivers]
     if args.json:

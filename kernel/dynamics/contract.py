@@ -178,6 +178,10 @@ class Formulation:
                               f"{', '.join(map(repr, names))} given by `restitution` need",
                               hint=f"use formulation {', '.join(_CONTACT_STATE_FORMULATIONS)}, or give those "
                                    "contacts `damping` (Hunt–Crossley λ) instead of `restitution`")
+        if dyn.forces.stops is not None and self.name not in _CONTACT_STATE_FORMULATIONS:
+            raise SolverError(f"formulation {self.name!r} does not record the impact speeds that the stops of "
+                              f"joint(s) {', '.join(map(repr, sorted(set(dyn.forces.stops.names))))} need",
+                              hint=f"use formulation {', '.join(_CONTACT_STATE_FORMULATIONS)}")
         self.dyn = dyn
         self.model = dyn.model
         self.system = dyn.system
@@ -266,14 +270,13 @@ class Formulation:
     def _contact_step_limit(self, t, y):
         """The largest step (s) that cannot stride over a declared contact (:mod:`.contacts`),
         inf without contacts."""
-        contacts = self.dyn.forces.contacts
-        if contacts is None:
+        if not self.dyn.forces.unilateral:
             return np.inf
         from .mass import body_state
 
         q, v = y[: self.nq], y[self.nq: self.nq + self.nv]
         bs = body_state(self.model, self.dyn.mass, q, v)
-        return contacts.step_limit(bs, self.refs[self.dyn.forces.n_angle_refs:])
+        return self.dyn.forces.step_limit(bs, self.refs)
 
     # ------------------------------------------------------------------ driver
     def solve(self, times, q0, v0, *, integrator="DOP853", rtol=1e-8, atol=1e-10, dt=None):
@@ -293,6 +296,12 @@ class Formulation:
             rec.notes.append(f"{len(contacts.names)} contact(s) evaluated in the numpy right-hand side "
                              "(the compiled one has no contacts)"
                              + ("; steps limited so that no contact is stepped over"
+                                if integrator in SCIPY_INTEGRATORS else ""))
+        stops = self.dyn.forces.stops
+        if stops is not None:
+            rec.notes.append(f"joint limits act as compliant stops on {len(stops.names)} coordinate(s) "
+                             f"({', '.join(stops.prefixes)}), evaluated in the numpy right-hand side"
+                             + ("; steps limited so that no stop is stepped over"
                                 if integrator in SCIPY_INTEGRATORS else ""))
         y = self.initial_state(times[0], q0, v0)
         rec.record(times[0], y)
@@ -442,7 +451,7 @@ class Formulation:
                 if explicit:
                     solver.y = new
                     solver.f = self._counted_rhs(t_new, new)
-            if self.dyn.forces.contacts is not None:  # never stride over a contact
+            if self.dyn.forces.unilateral:  # never stride over a contact or a stop
                 solver.max_step = self._contact_step_limit(solver.t, solver.y)
             if solver.status == "finished" and k < nt:
                 rec.record(times[k], solver.y)

@@ -75,7 +75,7 @@ def available():
 
 def fast_rhs(dyn, angles, refs, baumgarte=None, penalty=None):
     """A :class:`FastRHS` for ``dyn``, or None where the fast path does not apply."""
-    if not available() or dyn.forces.contacts is not None:  # contacts: the numpy path evaluates them
+    if not available() or dyn.forces.unilateral:  # contacts and stops: the numpy path evaluates them
         return None
     for kind in _EXPRESSION_KINDS:
         if any(fn.uses_state and _expression_code(fn) is None for _, fn in _expression_elements(dyn, kind)):

@@ -38,6 +38,9 @@ Declared contacts (``[[contacts]]``, :mod:`.contacts`) are evaluated with the el
 force acts only while the shapes touch, their elastic energy is potential energy, their
 damping and friction non-conservative work; their tangent is differenced
 (:meth:`.contacts.Contacts.tangent_blocks`).
+Joint limits act as stops (:mod:`.stops`) the same way: a torque about / force along the joint
+axis past a limit, elastic energy in the potential, damping in the non-conservative work; their
+state follows the contacts' in ``refs``; they are not in :meth:`ForceElements.tangent_blocks`.
 
 ``torque``/``force`` expressions are whitelisted text (:func:`~cadmotion.kernel.expressions.parse_expression`)
 in ``t`` (s), ``q`` (the joint's angle in rad or displacement in m, zero at the initial
@@ -390,6 +393,40 @@ class ForceElements:
             self.contacts = Contacts(model, mass)
             self.empty = False
             self.needs_refs = self.needs_refs or self.contacts.stateful
+        #: joint limits acting as stops (:mod:`.stops`), None without; their state follows the contacts'
+        self.stops = None
+        if any(j.limits for j in spec.joints):
+            from .stops import JointStops
+
+            stops = JointStops(model, mass)
+            if stops.n:
+                self.stops = stops
+                self.empty = False
+                self.needs_refs = True
+
+    @property
+    def unilateral(self):
+        """Whether the model has contacts or stops (forces that switch on and off: numpy right-hand
+        side, steps limited by :meth:`step_limit`)."""
+        return self.contacts is not None or self.stops is not None
+
+    def contact_state(self, refs):
+        """The contacts' part of ``refs`` (a view)."""
+        na = self.n_angle_refs
+        return refs[na: na + (self.contacts.n if self.contacts is not None else 0)]
+
+    def stop_state(self, refs):
+        """The stops' part of ``refs`` (a view, after the contacts')."""
+        return refs[self.n_angle_refs + (self.contacts.n if self.contacts is not None else 0):]
+
+    def step_limit(self, bs, refs):
+        """The largest step (s) that strides over no contact and no stop (inf without)."""
+        limit = np.inf
+        if self.contacts is not None:
+            limit = min(limit, self.contacts.step_limit(bs, self.contact_state(refs)))
+        if self.stops is not None:
+            limit = min(limit, self.stops.step_limit(bs, self.stop_state(refs)))
+        return limit
 
     # ------------------------------------------------------------------ angles
     def _raw_angles(self, bs):
@@ -404,15 +441,20 @@ class ForceElements:
         """Reference angles (continuity state) at the initial configuration, then the contacts'
         state (:meth:`.contacts.Contacts.initial_state`: an error if shapes start interpenetrating)."""
         angles = self._raw_angles(bs)[0] if self.angle is not None else np.zeros(0)
-        if self.contacts is None:
-            return angles
-        return np.concatenate([angles, self.contacts.initial_state(bs)])
+        parts = [angles]
+        if self.contacts is not None:
+            parts.append(self.contacts.initial_state(bs))
+        if self.stops is not None:
+            parts.append(self.stops.initial_state(bs))
+        return np.concatenate(parts)
 
     def accept(self, bs, refs, velocities=False):
         """Update ``refs`` in place to the continuous angles at an accepted configuration (and,
         when ``bs`` holds the accepted velocities, the contacts' impact speeds)."""
         if self.contacts is not None and velocities:
-            self.contacts.accept(bs, refs[self.n_angle_refs:])
+            self.contacts.accept(bs, self.contact_state(refs))
+        if self.stops is not None:
+            self.stops.accept(bs, self.stop_state(refs), velocities=velocities)
         if self.angle is None:
             return
         raw, _ = self._raw_angles(bs)
@@ -518,7 +560,9 @@ class ForceElements:
             np.add.at(N, bu["ia"], -_cross(Pb - bs.rc[bu["ia"]], F_b) - T_b)
             power += power_b
         if self.contacts is not None:
-            power += self.contacts.evaluate(bs, refs[self.n_angle_refs:], F, N)
+            power += self.contacts.evaluate(bs, self.contact_state(refs), F, N)
+        if self.stops is not None:
+            power += self.stops.evaluate(bs, self.stop_state(refs), F, N)
         return F, N, power
 
     def expression_values(self, bs, t, refs):
@@ -606,7 +650,7 @@ class ForceElements:
                                bu["Ct"], bu["Kr"], bu["Cr"], Kb, Db)
             out.append((bu["ia"], bu["ib"], Kb, Db))
         if self.contacts is not None:
-            out.append(self.contacts.tangent_blocks(bs, refs[self.n_angle_refs:]))
+            out.append(self.contacts.tangent_blocks(bs, self.contact_state(refs)))
         return out
 
     def tangent(self, bs, t, refs):
@@ -680,4 +724,6 @@ class ForceElements:
             V += self._bushing(bs, potential=True)
         if self.contacts is not None:
             V += self.contacts.potential(bs)
+        if self.stops is not None:
+            V += self.stops.potential(bs, self.stop_state(refs))
         return V

@@ -103,7 +103,7 @@ class QForm:
         self.fe = fe
         nmov, nb = dyn.nmov, model.nb
         self.nmov, self.nq = nmov, dyn.nq
-        self.compiled = IK.HAVE_NUMBA and fe.contacts is None  # contacts: evaluated by ForceElements
+        self.compiled = IK.HAVE_NUMBA and not fe.unilateral  # contacts: evaluated by ForceElements
         self.q_fixed = np.ascontiguousarray(model.q_fixed, float)
         self.com_all = np.ascontiguousarray(dyn.mass.body_com_all, float)
         self.Jb = np.ascontiguousarray(dyn.mass.body_inertia, float)

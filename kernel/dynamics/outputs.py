@@ -15,6 +15,11 @@ Contacts (:mod:`.contacts`): ``<contact>.active`` (1 while the shapes touch, els
 ``.normal_force`` (N), ``.friction_force`` (N, magnitude), ``.slip_velocity`` (m/s, magnitude of
 the tangential relative velocity at the contact point), ``.penetration`` (m, 0 while apart).
 
+Joint limits as stops (:mod:`.stops`): ``<joint>.limit_active`` (1 while the coordinate is past a
+limit), ``.limit_force`` (N m about, or N along, the joint axis; ≥ 0, the push back into the
+range), ``.limit_penetration`` (rad or m past the limit, 0 inside); ``<joint>.angle.limit_*`` and
+``<joint>.disp.limit_*`` for a cylindrical joint that limits both.
+
 Redundant rows: λ is the minimum-norm solution over all rows (see
 :meth:`~.equations.Dynamics.full_multipliers`); the joints whose rows take part in a
 redundancy are listed, their reactions are not unique.
@@ -52,6 +57,11 @@ class FrameOutputs:
             from .contacts import CONTACT_OUTPUTS
 
             names += [f"{name}.{c}" for name in contacts.names for c in CONTACT_OUTPUTS]
+        stops = dyn.forces.stops
+        if stops is not None:
+            from .stops import STOP_OUTPUTS
+
+            names += [f"{prefix}.{c}" for prefix in stops.prefixes for c in STOP_OUTPUTS]
         self.names = names
         self.rows = {n: [] for n in names}
         self.not_unique = set()
@@ -114,9 +124,14 @@ class FrameOutputs:
         out["work.nonconservative"].append(work)
         contacts = dyn.forces.contacts
         if contacts is not None:
-            for c, values in contacts.report(bs, refs[dyn.forces.n_angle_refs:]).items():
+            for c, values in contacts.report(bs, dyn.forces.contact_state(refs)).items():
                 for name, value in zip(contacts.names, values):
                     out[f"{name}.{c}"].append(float(value))
+        stops = dyn.forces.stops
+        if stops is not None:
+            for c, values in stops.report(bs, dyn.forces.stop_state(refs)).items():
+                for prefix, value in zip(stops.prefixes, values):
+                    out[f"{prefix}.{c}"].append(float(value))
         phi = dyn.phi(q, t, angles)
         out["violation.position"].append(float(np.linalg.norm(phi)))
         out["violation.velocity"].append(float(np.linalg.norm(ev.J @ v + ev.phit)))

@@ -191,6 +191,11 @@ def default_method(dyn, q, v, t, refs, times, *, threshold=100.0):
         reason = (f"{len(contacts.names)} declared contact(s): projection / DOP853 with its steps limited to "
                   f"resolve every contact (the contacts' stiffness is not in the linearised estimate; {est.reason})")
         return MethodChoice("projection", "DOP853", None, reason, est)
+    if dyn.forces.stops is not None:
+        # the same for the joint limits' stops (:mod:`.stops`): their stiffness acts only past a limit
+        reason = (f"joint limits as stops on {', '.join(dyn.forces.stops.prefixes)}: projection / DOP853 with its "
+                  f"steps limited to resolve every stop ({est.reason})")
+        return MethodChoice("projection", "DOP853", None, reason, est)
     if est.stiff:
         return MethodChoice("index3", "generalized-alpha", est.dt, est.reason, est)
     return MethodChoice("projection", "DOP853", None, est.reason, est)
