@@ -22,11 +22,11 @@ for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_v, "1")
 
 import argparse  # noqa: E402
-import signal  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 
 import numpy as np  # noqa: E402
+from timecap import TimeCap, capped  # noqa: E402
 
 from cadmotion.importers.modelfile import read_model_file  # noqa: E402
 from cadmotion.kernel import compile_model  # noqa: E402
@@ -38,27 +38,6 @@ DEFAULT = [os.path.join(HERE, "..", "samples", "dynamics", f"{n}.cadmotion.toml"
            for n in ("two_pendulums", "plate_lattice")]
 TOL = float(os.environ.get("CM_TOL", "1e-9"))
 DT = float(os.environ.get("CM_DT", "1e-3"))
-
-
-class _TimeCap(BaseException):
-    """Raised by SIGALRM; a BaseException so the formulations' error handling does not catch it."""
-
-
-def _alarm(signum, frame):
-    raise _TimeCap()
-
-
-def capped(seconds, fn, *args, **kw):
-    """fn(*args, **kw), or raise _TimeCap after ``seconds`` of wall time (POSIX)."""
-    if not hasattr(signal, "setitimer") or not seconds:
-        return fn(*args, **kw)
-    old = signal.signal(signal.SIGALRM, _alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        return fn(*args, **kw)
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
 
 
 def main(argv=None):
@@ -88,7 +67,7 @@ def main(argv=None):
 
             try:
                 wall, (motion, res) = capped(args.time_cap, both)
-            except _TimeCap:
+            except TimeCap:
                 print(f"{name:22s} {'>' + format(time.perf_counter() - t0, '.0f'):>9s} {'-':>7s} {'-':>8s} {'-':>10s} "
                       f"{'-':>13s} {'-':>12s}  time cap ({args.time_cap:g} s, warm-up included) reached")
                 sys.stdout.flush()

@@ -31,10 +31,10 @@ for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_v, "1")
 
 import argparse  # noqa: E402
-import signal  # noqa: E402
 import time  # noqa: E402
 
 import numpy as np  # noqa: E402
+from timecap import TimeCap, capped  # noqa: E402
 
 from cadmotion.importers.modelfile import read_model_file  # noqa: E402
 from cadmotion.kernel import compile_model  # noqa: E402
@@ -44,26 +44,6 @@ from cadmotion.kernel.dynamics.mass import rotation  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODEL = os.path.join(HERE, "..", "samples", "dynamics", "flyball_governor.cadmotion.toml")
 T_END, STEPS = 10.0, 100
-
-
-class _TimeCap(BaseException):
-    """Raised by SIGALRM; a BaseException so the formulations' error handling does not catch it."""
-
-
-def _alarm(signum, frame):
-    raise _TimeCap()
-
-
-def capped(seconds, fn, *args, **kw):
-    if not hasattr(signal, "setitimer") or not seconds:
-        return fn(*args, **kw)
-    old = signal.signal(signal.SIGALRM, _alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        return fn(*args, **kw)
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
 
 
 def invariants(m, mdl):
@@ -136,7 +116,7 @@ def main():
                 t0 = time.perf_counter()
                 m, res = capped(args.time_cap, run, mdl, T_END, STEPS, **kw)
                 walls.append(time.perf_counter() - t0)
-        except _TimeCap:
+        except TimeCap:
             print(f"{label:52s} time cap ({args.time_cap:g} s)")
             continue
         if not kw:
