@@ -660,6 +660,7 @@ def test_colours_as_freecad_shows_them(tmp_path):
     assert spec.part("L1").color == pytest.approx((0.0, 1.0, 0.0))
 
 
+@needs_data
 def test_real_document_colours_and_none_without_a_gui_document(tmp_path):
     # the crank's ShapeAppearance member holds diffuse 0xB34D3300 (bytes read by hand)
     spec = _read(CRANK, geometry=False)

@@ -547,6 +547,7 @@ class TestGeometryRefs:
         assert np.allclose(point, 0.0, atol=1e-12)
 
 
+@needs_data
 def test_reading_after_a_cadquery_export_in_the_same_process_does_not_crash(tmp_path):
     # OCP 7.9 segfaulted in the name lookup of the Chrono file once cadquery had built an
     # XCAF document; run in a child process so a regression fails the test, not the suite
