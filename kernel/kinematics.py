@@ -41,6 +41,8 @@ from .linalg import RowSolver
 from .motion import Event, JointCoordinate, Motion
 from .system import AngleState, System
 
+_geqrf, _orgqr, _trtrs = sla.lapack.get_lapack_funcs(("geqrf", "orgqr", "trtrs"), dtype=np.float64)
+
 __all__ = ["kinematics", "assemble", "AssemblyResult", "mobility", "Mobility"]
 
 
@@ -451,11 +453,10 @@ class _Stepper:
         :meth:`_all_rows`)."""
         system = self.system
         phit = system.phit(q, t, angles)
-        qd_kept = self.solver.solve(-phit)
         full = self._full_rows_factor(q, t, angles)
-        qd = self._all_rows(full, qd_kept, -phit)
+        qd = self._all_rows(full, self.solver, -phit)
         gamma = system.gamma(q, qd, t, angles)
-        qdd = self._all_rows(full, self.solver.solve(gamma), gamma)
+        qdd = self._all_rows(full, self.solver, gamma)
         return q, qd, qdd
 
     def _full_rows_factor(self, q, t, angles):
@@ -464,20 +465,30 @@ class _Stepper:
         from .linalg import DENSE_LIMIT
 
         nc, nq = self.system.model.nc, self.system.model.nq
-        if len(self.rows) == nc or nq > DENSE_LIMIT:
+        if len(self.rows) == nc or nq > DENSE_LIMIT or nc < nq:
             return None
         cached = self._J_at
         J = cached[1] if cached is not None and cached[0] is q else self.system.jacobian_dense(q, t, angles)
         J = J.toarray() if sps.issparse(J) else np.asarray(J)
-        Q, R = sla.qr(J, mode="economic", check_finite=False)
-        if np.min(np.abs(np.diag(R))) < 1e-12 * np.max(np.abs(np.diag(R))):
+        # LAPACK's QR directly (scipy.linalg.qr's checks and copies cost more than the
+        # factorisation of a small model): R is the upper triangle of qr, Q from its reflectors
+        qr, tau, _, info = _geqrf(J)
+        if info != 0:  # pragma: no cover - only for invalid arguments
+            return None
+        d = np.abs(np.diag(qr))
+        if d.min() < 1e-12 * d.max():
             return None  # all rows do not fix every coordinate (a singular pose)
+        R = np.triu(qr[: J.shape[1]])
+        Q, _, info = _orgqr(qr, tau)
+        if info != 0:  # pragma: no cover
+            return None
         return J, Q, R
 
     @staticmethod
-    def _all_rows(full, x_kept, b):
+    def _all_rows(full, solver, b):
         """The least-squares solution of Φq x = b over *all* rows when some were dropped
-        as redundant and that system is consistent to round-off, else ``x_kept``.
+        as redundant and that system is consistent to round-off, else the solution
+        ``solver.solve(b)`` on the kept rows.
 
         The kept rows alone determine x, but near some poses (a planar loop at a crank
         angle of 90 or 270 deg) they do so badly for the coordinates the dropped rows
@@ -486,12 +497,14 @@ class _Stepper:
         redundant rows disagree (CAD frames slightly out of plane) keeps ``x_kept``, so
         the drivers and the kept joints hold exactly."""
         if full is None:
-            return x_kept
+            return solver.solve(b)
         J, Q, R = full
-        x = sla.solve_triangular(R, Q.T @ b, check_finite=False)
-        scale = max(1.0, float(np.max(np.abs(b))), float(np.max(np.abs(J))) * float(np.max(np.abs(x))))
-        if np.max(np.abs(J @ x - b)) > 1e3 * np.finfo(float).eps * scale * J.shape[1]:
-            return x_kept
+        x, info = _trtrs(R, Q.T @ b)
+        if info != 0:  # pragma: no cover - R was checked non-singular
+            return solver.solve(b)
+        scale = max(1.0, float(np.abs(b).max()), float(np.abs(J).max()) * float(np.abs(x).max()))
+        if np.abs(J @ x - b).max() > 1e3 * np.finfo(float).eps * scale * J.shape[1]:
+            return solver.solve(b)
         return x
 
     #: chord iterations past ``tol`` towards round-off (see :meth:`_position`)

@@ -22,6 +22,8 @@ __all__ = ["RowSolver", "DENSE_LIMIT"]
 
 DENSE_LIMIT = 120
 
+_getrs = sla.lapack.get_lapack_funcs("getrs", dtype=np.float64)
+
 
 class RowSolver:
     """Factorisation of J[rows] for repeated solves; ``rcond`` estimates its conditioning."""
@@ -59,8 +61,11 @@ class RowSolver:
         """x with J[rows] x = b[rows] (exact if square, minimum norm otherwise)."""
         br = b[self.rows]
         if self.dense:
-            if self.square:
-                return sla.lu_solve(self._lu, br, check_finite=False)
+            if self.square:  # LAPACK directly: scipy's lu_solve checks cost more than the solve
+                x, info = _getrs(self._lu[0], self._lu[1], br)
+                if info != 0:  # pragma: no cover - only for invalid arguments
+                    raise ValueError(f"LAPACK getrs failed (info {info})")
+                return x
             return self.Jr.T @ sla.cho_solve(self._cho, br, check_finite=False)
         if self.square:
             return self._lu.solve(br)
