@@ -10,9 +10,29 @@ from __future__ import annotations
 
 import numpy as np
 
+from .expressions import batch_evaluator
+
 __all__ = ["AngleState", "System"]
 
 _TWO_PI = 2.0 * np.pi
+
+
+#: batch evaluators of drivers' time functions by the identity of a group's functions tuple
+#: (kept with the tuple, so the identity stays valid); a run makes several Systems of one model
+_BATCHES = {}
+_BATCHES_MAX = 32
+
+
+def _batch(functions):
+    """:func:`~cadmotion.kernel.expressions.batch_evaluator` of ``functions``, built once per tuple."""
+    hit = _BATCHES.get(id(functions))
+    if hit is not None and hit[0] is functions:
+        return hit[1]
+    if len(_BATCHES) >= _BATCHES_MAX:
+        _BATCHES.pop(next(iter(_BATCHES)))
+    evaluator = batch_evaluator(functions)
+    _BATCHES[id(functions)] = (functions, evaluator)
+    return evaluator
 
 
 class AngleState:
@@ -44,6 +64,7 @@ class System:
         self._zeros_W = {gi: np.zeros((g.n, g.n_angles)) for gi, g in enumerate(model.groups)}
         self._qd_fixed = np.zeros(len(model.q_fixed))
         self._F_time, self._F_values = None, {}  # see _F
+        self._batch = {gi: _batch(g.functions) for gi, g in enumerate(model.groups) if len(g.functions) > 1}
         # per-call constants of the hot loops (Φ is evaluated several times per frame)
         self._has_angles = [g.n_angles > 0 for g in model.groups]
         self._q_fixed = model.q_fixed
@@ -66,7 +87,9 @@ class System:
             self._F_time, self._F_values = t, {}
         F = self._F_values.get(gi)
         if F is None:
-            F = self._F_values[gi] = np.array([fn(t) for fn in g.functions])
+            batch = self._batch.get(gi)
+            F = batch(t) if batch is not None else np.array([fn(t) for fn in g.functions])
+            self._F_values[gi] = F
         return F
 
     def _W(self, gi, g, Q, angles):
