@@ -282,23 +282,28 @@ def _worst_items(model, phi, limit=6, rel=1e-6):
     return names
 
 
-def _quantities(model, q, qd, qdd):
+def _quantities(model, Q, Qd, Qdd):
+    """Per frame and body (rows of Q, Q̇, Q̈: (nt, nq)): positions (m), unit quaternions,
+    velocities (m/s), angular velocities (rad/s), accelerations (m/s²) and angular
+    accelerations (rad/s²), all in the world frame, shapes (nt, nb, 3) or (nt, nb, 4); in
+    the model's body order. One array operation for all frames."""
     par = model.parametrization
     nqb = model.nqb
     nmov = model.nq // nqb
-    pos, quat = model.body_coordinates(q)
-    vel = np.zeros((model.nb, 3))
-    acc = np.zeros((model.nb, 3))
-    om = np.zeros((model.nb, 3))
-    al = np.zeros((model.nb, 3))
+    nt = Q.shape[0]
+    qf = np.concatenate([Q, np.broadcast_to(model.q_fixed, (nt, len(model.q_fixed)))], axis=1)
+    qb = qf[:, model.body_qadr[:, None] + np.arange(nqb)[None, :]]  # (nt, nb, nqb)
+    pos = qb[..., :3].copy()
+    quat = par.to_quaternion(qb[..., 3:])
+    vel, om, acc, al = (np.zeros((nt, model.nb, 3)) for _ in range(4))
     if nmov:
-        Q = q.reshape(nmov, nqb)
-        Qd = qd.reshape(nmov, nqb)
-        Qdd = qdd.reshape(nmov, nqb)
-        vel[:nmov] = Qd[:, :3]
-        acc[:nmov] = Qdd[:, :3]
-        om[:nmov] = par.angular_velocity(Q[:, 3:], Qd[:, 3:])
-        al[:nmov] = par.angular_acceleration(Q[:, 3:], Qd[:, 3:], Qdd[:, 3:])
+        P = Q.reshape(nt, nmov, nqb)
+        Pd = Qd.reshape(nt, nmov, nqb)
+        Pdd = Qdd.reshape(nt, nmov, nqb)
+        vel[:, :nmov] = Pd[..., :3]
+        acc[:, :nmov] = Pdd[..., :3]
+        om[:, :nmov] = par.angular_velocity(P[..., 3:], Pd[..., 3:])
+        al[:, :nmov] = par.angular_acceleration(P[..., 3:], Pd[..., 3:], Pdd[..., 3:])
     return pos, quat, vel, om, acc, al
 
 
@@ -617,12 +622,7 @@ class _Stepper:
 
 def _motion(model, times, Q, Qd, Qdd, measures, events, complete=True, message=""):
     nt = len(times)
-    nb = model.nb
-    pos = np.zeros((nt, nb, 3))
-    quat = np.zeros((nt, nb, 4))
-    vel, om, acc, al = (np.zeros((nt, nb, 3)) for _ in range(4))
-    for k in range(nt):
-        pos[k], quat[k], vel[k], om[k], acc[k], al[k] = _quantities(model, Q[k], Qd[k], Qdd[k])
+    pos, quat, vel, om, acc, al = _quantities(model, Q, Qd, Qdd)
     # keep quaternion sign continuous (q and −q are the same rotation)
     for k in range(1, nt):
         flip = np.einsum("bi,bi->b", quat[k], quat[k - 1]) < 0
