@@ -3,7 +3,8 @@
 Equations, at every output time t_k:
 
     position      Φ(q, t) = 0            Newton–Raphson from the predictor
-                                         q* = q + h q̇ + h²/2 q̈ (previous frame)
+                                         q* = q + h q̇ + h²/2 q̈ + h³/6 q⃛ (previous frame;
+                                         q⃛ from the q̈ of the last two frames)
     velocity      Φq q̇ = −Φt
     acceleration  Φq q̈ = γ
 
@@ -451,6 +452,7 @@ class _Stepper:
         self.system, self.rows, self.solver = system, rows, solver
         self.tol, self.max_iter, self.singular_rcond = tol, max_iter, singular_rcond
         self._J_at = None  # (q, Φq at q) of the last accepted pose
+        self._prev = None  # (t0, q̈ at t0, t1) of the last accepted step t0 -> t1
 
     def derivatives(self, q, t, angles):
         """(q, q̇, q̈) at an accepted pose: Φq q̇ = −Φt, Φq q̈ = γ on the kept rows, or on
@@ -555,8 +557,10 @@ class _Stepper:
         was 5.6e-7 rad/s² where the exact value is 0)."""
         rows = self.rows
         fresh = False
+        # a residual within a few units of round-off of the coordinates cannot be divided by 4
+        floor = 4.0 * np.finfo(float).eps * max(1.0, float(np.abs(q).max()))
         for _ in range(self.polish_iter + 1):
-            if norm == 0.0:
+            if norm <= floor:
                 break
             trial = q - self.solver.solve(phi)
             phi_t = self.system.phi(trial, t, angles)
@@ -574,6 +578,11 @@ class _Stepper:
         q, qd, qdd = state
         h = t1 - t0
         q_pred = q + h * qd + 0.5 * h * h * qdd
+        prev = self._prev
+        if prev is not None and prev[2] == t0 and prev[0] < t0:
+            # third-order Taylor term, the jerk from the accelerations at the last two poses:
+            # the predictor error falls from O(h³) to O(h⁴), one chord step fewer per frame
+            q_pred += (h * h * h / 6.0) * ((qdd - prev[1]) / (t0 - prev[0]))
         solver = self.solver
         q_new = self._position(q_pred, t1, angles)
         step = np.max(np.abs(q_pred - q))
@@ -612,6 +621,7 @@ class _Stepper:
                 self.rows = info.independent
                 self.solver = RowSolver(J, self.rows)
         new_state = self.derivatives(q_new, t1, angles)
+        self._prev = (t0, qdd, t1)  # the acceleration before the state at t1 (see the predictor)
         if self.solver.rcond < self.singular_rcond:
             message = (f"singular configuration at t = {t1:.6g} s (reciprocal condition number "
                        f"{self.solver.rcond:.2e}): the drivers no longer determine the motion (toggle / dead centre)")
