@@ -35,6 +35,15 @@ def _batch(functions):
     return evaluator
 
 
+def _repeats_moving_body(bodies, body_fixed):
+    """True if some instance (row of ``bodies``, (n, n_slots)) names one moving body twice."""
+    if bodies.shape[1] < 2:
+        return False
+    b = np.where(body_fixed[bodies], -1 - np.arange(bodies.shape[1]), bodies)  # fixed slots never match
+    b = np.sort(b, axis=1)
+    return bool(np.any(b[:, 1:] == b[:, :-1]))
+
+
 class AngleState:
     """The last accepted value of every angle term, per group (the only mutable state)."""
 
@@ -72,8 +81,8 @@ class System:
         self._rows = [(gi, g, int(g.row[0]), int(g.row[0]) + g.n * g.neq) for gi, g in enumerate(model.groups)]
         self._keep = {gi: g.jac_flat >= 0 for gi, g in enumerate(model.groups)}
         # a body may fill two slots of one instance (gear on a shared carrier): sum those entries
-        self._dup = {gi: len(np.unique(g.jac_flat[k])) != int(k.sum()) for gi, (g, k) in
-                     enumerate(zip(model.groups, self._keep.values()))}
+        # (two kept entries share a Jacobian position exactly when one moving body fills two slots)
+        self._dup = {gi: _repeats_moving_body(g.bodies, model.body_fixed) for gi, g in enumerate(model.groups)}
 
     def _F(self, gi, g, t):
         """(n, 3) values f, f', f'' of the group's time functions at t (s).
