@@ -453,6 +453,18 @@ class _Stepper:
         self.tol, self.max_iter, self.singular_rcond = tol, max_iter, singular_rcond
         self._J_at = None  # (q, Φq at q) of the last accepted pose
         self._prev = None  # (t0, q̈ at t0, t1) of the last accepted step t0 -> t1
+        self._pattern = None  # SparsePattern of the kept rows (large models), see _factor
+
+    def _factor(self, J):
+        """A :class:`RowSolver` of the kept rows of ``J``; large sparse models reuse the
+        column order of the first factorisation (the pattern of Φq is fixed)."""
+        pattern = self._pattern
+        if pattern is not None and pattern.rows is self.rows:
+            return RowSolver(J, self.rows, pattern)
+        solver = RowSolver(J, self.rows)
+        if sps.issparse(J):
+            self._pattern = solver.pattern(J)
+        return solver
 
     def derivatives(self, q, t, angles):
         """(q, q̇, q̈) at an accepted pose: Φq q̇ = −Φt, Φq q̈ = γ on the kept rows, or on
@@ -540,7 +552,7 @@ class _Stepper:
                 if fresh:  # even a full Newton step did not reduce Φ: no solution nearby
                     return None
                 # chord iteration too slow: refactorise here (full Newton from now on if needed)
-                self.solver = RowSolver(system.jacobian_auto(q_new, t, angles), rows)
+                self.solver = self._factor(system.jacobian_auto(q_new, t, angles))
                 fresh = True
             else:
                 fresh = False
@@ -568,7 +580,7 @@ class _Stepper:
             if not norm_t < 0.25 * norm:
                 if fresh or norm < 1e3 * np.finfo(float).eps:
                     break
-                self.solver = RowSolver(self.system.jacobian_auto(q, t, angles), rows)
+                self.solver = self._factor(self.system.jacobian_auto(q, t, angles))
                 fresh = True
                 continue
             q, phi, norm = trial, phi_t, norm_t
@@ -610,7 +622,7 @@ class _Stepper:
         system = self.system
         J_new = system.jacobian_auto(q_new, t1, angles)
         self._J_at = (q_new, J_new)  # reused by derivatives() at this pose
-        self.solver = RowSolver(J_new, self.rows)
+        self.solver = self._factor(J_new)
         system.accept(q_new, angles)
         if self.solver.rcond < self.singular_rcond:
             # the rows kept at the start may have lost rank while the whole Jacobian has not:
