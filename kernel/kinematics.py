@@ -172,6 +172,12 @@ def _newton(system, q, t, angles, tol, max_iter, shift=None, colscale=None):
     best = (np.inf, q.copy())
     for it in range(1, max_iter + 1):
         phi = system.phi(q, t, angles) - shift
+        full = float(np.max(np.abs(phi))) if phi.size else 0.0
+        if full < tol:  # every row holds, so the independent ones do: no rank analysis needed
+            res = full
+            if res < best[0]:
+                best = (res, q.copy())
+            break
         J = system.jacobian_auto(q, t, angles)
         rows = rank_info(J, rtol=1e-8).independent
         res = float(np.max(np.abs(phi[rows]))) if rows.size else 0.0
