@@ -22,7 +22,7 @@ __all__ = ["RowSolver", "SparsePattern", "DENSE_LIMIT"]
 
 DENSE_LIMIT = 120
 
-_getrs = sla.lapack.get_lapack_funcs("getrs", dtype=np.float64)
+_getrf, _getrs, _gecon = sla.lapack.get_lapack_funcs(("getrf", "getrs", "gecon"), dtype=np.float64)
 
 
 class SparsePattern:
@@ -78,9 +78,12 @@ class RowSolver:
             Jr = Jr.toarray() if sps.issparse(Jr) else np.asarray(Jr)
             self.Jr = Jr
             if self.square:
-                self._lu = sla.lu_factor(Jr, check_finite=False)
+                lu, piv, info = _getrf(Jr)  # LAPACK directly, as lu_factor (an exact zero pivot: rcond 0)
+                if info < 0:  # pragma: no cover - only for invalid arguments
+                    raise ValueError(f"LAPACK getrf failed (info {info})")
+                self._lu = (lu, piv)
                 anorm = np.abs(Jr).sum(axis=0).max()
-                self.rcond = float(sla.lapack.dgecon(self._lu[0], anorm, norm="1")[0]) if anorm > 0 else 0.0
+                self.rcond = float(_gecon(lu, anorm, norm="1")[0]) if anorm > 0 and info == 0 else 0.0
             else:
                 G = Jr @ Jr.T
                 self._cho = sla.cho_factor(G, check_finite=False)
