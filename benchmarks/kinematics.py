@@ -4,20 +4,31 @@
     python benchmarks/kinematics.py --quick    # smaller N list, one repeat
 
 1. Slider-crank (samples/slider_crank.cadmotion.toml), 1,000 output frames: position,
-   velocity and acceleration; wall time after compile (goal: < 0.5 s).
+   velocity and acceleration; wall time after compile (goal of issue 15: ≤ 0.1 s).
 2. Planar closed loop of N revolute-jointed links (a regular N-gon, link 0 fixed),
-   N − 3 joints driven (all but three a third of the loop apart): time per frame against N (goal: about linear).
+   N − 3 joints driven (all but three a third of the loop apart): time per frame against N
+   (goal: linear, ≤ 10 ms per frame at N = 1000).
 3. Compile time of an N-joint model, cold (first in process) and warm.
+
+BLAS is pinned to one thread (``OPENBLAS_NUM_THREADS=1`` etc., as the other benchmarks) unless
+the variables are already set: the first threaded LAPACK call of a process starts OpenBLAS's
+thread pool (0.1–0.2 s on a busy 2-core machine), which made the first loop size that crossed
+its threshold look 50× slower per frame than the next.
 """
 
-import argparse
-import math
-import statistics
-import sys
-import time
-from pathlib import Path
+import os
 
-import numpy as np
+for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_v, "1")
+
+import argparse  # noqa: E402
+import math  # noqa: E402
+import statistics  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 

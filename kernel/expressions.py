@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import math
+import re
 
 import numpy as np
 
@@ -116,8 +117,9 @@ class TimeFunction:
     (:mod:`cadmotion.kernel.dynamics.fast`) evaluates the function from them.
     """
 
-    def __init__(self, evaluate, description, expr=None, spline=None):
+    def __init__(self, evaluate, description, expr=None, spline=None, texts=None):
         self._evaluate = evaluate
+        self.texts = texts  # [f, f', f''] in the grammar of _numeric, when known (see batch_evaluator)
         self.description = description
         self._expr = expr  # a sympy expression, or a function that builds it when asked
         self.spline = spline
@@ -153,7 +155,7 @@ def _from_expression(text, scale, where):
     if cached is not None:
         f0, f1, f2 = (_numeric(d) for d in cached)
         return TimeFunction(lambda t: (f0(t), f1(t), f2(t)), text,
-                            expr=lambda: parse_expression(text, where=where) * scale)
+                            expr=lambda: parse_expression(text, where=where) * scale, texts=cached)
     expr = parse_expression(text, where=where) * scale
     derivs = derivatives(expr)
     t = _time_symbol()
@@ -168,9 +170,9 @@ def _from_expression(text, scale, where):
                 f"expression {text!r} or its derivatives is not finite at t = 0", where=where,
                 hint="drivers need f, f' and f'' defined over the whole run",
             )
-    _store_derivatives(text, scale, derivs, funcs)
+    texts = _store_derivatives(text, scale, derivs, funcs)
     f0, f1, f2 = funcs
-    return TimeFunction(lambda t: (float(f0(t)), float(f1(t)), float(f2(t))), text, expr=expr)
+    return TimeFunction(lambda t: (float(f0(t)), float(f1(t)), float(f2(t))), text, expr=expr, texts=texts)
 
 
 # ----------------------------------------------------------------------------- derivatives cache
@@ -223,6 +225,107 @@ def _numeric(text):
     return lambda t: float(f(float(t)))
 
 
+_BATCH_FUNCTIONS = {
+    "sin": np.sin, "cos": np.cos, "tan": np.tan, "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan,
+    "atan2": np.arctan2, "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh, "exp": np.exp, "log": np.log,
+    "sqrt": np.sqrt, "abs": np.abs, "min": np.minimum, "max": np.maximum,
+}
+_BATCH_BINOPS = {ast.Add: np.add, ast.Sub: np.subtract, ast.Mult: np.multiply, ast.Div: np.divide,
+                 ast.Pow: np.power}
+
+
+#: a number as the derivative printer writes it (not the digits of a name such as atan2)
+_NUMBER = re.compile(r"(?<![\w.])(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+
+
+def _shape_and_numbers(text):
+    """``text`` with its k-th number replaced by the name ``_c<k>`` (a key shared by texts that
+    differ only in numbers), and the numbers in order."""
+    numbers = []
+
+    def name(match):
+        numbers.append(float(match.group(0)))
+        return f"_c{len(numbers) - 1}"
+
+    return _NUMBER.sub(name, text), numbers
+
+
+def _vector_tree(shape, numbers):
+    """f(t) -> (n,) evaluating the text ``shape`` (see :func:`_shape_and_numbers`) for n
+    instances whose numbers are the rows of ``numbers`` (n, k); the grammar of
+    :func:`_numeric`, with numpy."""
+    tree = ast.parse(shape, mode="eval").body
+
+    def build(node):
+        if isinstance(node, ast.Name) and node.id.startswith("_c") and node.id[2:].isdigit():
+            value = numbers[:, int(node.id[2:])].copy()
+            return lambda t: value
+        if isinstance(node, ast.Name) and node.id == "t":
+            return lambda t: t
+        if isinstance(node, ast.Name) and node.id in _NUMERIC_CONSTANTS:
+            value = _NUMERIC_CONSTANTS[node.id]
+            return lambda t: value
+        if isinstance(node, ast.BinOp) and type(node.op) in _BATCH_BINOPS:
+            op, a, b = _BATCH_BINOPS[type(node.op)], build(node.left), build(node.right)
+            return lambda t: op(a(t), b(t))
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            a = build(node.operand)
+            return (lambda t: np.negative(a(t))) if isinstance(node.op, ast.USub) else a
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _BATCH_FUNCTIONS
+                and not node.keywords):
+            fn, args = _BATCH_FUNCTIONS[node.func.id], [build(a) for a in node.args]
+            if node.func.id in ("min", "max") and len(args) != 2:
+                raise ValueError("min/max of other than two arguments")
+            return lambda t: fn(*[a(t) for a in args])
+        raise ValueError(f"{ast.dump(node)} is not in the derivative grammar")
+
+    n = numbers.shape[0]
+    f = build(tree)
+    return lambda t: np.broadcast_to(f(float(t)), (n,))
+
+
+def batch_evaluator(functions):
+    """One call for many time functions: ``F(t) -> (n, 3)`` of f, f', f'' per function, or
+    None when some function is not an expression whose derivative texts are known.
+
+    Drivers of one model usually share their formula and differ in numbers (amplitudes,
+    phases); the instances are grouped by the shape of their texts and each group is
+    evaluated once with numpy over arrays of its numbers, instead of one Python call per
+    node per instance. Values agree with the per-instance ones to round-off. Where a value
+    is not finite (a domain error the per-instance call reports), the per-instance calls
+    are made, so their errors are the same."""
+    if not functions or any(getattr(fn, "texts", None) is None for fn in functions):
+        return None
+    n = len(functions)
+    try:
+        groups = {}
+        for i, fn in enumerate(functions):
+            parts = [_shape_and_numbers(text) for text in fn.texts]
+            entry = groups.setdefault(tuple(p[0] for p in parts), ([], []))
+            entry[0].append(i)
+            entry[1].append([p[1] for p in parts])
+        plans = []
+        for shapes, (members, numbers) in groups.items():
+            evaluators = [_vector_tree(shape, np.array([nums[d] for nums in numbers], dtype=float)
+                                       .reshape(len(members), len(numbers[0][d])))
+                          for d, shape in enumerate(shapes)]
+            plans.append((np.array(members), evaluators))
+    except (ValueError, SyntaxError, RecursionError):
+        return None
+
+    def evaluate(t):
+        out = np.empty((n, 3))
+        with np.errstate(all="ignore"):
+            for members, evaluators in plans:
+                for d, ev in enumerate(evaluators):
+                    out[members, d] = ev(t)
+        if not np.isfinite(out).all():
+            return np.array([fn(t) for fn in functions], dtype=float)
+        return out
+
+    return evaluate
+
+
 def _derivatives_path(text, scale):
     import hashlib
     from pathlib import Path
@@ -252,7 +355,8 @@ def _cached_derivatives(text, scale):
 
 
 def _store_derivatives(text, scale, derivs, funcs):
-    """Keep [f, f', f''] as text when reading it back gives lambdify's numbers (else keep nothing)."""
+    """Keep [f, f', f''] as text when reading it back gives lambdify's numbers (else keep
+    nothing); returns the texts in that case, else None."""
     import json
     import os
     import tempfile
@@ -268,9 +372,9 @@ def _store_derivatives(text, scale, derivs, funcs):
             for f, g in zip(numeric, funcs):
                 a, b = f(t), float(g(t))
                 if not (a == b or abs(a - b) <= 1e-12 * max(1.0, abs(b))):
-                    return
+                    return None
     except (ValueError, ArithmeticError, TypeError, SyntaxError, RecursionError):
-        return
+        return None
     path = _derivatives_path(text, scale)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -280,6 +384,7 @@ def _store_derivatives(text, scale, derivs, funcs):
         os.replace(tmp, path)
     except OSError:
         pass  # read-only cache: derive again next time
+    return texts
 
 
 def _from_table(rows, scale, where):

@@ -18,16 +18,57 @@ import scipy.linalg as sla
 import scipy.sparse as sps
 from scipy.sparse.linalg import splu
 
-__all__ = ["RowSolver", "DENSE_LIMIT"]
+__all__ = ["RowSolver", "SparsePattern", "DENSE_LIMIT"]
 
 DENSE_LIMIT = 120
 
+_getrf, _getrs, _gecon = sla.lapack.get_lapack_funcs(("getrf", "getrs", "gecon"), dtype=np.float64)
+
+
+class SparsePattern:
+    """The sparsity of J[rows] with its columns in a fill-reducing order, worked out once.
+
+    A model's Jacobian has a fixed CSC pattern (:meth:`~cadmotion.kernel.model.Model.jacobian_matrix`),
+    so the entries of J[rows][:, order] are always the same positions of ``J.data``:
+    :class:`RowSolver` takes them by index and factorises in that column order, instead of
+    slicing rows, converting formats and ordering the columns (COLAMD) at every pose.
+    ``order`` comes from a first factorisation (SuperLU's ``perm_c``).
+    """
+
+    def __init__(self, J, rows, order):
+        J = sps.csc_matrix(J)
+        self.rows, self.nnz, self.order = rows, J.nnz, np.asarray(order)
+        marker = sps.csc_matrix((np.arange(1.0, J.nnz + 1.0), J.indices, J.indptr), shape=J.shape)
+        sub = sps.csc_matrix(marker.tocsr()[rows][:, self.order])
+        sub.sort_indices()
+        self.take = sub.data.astype(np.int64) - 1
+        self.indices, self.indptr, self.shape = sub.indices, sub.indptr, sub.shape
+
+    def matches(self, J, rows):
+        return sps.isspmatrix_csc(J) and J.nnz == self.nnz and rows is self.rows
+
+    def ordered(self, J):
+        """J[rows][:, order] as CSC, from the values of ``J`` (same pattern)."""
+        return sps.csc_matrix((J.data[self.take], self.indices, self.indptr), shape=self.shape)
+
 
 class RowSolver:
-    """Factorisation of J[rows] for repeated solves; ``rcond`` estimates its conditioning."""
+    """Factorisation of J[rows] for repeated solves; ``rcond`` estimates its conditioning.
 
-    def __init__(self, J, rows):
+    ``pattern`` (a :class:`SparsePattern` of the same J pattern and rows) makes the sparse
+    square factorisation reuse its column order."""
+
+    def __init__(self, J, rows, pattern=None):
         self.rows = rows
+        self._order = None
+        if pattern is not None and J.shape[1] > DENSE_LIMIT and pattern.matches(J, rows):
+            self.shape = pattern.shape
+            self.square, self.dense = True, False
+            self._order = pattern.order
+            self._lu = splu(pattern.ordered(J), permc_spec="NATURAL")
+            u = np.abs(self._lu.U.diagonal())
+            self.rcond = float(u.min() / u.max()) if u.size and u.max() > 0 else 0.0
+            return
         Jr = J[rows] if not sps.issparse(J) else J.tocsr()[rows]
         m, n = Jr.shape
         self.shape = (m, n)
@@ -37,9 +78,12 @@ class RowSolver:
             Jr = Jr.toarray() if sps.issparse(Jr) else np.asarray(Jr)
             self.Jr = Jr
             if self.square:
-                self._lu = sla.lu_factor(Jr, check_finite=False)
+                lu, piv, info = _getrf(Jr)  # LAPACK directly, as lu_factor (an exact zero pivot: rcond 0)
+                if info < 0:  # pragma: no cover - only for invalid arguments
+                    raise ValueError(f"LAPACK getrf failed (info {info})")
+                self._lu = (lu, piv)
                 anorm = np.abs(Jr).sum(axis=0).max()
-                self.rcond = float(sla.lapack.dgecon(self._lu[0], anorm, norm="1")[0]) if anorm > 0 else 0.0
+                self.rcond = float(_gecon(lu, anorm, norm="1")[0]) if anorm > 0 and info == 0 else 0.0
             else:
                 G = Jr @ Jr.T
                 self._cho = sla.cho_factor(G, check_finite=False)
@@ -59,9 +103,23 @@ class RowSolver:
         """x with J[rows] x = b[rows] (exact if square, minimum norm otherwise)."""
         br = b[self.rows]
         if self.dense:
-            if self.square:
-                return sla.lu_solve(self._lu, br, check_finite=False)
+            if self.square:  # LAPACK directly: scipy's lu_solve checks cost more than the solve
+                x, info = _getrs(self._lu[0], self._lu[1], br)
+                if info != 0:  # pragma: no cover - only for invalid arguments
+                    raise ValueError(f"LAPACK getrs failed (info {info})")
+                return x
             return self.Jr.T @ sla.cho_solve(self._cho, br, check_finite=False)
+        if self._order is not None:  # columns were factorised in pattern order
+            x = np.empty(self.shape[1])
+            x[self._order] = self._lu.solve(br)
+            return x
         if self.square:
             return self._lu.solve(br)
         return self.Jr.T @ self._lu.solve(br)
+
+    def pattern(self, J):
+        """A :class:`SparsePattern` of J[rows] in the column order of this factorisation
+        (sparse square only, else None)."""
+        if self.dense or not self.square or self._order is not None:
+            return None
+        return SparsePattern(J, self.rows, np.argsort(self._lu.perm_c))

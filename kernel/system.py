@@ -10,9 +10,38 @@ from __future__ import annotations
 
 import numpy as np
 
+from .expressions import batch_evaluator
+
 __all__ = ["AngleState", "System"]
 
 _TWO_PI = 2.0 * np.pi
+
+
+#: batch evaluators of drivers' time functions by the identity of a group's functions tuple
+#: (kept with the tuple, so the identity stays valid); a run makes several Systems of one model
+_BATCHES = {}
+_BATCHES_MAX = 32
+
+
+def _batch(functions):
+    """:func:`~cadmotion.kernel.expressions.batch_evaluator` of ``functions``, built once per tuple."""
+    hit = _BATCHES.get(id(functions))
+    if hit is not None and hit[0] is functions:
+        return hit[1]
+    if len(_BATCHES) >= _BATCHES_MAX:
+        _BATCHES.pop(next(iter(_BATCHES)))
+    evaluator = batch_evaluator(functions)
+    _BATCHES[id(functions)] = (functions, evaluator)
+    return evaluator
+
+
+def _repeats_moving_body(bodies, body_fixed):
+    """True if some instance (row of ``bodies``, (n, n_slots)) names one moving body twice."""
+    if bodies.shape[1] < 2:
+        return False
+    b = np.where(body_fixed[bodies], -1 - np.arange(bodies.shape[1]), bodies)  # fixed slots never match
+    b = np.sort(b, axis=1)
+    return bool(np.any(b[:, 1:] == b[:, :-1]))
 
 
 class AngleState:
@@ -43,30 +72,49 @@ class System:
         self._zeros_F = {gi: np.zeros((g.n, 3)) for gi, g in enumerate(model.groups)}
         self._zeros_W = {gi: np.zeros((g.n, g.n_angles)) for gi, g in enumerate(model.groups)}
         self._qd_fixed = np.zeros(len(model.q_fixed))
+        self._F_time, self._F_values = None, {}  # see _F
+        self._batch = {gi: _batch(g.functions) for gi, g in enumerate(model.groups) if len(g.functions) > 1}
+        # per-call constants of the hot loops (Φ is evaluated several times per frame)
+        self._has_angles = [g.n_angles > 0 for g in model.groups]
+        self._q_fixed = model.q_fixed
+        self._nc = model.nc
+        self._rows = [(gi, g, int(g.row[0]), int(g.row[0]) + g.n * g.neq) for gi, g in enumerate(model.groups)]
         self._keep = {gi: g.jac_flat >= 0 for gi, g in enumerate(model.groups)}
         # a body may fill two slots of one instance (gear on a shared carrier): sum those entries
-        self._dup = {gi: len(np.unique(g.jac_flat[k])) != int(k.sum()) for gi, (g, k) in
-                     enumerate(zip(model.groups, self._keep.values()))}
+        # (two kept entries share a Jacobian position exactly when one moving body fills two slots)
+        self._dup = {gi: _repeats_moving_body(g.bodies, model.body_fixed) for gi, g in enumerate(model.groups)}
 
     def _F(self, gi, g, t):
+        """(n, 3) values f, f', f'' of the group's time functions at t (s).
+
+        The values at the last time asked for are kept: a position iteration evaluates Φ
+        several times at one t, and the drivers' functions are Python calls per instance
+        (most of the time of a frame of a long driven loop)."""
         if not g.functions:
             return self._zeros_F[gi]
-        return np.array([fn(t) for fn in g.functions])
+        if self._F_time != t:
+            self._F_time, self._F_values = t, {}
+        F = self._F_values.get(gi)
+        if F is None:
+            batch = self._batch.get(gi)
+            F = batch(t) if batch is not None else np.array([fn(t) for fn in g.functions])
+            self._F_values[gi] = F
+        return F
 
     def _W(self, gi, g, Q, angles):
-        if not g.n_angles:
+        if not self._has_angles[gi]:
             return self._zeros_W[gi]
         raw = g.code.angles(Q, g.markers)
         return _TWO_PI * np.round((angles.ref[gi] - raw) / _TWO_PI)
 
     def phi(self, q, t, angles):
         """Φ(q, t), shape (nc,)."""
-        qf = self.model.q_full(q)
-        out = np.empty(self.model.nc)
-        for gi, g in enumerate(self.model.groups):
+        qf = np.concatenate((q, self._q_fixed))
+        out = np.empty(self._nc)
+        for gi, g, r0, r1 in self._rows:
             Q = qf[g.gather]
             val = g.code.phi(Q, g.markers, g.params, self._F(gi, g, t), self._W(gi, g, Q, angles))
-            out[g.row[0]: g.row[0] + val.size] = val.reshape(-1)
+            out[r0:r1] = val.reshape(-1)
         return out
 
     def jacobian_data(self, q, t, angles):

@@ -2,6 +2,7 @@
 
 import math
 
+import numpy as np
 import pytest
 
 from cadmotion.errors import ExpressionError
@@ -71,3 +72,33 @@ def test_a_damaged_or_foreign_driver_cache_file_is_derived_again(tmp_path, monke
     assert _driver("2*pi*t")(0.5) == pytest.approx((math.pi, 2 * math.pi, 0.0), abs=1e-15)
     stored.write_text("{trunc")
     assert _driver("2*pi*t")(0.5) == pytest.approx((math.pi, 2 * math.pi, 0.0), abs=1e-15)
+
+
+def test_many_drivers_are_evaluated_in_one_call_with_their_exact_values():
+    """Drivers that share a formula and differ in numbers (and others beside them) are
+    evaluated together; each row is the closed form f, f', f'' of its own expression."""
+    from cadmotion.kernel.expressions import batch_evaluator
+
+    amps, phases = (0.002, -0.5, 3.0, 1e-5), (0, 1, 2.5, 6)
+    texts = [f"{a}*(sin(t + {p}) - sin({p}))" for a, p in zip(amps, phases)] + ["t^2 + 0.25", "2*pi*t"]
+    batch = batch_evaluator(tuple(time_function(TimeFunctionSpec(expression=s)) for s in texts))
+    assert batch is not None
+    for t in (0.0, 0.37, 2.9, -1.2):
+        got = batch(t)
+        expect = [(a * (math.sin(t + p) - math.sin(p)), a * math.cos(t + p), -a * math.sin(t + p))
+                  for a, p in zip(amps, phases)] + [(t * t + 0.25, 2 * t, 2.0), (2 * math.pi * t, 2 * math.pi, 0.0)]
+        assert got.shape == (6, 3)
+        np.testing.assert_allclose(got, expect, rtol=1e-14, atol=1e-15)
+
+
+def test_a_batch_of_drivers_reports_a_domain_error_as_each_driver_does():
+    from cadmotion.kernel.expressions import batch_evaluator
+
+    fns = tuple(time_function(TimeFunctionSpec(expression=f"sqrt(t + {c})")) for c in (1, 2))
+    batch = batch_evaluator(fns)
+    np.testing.assert_allclose(batch(0.5), [[math.sqrt(1.5), 0.5 / math.sqrt(1.5), -0.25 / 1.5**1.5],
+                                            [math.sqrt(2.5), 0.5 / math.sqrt(2.5), -0.25 / 2.5**1.5]], rtol=1e-14)
+    with pytest.raises(ValueError):  # math.sqrt of a negative number, as fns[0](-1.5) raises
+        fns[0](-1.5)
+    with pytest.raises(ValueError):
+        batch(-1.5)
