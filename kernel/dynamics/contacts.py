@@ -70,7 +70,8 @@ from scipy.optimize import brentq
 
 from ...errors import MechanismError
 
-__all__ = ["Contacts", "restitution_factor", "STICTION_VELOCITY", "MIN_IMPACT_SPEED", "CONTACT_OUTPUTS"]
+__all__ = ["Contacts", "restitution_factor", "compliant_step_limit", "STICTION_VELOCITY", "MIN_IMPACT_SPEED",
+           "CONTACT_OUTPUTS"]
 
 #: the smallest restitution of the restitution form (below, 1 − e ξ underflows: give `damping`)
 MIN_RESTITUTION = 0.05
@@ -452,14 +453,25 @@ class Contacts:
         if not self.n:
             return np.inf
         _, delta, _, dd, _ = self.geometry(bs)
-        speed = np.maximum(np.maximum(np.abs(dd), state), MIN_IMPACT_SPEED)
-        m = self.m_eff
-        dmax = ((self.exp + 1.0) * m * speed ** 2 / (2.0 * self.k)) ** (1.0 / (self.exp + 1.0))
-        k_lin = self.exp * self.k * dmax ** (self.exp - 1.0)
-        t_c = math.pi * np.sqrt(m / k_lin)
-        # approaching while apart, or separating while in contact: home in on the switch δ = 0
-        switching = ((delta <= 0) & (dd > 0)) | ((delta > 0) & (dd < 0))
-        to_switch = np.maximum(0.5 * np.abs(delta) / np.where(switching, np.abs(dd), 1.0), TOUCH_STEP * t_c)
-        limit = np.where(delta > 0, t_c / STEPS_PER_CONTACT, np.inf)
-        limit = np.where(switching, np.minimum(limit, to_switch), limit)
-        return float(np.min(limit))
+        return compliant_step_limit(delta, dd, np.maximum(np.abs(dd), state), self.m_eff, self.k, self.exp)
+
+
+def compliant_step_limit(delta, dd, speed, m, k, n):
+    """The largest step (s) that cannot stride over a switch of compliant contacts or stops.
+
+    delta, dd : penetrations δ (m or rad; > 0 in contact) and their rates; speed : the impact speed
+    per contact (|δ̇| at impact, floored at :data:`MIN_IMPACT_SPEED`); m, k, n : effective mass,
+    stiffness and exponent of each. A contact at that speed lasts t_c = π sqrt(m / k_lin), k_lin the
+    law's stiffness at its deepest point; in contact a step is t_c / STEPS_PER_CONTACT, and while
+    approaching apart or separating in contact it homes in on the switch δ = 0 (half the time to it,
+    not below TOUCH_STEP · t_c).
+    """
+    speed = np.maximum(speed, MIN_IMPACT_SPEED)
+    dmax = ((n + 1.0) * m * speed ** 2 / (2.0 * k)) ** (1.0 / (n + 1.0))
+    k_lin = n * k * dmax ** (n - 1.0)
+    t_c = math.pi * np.sqrt(m / k_lin)
+    switching = ((delta <= 0) & (dd > 0)) | ((delta > 0) & (dd < 0))
+    to_switch = np.maximum(0.5 * np.abs(delta) / np.where(switching, np.abs(dd), 1.0), TOUCH_STEP * t_c)
+    limit = np.where(delta > 0, t_c / STEPS_PER_CONTACT, np.inf)
+    limit = np.where(switching, np.minimum(limit, to_switch), limit)
+    return float(np.min(limit))

@@ -42,7 +42,7 @@ import numpy as np
 
 from ...errors import MechanismError
 from ..model import frame_matrix
-from .contacts import MIN_IMPACT_SPEED, MIN_RESTITUTION, STEPS_PER_CONTACT, TOUCH_STEP, restitution_factor
+from .contacts import MIN_IMPACT_SPEED, MIN_RESTITUTION, compliant_step_limit, restitution_factor
 
 __all__ = ["JointStops", "STOP_DURATION", "STOP_RESTITUTION", "STOP_OUTPUTS", "STOP_KEYS", "STOP_JOINTS"]
 
@@ -278,13 +278,4 @@ class JointStops:
         near_lo = to_lo >= to_hi
         delta = np.where(near_lo, to_lo, to_hi)
         dd = np.where(near_lo, -qd, qd)
-        speed = np.maximum(np.maximum(np.abs(dd), state[self.n:]), MIN_IMPACT_SPEED)
-        m = self.m_eff
-        dmax = ((self.exp + 1.0) * m * speed ** 2 / (2.0 * self.k)) ** (1.0 / (self.exp + 1.0))
-        k_lin = self.exp * self.k * dmax ** (self.exp - 1.0)
-        t_c = math.pi * np.sqrt(m / k_lin)
-        switching = ((delta <= 0) & (dd > 0)) | ((delta > 0) & (dd < 0))
-        to_switch = np.maximum(0.5 * np.abs(delta) / np.where(switching, np.abs(dd), 1.0), TOUCH_STEP * t_c)
-        limit = np.where(delta > 0, t_c / STEPS_PER_CONTACT, np.inf)
-        limit = np.where(switching, np.minimum(limit, to_switch), limit)
-        return float(np.min(limit))
+        return compliant_step_limit(delta, dd, np.maximum(np.abs(dd), state[self.n:]), self.m_eff, self.k, self.exp)
