@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import math
+import operator
 import re
 
 import numpy as np
@@ -195,12 +196,16 @@ _NUMERIC_BINOPS = {
 }
 
 
-def _numeric(text):
-    """f(t) -> float of an expression in t as lambdify prints it for ``math`` (ValueError for
-    anything outside the grammar)."""
-    tree = ast.parse(text, mode="eval").body
+def _grammar_tree(tree, functions, binops, negate, leaf=None, binary=()):
+    """f(t) of the derivative grammar's ``tree`` (numbers, t, pi, e, + - * / **, unary −, the
+    calls in ``functions``; ``binops`` and ``negate`` the arithmetic to use, ``leaf(node)`` a value
+    for other names or None, ``binary`` the functions that take exactly two arguments). ValueError
+    for anything outside the grammar; nothing is executed."""
 
     def build(node):
+        value = leaf(node) if leaf is not None else None
+        if value is not None:
+            return lambda t: value
         if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
             value = float(node.value)
             return lambda t: value
@@ -209,19 +214,27 @@ def _numeric(text):
         if isinstance(node, ast.Name) and node.id in _NUMERIC_CONSTANTS:
             value = _NUMERIC_CONSTANTS[node.id]
             return lambda t: value
-        if isinstance(node, ast.BinOp) and type(node.op) in _NUMERIC_BINOPS:
-            op, a, b = _NUMERIC_BINOPS[type(node.op)], build(node.left), build(node.right)
+        if isinstance(node, ast.BinOp) and type(node.op) in binops:
+            op, a, b = binops[type(node.op)], build(node.left), build(node.right)
             return lambda t: op(a(t), b(t))
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
             a = build(node.operand)
-            return (lambda t: -a(t)) if isinstance(node.op, ast.USub) else a
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _NUMERIC_FUNCTIONS
+            return (lambda t: negate(a(t))) if isinstance(node.op, ast.USub) else a
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in functions
                 and not node.keywords):
-            fn, args = _NUMERIC_FUNCTIONS[node.func.id], [build(a) for a in node.args]
+            fn, args = functions[node.func.id], [build(a) for a in node.args]
+            if node.func.id in binary and len(args) != 2:
+                raise ValueError(f"{node.func.id} of other than two arguments")
             return lambda t: fn(*[a(t) for a in args])
         raise ValueError(f"{ast.dump(node)} is not in the derivative grammar")
 
-    f = build(tree)
+    return build(tree)
+
+
+def _numeric(text):
+    """f(t) -> float of an expression in t as lambdify prints it for ``math`` (ValueError for
+    anything outside the grammar)."""
+    f = _grammar_tree(ast.parse(text, mode="eval").body, _NUMERIC_FUNCTIONS, _NUMERIC_BINOPS, operator.neg)
     return lambda t: float(f(float(t)))
 
 
@@ -254,33 +267,14 @@ def _vector_tree(shape, numbers):
     """f(t) -> (n,) evaluating the text ``shape`` (see :func:`_shape_and_numbers`) for n
     instances whose numbers are the rows of ``numbers`` (n, k); the grammar of
     :func:`_numeric`, with numpy."""
-    tree = ast.parse(shape, mode="eval").body
-
-    def build(node):
+    def number(node):
         if isinstance(node, ast.Name) and node.id.startswith("_c") and node.id[2:].isdigit():
-            value = numbers[:, int(node.id[2:])].copy()
-            return lambda t: value
-        if isinstance(node, ast.Name) and node.id == "t":
-            return lambda t: t
-        if isinstance(node, ast.Name) and node.id in _NUMERIC_CONSTANTS:
-            value = _NUMERIC_CONSTANTS[node.id]
-            return lambda t: value
-        if isinstance(node, ast.BinOp) and type(node.op) in _BATCH_BINOPS:
-            op, a, b = _BATCH_BINOPS[type(node.op)], build(node.left), build(node.right)
-            return lambda t: op(a(t), b(t))
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-            a = build(node.operand)
-            return (lambda t: np.negative(a(t))) if isinstance(node.op, ast.USub) else a
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _BATCH_FUNCTIONS
-                and not node.keywords):
-            fn, args = _BATCH_FUNCTIONS[node.func.id], [build(a) for a in node.args]
-            if node.func.id in ("min", "max") and len(args) != 2:
-                raise ValueError("min/max of other than two arguments")
-            return lambda t: fn(*[a(t) for a in args])
-        raise ValueError(f"{ast.dump(node)} is not in the derivative grammar")
+            return numbers[:, int(node.id[2:])].copy()
+        return None
 
     n = numbers.shape[0]
-    f = build(tree)
+    f = _grammar_tree(ast.parse(shape, mode="eval").body, _BATCH_FUNCTIONS, _BATCH_BINOPS, np.negative,
+                      leaf=number, binary=("min", "max"))
     return lambda t: np.broadcast_to(f(float(t)), (n,))
 
 
