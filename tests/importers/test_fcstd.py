@@ -491,6 +491,39 @@ def test_distance_joint_plane_offset_includes_the_radius(tmp_path):
     assert oi[2] == pytest.approx(0.005, abs=1e-15)
 
 
+def test_point_point_distance_is_a_coupler_rod_in_a_driven_run(tmp_path):
+    """Crank (r 10 mm, about world z) and slider (along world x) joined only by a
+    point-point Distance of 30 mm: the crank angle follows the closed form
+    cos(90 deg + phi) = (x² + r² - L²) / (2 x r) while the slider is driven 5 mm."""
+    from cadmotion.kernel import compile_model, kinematics
+    from cadmotion.kernel.motion import quat_to_matrix
+
+    r, L = 10.0, 30.0
+    x0 = math.sqrt(L * L - r * r)
+    along_x = {"axis": (0, 1, 0), "deg": 90.0}
+    doc = Doc()
+    doc.box("Base", 10, 10, 10)
+    doc.box("Crank", 10, 10, 10)
+    doc.box("Slider", 10, 10, 10, plc={"x": x0})
+    doc.ground("Base")
+    doc.joint("Pivot", "Revolute", "Base.Face1", "Crank.Face1")
+    doc.joint("Rail", "Slider", "Base.Face1", "Slider.Face1", plc1=along_x, plc2=along_x)
+    doc.joint("Rod", "Distance", "Crank.Vertex1", "Slider.Vertex2", plc1={"y": r}, distance=L)
+    spec = _read(doc.write(tmp_path / "rod.FCStd"), geometry=False)
+    assert spec.joint("Rod").type == "distance"
+    spec = replace(spec, drivers=(DriverSpec("push", TimeFunctionSpec(expression="0.005*t"),
+                                             joint="Rail", coordinate="disp"),))
+    motion = kinematics(compile_model(spec), t_end=1.0, steps=50)
+    assert motion.complete, motion.message
+    x = motion.position[:, motion.part_index("Slider"), 0] * 1e3           # mm
+    assert x[-1] - x[0] == pytest.approx(5.0, abs=1e-9)
+    Rc = quat_to_matrix(motion.quaternion)[:, motion.part_index("Crank")]
+    phi = np.arctan2(Rc[:, 1, 0], Rc[:, 0, 0])
+    expected = np.arccos((x * x + r * r - L * L) / (2 * x * r)) - math.pi / 2
+    assert np.max(np.abs(phi - expected)) < 1e-9
+    assert abs(phi[-1]) > 0.1                                             # it turned
+
+
 def test_distance_joint_outside_the_library(tmp_path):
     doc = _round_parts("Box.Face1", "Cone.Face1", 0.0)
     with pytest.raises(CadImportError, match="Gap.*Plane and a Cone") as e:
