@@ -531,6 +531,42 @@ def test_distance_joint_outside_the_library(tmp_path):
     assert "plane-sphere" in e.value.hint
 
 
+_READ_WITHOUT_OCP = """
+import importlib.abc, sys, warnings
+class NoOcp(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] == "OCP":
+            raise ImportError("No module named " + repr(name) + " (no cad extra)")
+sys.meta_path.insert(0, NoOcp())
+warnings.simplefilter("ignore")
+from cadmotion.errors import CadImportError
+from cadmotion.importers.fcstd import read_fcstd
+try:
+    (j,) = read_fcstd(sys.argv[1]).joints
+    print("joint", j.type, j.param("length"))
+except CadImportError as e:
+    print("refused", e)
+"""
+
+
+@pytest.mark.parametrize("ref2, expected", [
+    ("B.Vertex1", "joint distance 0.005"),                 # a vertex is a point without OCP
+    ("B.Edge1", "refused"),                                # a line or a circle? OCP decides
+])
+def test_distance_joint_without_ocp(tmp_path, ref2, expected):
+    import subprocess
+    import sys
+
+    path = _two_boxes(jtype="Distance", ref1="A.Vertex1", ref2=ref2, distance=5.0,
+                      label="Gap").write(tmp_path / "d.FCStd")
+    out = subprocess.run([sys.executable, "-c", _READ_WITHOUT_OCP, str(path)], capture_output=True,
+                         text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith(expected)
+    if expected == "refused":
+        assert "Gap" in out.stdout and "Edge1" in out.stdout and "cadmotion[cad]" in out.stdout
+
+
 def test_deactivated_and_limits(tmp_path):
     limits = [_prop("EnableLengthMin", "App::PropertyBool", '<Bool value="true"/>'),
               _prop("LengthMin", "App::PropertyFloat", '<Float value="-41.0"/>'),
