@@ -651,8 +651,7 @@ def _mass_properties(shape, density):
 def _element_geometry(doc, geo, holder, element, item):
     """(kind, radius) of a sub-element like 'Edge12': the kind is 'Point', 'Line', 'Circle',
     'Curve', 'Plane', 'Cylinder', 'Sphere', 'Torus', 'Cone' or 'Surface' (None for the
-    whole object) and the radius (m) of a circle, cylinder or
-    sphere (0 otherwise).
+    whole object) and the radius (m) of a circle, cylinder or sphere (0 otherwise).
 
     A vertex is a point whatever the shape, so it needs neither the shape nor OCP; the
     other kinds are read from the stored BRep (OCP), which must hold the element.
