@@ -524,6 +524,35 @@ def test_point_point_distance_is_a_coupler_rod_in_a_driven_run(tmp_path):
     assert abs(phi[-1]) > 0.1                                             # it turned
 
 
+def test_sphere_cylinder_distance_keeps_the_centre_off_the_axis_in_a_driven_run(tmp_path):
+    """A 3 mm ball slides along world x, a 4 mm cylinder (axis z) along world y, joined by
+    a Distance of 2 mm between the two faces: the centre stays 2 + 3 + 4 = 9 mm from the
+    axis, so x_ball = sqrt(9² - y_cyl²) (mm) while the cylinder is pushed 5 mm."""
+    from OCP.BRepPrimAPI import BRepPrimAPI_MakeCylinder, BRepPrimAPI_MakeSphere
+
+    from cadmotion.kernel import compile_model, kinematics
+
+    doc = Doc()
+    doc.box("Base", 10, 10, 10)
+    doc.solid("Cyl", BRepPrimAPI_MakeCylinder(4.0, 20.0).Shape())
+    doc.solid("Ball", BRepPrimAPI_MakeSphere(3.0).Shape(), plc={"x": 9.0})
+    doc.ground("Base")
+    along_x, along_y = {"axis": (0, 1, 0), "deg": 90.0}, {"axis": (1, 0, 0), "deg": -90.0}
+    doc.joint("RailX", "Slider", "Base.Face1", "Ball.Face1", plc1=along_x, plc2=along_x)
+    doc.joint("RailY", "Slider", "Base.Face1", "Cyl.Face2", plc1=along_y, plc2=along_y)
+    doc.joint("Gap", "Distance", "Ball.Face1", "Cyl.Face1", distance=2.0)
+    spec = _read(doc.write(tmp_path / "gap.FCStd"), geometry=False)
+    assert spec.joint("Gap").type == "point-line-distance"
+    spec = replace(spec, drivers=(DriverSpec("push", TimeFunctionSpec(expression="0.005*t"),
+                                             joint="RailY", coordinate="disp"),))
+    motion = kinematics(compile_model(spec), t_end=1.0, steps=50)
+    assert motion.complete, motion.message
+    y = motion.position[:, motion.part_index("Cyl"), 1] * 1e3             # mm
+    x = motion.position[:, motion.part_index("Ball"), 0] * 1e3
+    assert abs(y[-1] - y[0]) == pytest.approx(5.0, abs=1e-9)
+    assert x == pytest.approx(np.sqrt(81.0 - y * y), abs=1e-9)
+
+
 def test_distance_joint_outside_the_library(tmp_path):
     doc = _round_parts("Box.Face1", "Cone.Face1", 0.0)
     with pytest.raises(CadImportError, match="Gap.*Plane and a Cone") as e:
