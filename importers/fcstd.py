@@ -39,9 +39,12 @@ Joint types (FreeCAD -> cadmotion)
 ``Fixed`` -> fixed, ``Revolute`` -> revolute, ``Cylindrical`` -> cylindrical,
 ``Slider`` -> prismatic, ``Ball`` -> spherical, ``Parallel``, ``Perpendicular``,
 ``Angle`` (``Angle`` property, degrees; 0 becomes parallel), ``Distance`` (by the kind
-of the two elements, as FreeCAD's solver does: point-point -> distance or spherical,
-plane-plane -> planar with the offset, point-plane/point-curve -> point-on-plane,
-point-line at 0 -> point-on-line; other pairs raise :class:`CadImportError`).
+and radius of the two elements, as FreeCAD's solver does: point-point -> distance,
+point-line/cylinder-sphere -> point-line-distance, line-line/circle/cylinder ->
+line-line-distance, plane-plane -> planar with the offset, point-plane -> point-on-plane,
+line-plane -> line-in-plane, radii of circles, cylinders and spheres added; the table is
+in :mod:`cadmotion.importers.fcstd_distance`; pairs FreeCAD only solves by its default
+planar joint raise :class:`CadImportError`).
 ``Gears``, ``Belt``, ``RackPinion`` and ``Screw`` are lowered the way FreeCAD lowers
 them onto OndselSolver (``GearJoint`` with radii ``Distance``/``Distance2``, a negative
 second radius for a belt, ``RackPinionJoint`` with the pitch radius ``Distance``,
@@ -94,6 +97,7 @@ import numpy as np
 from ..errors import CadImportError
 from ..kernel.rotations import invert_pose, pose_matrix
 from ..kernel.spec import Frame, JointSpec, MechanismSpec, PartSpec
+from .fcstd_distance import SUPPORTED_PAIRS, map_distance_joint
 from .materials import part_density
 from .asmt import (align_axes, joint_violations, matrix_to_quaternion, ondsel_coupler,
                    zero_joint_coordinates)
@@ -644,39 +648,59 @@ def _mass_properties(shape, density):
     return volume_properties(shape).with_density(density)
 
 
-def _element_kind(doc, geo, holder, element, item):
-    """'Point', 'Line', 'Circle', 'Curve', 'Plane', 'Cylinder', 'Sphere', 'Torus', 'Cone',
-    'Surface' for a sub-element name like 'Edge12', or None for the whole object."""
+def _element_geometry(doc, geo, holder, element, item):
+    """(kind, radius) of a sub-element like 'Edge12': the kind is 'Point', 'Line', 'Circle',
+    'Curve', 'Plane', 'Cylinder', 'Sphere', 'Torus', 'Cone' or 'Surface' (None for the
+    whole object) and the radius (m) of a circle, cylinder or sphere (0 otherwise).
+
+    A vertex is a point whatever the shape, so it needs neither the shape nor OCP; the
+    other kinds are read from the stored BRep (OCP), which must hold the element.
+    """
     m = re.fullmatch(r"(Vertex|Edge|Face)(\d+)", element or "")
     if m is None:
-        return None
+        return None, 0.0
+    kind, idx = m.group(1), int(m.group(2))
+    try:
+        from OCP.BRepAdaptor import BRepAdaptor_Curve, BRepAdaptor_Surface
+        from OCP.GeomAbs import GeomAbs_CurveType, GeomAbs_SurfaceType
+        from OCP.TopAbs import TopAbs_EDGE, TopAbs_FACE, TopAbs_VERTEX
+        from OCP.TopExp import TopExp
+        from OCP.TopoDS import TopoDS
+        from OCP.TopTools import TopTools_IndexedMapOfShape
+    except ImportError:
+        if kind == "Vertex":
+            return "Point", 0.0
+        raise CadImportError(f"{item}: the kind of {element} (line, circle, plane, cylinder, ...) "
+                             "decides which joint a FreeCAD Distance joint is, and reading it "
+                             "needs OCP, which is not installed", where=doc.arc.path,
+                             hint='pip install "cadmotion[cad]"') from None
     target = doc.target(holder)
     shape = geo.brep(target)
     if shape is None:
+        if kind == "Vertex":
+            return "Point", 0.0
         raise CadImportError(f"{item}: cannot find the shape holding {element}", where=doc.arc.path)
-    from OCP.BRepAdaptor import BRepAdaptor_Curve, BRepAdaptor_Surface
-    from OCP.GeomAbs import GeomAbs_CurveType, GeomAbs_SurfaceType
-    from OCP.TopAbs import TopAbs_EDGE, TopAbs_FACE, TopAbs_VERTEX
-    from OCP.TopExp import TopExp
-    from OCP.TopoDS import TopoDS
-    from OCP.TopTools import TopTools_IndexedMapOfShape
-
-    kind, idx = m.group(1), int(m.group(2))
     tmap = TopTools_IndexedMapOfShape()
     TopExp.MapShapes_s(shape, {"Vertex": TopAbs_VERTEX, "Edge": TopAbs_EDGE, "Face": TopAbs_FACE}[kind], tmap)
     if not 1 <= idx <= tmap.Extent():
         raise CadImportError(f"{item}: {element} does not exist in {target.label()!r}", where=doc.arc.path)
     sub = tmap.FindKey(idx)
     if kind == "Vertex":
-        return "Point"
+        return "Point", 0.0
     if kind == "Edge":
-        t = BRepAdaptor_Curve(TopoDS.Edge_s(sub)).GetType()
-        return {GeomAbs_CurveType.GeomAbs_Line: "Line",
-                GeomAbs_CurveType.GeomAbs_Circle: "Circle"}.get(t, "Curve")
-    t = BRepAdaptor_Surface(TopoDS.Face_s(sub)).GetType()
-    return {GeomAbs_SurfaceType.GeomAbs_Plane: "Plane", GeomAbs_SurfaceType.GeomAbs_Cylinder: "Cylinder",
-            GeomAbs_SurfaceType.GeomAbs_Sphere: "Sphere", GeomAbs_SurfaceType.GeomAbs_Torus: "Torus",
-            GeomAbs_SurfaceType.GeomAbs_Cone: "Cone"}.get(t, "Surface")
+        curve = BRepAdaptor_Curve(TopoDS.Edge_s(sub))
+        t = curve.GetType()
+        if t == GeomAbs_CurveType.GeomAbs_Circle:
+            return "Circle", curve.Circle().Radius() * MM
+        return ("Line" if t == GeomAbs_CurveType.GeomAbs_Line else "Curve"), 0.0
+    surf = BRepAdaptor_Surface(TopoDS.Face_s(sub))
+    t = surf.GetType()
+    if t == GeomAbs_SurfaceType.GeomAbs_Cylinder:
+        return "Cylinder", surf.Cylinder().Radius() * MM
+    if t == GeomAbs_SurfaceType.GeomAbs_Sphere:
+        return "Sphere", surf.Sphere().Radius() * MM
+    return {GeomAbs_SurfaceType.GeomAbs_Plane: "Plane", GeomAbs_SurfaceType.GeomAbs_Torus: "Torus",
+            GeomAbs_SurfaceType.GeomAbs_Cone: "Cone"}.get(t, "Surface"), 0.0
 
 
 # --------------------------------------------------------------------------------------
@@ -992,35 +1016,25 @@ def _simple_joint(doc, geo, o, jname, jtype, sides, src, where):
             params = (("angle", ang),)
     elif jtype == "Distance":
         dist = o.real("Distance", 0.0) * MM
-        k1 = _element_kind(doc, geo, h1, e1, f"joint {o.label()}")
-        k2 = _element_kind(doc, geo, h2, e2, f"joint {o.label()}")
-        pair = (k1, k2)
-        planeish = ("Plane", "Torus")
-        if pair == ("Point", "Point"):
-            if abs(dist) < 1e-10:
-                ktype = "spherical"
-            else:
-                ktype, params = "distance", (("length", abs(dist)),)
-        elif k1 in planeish and k2 in planeish:
-            ktype = "planar"
-            X1 = X1.copy()
-            X1[:3, 3] += dist * X1[:3, 2]
-        elif "Point" in pair and ("Plane" in pair or "Curve" in pair or "Circle" in pair):
-            ktype = "point-on-plane"
-            if k1 == "Point":  # the plane (or curve plane) must be on side i
-                (p1, X1), (p2, X2) = (p2, X2), (p1, X1)
-            X1 = X1.copy()
-            X1[:3, 3] += dist * X1[:3, 2]
-        elif "Point" in pair and "Line" in pair and abs(dist) < 1e-10:
-            ktype = "point-on-line"
-            if k1 == "Point":
-                (p1, X1), (p2, X2) = (p2, X2), (p1, X1)
-        else:
+        k1, r1 = _element_geometry(doc, geo, h1, e1, f"joint {o.label()}")
+        k2, r2 = _element_geometry(doc, geo, h2, e2, f"joint {o.label()}")
+        mapped = map_distance_joint(k1, r1, k2, r2, dist)
+        if mapped is None:
             raise CadImportError(
                 f"joint {o.label()} is a Distance joint between a {k1 or 'whole object'} and a "
-                f"{k2 or 'whole object'} (distance {dist / MM:g} mm), which cadmotion's joint "
-                "library cannot express", where=where,
-                hint="use point-point, plane-plane, point-plane or point-line (0 mm) references")
+                f"{k2 or 'whole object'} (distance {dist / MM:g} mm); FreeCAD solves such a pair "
+                "as a planar joint between the two JCS, which does not follow from the geometry, "
+                "so cadmotion does not import it", where=where,
+                hint="reference elements of these pairs: " + ", ".join(SUPPORTED_PAIRS))
+        if mapped.swap:  # FreeCAD's ranking puts this element on marker I
+            (p1, X1), (p2, X2) = (p2, X2), (p1, X1)
+        ktype = mapped.type
+        if mapped.length is not None:
+            params = (("length", mapped.length),)
+        if mapped.offset:
+            X1 = X1.copy()
+            X1[:3, 3] += mapped.offset * X1[:3, 2]
+        src = f"{src}, {mapped.freecad}"
     R2 = align_axes(ktype, p1.X_WP[:3, :3] @ X1[:3, :3], p2.X_WP[:3, :3] @ X2[:3, :3], X2[:3, :3])
     (R1, o1), (R2, o2), offsets = zero_joint_coordinates(
         ktype, (p1.X_WP[:3, :3], p1.X_WP[:3, 3]), (X1[:3, :3], X1[:3, 3]),

@@ -199,10 +199,14 @@ class Doc:
 
     def box(self, name, dx, dy, dz, plc=None, label=None, in_assembly=True):
         from OCP.BRepPrimAPI import BRepPrimAPI_MakeBox
+
+        self.solid(name, BRepPrimAPI_MakeBox(dx, dy, dz).Shape(), plc, label, in_assembly)
+
+    def solid(self, name, shape, plc=None, label=None, in_assembly=True):
+        """A Part::Feature holding an OCP shape given in its own frame (mm)."""
         from OCP.BRepTools import BRepTools
 
         plc = plc or {}
-        shape = BRepPrimAPI_MakeBox(dx, dy, dz).Shape()
         shape = shape.Moved(_location(plc))  # FreeCAD stores the shape with its placement
         import os
         import tempfile
@@ -411,27 +415,185 @@ def _two_boxes(**joint_kw):
     return doc
 
 
-@pytest.mark.parametrize("ref1, ref2, distance, expected", [
-    ("A.Vertex1", "B.Vertex1", 0.0, "spherical"),
-    ("A.Vertex1", "B.Vertex1", 5.0, "distance"),
-    ("A.Face1", "B.Face1", 0.0, "planar"),
-    ("A.Vertex1", "B.Face1", 2.0, "point-on-plane"),
+# FreeCAD's choice for a Distance joint (src/Mod/Assembly/App, getDistanceType and
+# makeMbdJointDistance): the higher ranked element becomes side i (face before edge before
+# vertex; line before circle; plane, cylinder, cone, torus, sphere), and the radii of
+# circles, cylinders and spheres are added to the Distance.  Box edges are lines and box
+# faces planes.
+@pytest.mark.parametrize("ref1, ref2, distance, expected, parts, length", [
+    ("A.Vertex1", "B.Vertex1", 0.0, "spherical", ("A", "B"), None),
+    ("A.Vertex1", "B.Vertex1", 5.0, "distance", ("A", "B"), 0.005),
+    ("A.Face1", "B.Face1", 0.0, "planar", ("A", "B"), None),
+    ("A.Vertex1", "B.Face1", 2.0, "point-on-plane", ("B", "A"), None),
+    ("A.Edge1", "B.Face1", 1.0, "line-in-plane", ("B", "A"), None),
+    ("A.Vertex1", "B.Edge1", 3.0, "point-line-distance", ("B", "A"), 0.003),
+    ("A.Vertex1", "B.Edge1", 0.0, "point-on-line", ("B", "A"), None),
+    ("A.Edge1", "B.Edge1", 3.0, "line-line-distance", ("A", "B"), 0.003),
+    ("A.Edge1", "B.Edge1", 0.0, "cylindrical", ("A", "B"), None),
 ])
-def test_distance_joint_by_element_kinds(tmp_path, ref1, ref2, distance, expected):
+def test_distance_joint_by_element_kinds(tmp_path, ref1, ref2, distance, expected, parts, length):
     doc = _two_boxes(jtype="Distance", ref1=ref1, ref2=ref2, distance=distance)
     spec = _read(doc.write(tmp_path / "d.FCStd"), geometry=False)
     (j,) = spec.joints
     assert j.type == expected
-    if expected == "distance":
-        assert j.param("length") == pytest.approx(0.005)
-    if expected == "point-on-plane":  # the plane is side i
-        assert j.parts == ("B", "A")
+    assert j.parts == parts
+    if length is None:
+        assert "length" not in dict(j.params)
+    else:
+        assert j.param("length") == pytest.approx(length, abs=1e-15)
+
+
+def _round_parts(ref1, ref2, distance):
+    """A grounded cylinder (r 4 mm, axis z), a ball (r 3 mm) and a cone, all at the origin."""
+    from OCP.BRepPrimAPI import BRepPrimAPI_MakeCone, BRepPrimAPI_MakeCylinder, BRepPrimAPI_MakeSphere
+
+    doc = Doc()
+    doc.solid("Cyl", BRepPrimAPI_MakeCylinder(4.0, 20.0).Shape())   # Face1 cylinder, Edge1 circle
+    doc.solid("Ball", BRepPrimAPI_MakeSphere(3.0).Shape())          # Face1 sphere
+    doc.solid("Cone", BRepPrimAPI_MakeCone(4.0, 2.0, 10.0).Shape())  # Face1 cone
+    doc.box("Box", 10, 10, 10)
+    doc.ground("Cyl")
+    doc.joint("J", "Distance", ref1, ref2, distance=distance, label="Gap")
+    return doc
+
+
+@pytest.mark.parametrize("ref1, ref2, expected, parts, length", [
+    # sphere against cylinder: centre at d + 3 + 4 mm from the axis
+    ("Ball.Face1", "Cyl.Face1", "point-line-distance", ("Cyl", "Ball"), 0.009),
+    ("Cyl.Face1", "Cone.Face1", None, None, None),          # FreeCAD's default planar: refused
+    ("Ball.Face1", "Box.Vertex1", "distance", ("Ball", "Box"), 0.005),     # d + 3
+    ("Box.Vertex1", "Cyl.Face1", "point-line-distance", ("Cyl", "Box"), 0.006),  # d + 4
+    ("Cyl.Edge1", "Box.Edge1", "line-line-distance", ("Box", "Cyl"), 0.006),    # line, circle
+    ("Box.Face1", "Ball.Face1", "point-on-plane", ("Box", "Ball"), None),
+    ("Cyl.Face1", "Box.Face1", "line-in-plane", ("Box", "Cyl"), None),
+])
+def test_distance_joint_adds_the_radii(tmp_path, ref1, ref2, expected, parts, length):
+    doc = _round_parts(ref1, ref2, 2.0)
+    if expected is None:
+        with pytest.raises(CadImportError, match="Gap.*Cylinder and a Cone"):
+            _read(doc.write(tmp_path / "d.FCStd"), geometry=False)
+        return
+    spec = _read(doc.write(tmp_path / "d.FCStd"), geometry=False)
+    (j,) = spec.joints
+    assert (j.type, j.parts) == (expected, parts)
+    if length is not None:
+        assert j.param("length") == pytest.approx(length, abs=1e-15)
+
+
+def test_distance_joint_plane_offset_includes_the_radius(tmp_path):
+    """Plane against a 3 mm sphere at Distance 2 mm: the centre stays 5 mm above the plane."""
+    doc = _round_parts("Cyl.Face2", "Ball.Face1", 2.0)   # Face2: the cylinder's bottom plane
+    spec = _read(doc.write(tmp_path / "d.FCStd"), geometry=False)
+    (j,) = spec.joints
+    assert (j.type, j.parts) == ("point-on-plane", ("Cyl", "Ball"))
+    Ri, oi = _marker_world(spec, j, 0)
+    assert Ri[:, 2] @ np.array([0.0, 0.0, 1.0]) == pytest.approx(1.0)
+    assert oi[2] == pytest.approx(0.005, abs=1e-15)
+
+
+def test_point_point_distance_is_a_coupler_rod_in_a_driven_run(tmp_path):
+    """Crank (r 10 mm, about world z) and slider (along world x) joined only by a
+    point-point Distance of 30 mm: the crank angle follows the closed form
+    cos(90 deg + phi) = (x² + r² - L²) / (2 x r) while the slider is driven 5 mm."""
+    from cadmotion.kernel import compile_model, kinematics
+    from cadmotion.kernel.motion import quat_to_matrix
+
+    r, L = 10.0, 30.0
+    x0 = math.sqrt(L * L - r * r)
+    along_x = {"axis": (0, 1, 0), "deg": 90.0}
+    doc = Doc()
+    doc.box("Base", 10, 10, 10)
+    doc.box("Crank", 10, 10, 10)
+    doc.box("Slider", 10, 10, 10, plc={"x": x0})
+    doc.ground("Base")
+    doc.joint("Pivot", "Revolute", "Base.Face1", "Crank.Face1")
+    doc.joint("Rail", "Slider", "Base.Face1", "Slider.Face1", plc1=along_x, plc2=along_x)
+    doc.joint("Rod", "Distance", "Crank.Vertex1", "Slider.Vertex2", plc1={"y": r}, distance=L)
+    spec = _read(doc.write(tmp_path / "rod.FCStd"), geometry=False)
+    assert spec.joint("Rod").type == "distance"
+    spec = replace(spec, drivers=(DriverSpec("push", TimeFunctionSpec(expression="0.005*t"),
+                                             joint="Rail", coordinate="disp"),))
+    motion = kinematics(compile_model(spec), t_end=1.0, steps=50)
+    assert motion.complete, motion.message
+    x = motion.position[:, motion.part_index("Slider"), 0] * 1e3           # mm
+    assert x[-1] - x[0] == pytest.approx(5.0, abs=1e-9)
+    Rc = quat_to_matrix(motion.quaternion)[:, motion.part_index("Crank")]
+    phi = np.arctan2(Rc[:, 1, 0], Rc[:, 0, 0])
+    expected = np.arccos((x * x + r * r - L * L) / (2 * x * r)) - math.pi / 2
+    assert np.max(np.abs(phi - expected)) < 1e-9
+    assert abs(phi[-1]) > 0.1                                             # it turned
+
+
+def test_sphere_cylinder_distance_keeps_the_centre_off_the_axis_in_a_driven_run(tmp_path):
+    """A 3 mm ball slides along world x, a 4 mm cylinder (axis z) along world y, joined by
+    a Distance of 2 mm between the two faces: the centre stays 2 + 3 + 4 = 9 mm from the
+    axis, so x_ball = sqrt(9² - y_cyl²) (mm) while the cylinder is pushed 5 mm."""
+    from OCP.BRepPrimAPI import BRepPrimAPI_MakeCylinder, BRepPrimAPI_MakeSphere
+
+    from cadmotion.kernel import compile_model, kinematics
+
+    doc = Doc()
+    doc.box("Base", 10, 10, 10)
+    doc.solid("Cyl", BRepPrimAPI_MakeCylinder(4.0, 20.0).Shape())
+    doc.solid("Ball", BRepPrimAPI_MakeSphere(3.0).Shape(), plc={"x": 9.0})
+    doc.ground("Base")
+    along_x, along_y = {"axis": (0, 1, 0), "deg": 90.0}, {"axis": (1, 0, 0), "deg": -90.0}
+    doc.joint("RailX", "Slider", "Base.Face1", "Ball.Face1", plc1=along_x, plc2=along_x)
+    doc.joint("RailY", "Slider", "Base.Face1", "Cyl.Face2", plc1=along_y, plc2=along_y)
+    doc.joint("Gap", "Distance", "Ball.Face1", "Cyl.Face1", distance=2.0)
+    spec = _read(doc.write(tmp_path / "gap.FCStd"), geometry=False)
+    assert spec.joint("Gap").type == "point-line-distance"
+    spec = replace(spec, drivers=(DriverSpec("push", TimeFunctionSpec(expression="0.005*t"),
+                                             joint="RailY", coordinate="disp"),))
+    motion = kinematics(compile_model(spec), t_end=1.0, steps=50)
+    assert motion.complete, motion.message
+    y = motion.position[:, motion.part_index("Cyl"), 1] * 1e3             # mm
+    x = motion.position[:, motion.part_index("Ball"), 0] * 1e3
+    assert abs(y[-1] - y[0]) == pytest.approx(5.0, abs=1e-9)
+    assert x == pytest.approx(np.sqrt(81.0 - y * y), abs=1e-9)
 
 
 def test_distance_joint_outside_the_library(tmp_path):
-    doc = _two_boxes(jtype="Distance", ref1="A.Edge1", ref2="B.Face1", distance=0.0, label="Odd")
-    with pytest.raises(CadImportError, match="Odd"):
+    doc = _round_parts("Box.Face1", "Cone.Face1", 0.0)
+    with pytest.raises(CadImportError, match="Gap.*Plane and a Cone") as e:
         _read(doc.write(tmp_path / "d.FCStd"), geometry=False)
+    assert "plane-sphere" in e.value.hint
+
+
+_READ_WITHOUT_OCP = """
+import importlib.abc, sys, warnings
+class NoOcp(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] == "OCP":
+            raise ImportError("No module named " + repr(name) + " (no cad extra)")
+sys.meta_path.insert(0, NoOcp())
+warnings.simplefilter("ignore")
+from cadmotion.errors import CadImportError
+from cadmotion.importers.fcstd import read_fcstd
+try:
+    (j,) = read_fcstd(sys.argv[1]).joints
+    print("joint", j.type, j.param("length"))
+except CadImportError as e:
+    print("refused", e)
+"""
+
+
+@pytest.mark.parametrize("ref2, expected", [
+    ("B.Vertex1", "joint distance 0.005"),                 # a vertex is a point without OCP
+    ("B.Edge1", "refused"),                                # a line or a circle? OCP decides
+])
+def test_distance_joint_without_ocp(tmp_path, ref2, expected):
+    import subprocess
+    import sys
+
+    path = _two_boxes(jtype="Distance", ref1="A.Vertex1", ref2=ref2, distance=5.0,
+                      label="Gap").write(tmp_path / "d.FCStd")
+    out = subprocess.run([sys.executable, "-c", _READ_WITHOUT_OCP, str(path)], capture_output=True,
+                         text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith(expected)
+    if expected == "refused":
+        assert "Gap" in out.stdout and "Edge1" in out.stdout and "cadmotion[cad]" in out.stdout
 
 
 def test_deactivated_and_limits(tmp_path):
