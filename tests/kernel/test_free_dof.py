@@ -1,0 +1,149 @@
+"""Under-driven mechanisms on request (``free_dof="minimal"``, OndselSolver's quasi-kinematic
+mode): the free coordinates move as little as the joints allow.  Checked against closed
+forms of the driven motion, the constraint equations themselves and the first-order
+condition of the nearest pose."""
+
+import tomllib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cadmotion.errors import DrivingError
+from cadmotion.kernel import compile_model, kinematics
+from cadmotion.kernel.system import AngleState, System
+
+SAMPLES = Path(__file__).resolve().parents[2] / "samples"
+OMEGA = 2.0  # rad/s of the driven crank
+R = 0.4  # m, crank pin radius
+
+
+def crank_with_ball_jointed_body(origin_at_ball=True):
+    """A crank turned at OMEGA about z and a free body hanging on its pin by a spherical
+    joint: 3 rotations of the body are free.  The body's frame origin is at the ball
+    (``origin_at_ball``) or 2.3 m beside it (the parts then span L = 2.7 m)."""
+    body_pos = [R, 0.0, 0.0] if origin_at_ball else [R + 2.3, 0.1, 0.0]
+    return {
+        "parts": {"ground": {"fixed": True}, "crank": {"position": [0, 0, 0]}, "body": {"position": body_pos}},
+        "joints": [
+            {"name": "pivot", "type": "revolute", "parts": ["ground", "crank"], "origin": [0, 0, 0],
+             "axis": [0, 0, 1]},
+            {"name": "ball", "type": "spherical", "parts": ["crank", "body"], "origin": [R, 0.0, 0.0]},
+        ],
+        "drivers": [{"joint": "pivot", "expression": f"{OMEGA}*t"}],
+    }
+
+
+def test_without_the_option_an_under_driven_mechanism_is_refused_as_before(build):
+    with pytest.raises(DrivingError, match="leave 3 degree"):
+        kinematics(compile_model(build(crank_with_ball_jointed_body())), t_end=1, steps=10)
+
+
+def test_an_unknown_free_dof_mode_is_refused(build):
+    with pytest.raises(DrivingError, match="free_dof"):
+        kinematics(compile_model(build(crank_with_ball_jointed_body())), t_end=1, steps=10, free_dof="held")
+
+
+def test_a_ball_jointed_body_translates_with_the_crank_pin_and_does_not_spin(build):
+    motion = kinematics(compile_model(build(crank_with_ball_jointed_body())), t_end=2.0, steps=80,
+                        free_dof="minimal")
+    assert motion.complete
+    t = motion.time
+    b = motion.part_index("body")
+    c, s = np.cos(OMEGA * t), np.sin(OMEGA * t)
+    zero = np.zeros_like(t)
+    np.testing.assert_allclose(motion.position[:, b], R * np.c_[c, s, zero], atol=1e-9)
+    np.testing.assert_allclose(motion.velocity[:, b], R * OMEGA * np.c_[-s, c, zero], atol=1e-9)
+    np.testing.assert_allclose(motion.acceleration[:, b], -R * OMEGA**2 * np.c_[c, s, zero], atol=1e-8)
+    np.testing.assert_allclose(motion.angular_velocity[:, b], 0.0, atol=1e-12)
+    np.testing.assert_allclose(motion.angular_acceleration[:, b], 0.0, atol=1e-12)
+    np.testing.assert_allclose(np.abs(motion.quaternion[:, b, 0]), 1.0, atol=1e-12)  # never turned
+    [note] = [e for e in motion.events if e.kind == "free-dof"]
+    assert "3 degree(s) of freedom free" in note.message and "minimally" in note.message
+
+
+def _four_bar_beside_a_driven_crank():
+    """The sample four-bar with its driver removed, and a separate driven crank beside it."""
+    data = tomllib.loads((SAMPLES / "four_bar.cadmotion.toml").read_text())
+    data.pop("drivers")
+    data["parts"]["arm"] = {"position": [0.0, 0.0, 1.0]}
+    data["joints"].append({"name": "E", "type": "revolute", "parts": ["ground", "arm"], "origin": [0.0, 0.0, 1.0],
+                           "axis": [1, 0, 0]})
+    data["drivers"] = [{"joint": "E", "expression": "3*t + 0.5*t**2"}]
+    return data
+
+
+def test_an_undriven_four_bar_is_held_while_a_driven_crank_beside_it_follows_its_closed_form(build):
+    model = compile_model(build(_four_bar_beside_a_driven_crank()))
+    motion = kinematics(model, t_end=1.5, steps=60, free_dof="minimal")
+    assert motion.complete
+    t = motion.time
+    for name in ("crank", "coupler", "rocker"):
+        k = motion.part_index(name)
+        np.testing.assert_allclose(motion.position[:, k], np.broadcast_to(motion.position[0, k], motion.position[:, k].shape), atol=1e-12)
+        np.testing.assert_allclose(motion.quaternion[:, k], np.broadcast_to(motion.quaternion[0, k], motion.quaternion[:, k].shape), atol=1e-12)
+        np.testing.assert_allclose(motion.velocity[:, k], 0.0, atol=1e-12)
+        np.testing.assert_allclose(motion.angular_velocity[:, k], 0.0, atol=1e-12)
+    a = motion.part_index("arm")
+    theta, theta_d, theta_dd = 3 * t + 0.5 * t**2, 3 + t, np.ones_like(t)
+    np.testing.assert_allclose(motion.coordinate("E.angle"), theta, atol=1e-9)
+    np.testing.assert_allclose(motion.angular_velocity[:, a], np.c_[theta_d, 0 * t, 0 * t], atol=1e-9)
+    np.testing.assert_allclose(motion.angular_acceleration[:, a], np.c_[theta_dd, 0 * t, 0 * t], atol=1e-8)
+    [note] = [e for e in motion.events if e.kind == "free-dof"]
+    assert "1 degree(s) of freedom free" in note.message
+
+
+def _state(model, motion, k):
+    """(q, q̇) of frame k from the motion's poses (Euler parameters = unit quaternions)."""
+    nqb = model.nqb
+    idx = [model.body_index(n) for n in motion.parts]
+    q = np.zeros(model.nq)
+    qd = np.zeros(model.nq)
+    for j, b in enumerate(idx):
+        if model.body_fixed[b]:
+            continue
+        a = model.body_qadr[b]
+        p = motion.quaternion[k, j]
+        w = motion.angular_velocity[k, j]
+        q[a:a + 3], q[a + 3:a + nqb] = motion.position[k, j], p
+        qd[a:a + 3] = motion.velocity[k, j]
+        # ṗ = ½ [0, ω] ⊗ p, ω in the world frame
+        w0, wv = 0.0, w
+        qd[a + 3] = 0.5 * (w0 * p[0] - wv @ p[1:])
+        qd[a + 4:a + 7] = 0.5 * (w0 * p[1:] + p[0] * wv + np.cross(wv, p[1:]))
+    return q, qd
+
+
+def test_velocities_satisfy_the_velocity_equations_and_poses_are_nearest_to_the_last(build):
+    model = compile_model(build(crank_with_ball_jointed_body(origin_at_ball=False)))
+    motion = kinematics(model, t_end=1.0, steps=50, free_dof="minimal")
+    assert motion.complete
+    system = System(model)
+    b = motion.part_index("body")
+    assert np.abs(motion.angular_velocity[:, b]).max() > 1e-3  # off the ball, the body must turn a little
+    for k in (0, 17, 50):
+        q, qd = _state(model, motion, k)
+        angles = AngleState(model, q)
+        J = system.jacobian_dense(q, motion.time[k], angles)
+        J = J.toarray() if hasattr(J, "toarray") else np.asarray(J)
+        phit = system.phit(q, motion.time[k], angles)
+        np.testing.assert_allclose(J @ qd, -phit, atol=1e-12)
+        assert np.abs(system.phi(q, motion.time[k], angles)).max() < 1e-9
+    # nearest pose: q_k − q_{k−1}, in the metric (m for positions, L·(Euler parameters) for
+    # orientations), has no component along the free motions Φq allows at q_k
+    L = 2.7  # m, the spread of the part positions (crank at 0, body at (2.7, 0.1, 0))
+    w = np.ones(model.nq)
+    for bb in range(model.nb):
+        if not model.body_fixed[bb]:
+            w[model.body_qadr[bb] + 3:model.body_qadr[bb] + model.nqb] = L
+    for k in (1, 25, 50):
+        q0, _ = _state(model, motion, k - 1)
+        q1, _ = _state(model, motion, k)
+        J = system.jacobian_dense(q1, motion.time[k], AngleState(model, q1))
+        J = J.toarray() if hasattr(J, "toarray") else np.asarray(J)
+        Js = J / w  # Jacobian in the weighted coordinates w·q
+        _, sv, vt = np.linalg.svd(Js)
+        null = vt[np.sum(sv > 1e-9 * sv[0]):]
+        assert null.shape[0] == 3  # the body's three free rotations
+        dq = w * (q1 - q0)
+        assert np.linalg.norm(null @ dq) < 1e-7 * np.linalg.norm(dq)
