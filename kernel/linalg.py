@@ -158,6 +158,20 @@ class WeightedRowSolver:
         """x of least weighted norm with J[rows] x = b[rows]."""
         return self.colscale * self._inner.solve(b)
 
+    def solve_multipliers(self, b):
+        """(x, λ): the least weighted-norm x of :meth:`solve` and the λ (one per kept row)
+        with x = diag(colscale)² J[rows]ᵀ λ; λ is None when the kept rows are square (x is
+        then the only solution)."""
+        inner = self._inner
+        if inner.square:
+            return self.solve(b), None
+        br = b[self.rows]
+        if inner.dense:
+            lam = sla.cho_solve(inner._cho, br, check_finite=False)
+        else:
+            lam = inner._lu.solve(br)
+        return self.colscale * (inner.Jr.T @ lam), lam
+
     def matvec(self, x):
         """J x (all rows) with the Jacobian this factorisation was taken at."""
         return np.asarray(self.J @ x).reshape(-1)
