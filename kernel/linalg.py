@@ -130,8 +130,8 @@ class WeightedRowSolver:
     ‖x / colscale‖₂, i.e. ``colscale · (J·diag(colscale))⁺ b``.
 
     ``colscale`` (nq,) > 0: a small weight makes a coordinate expensive to move (the
-    orientation coordinates weighted by 1/L, L a length in m, so that turning a part by
-    an angle costs as much as moving it by L times that angle).  ``J`` is kept for
+    orientation coordinates weighted by 1/L, L a length in m: a change δ of an
+    orientation coordinate costs as much as a move of L·δ).  ``J`` is kept for
     :meth:`matvec`.  ``rcond`` estimates the conditioning of the scaled rows from the
     pivots of their Gram matrix factorisation (the square root of the Gram matrix's
     pivot ratio, about the ratio of the extreme singular values), so it drops towards 0

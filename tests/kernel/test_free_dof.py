@@ -44,6 +44,13 @@ def test_an_unknown_free_dof_mode_is_refused(build):
         kinematics(compile_model(build(crank_with_ball_jointed_body())), t_end=1, steps=10, free_dof="held")
 
 
+def test_drivers_that_fix_the_same_motion_twice_are_still_refused(build):
+    data = crank_with_ball_jointed_body()
+    data["drivers"].append({"name": "again", "joint": "pivot", "expression": f"{OMEGA}*t"})
+    with pytest.raises(DrivingError, match="over-determine"):
+        kinematics(compile_model(build(data)), t_end=1, steps=10, free_dof="minimal")
+
+
 def test_a_ball_jointed_body_translates_with_the_crank_pin_and_does_not_spin(build):
     motion = kinematics(compile_model(build(crank_with_ball_jointed_body())), t_end=2.0, steps=80,
                         free_dof="minimal")
@@ -160,3 +167,45 @@ def test_accelerations_are_the_time_derivative_of_the_velocities_where_the_free_
         dv_dt = np.gradient(v[:, b], t, axis=0)[2:-2]  # central differences, error O(h²)
         assert np.abs(a[2:-2, b]).max() > 0.5
         np.testing.assert_allclose(a[2:-2, b], dv_dt, atol=5e-5)
+
+
+def test_a_long_ball_jointed_chain_swings_as_the_least_change_says_on_the_sparse_path(build):
+    # 30 bodies 0.2 m long, each hung by a ball at its frame origin from the one before: 90
+    # free DOF, nq = 217 (beyond the dense limit: the sparse factorisations run).  Carrying
+    # the whole chain along with the crank pin would move 30 bodies; turning the first
+    # ones moves fewer, at the price L²|ω|²/4 per body (Euler-parameter rates weighted by
+    # L = 6.2 m, the spread of the part positions).  At t = 0 the pin moves at R·OMEGA
+    # along y and every body turns about z only: a 30-unknown least-squares problem
+    n, link = 30, 0.2
+    parts = {"ground": {"fixed": True}, "crank": {"position": [0, 0, 0]}}
+    joints = [{"name": "pivot", "type": "revolute", "parts": ["ground", "crank"], "origin": [0, 0, 0],
+               "axis": [0, 0, 1]}]
+    for i in range(n):
+        x = R + link * i
+        parts[f"b{i}"] = {"position": [x, 0, 0]}
+        joints.append({"name": f"s{i}", "type": "spherical", "parts": ["crank" if i == 0 else f"b{i - 1}", f"b{i}"],
+                       "origin": [x, 0, 0]})
+    model = compile_model(build({"parts": parts, "joints": joints,
+                                 "drivers": [{"joint": "pivot", "expression": f"{OMEGA}*t"}]}))
+    from cadmotion.kernel.linalg import DENSE_LIMIT
+
+    assert model.nq > DENSE_LIMIT
+    motion = kinematics(model, t_end=1.0, steps=40, free_dof="minimal")
+    assert motion.complete
+    [note] = [e for e in motion.events if e.kind == "free-dof"]
+    assert f"{3 * n} degree(s) of freedom free" in note.message
+    # closed form at t = 0: body i translates along y at v + link·Σ_{j<i} ω_j
+    L, v = R + link * (n - 1), R * OMEGA
+    A = np.vstack([link * np.tril(np.ones((n, n)), -1), (L / 2) * np.eye(n)])
+    rhs = np.r_[-v * np.ones(n), np.zeros(n)]
+    omega = np.linalg.lstsq(A, rhs, rcond=None)[0]
+    expected_v = v + link * np.r_[0.0, np.cumsum(omega)[:-1]]
+    for i in (0, 1, 14, n - 1):
+        k = motion.part_index(f"b{i}")
+        np.testing.assert_allclose(motion.angular_velocity[0, k], [0, 0, omega[i]], atol=1e-9)
+        np.testing.assert_allclose(motion.velocity[0, k], [0, expected_v[i], 0], atol=1e-9)
+    assert abs(omega[0]) > 0.1  # it does swing: not a pure translation
+    # the first body's frame origin is on the crank pin throughout
+    t = motion.time
+    np.testing.assert_allclose(motion.position[:, motion.part_index("b0")],
+                               R * np.c_[np.cos(OMEGA * t), np.sin(OMEGA * t), 0 * t], atol=1e-9)
