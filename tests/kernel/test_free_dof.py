@@ -1,15 +1,16 @@
 """Under-driven mechanisms on request (``free_dof="minimal"``, OndselSolver's quasi-kinematic
 mode): the free coordinates move as little as the joints allow.  Checked against closed
 forms of the driven motion, the constraint equations themselves and the first-order
-condition of the nearest pose."""
+condition of the nearest pose, and an OndselSolver file without drivers."""
 
-import tomllib
+import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from cadmotion.errors import DrivingError
+from cadmotion.importers.modelfile import tomllib  # tomli before Python 3.11
 from cadmotion.kernel import compile_model, kinematics
 from cadmotion.kernel.system import AngleState, System
 
@@ -209,3 +210,23 @@ def test_a_long_ball_jointed_chain_swings_as_the_least_change_says_on_the_sparse
     t = motion.time
     np.testing.assert_allclose(motion.position[:, motion.part_index("b0")],
                                R * np.c_[np.cos(OMEGA * t), np.sin(OMEGA * t), 0 * t], atol=1e-9)
+
+
+def test_an_ondselsolver_file_without_drivers_runs_held_at_its_assembled_pose():
+    # FreeCAD's SphSphJt.asmt: a free body on a distance-2 sphere-sphere joint, no motion:
+    # refused by default (5 DOF free), and held where the assembly put it on request
+    from cadmotion.importers import load
+
+    path = Path(__file__).resolve().parents[1] / "data" / "asmt" / "SphSphJt.asmt"
+    with warnings.catch_warnings():  # the file's pose is 62.5 from its joint (the assembly fixes it)
+        warnings.simplefilter("ignore")
+        model = compile_model(load(path))
+    with pytest.raises(DrivingError, match="5 degree"):
+        kinematics(model, t_end=1, steps=10)
+    motion = kinematics(model, t_end=1, steps=10, free_dof="minimal")
+    assert motion.complete
+    np.testing.assert_allclose(np.ptp(motion.position, axis=0), 0.0, atol=1e-12)
+    np.testing.assert_allclose(np.ptp(motion.quaternion, axis=0), 0.0, atol=1e-12)
+    np.testing.assert_allclose(motion.velocity, 0.0, atol=1e-12)
+    [note] = [e for e in motion.events if e.kind == "free-dof"]
+    assert "5 degree(s) of freedom free" in note.message
