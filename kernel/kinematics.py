@@ -471,7 +471,7 @@ def _check_drivers(model, J, info, allow_free=False):
             f"{len(driver_rows)} driver(s)); kinematic analysis needs every DOF driven",
             where=where,
             hint="add drivers (a [[drivers]] entry per free joint coordinate), run a dynamic analysis, "
-                 "or let the free coordinates move minimally (free_dof='minimal', `--free-dof minimal`)",
+                 "or let the free coordinates move minimally (free_dof='minimal', `cadmotion run --free-dof minimal`)",
         )
     return int(info.dof)
 
