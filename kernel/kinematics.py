@@ -25,6 +25,17 @@ ends the run with the frames computed so far; a converged pose far from the
 predictor, relative to the step, would be a jump to another branch (assembly mode): the
 step is split like a failed one, and only a jump that persists at the finest split is
 reported as ``branch`` (and accepted).
+
+Under-driven mechanisms (``free_dof="minimal"``, OndselSolver's quasi-kinematic mode):
+drivers that leave degrees of freedom free are refused by default.  On request the free
+coordinates move minimally instead: each pose is the solution of Φ(q, t) = 0 closest to
+the previous pose in the metric ‖W⁻¹ Δq‖₂, W = 1 for positions (m) and 1/L for the
+orientation coordinates (the weighting of :func:`assemble`'s far-start steps, L (m) the
+spread of the assembled parts' positions, at least 1); q̇ is the solution of least
+weighted norm of Φq q̇ = −Φt on the kept rows and q̈ its time derivative (a solution of
+Φq q̈ = γ, see :meth:`_Stepper._minimal_derivatives`).  A part, or a whole sub-mechanism,
+that no driver reaches stays where it is.  Being the nearest to the previous pose, the
+poses depend on the output step to first order in it.
 """
 
 from __future__ import annotations
@@ -38,13 +49,16 @@ import scipy.sparse as sps
 
 from ..errors import AssemblyError, DrivingError, SingularityError
 from .analysis import rank_info
-from .linalg import RowSolver
+from .linalg import RowSolver, WeightedRowSolver
 from .motion import Event, JointCoordinate, Motion
 from .system import AngleState, System
 
 _geqrf, _orgqr, _trtrs = sla.lapack.get_lapack_funcs(("geqrf", "orgqr", "trtrs"), dtype=np.float64)
 
-__all__ = ["kinematics", "assemble", "AssemblyResult", "mobility", "Mobility"]
+__all__ = ["kinematics", "assemble", "AssemblyResult", "mobility", "Mobility", "FREE_DOF_MODES"]
+
+#: what :func:`kinematics` does with degrees of freedom its drivers leave free
+FREE_DOF_MODES = ("refuse", "minimal")
 
 
 @dataclass
@@ -332,8 +346,8 @@ def _check_euler_singularity(model, q, t):
 
 
 def kinematics(model, t_end=1.0, steps=100, *, t_start=0.0, times=None, tol=1e-10, max_iter=20,
-               singular_rcond=1e-9, progress=None, stop_on_singular=True):
-    """Kinematic analysis of a fully driven mechanism.
+               singular_rcond=1e-9, progress=None, stop_on_singular=True, free_dof="refuse"):
+    """Kinematic analysis of a driven mechanism.
 
     Parameters
     ----------
@@ -341,6 +355,13 @@ def kinematics(model, t_end=1.0, steps=100, *, t_start=0.0, times=None, tol=1e-1
     t_end, steps : output times linspace(t_start, t_end, steps + 1) (s), unless ``times``.
     tol : position tolerance on ‖Φ‖∞ (m for position equations).
     progress : optional callable ``progress(k, nt)`` after every frame.
+    free_dof : ``"refuse"`` (default): drivers that leave degrees of freedom free raise
+        DrivingError.  ``"minimal"``: the free coordinates move minimally (OndselSolver's
+        quasi-kinematic mode): each pose is the one satisfying Φ(q, t) = 0 closest to the
+        previous pose, the velocities the least-norm solutions (accelerations their time
+        derivative), in the metric of positions (m) and orientation coordinates times L
+        (m, the model's length scale, see the module docstring); a ``free-dof`` event at
+        the start names the free DOF count.
 
     Returns
     -------
@@ -352,8 +373,13 @@ def kinematics(model, t_end=1.0, steps=100, *, t_start=0.0, times=None, tol=1e-1
     Raises
     ------
     AssemblyError : the initial pose cannot be assembled.
-    DrivingError : the drivers leave the mechanism under-determined (DOF > 0).
+    DrivingError : the drivers leave the mechanism under-determined (DOF > 0) and
+        ``free_dof`` is ``"refuse"``; or they over-determine it.
     """
+    if free_dof not in FREE_DOF_MODES:
+        raise DrivingError(f"free_dof must be one of {', '.join(FREE_DOF_MODES)}, got {free_dof!r}",
+                           hint="'refuse' stops an under-driven mechanism, 'minimal' moves its free "
+                                "coordinates as little as the joints allow")
     if times is None:
         if steps < 1:
             raise DrivingError(f"steps must be at least 1, got {steps}")
@@ -371,9 +397,20 @@ def kinematics(model, t_end=1.0, steps=100, *, t_start=0.0, times=None, tol=1e-1
     events = [Event("assembly", float(times[0]), asm.message)] if asm.message else []
     J = system.jacobian_auto(q, times[0], angles)
     info = rank_info(J)
-    _check_drivers(model, J, info)
-    solver = RowSolver(J, info.independent)
-    stepper = _Stepper(system, info.independent, solver, tol, max_iter, singular_rcond)
+    free = _check_drivers(model, J, info, allow_free=free_dof == "minimal")
+    colscale = None
+    if free:
+        colscale = _rotation_scale(model, q)
+        length = 1.0 / colscale[3] if colscale is not None else 1.0
+        events.append(Event("free-dof", float(times[0]),
+                            f"the drivers leave {free} degree(s) of freedom free; they move minimally "
+                            f"(each pose the closest to the previous one, positions in m and orientation "
+                            f"coordinates weighted by L = {length:.4g} m)"))
+        solver = WeightedRowSolver(J, info.independent, colscale)
+    else:
+        solver = RowSolver(J, info.independent)
+    stepper = _Stepper(system, info.independent, solver, tol, max_iter, singular_rcond, colscale=colscale,
+                       free=free)
     nt = len(times)
     nq = model.nq
     Q = np.zeros((nt, nq))
@@ -407,8 +444,10 @@ def kinematics(model, t_end=1.0, steps=100, *, t_start=0.0, times=None, tol=1e-1
                    complete=done == nt, message=message)
 
 
-def _check_drivers(model, J, info):
-    """DrivingError unless the drivers fix exactly the mechanism's free coordinates.
+def _check_drivers(model, J, info, allow_free=False):
+    """DrivingError unless the drivers fix exactly the mechanism's free coordinates; with
+    ``allow_free`` only over-determination is refused.  Returns the DOF left free (0 when
+    not ``allow_free``).
 
     Under-determined: rank(Φq) < nq. Over-determined: the driver equations are not
     independent of the joints (rank of all rows < rank of the joint rows + drivers), even
@@ -426,13 +465,15 @@ def _check_drivers(model, J, info):
             f"for {mobility_joints} degree(s) of freedom; drivers must not fix the same motion twice",
             where=where, hint="remove drivers until there is one per degree of freedom",
         )
-    if info.dof > 0:
+    if info.dof > 0 and not allow_free:
         raise DrivingError(
             f"the drivers leave {info.dof} degree(s) of freedom free (mechanism mobility {mobility_joints}, "
             f"{len(driver_rows)} driver(s)); kinematic analysis needs every DOF driven",
             where=where,
-            hint="add drivers (a [[drivers]] entry per free joint coordinate), or run a dynamic analysis",
+            hint="add drivers (a [[drivers]] entry per free joint coordinate), run a dynamic analysis, "
+                 "or let the free coordinates move minimally (free_dof='minimal', `cadmotion run --free-dof minimal`)",
         )
+    return int(info.dof)
 
 
 class _Stop(Exception):
@@ -454,8 +495,9 @@ class _Stepper:
 
     max_depth = 8
 
-    def __init__(self, system, rows, solver, tol, max_iter, singular_rcond):
+    def __init__(self, system, rows, solver, tol, max_iter, singular_rcond, colscale=None, free=0):
         self.system, self.rows, self.solver = system, rows, solver
+        self.colscale, self.free = colscale, free  # free DOF moved minimally (colscale: their metric)
         self.tol, self.max_iter, self.singular_rcond = tol, max_iter, singular_rcond
         self._J_at = None  # (q, Φq at q) of the last accepted pose
         self._prev = None  # (t0, q̈ at t0, t1) of the last accepted step t0 -> t1
@@ -464,6 +506,8 @@ class _Stepper:
     def _factor(self, J):
         """A :class:`RowSolver` of the kept rows of ``J``; large sparse models reuse the
         column order of the first factorisation (the pattern of Φq is fixed)."""
+        if self.colscale is not None:
+            return WeightedRowSolver(J, self.rows, self.colscale)
         pattern = self._pattern
         if pattern is not None and pattern.rows is self.rows:
             return RowSolver(J, self.rows, pattern)
@@ -477,11 +521,39 @@ class _Stepper:
         all rows when the mechanism has redundant equations that hold (see
         :meth:`_all_rows`)."""
         system = self.system
+        if self.colscale is not None:
+            return self._minimal_derivatives(q, t, angles)
         phit = system.phit(q, t, angles)
         full = self._full_rows_factor(q, t, angles)
         qd = self._all_rows(full, self.solver, -phit)
         gamma = system.gamma(q, qd, t, angles)
         qdd = self._all_rows(full, self.solver, gamma)
+        return q, qd, qdd
+
+    def _minimal_derivatives(self, q, t, angles):
+        """(q, q̇, q̈) of the minimal motion through ``q`` (free DOF moved minimally).
+
+        q̇ is the least weighted-norm solution of Φq q̇ = −Φt: q̇ = C² Φqᵀ λ (kept rows, C
+        the column weights).  Along the motion q̇ stays of that form, so q̈ = C² (Φ̇qᵀ λ +
+        Φqᵀ μ): the time derivative of the velocities, with μ from Φq q̈ = γ.  The
+        least-norm q̈ alone (μ only) would leave out C² Φ̇qᵀ λ, the turning of the free
+        directions with the pose (4 % of the acceleration of a ball-jointed body whose
+        frame origin is 2 m from the ball).  Φ̇qᵀ λ = d/dε Φq(q + ε q̇, t + ε)ᵀ λ by a
+        central difference (relative error about 1e-10)."""
+        system, solver, rows = self.system, self.solver, self.rows
+        qd, lam = solver.solve_multipliers(-system.phit(q, t, angles))
+        gamma = system.gamma(q, qd, t, angles)
+        if lam is None:
+            return q, qd, solver.solve(gamma)
+        eps = 1e-6 / max(1.0, float(np.abs(qd).max()))
+
+        def rows_t_lam(sign):
+            J = system.jacobian_auto(q + sign * eps * qd, t + sign * eps, angles)
+            J = J.tocsr()[rows] if sps.issparse(J) else np.asarray(J)[rows]
+            return np.asarray(J.T @ lam).reshape(-1)
+
+        turning = self.colscale ** 2 * (rows_t_lam(1.0) - rows_t_lam(-1.0)) / (2.0 * eps)
+        qdd = turning + solver.solve(gamma - solver.matvec(turning))
         return q, qd, qdd
 
     def _full_rows_factor(self, q, t, angles):
@@ -490,7 +562,7 @@ class _Stepper:
         from .linalg import DENSE_LIMIT
 
         nc, nq = self.system.model.nc, self.system.model.nq
-        if len(self.rows) == nc or nq > DENSE_LIMIT or nc < nq:
+        if len(self.rows) == nc or nq > DENSE_LIMIT or nc < nq or self.colscale is not None:
             return None
         cached = self._J_at
         J = cached[1] if cached is not None and cached[0] is q else self.system.jacobian_dense(q, t, angles)
@@ -534,6 +606,32 @@ class _Stepper:
 
     #: chord iterations past ``tol`` towards round-off (see :meth:`_position`)
     polish_iter = 3
+
+    def _closest(self, q_prev, q_pred, t, angles):
+        """The pose satisfying Φ(q, t) = 0 (kept rows) closest to ``q_prev`` in the weighted
+        metric, from ``q_pred``; None if the iteration fails.
+
+        Gauss–Newton on the closest-point problem: at the iterate q, with d = q_prev − q,
+        the step is d − J⁺(Φ + J d) (J⁺ the weighted least-norm solve, Φq taken afresh at
+        every iterate): it lands on the linearised constraint at the point nearest q_prev.
+        At its fixed point Φ = 0 and q − q_prev lies in the weighted row space of Φq,
+        the first-order condition of the nearest pose."""
+        system, rows = self.system, self.rows
+        q = q_pred.copy()
+        floor = 1e3 * np.finfo(float).eps * max(1.0, float(np.abs(q).max()))
+        for _ in range(max(self.max_iter, 30)):
+            phi = system.phi(q, t, angles)
+            norm = float(np.max(np.abs(phi[rows]))) if phi.size else 0.0
+            if not np.isfinite(norm):
+                return None
+            self.solver = self._factor(system.jacobian_auto(q, t, angles))
+            d = q_prev - q
+            step = d - self.solver.solve(phi + self.solver.matvec(d))
+            size = float(np.max(np.abs(step))) if step.size else 0.0
+            if norm < self.tol and size < max(self.tol, floor):
+                return q
+            q = q + step
+        return None
 
     def _position(self, q_pred, t, angles):
         """Newton–Raphson on the independent rows from ``q_pred``; None if it fails.
@@ -602,7 +700,10 @@ class _Stepper:
             # the predictor error falls from O(h³) to O(h⁴), one chord step fewer per frame
             q_pred += (h * h * h / 6.0) * ((qdd - prev[1]) / (t0 - prev[0]))
         solver = self.solver
-        q_new = self._position(q_pred, t1, angles)
+        if self.colscale is not None:
+            q_new = self._closest(q, q_pred, t1, angles)
+        else:
+            q_new = self._position(q_pred, t1, angles)
         step = np.max(np.abs(q_pred - q))
         jumped = q_new is not None and np.max(np.abs(q_new - q_pred)) > max(0.5 * step, 1e3 * self.tol)
         if (q_new is None or jumped) and depth < self.max_depth:
@@ -635,9 +736,9 @@ class _Stepper:
             # choose the independent rows again here before calling it singular
             J = system.jacobian_auto(q_new, t1, angles)
             info = rank_info(J)
-            if info.dof == 0:
+            if info.dof == self.free:
                 self.rows = info.independent
-                self.solver = RowSolver(J, self.rows)
+                self.solver = RowSolver(J, self.rows) if self.colscale is None else self._factor(J)
         new_state = self.derivatives(q_new, t1, angles)
         self._prev = (t0, qdd, t1)  # the acceleration before the state at t1 (see the predictor)
         if self.solver.rcond < self.singular_rcond:

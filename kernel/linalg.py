@@ -18,7 +18,7 @@ import scipy.linalg as sla
 import scipy.sparse as sps
 from scipy.sparse.linalg import splu
 
-__all__ = ["RowSolver", "SparsePattern", "DENSE_LIMIT"]
+__all__ = ["RowSolver", "WeightedRowSolver", "SparsePattern", "DENSE_LIMIT"]
 
 DENSE_LIMIT = 120
 
@@ -123,3 +123,58 @@ class RowSolver:
         if self.dense or not self.square or self._order is not None:
             return None
         return SparsePattern(J, self.rows, np.argsort(self._lu.perm_c))
+
+
+class WeightedRowSolver:
+    """Minimum-norm solves of J[rows] x = b[rows] in a weighted metric: the x of least
+    ‖x / colscale‖₂, i.e. ``colscale · (J·diag(colscale))⁺ b``.
+
+    ``colscale`` (nq,) > 0: a small weight makes a coordinate expensive to move (the
+    orientation coordinates weighted by 1/L, L a length in m: a change δ of an
+    orientation coordinate costs as much as a move of L·δ).  ``J`` is kept for
+    :meth:`matvec`.  ``rcond`` estimates the conditioning of the scaled rows from the
+    pivots of their Gram matrix factorisation (the square root of the Gram matrix's
+    pivot ratio, about the ratio of the extreme singular values), so it drops towards 0
+    where the kept rows lose rank, as the square solver's does.
+    """
+
+    def __init__(self, J, rows, colscale):
+        self.rows = rows
+        self.colscale = np.asarray(colscale, dtype=float)
+        self.J = J
+        Js = J @ sps.diags(self.colscale) if sps.issparse(J) else J * self.colscale
+        self._inner = RowSolver(Js, rows)
+        inner = self._inner
+        self.shape = inner.shape
+        if inner.square:
+            self.rcond = inner.rcond
+        elif inner.dense:
+            d = np.abs(np.diag(inner._cho[0]))
+            self.rcond = float(d.min() / d.max()) if d.size and d.max() > 0 else 0.0
+        else:
+            self.rcond = float(np.sqrt(inner.rcond))
+
+    def solve(self, b):
+        """x of least weighted norm with J[rows] x = b[rows]."""
+        return self.colscale * self._inner.solve(b)
+
+    def solve_multipliers(self, b):
+        """(x, λ): the least weighted-norm x of :meth:`solve` and the λ (one per kept row)
+        with x = diag(colscale)² J[rows]ᵀ λ; λ is None when the kept rows are square (x is
+        then the only solution)."""
+        inner = self._inner
+        if inner.square:
+            return self.solve(b), None
+        br = b[self.rows]
+        if inner.dense:
+            lam = sla.cho_solve(inner._cho, br, check_finite=False)
+        else:
+            lam = inner._lu.solve(br)
+        return self.colscale * (inner.Jr.T @ lam), lam
+
+    def matvec(self, x):
+        """J x (all rows) with the Jacobian this factorisation was taken at."""
+        return np.asarray(self.J @ x).reshape(-1)
+
+    def pattern(self, J):
+        return None

@@ -146,6 +146,7 @@ class BatchOptions:
     gravity : (gx, gy, gz) m/s^2 replacing the models' own, or None.
     formulation, integrator, rtol, atol, dt : a dynamic run's settings (None: the kernel's).
     accept_violations : a broken invariant still counts the item ok.
+    free_dof : ``refuse`` or ``minimal``, as ``cadmotion run --free-dof`` (kinematic runs).
     """
 
     formats: Tuple[str, ...]
@@ -161,13 +162,14 @@ class BatchOptions:
     atol: Optional[float] = None
     dt: Optional[float] = None
     accept_violations: bool = False
+    free_dof: str = "refuse"
 
     def result_settings(self):
         """The settings beyond t_end, steps, parametrization that change an item's result or
         status, only those not at their default (so older state files keep their hashes)."""
         default = BatchOptions(formats=())
         names = ("analysis", "drive", "gravity", "formulation", "integrator", "rtol", "atol", "dt",
-                 "accept_violations")
+                 "accept_violations", "free_dof")
         return {n: getattr(self, n) for n in names if getattr(self, n) != getattr(default, n)}
 
 
@@ -209,6 +211,9 @@ def add_arguments(parser):
     parser.add_argument("--dt", type=_float, default=None, help="step of the fixed-step dynamics integrators, s")
     parser.add_argument("--accept-violations", action="store_true",
                         help="a dynamic run that breaks an invariant counts as ok (the report still lists them)")
+    parser.add_argument("--free-dof", choices=["refuse", "minimal"], default="refuse",
+                        help="as for `cadmotion run`: refuse models whose drivers leave degrees of freedom free "
+                             "(default) or move the free coordinates minimally (kinematic runs)")
     parser.add_argument("--scheduler", default=None, metavar="ADDRESS",
                         help="run on a Dask distributed cluster at this address (tcp://host:port)")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary table")
@@ -221,7 +226,7 @@ def run(args):
                        scheduler=args.scheduler, progress=not args.quiet, analysis=args.analysis,
                        drive=args.drive, gravity=args.gravity, formulation=args.formulation,
                        integrator=args.integrator, rtol=args.rtol, atol=args.atol, dt=args.dt,
-                       accept_violations=args.accept_violations)
+                       accept_violations=args.accept_violations, free_dof=args.free_dof)
     if not args.quiet:
         print(summary(report), file=sys.stderr)
     return report["exit_code"]
@@ -527,6 +532,7 @@ def _run_item(item, options, out_dir, cancel):
                 raise _Stop
             result["dof"], result["dof_driven"] = _mobility(model)
             motion, dyn = run_analysis(model, options.analysis, t_end, steps, progress=progress,
+                                       free_dof=options.free_dof,
                                        **{k: getattr(options, k) for k in DYNAMICS_OPTIONS})
             lap("solve")
             broken = broken_invariants(dyn)
@@ -873,6 +879,11 @@ def _check_analysis_options(options):
         cls = get_formulation(options.formulation) if options.formulation else None
         if cls is not None and options.integrator:
             cls.check_integrator(options.integrator)
+    if options.free_dof not in ("refuse", "minimal"):
+        raise CadmotionError(f"--free-dof {options.free_dof!r}: expected refuse or minimal", where="--free-dof")
+    if options.free_dof != "refuse" and options.analysis != "kinematic":
+        raise CadmotionError(f"--free-dof {options.free_dof} applies to the kinematic analysis, not to "
+                             f"{options.analysis}", where="--free-dof")
     for name in ("rtol", "atol", "dt"):
         value = getattr(options, name)
         if value is not None and not value > 0:
@@ -882,7 +893,7 @@ def _check_analysis_options(options):
 def run_batch(in_dir, out_dir, formats=DEFAULT_FORMATS, *, jobs=None, force=False, t_end=None, steps=None,
               parametrization="euler-parameters", scheduler=None, progress=True, analysis="kinematic",
               drive=(), gravity=None, formulation=None, integrator=None, rtol=None, atol=None, dt=None,
-              accept_violations=False):
+              accept_violations=False, free_dof="refuse"):
     """Run every model under ``in_dir``; write outputs, ``report.json`` and the state file.
 
     Parameters
@@ -894,7 +905,7 @@ def run_batch(in_dir, out_dir, formats=DEFAULT_FORMATS, *, jobs=None, force=Fals
     force : run items whose inputs did not change as well.
     t_end, steps : override every model's ``[simulation]`` settings (s; output intervals).
     parametrization : orientation coordinates.
-    analysis, drive, gravity, formulation, integrator, rtol, atol, dt, accept_violations :
+    analysis, drive, gravity, formulation, integrator, rtol, atol, dt, accept_violations, free_dof :
         as the flags of ``cadmotion run`` (see :class:`BatchOptions`).
     scheduler : address of a Dask distributed scheduler (``tcp://host:port``), or None.
     progress : show a progress bar when standard error is a terminal.
@@ -928,7 +939,7 @@ def run_batch(in_dir, out_dir, formats=DEFAULT_FORMATS, *, jobs=None, force=Fals
                            analysis=analysis, drive=tuple(drive or ()),
                            gravity=None if gravity is None else tuple(float(g) for g in gravity),
                            formulation=formulation, integrator=integrator, rtol=rtol, atol=atol, dt=dt,
-                           accept_violations=bool(accept_violations))
+                           accept_violations=bool(accept_violations), free_dof=free_dof)
     _check_analysis_options(options)
     if options.t_end is not None and options.t_end <= 0:
         raise CadmotionError(f"--t-end must be positive, got {options.t_end}")

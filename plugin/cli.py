@@ -93,6 +93,10 @@ def build_parser():
     run.add_argument("--analysis", choices=["kinematic", "dynamic", "inverse"], default="kinematic",
                      help="kinematic: driven motion; dynamic: motion under forces; inverse: driven motion plus "
                           "the driver efforts and joint reactions it takes (needs mass properties)")
+    run.add_argument("--free-dof", choices=["refuse", "minimal"], default="refuse",
+                     help="kinematic runs whose drivers leave degrees of freedom free: refuse them (default) or move "
+                          "the free coordinates minimally, each pose the closest to the last (OndselSolver's "
+                          "quasi-kinematic mode)")
     run.add_argument("--gravity", type=_vector, default=None, metavar="GX,GY,GZ",
                      help="gravity in m/s^2, assembly frame (replaces the file's; FreeCAD documents store none)")
     run.add_argument("--formulation", default=None, metavar="NAME",
@@ -247,7 +251,7 @@ def _run(args):
         from .run_analysis import DYNAMICS_OPTIONS, run_analysis
 
         motion, result = run_analysis(model, args.analysis, t_end, steps, progress=progress,
-                                      **{k: getattr(args, k) for k in DYNAMICS_OPTIONS})
+                                      free_dof=args.free_dof, **{k: getattr(args, k) for k in DYNAMICS_OPTIONS})
     finally:
         close()
     written = []

@@ -24,7 +24,7 @@ EXIT_STOPPED, EXIT_INTERRUPTED = 4, 130
 
 
 def run_analysis(model, analysis, t_end, steps, *, progress=None, formulation=None, integrator=None,
-                 rtol=None, atol=None, dt=None):
+                 rtol=None, atol=None, dt=None, free_dof="refuse"):
     """Solve ``model`` from t = 0 to ``t_end`` s with ``steps`` output intervals.
 
     Parameters
@@ -36,6 +36,9 @@ def run_analysis(model, analysis, t_end, steps, *, progress=None, formulation=No
         raise to stop the run
     formulation, integrator, rtol, atol, dt : the dynamic run's settings (None: the
         kernel's choice); ignored by the other analyses
+    free_dof : ``"refuse"`` (default) or ``"minimal"``: what a kinematic run does with
+        degrees of freedom its drivers leave free (see :func:`~cadmotion.kernel.kinematics`);
+        the other analyses accept only ``"refuse"``
 
     Returns
     -------
@@ -47,6 +50,12 @@ def run_analysis(model, analysis, t_end, steps, *, progress=None, formulation=No
         from ..errors import CadmotionError
 
         raise CadmotionError(f"unknown analysis {analysis!r}", hint="use one of " + ", ".join(ANALYSES))
+    if free_dof != "refuse" and analysis != "kinematic":
+        from ..errors import CadmotionError
+
+        raise CadmotionError(f"--free-dof {free_dof} applies to the kinematic analysis, not to {analysis}",
+                             hint="a dynamic run moves free coordinates by the forces; inverse dynamics "
+                                  "needs every degree of freedom driven")
     if analysis == "dynamic":
         from ..kernel.dynamics.forward import run as run_dynamics
 
@@ -59,7 +68,7 @@ def run_analysis(model, analysis, t_end, steps, *, progress=None, formulation=No
         return motion, result
     from ..kernel import kinematics
 
-    motion = kinematics(model, t_end=t_end, steps=steps, progress=progress)
+    motion = kinematics(model, t_end=t_end, steps=steps, progress=progress, free_dof=free_dof)
     if analysis == "inverse":
         from ..kernel.dynamics import inverse_dynamics
 

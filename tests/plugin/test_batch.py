@@ -225,6 +225,27 @@ def test_analysis_options_are_checked_before_anything_runs(tmp_path):
     assert not (tmp_path / "o").exists()
 
 
+def test_free_dof_minimal_runs_an_undriven_model_that_the_default_refuses(tmp_path):
+    """The four-bar without its driver (1 DOF free): refused by default, held in place
+    with --free-dof minimal, and the two settings are different inputs (no stale skip)."""
+    src, out = tmp_path / "in", tmp_path / "out"
+    src.mkdir()
+    text = (SAMPLES / "four_bar.cadmotion.toml").read_text()
+    (src / "loose.cadmotion.toml").write_text(text[:text.index("[[drivers]]")])
+    rc, _ = _batch([src, "-o", out, "--to", "csv", "--jobs", "1", "--steps", "5"])
+    _, items = _report(out)
+    assert rc == 1 and "1 degree(s) of freedom free" in items["loose"]["message"]
+    rc, _ = _batch([src, "-o", out, "--to", "csv", "--jobs", "1", "--steps", "5", "--free-dof", "minimal"])
+    _, items = _report(out)
+    assert rc == 0 and items["loose"]["status"] == "ok"
+    assert any(e["kind"] == "free-dof" for e in items["loose"]["events"])
+    header, rows = _csv(out / "loose.csv")
+    for name in ("crank.x", "coupler.y", "rocker.qz"):
+        assert np.ptp(rows[:, header.index(name)]) < 1e-12  # nothing drives it: it stays
+    with pytest.raises(Exception, match="applies to the kinematic analysis"):
+        batch.run_batch(src, tmp_path / "o", "csv", analysis="inverse", free_dof="minimal")
+
+
 def test_input_hash_covers_model_step_file_and_options(tree):
     items, skipped = batch.find_models(tree / "in")
     hinge = next(it for it in items if it.name == "nested/hinge")

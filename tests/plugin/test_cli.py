@@ -215,3 +215,58 @@ def test_initial_pose_is_refused_for_files_without_a_stored_series(tmp_path, cap
     err = capsys.readouterr().err
     assert "--initial-pose" in err and ".asmt" in err and str(SLIDER) in err
     assert not out.exists()
+
+
+BALL_ON_CRANK = """
+[parts.ground]
+fixed = true
+[parts.crank]
+position = [0, 0, 0]
+[parts.body]
+position = [0.4, 0, 0]
+[[joints]]
+name = "pivot"
+type = "revolute"
+parts = ["ground", "crank"]
+origin = [0, 0, 0]
+axis = [0, 0, 1]
+[[joints]]
+name = "ball"
+type = "spherical"
+parts = ["crank", "body"]
+origin = [0.4, 0, 0]
+[[drivers]]
+joint = "pivot"
+expression = "2*t"
+"""
+
+
+def test_free_dof_minimal_runs_an_under_driven_model_that_is_refused_by_default(tmp_path, capsys):
+    model = tmp_path / "ball.cadmotion.toml"
+    model.write_text(BALL_ON_CRANK)
+    out = tmp_path / "ball.csv"
+    assert main(["run", str(model), "--t-end", "1", "--steps", "20", "-o", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "3 degree(s) of freedom free" in err and "--free-dof minimal" in err and str(model) in err
+    assert not out.exists()
+
+    assert main(["run", str(model), "--t-end", "1", "--steps", "20", "--free-dof", "minimal", "-o", str(out),
+                 "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    [note] = [e for e in report["events"] if e["kind"] == "free-dof"]
+    assert "3 degree(s) of freedom free" in note["message"] and "minimally" in note["message"]
+    rows = list(csv.reader(out.open()))
+    header, data = rows[0], np.array(rows[1:], dtype=float)
+    t = data[:, 0]
+    col = {name: data[:, header.index(name)] for name in ("body.x", "body.y", "body.wz", "body.qw")}
+    np.testing.assert_allclose(col["body.x"], 0.4 * np.cos(2 * t), atol=1e-9)  # carried by the crank pin
+    np.testing.assert_allclose(col["body.y"], 0.4 * np.sin(2 * t), atol=1e-9)
+    np.testing.assert_allclose(col["body.wz"], 0.0, atol=1e-12)  # and not turned with it
+    np.testing.assert_allclose(np.abs(col["body.qw"]), 1.0, atol=1e-12)
+
+
+def test_free_dof_minimal_is_refused_for_a_dynamic_or_inverse_run(tmp_path, capsys):
+    model = tmp_path / "ball.cadmotion.toml"
+    model.write_text(BALL_ON_CRANK)
+    assert main(["run", str(model), "--analysis", "inverse", "--free-dof", "minimal", "-q"]) == 1
+    assert "--free-dof minimal applies to the kinematic analysis" in capsys.readouterr().err
