@@ -7,6 +7,8 @@ Python (FreeCAD's interpreter), so the modules that must work there (:mod:`.forc
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 try:  # numba is optional: the same loops run as Python without it
@@ -23,7 +25,7 @@ except ImportError:  # pragma: no cover - exercised only without numba
         return fn
 
 
-__all__ = ["jit", "HAVE_NUMBA", "euler_rotation", "frame_axes"]
+__all__ = ["jit", "HAVE_NUMBA", "euler_rotation", "frame_axes", "relative_rotation_vector"]
 
 
 @jit
@@ -51,3 +53,22 @@ def frame_axes(A, b, R):
             for k in range(3):
                 W[i, j] += A[b, i, k] * R[k, j]
     return W
+
+
+@jit
+def relative_rotation_vector(Wi, Wj):
+    """Rotation vector φ (rad, |φ| ≤ π, in frame i's axes) of frame j relative to frame i, from
+    their world axes Wi, Wj (3, 3) — as :func:`.forces.rotation_vector` of Wiᵀ Wj."""
+    R = np.zeros((3, 3))
+    for i in range(3):
+        for j in range(3):
+            for k in range(3):
+                R[i, j] += Wi[k, i] * Wj[k, j]
+    s0 = 0.5 * (R[2, 1] - R[1, 2])
+    s1 = 0.5 * (R[0, 2] - R[2, 0])
+    s2 = 0.5 * (R[1, 0] - R[0, 1])
+    c = 0.5 * (R[0, 0] + R[1, 1] + R[2, 2] - 1.0)
+    ns = math.sqrt(s0 * s0 + s1 * s1 + s2 * s2)
+    th = math.atan2(ns, c)
+    fac = 1.0 + ns * ns / 6.0 if ns < 1e-8 else th / ns
+    return s0 * fac, s1 * fac, s2 * fac

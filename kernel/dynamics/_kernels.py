@@ -14,7 +14,7 @@ import math
 import numba
 import numpy as np
 
-from ._frames import euler_rotation, frame_axes
+from ._frames import euler_rotation, frame_axes, relative_rotation_vector
 
 _JIT = dict(cache=True, nogil=True, fastmath=False)
 # linear algebra kernels: allow reassociation of sums so LLVM can vectorise the reductions
@@ -261,25 +261,6 @@ def spline_value(x, c, n, t):
     h = t - x[j]
     c0, c1, c2, c3 = c[0, j], c[1, j], c[2, j], c[3, j]
     return ((c0 * h + c1) * h + c2) * h + c3, (3.0 * c0 * h + 2.0 * c1) * h + c2, 6.0 * c0 * h + 2.0 * c1
-
-
-@numba.njit(**_JIT)
-def relative_rotation_vector(Wi, Wj):
-    """Rotation vector φ (rad, |φ| ≤ π, in frame i's axes) of frame j relative to frame i, from
-    their world axes Wi, Wj (3, 3) — as :func:`.forces.rotation_vector` of Wiᵀ Wj."""
-    R = np.zeros((3, 3))
-    for i in range(3):
-        for j in range(3):
-            for k in range(3):
-                R[i, j] += Wi[k, i] * Wj[k, j]
-    s0 = 0.5 * (R[2, 1] - R[1, 2])
-    s1 = 0.5 * (R[0, 2] - R[2, 0])
-    s2 = 0.5 * (R[1, 0] - R[0, 1])
-    c = 0.5 * (R[0, 0] + R[1, 1] + R[2, 2] - 1.0)
-    ns = math.sqrt(s0 * s0 + s1 * s1 + s2 * s2)
-    th = math.atan2(ns, c)
-    fac = 1.0 + ns * ns / 6.0 if ns < 1e-8 else th / ns
-    return s0 * fac, s1 * fac, s2 * fac
 
 
 @numba.njit(**_JIT)

@@ -53,7 +53,7 @@ import math
 
 import numpy as np
 
-from ._frames import HAVE_NUMBA, frame_axes
+from ._frames import HAVE_NUMBA, frame_axes, relative_rotation_vector
 from ._frames import jit as _jit
 
 __all__ = ["spring_tangent", "axis_tangent", "ball_tangent", "bushing_tangent", "jl_inverse", "HAVE_NUMBA"]
@@ -116,18 +116,10 @@ def _G(s):
 
 @_jit
 def _rotvec(Wi, Wj):
-    """Rotation vector (rad, |φ| ≤ π, frame i's axes) of frame j relative to frame i, as
-    :func:`.forces.rotation_vector` of Wiᵀ Wj."""
-    R = _mm(_mt(Wi), Wj)
-    s0 = 0.5 * (R[2, 1] - R[1, 2])
-    s1 = 0.5 * (R[0, 2] - R[2, 0])
-    s2 = 0.5 * (R[1, 0] - R[0, 1])
-    c = 0.5 * (R[0, 0] + R[1, 1] + R[2, 2] - 1.0)
-    ns = math.sqrt(s0 * s0 + s1 * s1 + s2 * s2)
-    th = math.atan2(ns, c)
-    fac = 1.0 + ns * ns / 6.0 if ns < 1e-8 else th / ns
+    """:func:`._frames.relative_rotation_vector` as an array (3,)."""
+    s0, s1, s2 = relative_rotation_vector(Wi, Wj)
     out = np.empty(3)
-    out[0], out[1], out[2] = s0 * fac, s1 * fac, s2 * fac
+    out[0], out[1], out[2] = s0, s1, s2
     return out
 
 
