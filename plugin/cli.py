@@ -412,15 +412,8 @@ def cmd_check(args):
         report = CheckReport(model=args.model, status="error", messages=[str(exc)])
     data = report.to_dict()
     data["exit_code"] = EXIT_CODES[report.status]
-    text = json.dumps(data, indent=2, default=float)
-    if args.report:
-        from .writers.atomic import atomic_write
-
-        with atomic_write(args.report, "w") as fh:
-            fh.write(text + "\n")
-    if args.json:
-        print(text)
-    else:
+    _emit_report(args, data)
+    if not args.json:
         print(report.summary())
     return report.exit_code
 

@@ -306,6 +306,17 @@ def test_index3_newton_matrix_against_finite_differences(a05):
     assert np.linalg.norm((Kq + T - Kfd) @ P) < 1e-3 * np.linalg.norm(Kfd @ P)
 
 
+def _differenced_rhs_jacobian(form, y):
+    """Central differences of the index-1 right-hand side at (t = 0, y), steps 1e-7 max(1, |y_k|)."""
+    n = len(y)
+    Jf = np.zeros((n, n))
+    for k in range(n):
+        e = np.zeros(n)
+        e[k] = 1e-7 * max(1.0, abs(y[k]))
+        Jf[:, k] = (form.rhs(0.0, y + e) - form.rhs(0.0, y - e)) / (2 * e[k])
+    return Jf
+
+
 def test_index1_jacobian_against_finite_differences(a05):
     """The analytic Jacobian for scipy's Radau/BDF: ∂q̇/∂v exact, the stiff blocks within the left-out terms."""
     from cadmotion.kernel.dynamics.formulations import get_formulation
@@ -315,12 +326,7 @@ def test_index1_jacobian_against_finite_differences(a05):
     form = get_formulation("projection")(dyn, angles=angles, refs=refs, fast=False)
     y = form.initial_state(0.0, q0, v0)
     Ja = rhs_jacobian(form)(0.0, y)
-    n = len(y)
-    Jf = np.zeros((n, n))
-    for k in range(n):
-        e = np.zeros(n)
-        e[k] = 1e-7 * max(1.0, abs(y[k]))
-        Jf[:, k] = (form.rhs(0.0, y + e) - form.rhs(0.0, y - e)) / (2 * e[k])
+    Jf = _differenced_rhs_jacobian(form, y)
     nq, nv = dyn.nq, dyn.nv
     qv, vv, vq = (slice(0, nq), slice(nq, nq + nv)), (slice(nq, nq + nv),) * 2, (slice(nq, nq + nv), slice(0, nq))
     assert np.max(np.abs(Ja[qv] - Jf[qv])) < 1e-7
@@ -340,12 +346,7 @@ def test_stiffness_estimate_flags_a05_and_not_the_double_pendulum(a05):
     # independent: the largest eigenvalue of a finite-difference Jacobian of the index-1 right-hand side
     form = get_formulation("projection")(dyn, angles=angles, refs=refs, fast=False)
     y = form.initial_state(0.0, q0, v0)
-    n = len(y)
-    Jf = np.zeros((n, n))
-    for k in range(n):
-        e = np.zeros(n)
-        e[k] = 1e-7 * max(1.0, abs(y[k]))
-        Jf[:, k] = (form.rhs(0.0, y + e) - form.rhs(0.0, y - e)) / (2 * e[k])
+    Jf = _differenced_rhs_jacobian(form, y)
     lam_fd = np.max(np.abs(np.linalg.eigvals(Jf[:-1, :-1])))
     assert abs(est.lambda_max - lam_fd) < 0.02 * lam_fd, (est.lambda_max, lam_fd)
     choice = default_method(dyn, q0, v0, 0.0, refs, times)
