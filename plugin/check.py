@@ -219,7 +219,8 @@ def _load(source, parametrization, drive):
 
 
 def check(source, t_end=None, steps=None, *, parametrization="euler-parameters", interference=True,
-          clearance=None, near=None, exclude_jointed=None, joint_clearance=None, ignore=(), drive=()):
+          clearance=None, near=None, exclude_jointed=None, joint_clearance=None, ignore=(), drive=(),
+          free_dof="refuse"):
     """Check a mechanism (a path any importer reads, or a MechanismSpec).
 
     ``drive``: drivers to add, ``"NAME=EXPRESSION"`` each, as ``--drive`` on the command
@@ -237,6 +238,11 @@ def check(source, t_end=None, steps=None, *, parametrization="euler-parameters",
     design (pins in holes, links on their washers). Arguments left at None take the model
     file's ``[check]`` values, else clearance 0, joint clearance 0, jointed pairs excluded;
     the file's ``ignore`` pairs are added to ``ignore``.
+
+    ``free_dof``: ``"refuse"`` (default) reports a mechanism whose drivers leave degrees of
+    freedom free as ``underdetermined``; ``"minimal"`` checks its motion with the free
+    coordinates moving minimally (``cadmotion run --free-dof minimal``), and the report's
+    events include the ``free-dof`` event naming them.
 
     Never raises for mechanism problems: they are recorded in the report. Errors reading
     the file (:class:`~cadmotion.errors.CadmotionError`) propagate.
@@ -264,7 +270,7 @@ def check(source, t_end=None, steps=None, *, parametrization="euler-parameters",
     t_end = float(t_end if t_end is not None else spec.setting("t_end", 1.0))
     steps = int(steps if steps is not None else spec.setting("steps", 100))
     try:
-        motion = kinematics(model, t_end=t_end, steps=steps)
+        motion = kinematics(model, t_end=t_end, steps=steps, free_dof=free_dof)
     except DrivingError as exc:
         report.status = "underdetermined"
         report.messages.append(str(exc))

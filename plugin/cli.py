@@ -84,6 +84,12 @@ def build_parser():
                        help=".asmt files: start where the part blocks put the parts (file, the default) or at the "
                             "first frame of the file's stored TimeSeries (series: what OndselSolver assembled)")
 
+    def free_dof(p):
+        p.add_argument("--free-dof", choices=["refuse", "minimal"], default="refuse",
+                       help="kinematic runs whose drivers leave degrees of freedom free: refuse them (default) or "
+                            "move the free coordinates minimally, each pose the closest to the last (OndselSolver's "
+                            "quasi-kinematic mode)")
+
     run = sub.add_parser("run", help="simulate a mechanism and write outputs")
     run.add_argument("model")
     span(run)
@@ -93,10 +99,7 @@ def build_parser():
     run.add_argument("--analysis", choices=["kinematic", "dynamic", "inverse"], default="kinematic",
                      help="kinematic: driven motion; dynamic: motion under forces; inverse: driven motion plus "
                           "the driver efforts and joint reactions it takes (needs mass properties)")
-    run.add_argument("--free-dof", choices=["refuse", "minimal"], default="refuse",
-                     help="kinematic runs whose drivers leave degrees of freedom free: refuse them (default) or move "
-                          "the free coordinates minimally, each pose the closest to the last (OndselSolver's "
-                          "quasi-kinematic mode)")
+    free_dof(run)
     run.add_argument("--gravity", type=_vector, default=None, metavar="GX,GY,GZ",
                      help="gravity in m/s^2, assembly frame (replaces the file's; FreeCAD documents store none)")
     run.add_argument("--formulation", default=None, metavar="NAME",
@@ -141,6 +144,7 @@ def build_parser():
                      help="also check parts joined by a joint, against --joint-clearance")
     chk.add_argument("--ignore", action="append", default=[], metavar="PART_A,PART_B",
                      help="a pair whose contact is by design (names or globs, e.g. \"Link*,M3x20*\"); repeatable")
+    free_dof(chk)
     chk.add_argument("--joint-clearance", type=_float, default=None,
                      help="gap jointed parts must keep, m; negative allows that much overlap (pins line-to-line)")
 
@@ -407,7 +411,8 @@ def cmd_check(args):
         report = check(_load_spec(args), t_end=args.t_end, steps=args.steps, parametrization=args.parametrization,
                        interference=args.interference, clearance=args.clearance, near=args.near,
                        exclude_jointed=None if args.check_jointed is None else not args.check_jointed,
-                       joint_clearance=args.joint_clearance, ignore=[_pair(text) for text in args.ignore])
+                       joint_clearance=args.joint_clearance, ignore=[_pair(text) for text in args.ignore],
+                       free_dof=args.free_dof)
     except CadmotionError as exc:
         report = CheckReport(model=args.model, status="error", messages=[str(exc)])
     data = report.to_dict()

@@ -270,6 +270,21 @@ def test_free_dof_minimal_runs_an_under_driven_model_that_is_refused_by_default(
     np.testing.assert_allclose(np.abs(col["body.qw"]), 1.0, atol=1e-12)
 
 
+def test_check_free_dof_minimal_checks_the_motion_that_the_default_reports_underdetermined(tmp_path, capsys):
+    model = tmp_path / "ball.cadmotion.toml"
+    model.write_text(BALL_ON_CRANK)
+    assert main(["check", str(model), "--steps", "10", "--json"]) == 7
+    report = json.loads(capsys.readouterr().out)
+    assert report["status"] == "underdetermined" and "--free-dof minimal" in " ".join(report["messages"])
+
+    assert main(["check", str(model), "--t-end", "1", "--steps", "10", "--free-dof", "minimal", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["status"] == "ok" and report["motion"]["complete"]
+    [note] = [e for e in report["events"] if e["kind"] == "free-dof"]
+    assert "3 degree(s) of freedom free" in note["message"]
+    assert report["ranges"]["pivot.angle"] == pytest.approx([0.0, 2.0], abs=1e-9)  # driven 2 rad/s for 1 s
+
+
 def test_free_dof_minimal_is_refused_for_a_dynamic_or_inverse_run(tmp_path, capsys):
     model = tmp_path / "ball.cadmotion.toml"
     model.write_text(BALL_ON_CRANK)
