@@ -35,6 +35,8 @@ parts (``step = "gripper.step"``). Keys (lengths in the file's ``units``, angles
     xaxis = [1, 0, 0]                 # optional reference direction (x of the joint frame)
     axis2 = [1, 0, 0]                 # universal: cross axis fixed in the second part
     points = [[..], [..]]             # distance: the two points (first part, second part)
+    origin2 = [..]                    # point-line-, line-line-, rev-rev-distance: the point on the
+                                      # second part (its line through it parallel to `axis`)
     length, angle, pitch, radius, ratio, joints = ["a", "b"], limits = {angle = [lo, hi]}
     limit_stiffness, limit_exponent, limit_restitution   # the limits as stops in dynamics (SI)
     [[drivers]]
@@ -92,7 +94,9 @@ UNITS = {"m": 1.0, "mm": 1e-3, "cm": 1e-2, "in": 0.0254}
 _TOP_KEYS = {"units", "gravity", "step", "parts", "joints", "drivers", "forces", "contacts", "initial_velocity",
              "simulation", "check", "name", "unreferenced_parts", "density", "material"}
 _PART_KEYS = {"fixed", "position", "orientation", "mass", "com", "inertia", "color", "density", "material"}
-_JOINT_KEYS = {"name", "type", "parts", "origin", "axis", "xaxis", "axis2", "points", "length", "angle",
+#: distance joints measured from a line of the first part (``origin``, ``axis``) to a point of the second
+_LINE_DISTANCE_TYPES = ("point-line-distance", "line-line-distance", "rev-rev-distance")
+_JOINT_KEYS = {"name", "type", "parts", "origin", "axis", "xaxis", "axis2", "origin2", "points", "length", "angle",
                "pitch", "radius", "ratio", "joints", "limits", "limit_stiffness", "limit_exponent",
                "limit_restitution"}
 #: a joint's stop parameters (SI: N m/rad^n or N/m^n, 1, 1), :mod:`cadmotion.kernel.dynamics.stops`
@@ -504,7 +508,16 @@ def _joint(ctx, k, entry, parts, cad):
         params.append(("angle", ctx.num(item, "angle", entry["angle"])))
     if jtype == "screw" and "pitch" not in dict(params):
         raise ctx.err(item, "a screw joint needs `pitch` (advance per revolution)")
-    markers = (_frame_in_part(pi, origin, Ri), _frame_in_part(pj, origin, Rj))
+    origin_j = origin
+    if jtype in _LINE_DISTANCE_TYPES:
+        if "origin2" not in entry:
+            raise ctx.err(item, f"a {jtype} joint needs `origin2`, the point on the second part "
+                                "(`origin` and `axis` give the line of the first part)",
+                          hint="the distance is measured between them at the initial pose unless `length` is given")
+        origin_j = point("origin2")
+    elif "origin2" in entry:
+        raise ctx.err(item, f"`origin2` is only for {', '.join(_LINE_DISTANCE_TYPES)} joints, not {jtype}")
+    markers = (_frame_in_part(pi, origin, Ri), _frame_in_part(pj, origin_j, Rj))
     return JointSpec(name, jtype, tuple(pnames), markers, params=tuple(params), limits=tuple(limits), source=src,
                      stop=tuple(stop))
 

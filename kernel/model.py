@@ -223,7 +223,11 @@ def compile_model(spec, parametrization="euler-parameters"):
                 if value is None and key == "length":
                     s0, s1 = (frame_matrix(m)[0] for m in j.markers[:2])
                     P = [coords[bi][:3] + _part_coordinates(par, order[bi])[1] @ s for bi, s in zip(b, (s0, s1))]
-                    value = float(np.linalg.norm(P[1] - P[0]))
+                    d = P[1] - P[0]
+                    if j.type != "distance":  # measured from the z line of the first marker
+                        z = _part_coordinates(par, order[b[0]])[1] @ frame_matrix(j.markers[0])[1][:, 2]
+                        d = d - (d @ z) * z
+                    value = float(np.linalg.norm(d))
                 if value is None:
                     raise MechanismError(f"joint {j.name!r} of type {j.type} needs parameter {key!r}", where=where)
                 params.append(float(value))

@@ -121,3 +121,47 @@ def test_bushing_keys_reach_the_dynamics_and_the_mount_sags_by_m_g_over_k(tmp_pa
 def test_force_keys_that_mean_nothing_are_refused(tmp_path):
     with pytest.raises(ModelFileError, match="unknown key\\(s\\) 'torque'"):
         load(write(tmp_path, BUSHING.replace("rotational_damping = 2.0", "torque = 1.0")))
+
+
+ON_A_CYLINDER = """
+gravity = [0, 0, -9.81]
+[parts.ground]
+fixed = true
+[parts.bob]
+position = [0.5, 0, -0.3]
+mass = 2.0
+inertia = [1e-3, 1e-3, 1e-3]
+[[joints]]
+name = "keep"
+type = "point-line-distance"
+parts = ["ground", "bob"]
+origin = [0, 0, 0]
+axis = [0, 0, 1]
+origin2 = [0.5, 0, -0.3]
+[initial_velocity.bob]
+velocity = [0, 1.0, 0]
+"""
+
+
+def test_point_line_distance_measures_from_the_line_and_keeps_the_bob_on_its_cylinder(tmp_path):
+    """The bob starts 0.5 m from the z axis and 0.3 m below the origin: the measured length is the
+    0.5 m from the line (not the 0.58 m to the origin); released at 1 m/s tangentially it circles
+    at ω = v/r = 2 rad/s while it falls freely along the axis."""
+    from cadmotion.kernel.dynamics import simulate
+
+    model = compile_model(load(write(tmp_path, ON_A_CYLINDER)))
+    [group] = [g for g in model.groups if g.template == "point-line-distance"]
+    assert group.params[0] == pytest.approx([0.5], abs=1e-15)
+    motion = simulate(model, 1.0, 10, rtol=1e-10, atol=1e-12)
+    t, r = motion.time, motion.position[:, motion.part_index("bob")]
+    np.testing.assert_allclose(r[:, 0], 0.5 * np.cos(2 * t), atol=1e-7)
+    np.testing.assert_allclose(r[:, 1], 0.5 * np.sin(2 * t), atol=1e-7)
+    np.testing.assert_allclose(r[:, 2], -0.3 - 9.81 / 2 * t**2, atol=1e-7)
+
+
+def test_line_distance_joints_need_the_point_on_the_second_part(tmp_path):
+    text = ON_A_CYLINDER.replace("origin2 = [0.5, 0, -0.3]\n", "")
+    with pytest.raises(ModelFileError, match="point-line-distance joint needs `origin2`"):
+        load(write(tmp_path, text))
+    with pytest.raises(ModelFileError, match="`origin2` is only for"):
+        load(write(tmp_path, ON_A_CYLINDER.replace('"point-line-distance"', '"spherical"')))
