@@ -30,6 +30,7 @@ class Links:
 
     # -- indexes built on first use
     def reps_of_link(self, link) -> List[int]:
+        """Ids of the link representations whose ``represented_link`` is ``link`` (index built on first use)."""
         if self._reps_of_link is None:
             self._reps_of_link = {}
             for rid in self.model.ids(*LINK_REPRESENTATIONS):
@@ -41,6 +42,7 @@ class Links:
         return self._reps_of_link.get(int(link), [])
 
     def rep(self, rid) -> dict:
+        """Attributes of the link representation ``rid`` by name (cached)."""
         if rid not in self._rep_fields:
             _, self._rep_fields[rid] = self.model.fields(rid, LINK_REPRESENTATIONS)
         return self._rep_fields[rid]

@@ -396,6 +396,7 @@ class Part21Index:
                                  hint="give a complete ISO 10303-21 file")
 
     def ids(self, *types: str) -> List[int]:
+        """Sorted ids of every record of the given entity types (simple or inside a complex record)."""
         out = set()
         for t in types:
             out.update(self.by_type.get(t, ()))
@@ -403,6 +404,7 @@ class Part21Index:
 
     # ------------------------------------------------------------------ records
     def record(self, eid, referrer=None) -> _Record:
+        """The record ``#eid``, parsed on first use; an error names ``referrer`` when the id is missing."""
         eid = int(eid)
         rec = self._cache.get(eid)
         if rec is not None:
@@ -474,6 +476,7 @@ class Part21Index:
             return None
 
     def ref(self, value, eid, attr) -> Ref:
+        """``value`` checked to be a reference ``#n``; else an error naming entity ``eid`` and attribute ``attr``."""
         if not isinstance(value, Ref):
             raise CadImportError(f"entity #{eid}: {attr} must be a reference, got {value!r}",
                                  where=self.where,
@@ -481,6 +484,8 @@ class Part21Index:
         return value
 
     def real(self, value, eid, attr, optional=False) -> Optional[float]:
+        """``value`` as a float (a typed measure is unwrapped); None for an unset optional;
+        else an error naming ``eid`` and ``attr``."""
         if isinstance(value, Typed) and len(value.args) == 1:
             value = value.args[0]
         if optional and (value is None or value is DERIVED or isinstance(value, (Enum, Typed))):
@@ -493,6 +498,7 @@ class Part21Index:
         return float(value)
 
     def string(self, value) -> str:
+        """``value`` stripped when it is a string (enumerations and unset values give "")."""
         return value.strip() if isinstance(value, str) and not isinstance(value, Enum) else ""
 
 

@@ -62,6 +62,8 @@ class Units:
         self._cache: Dict[int, Tuple[Optional[float], Optional[float]]] = {}
 
     def of_context(self, ctx) -> Tuple[Optional[float], Optional[float]]:
+        """(length factor, angle factor) to SI of a representation context ``ctx``; None for
+        a unit it does not state."""
         if not isinstance(ctx, Ref):
             return None, None
         if int(ctx) in self._cache:
@@ -138,10 +140,12 @@ def axis2_placement(model: Part21Index, pid, scale: float, referrer) -> Tuple[np
 
 
 def make_frame(R, o) -> Frame:
+    """A :class:`~cadmotion.kernel.spec.Frame` from a rotation ``R`` (3, 3) and an origin ``o`` (3,) in metres."""
     return Frame(tuple(float(v) for v in o), tuple(tuple(float(v) for v in row) for row in R))
 
 
 def frame_arrays(frame: Frame):
+    """(rotation (3, 3), origin (3,)) of a :class:`~cadmotion.kernel.spec.Frame`, as arrays."""
     return np.array(frame.rotation, float), np.array(frame.origin, float)
 
 

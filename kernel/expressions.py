@@ -127,6 +127,7 @@ class TimeFunction:
 
     @property
     def expr(self):
+        """The sympy expression of f(t), built on first use."""
         if callable(self._expr):
             self._expr = self._expr()
         return self._expr

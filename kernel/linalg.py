@@ -45,6 +45,7 @@ class SparsePattern:
         self.indices, self.indptr, self.shape = sub.indices, sub.indptr, sub.shape
 
     def matches(self, J, rows):
+        """Whether ``J`` (CSC) has this pattern's structure and row selection, so the ordering can be reused."""
         return sps.isspmatrix_csc(J) and J.nnz == self.nnz and rows is self.rows
 
     def ordered(self, J):
@@ -177,4 +178,5 @@ class WeightedRowSolver:
         return np.asarray(self.J @ x).reshape(-1)
 
     def pattern(self, J):
+        """None: the weighted solver refactors every time (no structure is reused)."""
         return None

@@ -77,14 +77,17 @@ class ConstraintGroup:
 
     @property
     def n(self):
+        """Number of instances in the group."""
         return len(self.names)
 
     @property
     def neq(self):
+        """Scalar equations per instance."""
         return self.code.neq
 
     @property
     def n_angles(self):
+        """Joint angles (winding-tracked) per instance."""
         return len(TEMPLATES[self.template].angle_terms)
 
 
@@ -110,17 +113,21 @@ class Model:
 
     @property
     def nb(self):
+        """Number of bodies (moving and fixed)."""
         return len(self.body_names)
 
     @property
     def nqb(self):
+        """Coordinates per body: 3 positions + the orientation parameters (7 with Euler parameters)."""
         return self.parametrization.nqb
 
     @property
     def jac_nnz(self):
+        """Structural non-zeros of the constraint Jacobian Φq."""
         return len(self.jac_rows)
 
     def body_index(self, name):
+        """Index of the body named ``name`` (ValueError when there is none)."""
         return self.body_names.index(name)
 
     def q_full(self, q):

@@ -55,6 +55,7 @@ class AngleState:
                 self.ref[gi] = g.code.angles(qf[g.gather], g.markers)
 
     def copy(self):
+        """An independent copy (the reference angles are arrays)."""
         new = AngleState.__new__(AngleState)
         new.ref = {k: v.copy() for k, v in self.ref.items()}
         return new

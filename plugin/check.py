@@ -51,13 +51,16 @@ class CheckReport:
 
     @property
     def exit_code(self):
+        """The process exit code of this status (:data:`EXIT_CODES`)."""
         return EXIT_CODES[self.status]
 
     @property
     def ok(self):
+        """Whether the mechanism passed every check."""
         return self.status == "ok"
 
     def to_dict(self):
+        """The report as plain data (JSON-ready)."""
         return asdict(self)
 
     def assert_ok(self):

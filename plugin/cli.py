@@ -68,6 +68,7 @@ def _vector(text):
 
 
 def build_parser():
+    """The ``cadmotion`` argument parser with every sub-command (no heavy imports)."""
     parser = argparse.ArgumentParser(prog="cadmotion", description="Mechanism simulation for CAD assemblies.")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -233,6 +234,7 @@ def _progress(enabled, total):
 
 
 def cmd_run(args):
+    """``cadmotion run``: load, analyse, write the outputs; returns the exit code."""
     try:
         return _run(args)
     except CadmotionError as exc:
@@ -405,6 +407,7 @@ def cmd_formulations(args):
 
 
 def cmd_check(args):
+    """``cadmotion check``: mobility, assembly, motion, limits and interference; returns the status's exit code."""
     from .check import EXIT_CODES, CheckReport, check
 
     try:
@@ -424,6 +427,7 @@ def cmd_check(args):
 
 
 def cmd_equations(args):
+    """``cadmotion equations``: print the generated constraint equations of a model."""
     from .equations import describe_equations
 
     from ..importers import load
@@ -435,6 +439,7 @@ def cmd_equations(args):
 
 
 def cmd_inspect(args):
+    """``cadmotion inspect``: list the parts, joints and drivers a file holds."""
     from ..importers import load
 
     spec = load(args.file)

@@ -64,6 +64,7 @@ class Parametrization:
 
 
 class EulerParameters(Parametrization):
+    """Orientation by a unit quaternion (e0, e1, e2, e3); the constraint pᵀp = 1 is added per body."""
     name = "euler-parameters"
     n_p = 4
     normalized = True
@@ -104,6 +105,7 @@ class EulerParameters(Parametrization):
 
 
 class Euler313(Parametrization):
+    """Orientation by z-x-z Euler angles (φ, θ, ψ), A = Rz(φ) Rx(θ) Rz(ψ); singular where sin θ = 0."""
     name = "euler-313"
     n_p = 3
     normalized = False

@@ -89,6 +89,7 @@ class Context:
         self.w = w  # winding offsets, one per angle term
 
     def d(self, i=0, j=1):
+        """d = P_j − P_i, world frame (m)."""
         return self.P[j] - self.P[i]
 
     def angle(self, k, i=0, j=1):
@@ -96,6 +97,7 @@ class Context:
         return sp.atan2(self.Y[i].dot(self.X[j]), self.X[i].dot(self.X[j])) + self.w[k]
 
     def disp(self, i=0, j=1):
+        """Joint displacement s = d·Z_i (m)."""
         return self.d(i, j).dot(self.Z[i])
 
 

@@ -75,6 +75,8 @@ def _locked(template_name, parametrization):
 
 
 def main(argv=None):
+    """Compile the library code of the templates named in ``argv`` (``TEMPLATE[:PARAMETRIZATION]``
+    each), skipping those another process is compiling; returns the number that failed."""
     argv = sys.argv[1:] if argv is None else argv
     failures = 0
     for item in argv:

@@ -8,6 +8,7 @@ import FreeCADGui
 
 
 class CadmotionWorkbench(FreeCADGui.Workbench):
+    """The Cadmotion workbench: joint and run toolbars; loads cadmotion only when activated."""
     MenuText = "Cadmotion"
     ToolTip = "Mechanism simulation: joints, drivers, kinematics and dynamics, playback"
     Icon = """
@@ -52,6 +53,7 @@ static char * cadmotion_xpm[] = {
                 self.__class__.Icon = path
 
     def Initialize(self):
+        """FreeCAD callback: build the toolbars and menu (an error is reported, FreeCAD keeps running)."""
         try:
             from cadmotion.plugin.freecad import gui
         except Exception as exc:  # cadmotion missing or broken: say so, keep FreeCAD running
@@ -66,6 +68,7 @@ static char * cadmotion_xpm[] = {
         self.appendMenu("Cadmotion", gui.JOINT_COMMANDS + ["Separator"] + gui.RUN_COMMANDS)
 
     def Activated(self):
+        """FreeCAD callback: show why the workbench could not load, if it could not."""
         if getattr(self, "_error", None):
             try:
                 from PySide import QtGui
@@ -75,9 +78,11 @@ static char * cadmotion_xpm[] = {
                 pass
 
     def Deactivated(self):
+        """FreeCAD callback: nothing to undo."""
         pass
 
     def GetClassName(self):
+        """FreeCAD callback: the C++ workbench class this Python workbench is."""
         return "Gui::PythonWorkbench"
 
 

@@ -349,6 +349,7 @@ class SimulationPanel:
 
     # -- run ------------------------------------------------------------------------
     def run(self):
+        """Run the analysis chosen in the panel with the drivers typed in it, then show the first frame."""
         from dataclasses import replace
 
         from .simulate import run_model
@@ -384,6 +385,7 @@ class SimulationPanel:
 
     # -- playback -------------------------------------------------------------------
     def show(self, t):
+        """Move the parts to time ``t`` (s) of the motion."""
         from .simulate import show_time
 
         if self.motion is None:
@@ -406,12 +408,14 @@ class SimulationPanel:
             self.show(t0 + (t1 - t0) * value / 1000.0)
 
     def toggle(self):
+        """Play or pause."""
         if self.timer.isActive():
             self.pause()
         else:
             self.play()
 
     def play(self):
+        """Play the motion from the current time in real time."""
         import time
 
         if self.motion is None:
@@ -423,6 +427,7 @@ class SimulationPanel:
         self.play_button.setText("Pause")
 
     def pause(self):
+        """Stop playing at the current time."""
         if getattr(self, "timer", None) is not None and self.timer.isActive():
             self.timer.stop()
         if hasattr(self, "play_button"):
@@ -440,6 +445,7 @@ class SimulationPanel:
 
     # -- results --------------------------------------------------------------------
     def keep(self):
+        """Store the motion in the document and keep the parts at the current frame (one undo step)."""
         from .simulate import store_motion
 
         if self.motion is None:
@@ -464,6 +470,7 @@ class SimulationPanel:
         App.Console.PrintMessage(f"cadmotion: kept the frame at t = {self.t:.4f} s\n")
 
     def export(self):
+        """Write the motion to files chosen in a dialog (the extension picks the writer)."""
         _, QtGui = _qt()
         from .simulate import export_motion
 
@@ -485,6 +492,7 @@ class SimulationPanel:
         App.Console.PrintMessage("cadmotion: wrote " + ", ".join(map(str, written)) + "\n")
 
     def plot(self, selection=None):
+        """Plot the selected parts' or joints' coordinates (default: those that move most)."""
         _, QtGui = _qt()
         if self.motion is None:
             return None
@@ -526,10 +534,12 @@ class SimulationPanel:
             stored.ShownTime = self._shown
 
     def getStandardButtons(self):
+        """FreeCAD task-panel callback: a Close button only."""
         _, QtGui = _qt()
         return int(QtGui.QDialogButtonBox.Close)
 
     def reject(self):
+        """Close: put the parts back where they were unless a frame was kept, save the settings."""
         self.pause()
         self._restore()
         self.save_settings()
@@ -537,6 +547,7 @@ class SimulationPanel:
         return True
 
     def accept(self):
+        """Close (as :meth:`reject`)."""
         return self.reject()
 
 

@@ -53,6 +53,7 @@ else:
 
 
 def add_arguments(parser):
+    """Add ``cadmotion freecad-install``'s options to ``parser``."""
     parser.add_argument("--mod-dir", default=None, help="FreeCAD's user Mod folder (default: ask FreeCAD)")
     parser.add_argument("--macro-dir", default=None, help="FreeCAD's user macro folder (default: ask FreeCAD)")
     parser.add_argument("--freecad", default=None,
@@ -208,6 +209,7 @@ def uninstall(mod, macro, *, dry_run=False, out=print):
 
 
 def run(args):
+    """``cadmotion freecad-install``: copy the workbench and the macro into FreeCAD's user folders."""
     mod, macro, how = freecad_folders(args.mod_dir, args.macro_dir, args.freecad)
     print(f"FreeCAD folders ({how}):\n  Mod:   {mod}\n  Macro: {macro}")
     try:

@@ -141,9 +141,11 @@ class StatelessProxy:
     the object's properties)."""
 
     def dumps(self):
+        """Nothing to save (FreeCAD's serialisation hook)."""
         return None
 
     def loads(self, state):
+        """Nothing to restore (FreeCAD's serialisation hook)."""
         return None
 
     __getstate__ = dumps
@@ -159,9 +161,12 @@ class JointProxy(StatelessProxy):
         obj.Proxy = self
 
     def execute(self, obj):
+        """FreeCAD recompute hook: a joint has no shape to rebuild."""
         pass
 
     def onChanged(self, obj, prop):
+        """Refresh the joint's marker frames when its origin, axes or parts change (not while
+        the document is restored)."""
         if prop not in ("Origin", "Axis", "XAxis", "Part1", "Part2"):
             return
         if getattr(obj.Document, "Restoring", False) or "Restore" in getattr(obj, "State", ()):
@@ -181,18 +186,23 @@ class JointViewProvider(StatelessProxy):
         vobj.Proxy = self
 
     def attach(self, vobj):
+        """FreeCAD hook: remember the joint object."""
         self.Object = vobj.Object
 
     def getIcon(self):
+        """The joint's tree icon."""
         return icon_path("Cadmotion_Joint")
 
     def getDisplayModes(self, vobj):
+        """One display mode (a joint draws nothing)."""
         return ["Default"]
 
     def getDefaultDisplayMode(self):
+        """The only display mode."""
         return "Default"
 
     def onChanged(self, vobj, prop):
+        """Nothing to redraw."""
         pass
 
 

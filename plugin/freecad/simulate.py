@@ -63,6 +63,7 @@ class DocumentRun:
 
     @property
     def spec(self):
+        """The mechanism description read from the document."""
         return self.model.spec
 
 

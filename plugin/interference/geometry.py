@@ -21,10 +21,11 @@ GUARD_LEVELS = 4
 
 
 class NoGeometry(Exception):
-    pass
+    """A part without usable geometry (no shape, an empty box or no triangles): its pairs are skipped."""
 
 
 def trsf(R, p):
+    """An OCCT ``gp_Trsf`` of the rigid motion x -> R x + p (R (3, 3), p (3,) in metres)."""
     from OCP.gp import gp_Trsf
 
     T = gp_Trsf()
@@ -228,6 +229,7 @@ class Geometry:
         return self._dss
 
     def mesh_args(self):
+        """The arrays of this shape's BVH and triangles in the argument order of :func:`.mesh.mesh_bounds`."""
         return self.bvh + (self.ndel, self.tris, self.tdel, self.fid, self.fpl, self.fn, self.fo)
 
     def classify(self, points, tol):

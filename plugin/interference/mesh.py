@@ -25,6 +25,8 @@ _LEAF = 4
 
 @njit
 def bvh_build(tris):
+    """A BVH over triangles (nf, 3, 3) in a part frame: (lo, hi, left, right, start, count)
+    per node and the triangle order; leaves hold up to ``_LEAF`` contiguous triangles."""
     nf = tris.shape[0]
     cent = np.empty((nf, 3))
     for i in range(nf):

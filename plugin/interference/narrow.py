@@ -27,6 +27,8 @@ class _Sample:
 
 
 class Context:
+    """What the pair checks of one run share: the poses, tolerances (m, s), depth sample
+    count and the counters of ``stats``."""
     def __init__(self, poses, tol, time_tol, depth_samples):
         self.poses = poses
         self.tol = tol
@@ -231,10 +233,12 @@ class PairCheck:
         return s
 
     def sample_frame(self, k):
+        """The pair sampled at output frame ``k``."""
         R, p = self.ctx.poses.rel(self.a, self.b, k)
         return self.sample(float(self.ctx.poses.t[k]), R, p)
 
     def sample_time(self, t):
+        """The pair sampled at time ``t`` (s) on the interpolated motion."""
         R, p = self.ctx.poses.rel_t(self.a, self.b, t)
         return self.sample(t, R, p)
 

@@ -22,6 +22,7 @@ class Poses:
 
     @property
     def nt(self):
+        """Number of output frames."""
         return len(self.t)
 
     def rel(self, a, b, k):

@@ -108,6 +108,7 @@ class InterferenceReport:
         return [p.to_dict() for p in self.collisions]
 
     def to_dict(self):
+        """The report as plain data (JSON-ready): collisions, near and static pairs, skipped pairs, stats, messages."""
         return dict(collisions=self.to_dicts(), near=[p.to_dict() for p in self.near],
                     static=[p.to_dict() for p in self.static], skipped=list(self.skipped),
                     stats=dict(self.stats), messages=list(self.messages))
@@ -131,4 +132,5 @@ class InterferenceReport:
 
 
 def format_mm(x):
+    """A length in metres written in millimetres, 4 significant digits."""
     return f"{1e3 * x:.4g} mm"

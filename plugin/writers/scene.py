@@ -119,6 +119,7 @@ def _rgba(color, index):
 
 
 def part_specs(motion):
+    """Part name -> PartSpec of the motion's mechanism (empty when the motion carries none)."""
     spec = getattr(motion, "spec", None)
     if spec is None:
         return {}
@@ -126,6 +127,7 @@ def part_specs(motion):
 
 
 def spec_of(motion):
+    """The MechanismSpec a motion was computed from, or None."""
     return getattr(motion, "spec", None)
 
 
