@@ -480,9 +480,9 @@ def run_item(item, options, out_dir, cancel=None):
 
 def _run_item(item, options, out_dir, cancel):
     from ..importers import load
-    from ..importers.drive_option import with_drivers, with_gravity
     from ..kernel import compile_model
-    from .run_analysis import DYNAMICS_OPTIONS, broken_invariants, run_analysis
+    from .run_analysis import (DEFAULT_STEPS, DEFAULT_T_END, DYNAMICS_OPTIONS, broken_invariants, run_analysis,
+                               time_span, with_overrides)
     from .writers import write_outputs
 
     cancelled = _cancel_check(cancel)
@@ -510,24 +510,16 @@ def _run_item(item, options, out_dir, cancel):
             if cancelled():
                 raise _Stop
             result["stage"] = "load"
-            spec = with_gravity(with_drivers(load(item.model), list(options.drive)), options.gravity)
+            spec = with_overrides(load(item.model), options.drive, options.gravity)
             lap("load")
             result["stage"] = "compile"
             model = compile_model(spec, options.parametrization)
             lap("compile")
             result["stage"] = "solve"
-            t_end = options.t_end if options.t_end is not None else spec.setting("t_end", 1.0)
-            steps = options.steps if options.steps is not None else spec.setting("steps", 100)
+            result["t_end"] = options.t_end if options.t_end is not None else spec.setting("t_end", DEFAULT_T_END)
+            result["steps"] = options.steps if options.steps is not None else spec.setting("steps", DEFAULT_STEPS)
+            t_end, steps = time_span(spec, options.t_end, options.steps)
             result["t_end"], result["steps"] = t_end, steps
-            try:
-                t_end, steps = float(t_end), int(steps)
-            except (TypeError, ValueError):
-                raise CadmotionError(f"[simulation] t_end = {t_end!r}, steps = {steps!r} are not numbers",
-                                     where=item.model) from None
-            if t_end <= 0 or steps < 1:
-                raise CadmotionError(f"t_end must be positive and steps at least 1, got t_end = {t_end}, "
-                                     f"steps = {steps}", where=item.model,
-                                     hint="fix [simulation] in the model file or pass --t-end/--steps")
             if cancelled():
                 raise _Stop
             result["dof"], result["dof_driven"] = _mobility(model)

@@ -91,34 +91,23 @@ def simulate(assy, joints=None, drivers=None, *, t_end=1.0, steps=100, length_un
     fixed : part keys fixed to the world; None: the ``Fixed`` constraints' parts, else
         the first part of the assembly (a note says so); ``[]``: no ground
     density : kg/m^3, a material name, or a mapping part key -> either
-    analysis : "kinematic" or "dynamic"; ``options`` go to the kernel's solver
+    analysis : "kinematic", "dynamic" or "inverse" (through the run service,
+        :func:`~cadmotion.plugin.run_analysis.run_spec`); ``options`` go to the kernel's solver
     """
-    from ..kernel import compile_model
+    from .run_analysis import run_spec
 
     spec = assembly_spec(assy, joints, drivers, length_unit=length_unit, fixed=fixed, density=density,
                          gravity=gravity)
     if fixed is None and not any(p.fixed for p in spec.parts):
         spec = _ground_first_part(spec, assy)
-    model = compile_model(spec)
-    if analysis == "kinematic":
-        from ..kernel import kinematics
-
-        try:
-            motion = kinematics(model, t_end=t_end, steps=steps, **options)
-        except DrivingError as e:
-            if any(p.fixed for p in spec.parts):
-                raise
-            raise DrivingError(f"{e.message}; no part of cq.Assembly {assy.name!r} is fixed to the world",
-                               where=e.where, hint=f"name the ground: fixed=[{spec.parts[0].name!r}] "
-                                                   "(or leave fixed out: the first part is the ground)") from e
-    elif analysis == "dynamic":
-        from ..kernel.dynamics import simulate as dyn
-
-        motion = dyn(model, t_end, steps, **options)
-    else:
-        raise MechanismError(f"unknown analysis {analysis!r}", hint="use 'kinematic' or 'dynamic'")
-    if motion.spec is None:
-        motion.spec = spec
+    try:
+        motion = run_spec(spec, analysis, t_end=t_end, steps=steps, solver_options=options).motion
+    except DrivingError as e:
+        if analysis == "dynamic" or any(p.fixed for p in spec.parts):
+            raise
+        raise DrivingError(f"{e.message}; no part of cq.Assembly {assy.name!r} is fixed to the world",
+                           where=e.where, hint=f"name the ground: fixed=[{spec.parts[0].name!r}] "
+                                               "(or leave fixed out: the first part is the ground)") from e
     return _wrap(motion, length_unit)
 
 

@@ -214,10 +214,10 @@ def _joint_rows(model, spec, parts, joint, looser, parametrization):
 
 def _load(source, parametrization, drive):
     from ..importers import load
-    from ..importers.drive_option import with_drivers
     from ..kernel import MechanismSpec, compile_model
+    from .run_analysis import with_overrides
 
-    spec = with_drivers(source if isinstance(source, MechanismSpec) else load(source), drive)
+    spec = with_overrides(source if isinstance(source, MechanismSpec) else load(source), drive)
     return spec, compile_model(spec, parametrization)
 
 
@@ -250,7 +250,8 @@ def check(source, t_end=None, steps=None, *, parametrization="euler-parameters",
     Never raises for mechanism problems: they are recorded in the report. Errors reading
     the file (:class:`~cadmotion.errors.CadmotionError`) propagate.
     """
-    from ..kernel import AngleState, assemble, kinematics, mobility
+    from ..kernel import AngleState, assemble, mobility
+    from .run_analysis import run_analysis, time_span
 
     spec, model = _load(source, parametrization, drive)
     report = CheckReport(model=str(getattr(spec, "source", "") or spec.name))
@@ -270,10 +271,9 @@ def check(source, t_end=None, steps=None, *, parametrization="euler-parameters",
     if not spec.drivers:
         report.messages.append("no drivers: motion not checked (add [[drivers]] to check the motion)")
         return report
-    t_end = float(t_end if t_end is not None else spec.setting("t_end", 1.0))
-    steps = int(steps if steps is not None else spec.setting("steps", 100))
+    t_end, steps = time_span(spec, t_end, steps)
     try:
-        motion = kinematics(model, t_end=t_end, steps=steps, free_dof=free_dof)
+        motion, _ = run_analysis(model, "kinematic", t_end, steps, free_dof=free_dof)
     except DrivingError as exc:
         report.status = "underdetermined"
         report.messages.append(str(exc))

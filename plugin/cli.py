@@ -183,12 +183,11 @@ def _external(module):
 
 
 def _load_spec(args):
-    """The mechanism of ``args.model`` with the command line's drivers and gravity."""
+    """The mechanism of ``args.model`` as the file holds it (``--drive`` and ``--gravity`` are
+    applied by the run service, :mod:`.run_analysis`)."""
     from ..importers import load
-    from ..importers.drive_option import with_drivers, with_gravity
 
-    spec = with_drivers(load(args.model, **_reader_options(args)), args.drive)
-    return with_gravity(spec, getattr(args, "gravity", None))
+    return load(args.model, **_reader_options(args))
 
 
 def _reader_options(args):
@@ -205,21 +204,6 @@ def _reader_options(args):
         raise CadImportError("--initial-pose applies to OndselSolver .asmt files only", where=str(args.model),
                              hint="drop --initial-pose; other files start where they place the parts")
     return {"initial_pose": pose}
-
-
-def _load_model(args):
-    from ..kernel import compile_model
-
-    spec = _load_spec(args)
-    return spec, compile_model(spec, args.parametrization)
-
-
-def _span(args, spec):
-    t_end = args.t_end if args.t_end is not None else spec.setting("t_end", 1.0)
-    steps = args.steps if args.steps is not None else int(spec.setting("steps", 100))
-    if t_end <= 0:
-        raise CadmotionError(f"--t-end must be positive, got {t_end}")
-    return float(t_end), int(steps)
 
 
 def _progress(enabled, total):
@@ -245,21 +229,22 @@ def cmd_run(args):
 
 
 def _run(args):
-    spec, model = _load_model(args)
-    t_end, steps = _span(args, spec)
+    from .run_analysis import DYNAMICS_OPTIONS, run_spec, time_span
+
+    spec = _load_spec(args)
+    t_end, steps = time_span(spec, args.t_end, args.steps)
     if args.output:
         from .writers import check_outputs
 
         check_outputs(args.output)  # fail on a bad extension or folder before computing
     progress, close = _progress(not args.quiet, steps)
-    result = None
     try:
-        from .run_analysis import DYNAMICS_OPTIONS, run_analysis
-
-        motion, result = run_analysis(model, args.analysis, t_end, steps, progress=progress,
-                                      free_dof=args.free_dof, **{k: getattr(args, k) for k in DYNAMICS_OPTIONS})
+        run = run_spec(spec, args.analysis, t_end=t_end, steps=steps, parametrization=args.parametrization,
+                       drive=args.drive, gravity=args.gravity, progress=progress, free_dof=args.free_dof,
+                       **{k: getattr(args, k) for k in DYNAMICS_OPTIONS})
     finally:
         close()
+    model, motion, result = run.model, run.motion, run.result
     written = []
     if args.output:
         from .writers import write_outputs
@@ -411,7 +396,8 @@ def cmd_check(args):
     from .check import EXIT_CODES, CheckReport, check
 
     try:
-        report = check(_load_spec(args), t_end=args.t_end, steps=args.steps, parametrization=args.parametrization,
+        report = check(_load_spec(args), drive=args.drive, t_end=args.t_end, steps=args.steps,
+                       parametrization=args.parametrization,
                        interference=args.interference, clearance=args.clearance, near=args.near,
                        exclude_jointed=None if args.check_jointed is None else not args.check_jointed,
                        joint_clearance=args.joint_clearance, ignore=[_pair(text) for text in args.ignore],

@@ -1,8 +1,11 @@
-"""The analysis step of ``cadmotion run``, shared with ``cadmotion batch``.
+"""The run service: one way from a mechanism to a Motion for every front end.
 
-:func:`run_analysis` turns a compiled model into a Motion for one of the three analyses
-of ``--analysis``; :func:`outcome` says what the run's status and exit code are. Both
-commands call these two, so a flag means the same in ``run`` and in ``batch``.
+``cadmotion run``, ``batch`` and ``check``, the FreeCAD workbench and the CadQuery API all
+run an analysis through this module, so a setting means the same everywhere:
+:func:`time_span` the span (arguments, else the model's ``[simulation]``, else 1 s and 100
+intervals), :func:`run_spec` the whole run of a spec (``--drive`` and gravity overrides,
+compile, span, analysis), :func:`run_analysis` the analysis of a compiled model for one of
+the three analyses of ``--analysis``, and :func:`outcome` the run's status and exit code.
 
 Units: ``t_end``, ``dt`` in s; ``atol`` in the coordinates' units (m, m/s, rad/s).
 """
@@ -10,21 +13,89 @@ Units: ``t_end``, ``dt`` in s; ``atol`` in the coordinates' units (m, m/s, rad/s
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 
-__all__ = ["ANALYSES", "DYNAMICS_OPTIONS", "run_analysis", "outcome", "broken_invariants", "EXIT_INVARIANT",
-           "EXIT_STOPPED", "EXIT_INTERRUPTED"]
+__all__ = ["ANALYSES", "DYNAMICS_OPTIONS", "DEFAULT_T_END", "DEFAULT_STEPS", "time_span", "with_overrides",
+           "run_spec", "RunResult",
+           "run_analysis", "outcome", "broken_invariants", "EXIT_INVARIANT", "EXIT_STOPPED", "EXIT_INTERRUPTED"]
 
 ANALYSES = ("kinematic", "dynamic", "inverse")
 #: the ``--`` options of a dynamic run, as keyword names of the kernel's ``forward.run``
 DYNAMICS_OPTIONS = ("formulation", "integrator", "rtol", "atol", "dt")
+
+#: the span of a run when neither the caller nor the model's ``[simulation]`` gives one (s, intervals)
+DEFAULT_T_END, DEFAULT_STEPS = 1.0, 100
 
 #: exit codes of ``cadmotion run``: an invariant broken, the motion stopped early, interrupted
 EXIT_INVARIANT = 8
 EXIT_STOPPED, EXIT_INTERRUPTED = 4, 130
 
 
+@dataclass
+class RunResult:
+    """What :func:`run_spec` gives: the spec as run (overrides applied), its compiled model,
+    the Motion (``motion.spec`` set) and the dynamics' result (None for other analyses)."""
+
+    spec: object
+    model: object
+    motion: object
+    result: object = None
+
+
+def time_span(spec, t_end=None, steps=None):
+    """``(t_end, steps)`` of a run: the arguments, else the model's ``[simulation]`` settings,
+    else :data:`DEFAULT_T_END` s and :data:`DEFAULT_STEPS` intervals (frames at
+    ``linspace(0, t_end, steps + 1)``). A value that is not a number, a non-positive end
+    time or fewer than one interval is an error naming the model and where to fix it."""
+    from ..errors import CadmotionError
+
+    given_t, given_n = t_end is not None, steps is not None
+    t_end = t_end if given_t else spec.setting("t_end", DEFAULT_T_END)
+    steps = steps if given_n else spec.setting("steps", DEFAULT_STEPS)
+    where = str(getattr(spec, "source", "") or getattr(spec, "name", "")) or None
+    hint = "pass --t-end/--steps" + ("" if given_t and given_n else ", or fix [simulation] in the model file")
+    try:
+        t_end, n = float(t_end), float(steps)
+    except (TypeError, ValueError):
+        raise CadmotionError(f"t_end = {t_end!r}, steps = {steps!r} are not numbers", where=where, hint=hint) from None
+    if not (t_end > 0 and t_end < float("inf")) or not n >= 1 or n != int(n):
+        raise CadmotionError(f"the end time must be positive and steps a whole number of at least 1, got "
+                             f"t_end = {t_end:g} s, steps = {steps!r}", where=where, hint=hint)
+    return t_end, int(n)
+
+
+def with_overrides(spec, drive=(), gravity=None):
+    """``spec`` with the command line's overrides: ``drive`` (``"NAME=EXPRESSION"`` texts, as
+    ``--drive``, adding or replacing drivers) and ``gravity`` (m/s², assembly frame; None
+    keeps the model's). The one place every front end applies them."""
+    from ..importers.drive_option import with_drivers, with_gravity
+
+    return with_gravity(with_drivers(spec, list(drive)), gravity)
+
+
+def run_spec(spec, analysis="kinematic", *, t_end=None, steps=None, parametrization="euler-parameters", drive=(),
+             gravity=None, progress=None, free_dof="refuse", formulation=None, integrator=None, rtol=None,
+             atol=None, dt=None, solver_options=None):
+    """Run one analysis of a mechanism description; returns a :class:`RunResult`.
+
+    ``drive`` and ``gravity`` override the spec (:func:`with_overrides`); ``t_end``/``steps``
+    as :func:`time_span`; the rest as :func:`run_analysis`. ``motion.spec`` is the spec run.
+    """
+    from ..kernel import compile_model
+
+    spec = with_overrides(spec, drive, gravity)
+    t_end, steps = time_span(spec, t_end, steps)
+    model = compile_model(spec, parametrization)
+    motion, result = run_analysis(model, analysis, t_end, steps, progress=progress, formulation=formulation,
+                                  integrator=integrator, rtol=rtol, atol=atol, dt=dt, free_dof=free_dof,
+                                  solver_options=solver_options)
+    if getattr(motion, "spec", None) is None:
+        motion.spec = spec
+    return RunResult(spec, model, motion, result)
+
+
 def run_analysis(model, analysis, t_end, steps, *, progress=None, formulation=None, integrator=None,
-                 rtol=None, atol=None, dt=None, free_dof="refuse"):
+                 rtol=None, atol=None, dt=None, free_dof="refuse", solver_options=None):
     """Solve ``model`` from t = 0 to ``t_end`` s with ``steps`` output intervals.
 
     Parameters
@@ -39,6 +110,9 @@ def run_analysis(model, analysis, t_end, steps, *, progress=None, formulation=No
     free_dof : ``"refuse"`` (default) or ``"minimal"``: what a kinematic run does with
         degrees of freedom its drivers leave free (see :func:`~cadmotion.kernel.kinematics`);
         the other analyses accept only ``"refuse"``
+    solver_options : further keyword arguments of the kernel's solver, for the API front
+        ends: :func:`~cadmotion.kernel.kinematics` (kinematic and inverse runs) or
+        :func:`~cadmotion.kernel.dynamics.forward.run` (dynamic runs)
 
     Returns
     -------
@@ -59,8 +133,9 @@ def run_analysis(model, analysis, t_end, steps, *, progress=None, formulation=No
     if analysis == "dynamic":
         from ..kernel.dynamics.forward import run as run_dynamics
 
-        options = {k: v for k, v in dict(formulation=formulation, integrator=integrator, rtol=rtol, atol=atol,
-                                         dt=dt).items() if v is not None}
+        options = dict(solver_options or {})
+        options.update({k: v for k, v in dict(formulation=formulation, integrator=integrator, rtol=rtol, atol=atol,
+                                              dt=dt).items() if v is not None})
         motion, result = run_dynamics(model, t_end, steps, **options)
         if dt is not None and result.dt is None:
             warnings.warn(f"--dt is used by the fixed-step integrators (RK4, generalized-alpha, HHT); "
@@ -68,7 +143,8 @@ def run_analysis(model, analysis, t_end, steps, *, progress=None, formulation=No
         return motion, result
     from ..kernel import kinematics
 
-    motion = kinematics(model, t_end=t_end, steps=steps, progress=progress, free_dof=free_dof)
+    motion = kinematics(model, t_end=t_end, steps=steps, progress=progress, free_dof=free_dof,
+                        **(solver_options or {}))
     if analysis == "inverse":
         from ..kernel.dynamics import inverse_dynamics
 

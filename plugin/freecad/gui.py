@@ -13,7 +13,7 @@ only when the document holds one).
 Task panel
 ----------
 Drivers (one expression per joint coordinate: rad for angles, mm for displacements), end
-time, output steps, analysis (kinematic or dynamic); *Run* computes the motion without
+time, output steps, analysis (kinematic, dynamic or inverse); *Run* computes the motion without
 touching the document. Playback moves the parts' Placements from a QTimer: play/pause,
 a time slider, speed. *Keep this frame* stores the motion in the document
 (``CadmotionMotion``) and leaves the parts at the time shown; closing the panel without
@@ -204,7 +204,9 @@ class SimulationPanel:
         self.steps.setRange(1, 100000)
         self.steps.setValue(int(self.model.spec.setting("steps", 100)))
         self.analysis = QtGui.QComboBox()
-        self.analysis.addItems(["kinematic", "dynamic"])
+        from ..run_analysis import ANALYSES
+
+        self.analysis.addItems(list(ANALYSES))
         form.addRow("end time (s)", self.t_end)
         form.addRow("output steps", self.steps)
         form.addRow("analysis", self.analysis)

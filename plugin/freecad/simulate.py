@@ -37,7 +37,7 @@ from typing import Dict, Optional
 
 import numpy as np
 
-from ...errors import CadImportError, CadmotionError, MechanismError, OutputError
+from ...errors import CadImportError, MechanismError, OutputError
 from .document import (WORLD, DocumentModel, PartBinding, check_dependencies, document_spec,
                        shape_parts)
 
@@ -195,7 +195,8 @@ def simulate_document(path_or_doc, *, t_end=None, steps=None, analysis="kinemati
         into workbench joint objects) or from ``<name>.cadmotion.toml`` beside it.
     t_end, steps : end time (s) and number of output intervals; default the model's
         settings, else 1 s and 100.
-    analysis : "kinematic" (every DOF driven) or "dynamic" (forward dynamics).
+    analysis : "kinematic" (every DOF driven), "dynamic" (forward dynamics) or "inverse"
+        (the driven motion with the driver efforts and joint reactions it takes).
     joints : model-file style dicts (see :func:`add_joints`), created as joint objects.
     drivers : DriverSpec or dicts like ``[[drivers]]`` entries (rad; lengths in ``units``).
     fixed : part labels to ground.
@@ -259,30 +260,12 @@ def simulate_document(path_or_doc, *, t_end=None, steps=None, analysis="kinemati
 
 
 def run_model(spec, *, t_end=None, steps=None, analysis="kinematic", options=None, progress=None):
-    """Compile and run a spec; the kernel's Motion with ``spec`` attached."""
-    from ...kernel import compile_model
+    """Compile and run a spec through the run service (:func:`~cadmotion.plugin.run_analysis.run_spec`):
+    the kernel's Motion with ``spec`` attached. ``analysis``: kinematic, dynamic or inverse;
+    ``options``: further keyword arguments of the kernel's solver."""
+    from ..run_analysis import run_spec
 
-    t_end = float(t_end if t_end is not None else spec.setting("t_end", 1.0))
-    steps = int(steps if steps is not None else spec.setting("steps", 100))
-    if not t_end > 0:
-        raise CadmotionError(f"the end time must be positive, got {t_end}")
-    if steps < 1:
-        raise CadmotionError(f"steps must be at least 1, got {steps}")
-    model = compile_model(spec)
-    options = dict(options or {})
-    if analysis == "kinematic":
-        from ...kernel import kinematics
-
-        motion = kinematics(model, t_end=t_end, steps=steps, progress=progress, **options)
-    elif analysis == "dynamic":
-        from ...kernel.dynamics import simulate
-
-        motion = simulate(model, t_end, steps, **options)
-    else:
-        raise CadmotionError(f"unknown analysis {analysis!r}", hint="use 'kinematic' or 'dynamic'")
-    if getattr(motion, "spec", None) is None:
-        motion.spec = spec
-    return motion
+    return run_spec(spec, analysis, t_end=t_end, steps=steps, progress=progress, solver_options=options).motion
 
 
 _INFO_EVENTS = ("assembly", "stats")   # events that report, not warn
