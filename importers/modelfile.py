@@ -62,6 +62,7 @@ from __future__ import annotations
 
 import math
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -98,7 +99,9 @@ _PART_KEYS = {"fixed", "position", "orientation", "mass", "com", "inertia", "col
 _LINE_DISTANCE_TYPES = ("point-line-distance", "line-line-distance", "rev-rev-distance")
 _JOINT_KEYS = {"name", "type", "parts", "origin", "axis", "xaxis", "axis2", "origin2", "points", "length", "angle",
                "pitch", "radius", "ratio", "joints", "limits", "limit_stiffness", "limit_exponent",
-               "limit_restitution"}
+               "limit_restitution", "law", "profile", "follower", "contact"}
+#: the keys of a cam pair (type = "cam", :mod:`cadmotion.kernel.cams`)
+_CAM_KEYS = {"name", "type", "joints", "law", "profile", "follower", "radius", "contact"}
 #: a joint's stop parameters (SI: N m/rad^n or N/m^n, 1, 1), :mod:`cadmotion.kernel.dynamics.stops`
 _STOP_KEYS = ("limit_stiffness", "limit_exponent", "limit_restitution")
 _DRIVER_KEYS = {"name", "joint", "part", "coordinate", "expression", "table"}
@@ -288,7 +291,8 @@ def parse_model(data, source="<model>", base_dir="."):
     if not parts:
         raise ctx.err("", "the model has no parts", hint="add [parts.<name>] tables or a `step = \"...\"` file")
 
-    joints = [_joint(ctx, k, entry, parts, cad) for k, entry in enumerate(_array(ctx, data, "joints"))]
+    joints = _scaled_cam_laws(ctx, [_joint(ctx, k, entry, parts, cad)
+                                    for k, entry in enumerate(_array(ctx, data, "joints"))])
     joint_types = {j.name: j.type for j in joints}
     drivers = [_driver(ctx, k, entry, joint_types) for k, entry in enumerate(_array(ctx, data, "drivers"))]
     forces = [_force(ctx, k, entry) for k, entry in enumerate(_array(ctx, data, "forces"))]
@@ -406,11 +410,11 @@ def _joint(ctx, k, entry, parts, cad):
     jtype = entry.get("type")
     if not isinstance(jtype, str):
         raise ctx.err(item, "`type` is missing")
-    from ..kernel.symbolic.templates import COUPLER_TYPES, JOINT_TYPES
+    from ..kernel.symbolic.templates import COUPLER_TYPES, HIGHER_PAIR_TYPES, JOINT_TYPES
 
-    if jtype not in JOINT_TYPES + COUPLER_TYPES:
+    if jtype not in JOINT_TYPES + COUPLER_TYPES + HIGHER_PAIR_TYPES:
         raise ctx.err(item, f"unknown joint type {jtype!r}",
-                      hint="known types: " + ", ".join(JOINT_TYPES + COUPLER_TYPES))
+                      hint="known types: " + ", ".join(JOINT_TYPES + COUPLER_TYPES + HIGHER_PAIR_TYPES))
     src = f"{ctx.source}: {item}"
     params = []
     for key in ("ratio",):
@@ -437,6 +441,8 @@ def _joint(ctx, k, entry, parts, cad):
                               hint="limit_stiffness > 0 (N m/rad^n or N/m^n, SI), limit_exponent ≥ 1, "
                                    "limit_restitution in [0.05, 1]")
             stop.append((key, value))
+    if jtype in HIGHER_PAIR_TYPES:
+        return _cam(ctx, item, name, entry, src)
     if jtype in COUPLER_TYPES:
         refs = entry.get("joints")
         if not isinstance(refs, list) or len(refs) != 2:
@@ -520,6 +526,64 @@ def _joint(ctx, k, entry, parts, cad):
     markers = (_frame_in_part(pi, origin, Ri), _frame_in_part(pj, origin_j, Rj))
     return JointSpec(name, jtype, tuple(pnames), markers, params=tuple(params), limits=tuple(limits), source=src,
                      stop=tuple(stop))
+
+
+def _cam(ctx, item, name, entry, src):
+    """A cam pair: ``joints = [cam joint, follower joint]`` and the lift ``law`` (a table
+    [[θ, value], ...] over one turn: rad, and the follower's coordinate in the file's length
+    unit or rad) or the cam's ``profile`` (points [x, y, z] of its outline at the initial pose)
+    with the ``follower`` shape (``flat``, ``point``, ``roller`` with ``radius``) and optionally
+    its ``contact`` point (tip or roller centre; default the follower joint's origin)."""
+    from ..kernel.cams import FOLLOWER_SHAPES
+
+    ctx.check_keys(item, entry, _CAM_KEYS)
+    refs = entry.get("joints")
+    if not isinstance(refs, list) or len(refs) != 2 or not all(isinstance(r, str) for r in refs):
+        raise ctx.err(item, "a cam needs `joints = [\"cam joint\", \"follower joint\"]`",
+                      hint="the cam's revolute joint, then the follower's prismatic or revolute joint")
+    if ("law" in entry) == ("profile" in entry):
+        raise ctx.err(item, "a cam needs either `law = [[angle, value], ...]` or `profile = [[x, y, z], ...]`")
+    params = []
+    if "law" in entry:
+        rows = entry["law"]
+        if not isinstance(rows, list) or len(rows) < 6 or not all(isinstance(r, list) and len(r) == 2 for r in rows):
+            raise ctx.err(item, "`law` must be at least 6 rows [angle in rad, follower coordinate] over one turn")
+        for key in ("follower", "radius", "contact"):
+            if key in entry:
+                raise ctx.err(item, f"`{key}` describes the follower for a `profile`; a `law` needs none")
+        # the values are scaled when the follower joint's type is known (prismatic: a length)
+        params.append(("law", tuple((ctx.num(item, "law", a), ctx.num(item, "law", v)) for a, v in rows)))
+    else:
+        pts = entry["profile"]
+        if not isinstance(pts, list) or len(pts) < 8:
+            raise ctx.err(item, "`profile` must list at least 8 points [x, y, z] around the cam")
+        params.append(("profile", tuple(tuple(ctx.vec(item, "profile", p)) for p in pts)))
+        shape = entry.get("follower", "flat")
+        if shape not in FOLLOWER_SHAPES:
+            raise ctx.err(item, f"unknown follower {shape!r}", hint=f"use one of {', '.join(FOLLOWER_SHAPES)}")
+        params.append(("follower", shape))
+        if shape == "roller":
+            if "radius" not in entry:
+                raise ctx.err(item, "a roller follower needs `radius`")
+            params.append(("radius", ctx.num(item, "radius", entry["radius"], length=True, positive=True)))
+        elif "radius" in entry:
+            raise ctx.err(item, f"`radius` is for roller followers, not {shape}")
+        if "contact" in entry:
+            params.append(("contact", tuple(ctx.vec(item, "contact", entry["contact"]))))
+    return JointSpec(name=name, type="cam", joints=tuple(refs), params=tuple(params), source=src)
+
+
+def _scaled_cam_laws(ctx, joints):
+    """Cam laws with their values in SI: a prismatic follower's displacements are lengths."""
+    types = {j.name: j.type for j in joints}
+    out = []
+    for j in joints:
+        law = j.param("law") if j.type == "cam" else None
+        if law is not None and types.get(j.joints[1]) == "prismatic" and ctx.scale != 1.0:
+            scaled = tuple((a, v * ctx.scale) for a, v in law)
+            j = replace(j, params=tuple((k, scaled if k == "law" else v) for k, v in j.params))
+        out.append(j)
+    return out
 
 
 def _driver(ctx, k, entry, joint_types):

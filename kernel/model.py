@@ -22,11 +22,12 @@ import numpy as np
 import scipy.sparse as sps
 
 from ..errors import MechanismError
+from .cams import CamCode, cam_pair_law
 from .expressions import time_function
 from .rotations import unit_quat_to_matrix
 from .symbolic.codegen import generated
 from .symbolic.parametrization import get_parametrization
-from .symbolic.templates import COUPLER_TYPES, JOINT_TYPES, MEASURES, TEMPLATES
+from .symbolic.templates import COUPLER_TYPES, HIGHER_PAIR_TYPES, JOINT_TYPES, MEASURES, TEMPLATES
 
 __all__ = ["Model", "ConstraintGroup", "compile_model", "frame_matrix"]
 
@@ -158,6 +159,42 @@ def _marker_row(frame):
     return np.concatenate([s, R.reshape(-1)])
 
 
+def _cam_pair(j, joints, joint_slots, part_of, par, where):
+    """(template, slot bodies, slot markers, lift law) of a cam pair ``j`` (:mod:`.cams`).
+
+    ``joints = [cam joint, follower joint]``: the cam's revolute and the follower's prismatic
+    (``cam-disp``) or revolute (``cam-angle``) joint, sharing the part that carries both.
+    """
+    refs = tuple(j.joints)
+    if len(refs) != 2 or any(r not in joints for r in refs):
+        raise MechanismError(f"cam {j.name!r} needs `joints = [cam joint, follower joint]` naming two joints",
+                             where=where, hint=f"known joints: {', '.join(joints)}")
+    a, b = joints[refs[0]], joints[refs[1]]
+    if a.type != "revolute" or b.type not in ("prismatic", "revolute"):
+        raise MechanismError(f"cam {j.name!r}: the cam's joint must be a revolute and the follower's a prismatic "
+                             f"or revolute joint, got {a.type} {a.name!r} and {b.type} {b.name!r}", where=where)
+    support = set(a.parts) & set(b.parts)
+    if len(support) != 1:
+        raise MechanismError(f"cam {j.name!r}: joints {a.name!r} and {b.name!r} must share one part, the support "
+                             f"of the cam and the follower", where=where)
+    (ba, ma), (bb, mb) = joint_slots(a), joint_slots(b)
+
+    def world(bi, frame):  # a marker's origin and axes in the assembly frame at the initial pose (m)
+        _, R = _part_coordinates(par, part_of(bi))
+        s, Rm = frame_matrix(frame)
+        return np.asarray(part_of(bi).position, float) + R @ s, R @ Rm
+
+    try:
+        law = cam_pair_law(j, world(ba[0], a.markers[0]), world(bb[0], b.markers[0]),
+                           cam_turns=1.0 if a.parts[1] not in support else -1.0,
+                           follower_moves=1.0 if b.parts[1] not in support else -1.0,
+                           follower=b.type)
+    except ValueError as exc:
+        raise MechanismError(f"cam {j.name!r}: {exc}", where=where) from None
+    key = "cam-disp" if b.type == "prismatic" else "cam-angle"
+    return key, ba + bb, ma + mb, law
+
+
 def compile_model(spec, parametrization="euler-parameters"):
     """Compile a :class:`~cadmotion.kernel.spec.MechanismSpec` into a :class:`Model`.
 
@@ -204,6 +241,7 @@ def compile_model(spec, parametrization="euler-parameters"):
 
     # instances per template: list of (name, kind, bodies, markers, params, function)
     instances = {}
+    laws = {}  # cam template -> the lift law of each instance (kernel/cams.py)
 
     def add(template, kind, name, bodies, markers, params=(), function=None):
         instances.setdefault(template, []).append((name, kind, bodies, markers, params, function))
@@ -255,10 +293,14 @@ def compile_model(spec, parametrization="euler-parameters"):
             if value is None:
                 raise MechanismError(f"{j.type} {j.name!r} needs parameter {key!r}", where=where)
             add(j.type, "coupler", j.name, slots_b, slots_m, [float(value)])
+        elif j.type in HIGHER_PAIR_TYPES:
+            key, slots_b, slots_m, law = _cam_pair(j, joints, joint_slots, lambda bi: order[bi], par, where)
+            laws.setdefault(key, []).append(law)
+            add(key, "coupler", j.name, slots_b, slots_m, [float(len(laws[key]) - 1)])
         else:
             raise MechanismError(
                 f"joint {j.name!r} has unknown type {j.type!r}", where=where,
-                hint="known types: " + ", ".join(JOINT_TYPES + COUPLER_TYPES),
+                hint="known types: " + ", ".join(JOINT_TYPES + COUPLER_TYPES + HIGHER_PAIR_TYPES),
             )
 
     for d in spec.drivers:
@@ -303,7 +345,7 @@ def compile_model(spec, parametrization="euler-parameters"):
     order_keys = [k for k in TEMPLATES if k in instances]
     for key in order_keys:
         items = instances[key]
-        code = generated(key, par.name)
+        code = CamCode(laws[key], key.split("-")[1], par.name) if key in laws else generated(key, par.name)
         n, neq = len(items), code.neq
         bodies = np.array([it[2] for it in items], dtype=np.int64)
         gather = (body_qadr[bodies][:, :, None] + np.arange(nqb)[None, None, :]).reshape(n, -1)

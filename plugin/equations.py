@@ -43,6 +43,17 @@ def _readable(template, derived, model_par):
     return subs, labels, nqb
 
 
+def _cam_text(model, g, inst, name):
+    """The equation of a cam pair (:mod:`cadmotion.kernel.cams`) in words and numbers."""
+    law = g.code.laws[int(g.params[inst, 0])]
+    symbol, unit = ("s", "m") if g.code.follower == "disp" else ("φ", "rad")
+    parts = ", ".join(model.body_names[b] for b in g.bodies[inst])
+    return (f"== {name}: {g.template} (1 equation), bodies {parts} (the cam's joint, then the follower's)\n"
+            f"  Φ0 = {symbol}_follower − L(θ_cam); L, the lift law, a periodic quintic spline through "
+            f"{len(law.theta)} samples, from {law.value.min():.6g} to {law.value.max():.6g} {unit}\n"
+            f"  Φq = J_follower − L′(θ) J_cam, Φt = 0, γ = γ_follower − L′(θ) γ_cam + L″(θ) θ̇²")
+
+
 def describe_equations(model, joint=None, latex=False):
     """Text describing the equations of every group instance (or of one joint/driver)."""
     par = model.parametrization
@@ -56,6 +67,9 @@ def describe_equations(model, joint=None, latex=False):
                 continue
             found = True
             template = TEMPLATES[g.template]
+            if template.numeric:  # a cam: its law is data, not a symbolic expression
+                out.append(_cam_text(model, g, inst, name))
+                continue
             d = derive(g.template, par.name)
             subs, labels, nqb = _readable(template, d, par)
             show = (lambda e: sp.latex(e)) if latex else (lambda e: sp.sstr(e))

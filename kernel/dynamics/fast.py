@@ -77,6 +77,10 @@ def fast_rhs(dyn, angles, refs, baumgarte=None, penalty=None):
     """A :class:`FastRHS` for ``dyn``, or None where the fast path does not apply."""
     if not available() or dyn.forces.unilateral:  # contacts and stops: the numpy path evaluates them
         return None
+    from ..symbolic.templates import TEMPLATES
+
+    if any(TEMPLATES[gr["g"].template].numeric for gr in dyn.groups):  # cams: their laws are numpy splines
+        return None
     for kind in _EXPRESSION_KINDS:
         if any(fn.uses_state and _expression_code(fn) is None for _, fn in _expression_elements(dyn, kind)):
             return None

@@ -42,7 +42,7 @@ from .contract import default_dt
 from .formulations import FORMULATIONS, get_formulation
 from .invariants import FIXED_STEP, Accuracy, Bodies, check_motion, free_system
 from .mass import cross, body_state
-from .outputs import FrameOutputs, reactions_event
+from .outputs import FrameOutputs, lift_off_events, reactions_event
 from .stiffness import default_method
 
 __all__ = ["simulate", "run", "initial_velocities", "prepare", "check_settings", "describe_methods",
@@ -416,6 +416,7 @@ def to_motion(dyn, result, formulation="", integrator=""):
                                 for n, jc in enumerate(motion.joint_coordinates)]
     extra = out.extra()
     motion.extra.update({k: v[:done] for k, v in extra.items()})
+    motion.events.extend(lift_off_events(dyn, motion.time, motion.extra))
     if not complete:
         motion = motion.truncated(done, message or "the run stopped early")
     return motion

@@ -33,7 +33,7 @@ from .mass import cross
 
 from ..motion import Event
 
-__all__ = ["FrameOutputs", "reactions_event"]
+__all__ = ["FrameOutputs", "reactions_event", "lift_off_events"]
 
 
 class FrameOutputs:
@@ -44,6 +44,7 @@ class FrameOutputs:
         model = dyn.model
         self.joint_groups = [(k, gr) for k, gr in enumerate(dyn.groups) if gr["g"].kind == "joint"]
         self.driver_groups = [(k, gr) for k, gr in enumerate(dyn.groups) if gr["g"].kind == "driver"]
+        self.cam_groups = [(k, gr) for k, gr in enumerate(dyn.groups) if gr["g"].template.startswith("cam-")]
         self.series = {}
         names = ["energy.kinetic", "energy.potential", "energy.total", "work.nonconservative",
                  "violation.position", "violation.velocity"]
@@ -52,6 +53,8 @@ class FrameOutputs:
                 names += [f"{name}.{c}" for c in ("fx", "fy", "fz", "tx", "ty", "tz")]
         for _, gr in self.driver_groups:
             names += [f"{name}.effort" for name in gr["g"].names]
+        for _, gr in self.cam_groups:
+            names += [f"{name}.force" for name in gr["g"].names]
         contacts = dyn.forces.contacts
         if contacts is not None:
             from .contacts import CONTACT_OUTPUTS
@@ -116,6 +119,11 @@ class FrameOutputs:
             lg = lam[gr["row0"]: gr["row0"] + g.n * gr["neq"]]
             for i, name in enumerate(g.names):
                 out[f"{name}.effort"].append(-lg[i])
+        for k, gr in self.cam_groups:  # Φ = m_b − L(θ_a): the follower's coordinate is loaded by −λ
+            g = gr["g"]
+            lg = lam[gr["row0"]: gr["row0"] + g.n]
+            for i, name in enumerate(g.names):
+                out[f"{name}.force"].append(-lg[i])
         T_kin = dyn.kinetic(bs)
         V = dyn.forces.potential(bs, refs)
         out["energy.kinetic"].append(T_kin)
@@ -154,3 +162,33 @@ def reactions_event(dyn, t0, not_unique=()):
     msg = (f"{len(labels)} constraint equation(s) are redundant ({eqs}{more}): the motion is unique but the "
            f"reactions are not; the minimum-norm reactions are reported for {', '.join(joints)}")
     return Event("reactions-not-unique", float(t0), msg, tuple(joints))
+
+
+def lift_off_events(dyn, times, extra):
+    """One ``lift-off`` Event per cam pair whose follower load turns negative (the cam would
+    have to pull the follower: a real follower leaves the cam), at the first such time,
+    interpolated between frames (s). ``extra`` the run's series (``<cam>.force``: N along a
+    translating follower's slide, N m about an oscillating follower's pivot)."""
+    events = []
+    for gr in dyn.groups:
+        g = gr["g"]
+        if not g.template.startswith("cam-"):
+            continue
+        for name in g.names:
+            f = np.asarray(extra.get(f"{name}.force", ()), float)
+            if not f.size:
+                continue
+            tol = 1e-9 * max(1.0, float(np.max(np.abs(f))))
+            bad = np.flatnonzero(f < -tol)
+            if not bad.size:
+                continue
+            k = int(bad[0])
+            t = float(times[k])
+            if k > 0 and f[k - 1] > f[k]:
+                t = float(times[k - 1] + (times[k] - times[k - 1]) * f[k - 1] / (f[k - 1] - f[k]))
+            unit = "N m" if g.template == "cam-angle" else "N"
+            events.append(Event("lift-off", t, f"cam {name!r}: the follower's load from the cam falls to "
+                                               f"{float(np.min(f)):.4g} {unit} (negative from t = {t:.6g} s): the "
+                                               f"cam would have to pull, a real follower lifts off; a stiffer or "
+                                               f"preloaded spring, or a lower speed, keeps it on", (name,)))
+    return events

@@ -131,6 +131,8 @@ def derive(template_name, parametrization="euler-parameters"):
     ``symbols``. ``full`` substitutes the definitions (for display).
     """
     template = TEMPLATES[template_name]
+    if template.numeric:
+        raise ValueError(f"template {template_name!r} has no symbolic equations (its code is built by the model)")
     par = get_parametrization(parametrization)
     sym = Symbols(template, par)
     ctx, adef = _context(template, par, sym)

@@ -35,6 +35,8 @@ screw                  5      cylindrical + s − (pitch/2π) θ
 constant-velocity      4      d, X_i·Y_j − Y_i·X_j  (relative rotation axis ⟂ Z: homokinetic)
 gear, belt             1      θ_b − ratio θ_a       (slots 0,1: joint a; slots 2,3: joint b)
 rack-and-pinion        1      s_b − radius θ_a      (a: the pinion's revolute, b: the rack's prismatic)
+cam-disp, cam-angle    1      m_b − L(θ_a)          (a: the cam's revolute; b: the follower's prismatic
+                                                    or revolute; L the lift law, :mod:`..cams`)
 drive-angle            1      θ − f(t)
 drive-disp             1      s − f(t)
 drive-point            1      u·P_0 − f(t)          (u: a unit world direction)
@@ -51,7 +53,7 @@ from .lazy import lazy
 
 sp = lazy("sympy")  # the templates are sympy, imported when one is derived
 
-__all__ = ["Template", "TEMPLATES", "JOINT_TYPES", "COUPLER_TYPES", "DRIVER_TYPES", "MEASURES"]
+__all__ = ["Template", "TEMPLATES", "JOINT_TYPES", "COUPLER_TYPES", "DRIVER_TYPES", "HIGHER_PAIR_TYPES", "MEASURES"]
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,8 @@ class Template:
     timed : True for drivers: Φ depends on t through f(t), f'(t), f''(t).
     build : ``build(ctx) -> list of sympy expressions`` (the equations Φ).
     measures : the joint coordinates a joint type reports (``angle``, ``disp``).
+    numeric : no symbolic equations (``build`` None): the model builds the code per
+        instance (cam pairs, whose lift laws are data).
     """
 
     name: str
@@ -77,6 +81,7 @@ class Template:
     timed: bool = False
     measures: Tuple[str, ...] = ()
     body_params: bool = False  # the equations read raw orientation parameters (normalize)
+    numeric: bool = False  # no sympy equations: the model builds its code (cams, :mod:`..cams`)
 
 
 class Context:
@@ -239,10 +244,17 @@ _DRIVERS = [
     Template("drive-point", 1, _drive_point, params=("ux", "uy", "uz"), timed=True),
 ]
 _INTERNAL = [Template("normalize", 1, _normalize, body_params=True)]
+#: cam pairs (:mod:`cadmotion.kernel.cams`): a joint type "cam" becomes one of these by its follower's joint
+_HIGHER = [
+    Template("cam-disp", 4, None, params=("law",), angle_terms=((0, 1),), numeric=True),
+    Template("cam-angle", 4, None, params=("law",), angle_terms=((0, 1), (2, 3)), numeric=True),
+]
 
-TEMPLATES = {t.name: t for t in _JOINTS + _COUPLERS + _DRIVERS + _INTERNAL}
+TEMPLATES = {t.name: t for t in _JOINTS + _COUPLERS + _DRIVERS + _INTERNAL + _HIGHER}
 JOINT_TYPES = tuple(t.name for t in _JOINTS)
 COUPLER_TYPES = tuple(t.name for t in _COUPLERS)
 DRIVER_TYPES = tuple(t.name for t in _DRIVERS)
+#: joint types between two joints that are not couplers of a fixed ratio (the cam's law)
+HIGHER_PAIR_TYPES = ("cam",)
 #: joint coordinate name -> the driver template that drives it
 MEASURES = {"angle": "drive-angle", "disp": "drive-disp"}

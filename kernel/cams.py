@@ -1,0 +1,299 @@
+"""Cam pairs: a follower kept on a cam profile, as one constraint between two joints.
+
+A cam pair couples the cam's revolute joint (angle θ, rad, zero at the initial pose) and the
+follower's joint: a prismatic one (a translating follower, displacement s in m) or a
+revolute one (an oscillating follower, angle φ in rad). Its equation is
+
+    Φ = m_b − L(θ_a) = 0,    m_b = s or φ of the follower joint,
+
+with the *lift law* L periodic over one turn of the cam. The law is a periodic quintic
+spline (so L, L′, L″ are continuous and the follower's acceleration is accurate to the
+spline's O(h⁴)) through samples given as a table, or computed here from the cam *profile*
+and the follower's geometry (:func:`lift_law`): a closed curve in the plane normal to the
+cam axis, traced by a periodic spline through its points, and a translating follower that
+is a point (knife edge), a roller of radius r or a flat face normal to its slide.
+
+Φq, Φt and γ follow from the joint coordinates' own generated code (the ``drive-angle`` and
+``drive-disp`` templates give θ, s, their Jacobian rows and their quadratic velocity terms):
+
+    Φq = J_b − L′(θ) J_a,    Φt = 0,    γ = γ_b − L′(θ) γ_a + L″(θ) θ̇²,
+
+where J_x q̈ = m̈_x + γ_x for each coordinate. :class:`CamCode` is that composition, with the
+interface of generated template code (:mod:`.symbolic.codegen`), so every solver that
+evaluates constraint groups through ``phi``/``jac``/``phit``/``gamma`` handles cams; the
+compiled dynamics path (:mod:`.dynamics.fast`) does not and leaves such models to numpy.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+__all__ = ["CamLaw", "CamCode", "lift_law", "cam_pair_law", "FOLLOWER_SHAPES", "LAW_SAMPLES"]
+
+#: follower shapes :func:`lift_law` computes a law for (translating followers)
+FOLLOWER_SHAPES = ("point", "roller", "flat")
+#: cam angles at which a law computed from a profile is sampled over one turn
+LAW_SAMPLES = 720
+_TWO_PI = 2.0 * math.pi
+
+
+class CamLaw:
+    """A periodic lift law m(θ) over one turn: a quintic spline through samples.
+
+    ``theta`` (rad, increasing, spanning less than 2π) and ``value`` (m or rad) are the
+    samples; the law is extended periodically and shifted so that ``L(0) = 0``: the joint
+    coordinates are zero at the initial pose, where the follower touches the cam.
+    """
+
+    def __init__(self, theta, value):
+        from scipy.interpolate import make_interp_spline
+
+        theta = np.asarray(theta, float)
+        value = np.asarray(value, float)
+        if theta.ndim != 1 or theta.shape != value.shape or len(theta) < 6:
+            raise ValueError("a cam law needs at least 6 (angle, value) samples")
+        order = np.argsort(np.mod(theta, _TWO_PI))
+        theta = np.mod(theta, _TWO_PI)[order]
+        value = value[order]
+        if np.any(np.diff(theta) <= 0):
+            raise ValueError("the cam angles of a law must be distinct over one turn")
+        if not np.all(np.isfinite(value)):
+            raise ValueError("the values of a cam law must be finite numbers")
+        x = np.append(theta, theta[0] + _TWO_PI)
+        y = np.append(value, value[0])
+        self._spline = make_interp_spline(x, y, k=5, bc_type="periodic")
+        self._x0 = x[0]
+        self.offset = float(self._spline(self._wrap(0.0)))
+        self.theta, self.value = theta, value - self.offset
+
+    def _wrap(self, theta):
+        return self._x0 + np.mod(np.asarray(theta, float) - self._x0, _TWO_PI)
+
+    def __call__(self, theta, derivative=0):
+        """L(θ) (derivative 0), L′(θ) or L″(θ); θ in rad, any number of turns."""
+        out = self._spline(self._wrap(theta), nu=derivative)
+        return out - self.offset if derivative == 0 else out
+
+
+# --------------------------------------------------------------------- laws from geometry
+def _closed_curve(points):
+    """A periodic quintic spline c(τ), τ in [0, 1), through the profile points (n, 2) (m)."""
+    from scipy.interpolate import make_interp_spline
+
+    P = np.asarray(points, float)
+    if P.ndim != 2 or P.shape[1] != 2 or len(P) < 8:
+        raise ValueError("a cam profile needs at least 8 points [x, y] around the cam")
+    if np.linalg.norm(P[0] - P[-1]) < 1e-12 * np.ptp(P):
+        P = P[:-1]
+    seg = np.linalg.norm(np.diff(np.vstack([P, P[:1]]), axis=0), axis=1)
+    if np.any(seg <= 0):
+        raise ValueError("a cam profile has repeated consecutive points")
+    tau = np.concatenate([[0.0], np.cumsum(seg)]) / seg.sum()  # chord-length parameter
+    return make_interp_spline(tau, np.vstack([P, P[:1]]), k=5, bc_type="periodic")
+
+
+def _rot(theta):
+    c, s = np.cos(theta), np.sin(theta)
+    return np.array([[c, -s], [s, c]])
+
+
+def lift_law(profile, follower, radius=0.0, point=(0.0, 0.0), direction=(0.0, 1.0), samples=LAW_SAMPLES):
+    """The law s(θ) of a translating follower on a cam profile; returns a :class:`CamLaw`.
+
+    Everything is in the cam's joint frame at the initial pose, in the plane normal to the
+    cam axis (m): ``profile`` (n, 2) points around the cam; the follower slides along the
+    line through ``point`` with unit ``direction`` u and rests on the cam from the +u side.
+    The cam turns by θ about the axis (counter-clockwise seen from +z). ``follower``:
+
+    - ``"point"``: the follower tip is on the line; s = the farthest crossing of the line and
+      the profile along u;
+    - ``"roller"``: a roller of ``radius`` r centred on the line; s = the centre's position
+      where it touches the profile (the farthest one along u);
+    - ``"flat"``: a face normal to u; s = the support function max u·c.
+
+    s is measured along u from ``point`` and shifted so that s(0) = 0. Each sample is solved
+    on the profile's spline to round-off (Newton from the best of a dense polygon).
+    """
+    if follower not in FOLLOWER_SHAPES:
+        raise ValueError(f"follower must be one of {', '.join(FOLLOWER_SHAPES)}, not {follower!r}")
+    if follower == "roller" and not radius > 0:
+        raise ValueError("a roller follower needs a radius > 0")
+    curve = _closed_curve(profile)
+    d1, d2 = curve.derivative(1), curve.derivative(2)
+    u = np.asarray(direction, float)
+    u = u / np.linalg.norm(u)
+    n = np.array([-u[1], u[0]])
+    p0 = np.asarray(point, float)
+    r = float(radius) if follower == "roller" else 0.0
+    dense = np.linspace(0.0, 1.0, 64 * len(np.asarray(profile)) + 1)[:-1]
+    C, T = curve(dense), d1(dense)
+    thetas = np.linspace(0.0, _TWO_PI, samples, endpoint=False)
+    values = np.empty(samples)
+    for k, th in enumerate(thetas):
+        # the follower's line in the cam's frame: turning the cam by θ is turning the line by −θ
+        Rt = _rot(-th)
+        uc, nc, pc = Rt @ u, Rt @ n, Rt @ p0
+        values[k] = _contact(curve, d1, d2, C, T, dense, uc, nc, pc, r, follower)
+    return CamLaw(thetas, values)
+
+
+def _contact(curve, d1, d2, C, T, dense, u, n, p0, r, follower):
+    """Position along u of the follower on the curve (cam frame, m), solved on the spline:
+    the root in τ of u·c′ (flat face) or of the side function n·(c + r ν − p0) (point, roller)
+    bracketed by the dense polygon, by Brent's method."""
+    from scipy.optimize import brentq
+
+    m = len(dense)
+    step = 1.0 / m
+    if follower == "flat":
+        i = int(np.argmax(C @ u))
+        a, b = dense[i] - step, dense[i] + step
+        slope = lambda t: d1(t % 1.0) @ u  # noqa: E731 - one-line root function
+        tau = brentq(slope, a, b, xtol=1e-15) if slope(a) > 0 > slope(b) else dense[i]
+        return float(curve(tau % 1.0) @ u - p0 @ u)
+    orient = 1.0 if _signed_area(C) >= 0 else -1.0  # outward normal ν = orient·(c′y, −c′x)/|c′|
+
+    def centre(t):
+        c, c1 = curve(t % 1.0), d1(t % 1.0)
+        return c + r * orient * np.array([c1[1], -c1[0]]) / np.hypot(c1[0], c1[1]) - p0
+
+    nu = orient * np.column_stack([T[:, 1], -T[:, 0]]) / np.linalg.norm(T, axis=1)[:, None]
+    side = (C + r * nu - p0) @ n
+    along = (C + r * nu - p0) @ u
+    cross = np.flatnonzero(side * np.roll(side, -1) <= 0)
+    if not len(cross):
+        raise ValueError("the follower's line misses the cam profile")
+    i = cross[np.argmax(along[cross])]
+    a, b = dense[i], dense[i] + step
+    fa, fb = centre(a) @ n, centre(b) @ n
+    tau = a if fa == 0 else b if fb == 0 or fa * fb > 0 else brentq(lambda t: centre(t) @ n, a, b, xtol=1e-15)
+    return float(centre(tau) @ u)
+
+
+def cam_pair_law(joint, cam_frame, follower_frame, *, cam_turns, follower_moves, follower):
+    """The :class:`CamLaw` of a cam pair, in its joints' coordinates (θ_a → m_b).
+
+    ``joint`` a :class:`~cadmotion.kernel.spec.JointSpec` of type ``cam`` with either
+    ``law`` ((θ, m) pairs over one turn: rad → m or rad) or ``profile`` (points of the cam
+    outline, assembly frame at the initial pose, m) with ``follower`` (a name of
+    :data:`FOLLOWER_SHAPES`), ``radius`` (m, rollers) and optionally ``contact`` (the
+    follower's tip or roller centre, assembly frame, m; default: the follower joint's origin).
+    ``cam_frame``/``follower_frame``: (origin, axes (3, 3) columns x, y, z) of the cam's and
+    the follower's joint frames in the assembly frame at the initial pose; ``cam_turns`` and
+    ``follower_moves`` (±1) say whether the cam turns by +θ about the cam axis and the
+    follower moves by +s along its slide when the joint coordinates grow.
+    """
+    table = joint.param("law")
+    if table is not None:
+        theta, value = np.asarray(table, float).T
+        return CamLaw(theta, value)
+    profile = joint.param("profile")
+    if profile is None:
+        raise ValueError("give the lift law (`law`) or the cam's outline (`profile`) with the follower's shape")
+    if follower != "prismatic":
+        raise ValueError("a law from the cam's outline is computed for translating (prismatic) followers; "
+                         "give an oscillating follower's `law` as a table")
+    O, R = (np.asarray(x, float) for x in cam_frame)
+    F, Rf = (np.asarray(x, float) for x in follower_frame)
+    slide = Rf[:, 2]
+    if abs(slide @ R[:, 2]) > 1e-6:
+        raise ValueError("the follower's slide is not normal to the cam axis")
+
+    def plane(p):  # assembly point -> cam-plane coordinates (m)
+        d = np.asarray(p, float) - O
+        return np.array([d @ R[:, 0], d @ R[:, 1]])
+
+    pts = np.array([plane(p) for p in profile])
+    contact = joint.param("contact")
+    shape = joint.param("follower") or "flat"
+    u = np.array([slide @ R[:, 0], slide @ R[:, 1]]) * follower_moves
+    law = lift_law(pts, shape, radius=joint.param("radius") or 0.0, point=plane(F if contact is None else contact),
+                   direction=u)
+    # the law of the cam turned by α = cam_turns·θ, along +u = follower_moves·(slide)
+    return CamLaw(cam_turns * law.theta, law.value)
+
+
+def _signed_area(C):
+    x, y = C[:, 0], C[:, 1]
+    return 0.5 * float(np.sum(x * np.roll(y, -1) - np.roll(x, -1) * y))
+
+
+# --------------------------------------------------------------------- the constraint code
+class CamCode:
+    """Constraint code of a group of cam pairs (the interface of generated template code).
+
+    Slots 0, 1: the cam's revolute joint; slots 2, 3: the follower's joint. ``laws`` holds
+    one :class:`CamLaw` per instance; the group's parameter 0 is the instance's law index.
+    ``follower`` is ``"disp"`` (prismatic follower) or ``"angle"`` (revolute follower).
+    """
+
+    neq = 1
+
+    def __init__(self, laws, follower, parametrization="euler-parameters"):
+        from .symbolic.codegen import generated
+
+        self.laws = list(laws)
+        self.follower = follower
+        self._a = generated("drive-angle", parametrization)
+        self._b = generated("drive-" + follower, parametrization)
+        self.nq_slots = 2 * self._a.nq_slots
+        self._half = self._a.nq_slots
+
+    def _split(self, Q, M, W):
+        h = self._half
+        n = Q.shape[0]
+        Wa = W[:, :1]
+        Wb = W[:, 1:2] if self.follower == "angle" else np.zeros((n, 0))
+        return Q[:, :h], Q[:, h:], M[:, :24], M[:, 24:], Wa, Wb
+
+    def _law(self, S, theta, derivative):
+        out = np.empty(len(theta))
+        idx = S[:, 0].astype(np.int64)
+        for i in np.unique(idx):
+            sel = idx == i
+            out[sel] = self.laws[i](theta[sel], derivative)
+        return out
+
+    @staticmethod
+    def _none(n):
+        return np.zeros((n, 0)), np.zeros((n, 3))
+
+    def phi(self, Q, M, S, F, W):
+        Qa, Qb, Ma, Mb, Wa, Wb = self._split(Q, M, W)
+        P, F0 = self._none(len(Q))
+        theta = self._a.phi(Qa, Ma, P, F0, Wa)[:, 0]
+        m = self._b.phi(Qb, Mb, P, F0, Wb)[:, 0]
+        return (m - self._law(S, theta, 0))[:, None]
+
+    def jac(self, Q, M, S, F, W):
+        Qa, Qb, Ma, Mb, Wa, Wb = self._split(Q, M, W)
+        P, F0 = self._none(len(Q))
+        theta = self._a.phi(Qa, Ma, P, F0, Wa)[:, 0]
+        Ja = self._a.jac(Qa, Ma, P, F0, Wa)
+        Jb = self._b.jac(Qb, Mb, P, F0, Wb)
+        return np.concatenate([-self._law(S, theta, 1)[:, None, None] * Ja, Jb], axis=2)
+
+    def phit(self, Q, M, S, F, W):
+        return np.zeros((len(Q), 1))
+
+    def gamma(self, Q, QD, M, S, F, W):
+        Qa, Qb, Ma, Mb, Wa, Wb = self._split(Q, M, W)
+        h = self._half
+        P, F0 = self._none(len(Q))
+        theta = self._a.phi(Qa, Ma, P, F0, Wa)[:, 0]
+        rate = np.einsum("nj,nj->n", self._a.jac(Qa, Ma, P, F0, Wa)[:, 0], QD[:, :h])
+        ga = self._a.gamma(Qa, QD[:, :h], Ma, P, F0, Wa)[:, 0]
+        gb = self._b.gamma(Qb, QD[:, h:], Mb, P, F0, Wb)[:, 0]
+        return (gb - self._law(S, theta, 1) * ga + self._law(S, theta, 2) * rate**2)[:, None]
+
+    def angles(self, Q, M):
+        h = self._half
+        raw = [self._a.angles(Q[:, :h], M[:, :24])]
+        if self.follower == "angle":
+            raw.append(self._b.angles(Q[:, h:], M[:, 24:]))
+        return np.concatenate(raw, axis=1)
+
+    def measures(self, Q, M):
+        return np.zeros((len(Q), 0))

@@ -1,0 +1,214 @@
+"""Cam pairs: a follower kept on a cam, checked against closed forms.
+
+The cam is an eccentric disc (radius R, centre e off the shaft): its followers' lifts are
+known exactly — a flat face e(1 − cos θ), a roller or point on the line through the shaft
+−e cos θ + sqrt((R + r)² − e² sin²θ) (shifted to 0 at θ = 0) — and so is the contact force
+of a spring-loaded flat follower, N = m s̈ + k (c0 + s), whose sign change is the lift-off.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+from cadmotion.errors import ModelFileError
+from cadmotion.importers import load
+from cadmotion.kernel import compile_model, kinematics
+from cadmotion.kernel.cams import CamCode, CamLaw, lift_law
+from cadmotion.kernel.dynamics import inverse_dynamics
+
+R, E = 0.040, 0.010  # m: the disc's radius and eccentricity
+
+
+def disc(n=72, radius=R, ecc=E):
+    """Points of the eccentric disc's outline, its centre at (0, −e) at θ = 0 (m)."""
+    ph = np.linspace(0.0, 2 * np.pi, n, endpoint=False)
+    return np.column_stack([radius * np.cos(ph), -ecc + radius * np.sin(ph)])
+
+
+def exact_lift(theta, shape, r=0.0):
+    cx, cy = E * np.sin(theta), -E * np.cos(theta)
+    s = cy + (R if shape == "flat" else np.sqrt((R + r) ** 2 - cx**2))
+    s0 = -E + (R if shape == "flat" else R + r)
+    return s - s0
+
+
+@pytest.mark.parametrize("shape,r", [("flat", 0.0), ("point", 0.0), ("roller", 0.008)])
+def test_lift_law_from_a_sampled_disc_matches_the_closed_form(shape, r):
+    law = lift_law(disc(), shape, radius=r, point=(0.0, 0.0), direction=(0.0, 1.0))
+    theta = np.linspace(-3.0, 9.0, 241)  # beyond one turn: the law is periodic
+    np.testing.assert_allclose(law(theta), exact_lift(theta, shape, r), atol=1e-11)
+    h = 1e-4  # the law's derivatives against differences of the closed form
+    d1 = (exact_lift(theta + h, shape, r) - exact_lift(theta - h, shape, r)) / (2 * h)
+    d2 = (exact_lift(theta + h, shape, r) - 2 * exact_lift(theta, shape, r) + exact_lift(theta - h, shape, r)) / h**2
+    np.testing.assert_allclose(law(theta, 1), d1, atol=1e-9)
+    np.testing.assert_allclose(law(theta, 2), d2, atol=2e-8)
+
+
+def test_cam_code_jacobian_and_gamma_match_finite_differences():
+    """Φq by central differences in q; γ = −d²Φ/dt² along q + q̇ t (q̈ = 0)."""
+    rng = np.random.default_rng(3)
+    law = CamLaw(np.linspace(0, 2 * np.pi, 24, endpoint=False),
+                 0.01 * np.sin(np.linspace(0, 2 * np.pi, 24, endpoint=False)) + 0.003)
+    for follower in ("disp", "angle"):
+        code = CamCode([law], follower)
+        n = 2
+        Q = np.zeros((n, 28))
+        for k in range(4):
+            Q[:, 7 * k:7 * k + 3] = rng.normal(size=(n, 3))
+            p = rng.normal(size=(n, 4))
+            Q[:, 7 * k + 3:7 * k + 7] = p / np.linalg.norm(p, axis=1, keepdims=True)
+        QD = rng.normal(size=Q.shape)
+        M = np.zeros((n, 48))
+        for k in range(4):
+            M[:, 12 * k:12 * k + 3] = rng.normal(size=(n, 3))
+            M[:, 12 * k + 3:12 * k + 12] = np.eye(3).reshape(-1)
+        S, F, W = np.zeros((n, 1)), np.zeros((n, 3)), np.zeros((n, 2 if follower == "angle" else 1))
+        J = code.jac(Q, M, S, F, W)[:, 0]
+        h = 1e-6
+        for c in range(28):
+            dq = np.zeros_like(Q)
+            dq[:, c] = h
+            fd = (code.phi(Q + dq, M, S, F, W) - code.phi(Q - dq, M, S, F, W))[:, 0] / (2 * h)
+            np.testing.assert_allclose(J[:, c], fd, atol=1e-7)
+        h = 1e-4
+        d2 = (code.phi(Q + h * QD, M, S, F, W) - 2 * code.phi(Q, M, S, F, W) + code.phi(Q - h * QD, M, S, F, W))
+        np.testing.assert_allclose(code.gamma(Q, QD, M, S, F, W), -d2 / h**2, atol=1e-5 * (1 + np.abs(d2 / h**2).max()))
+        assert np.all(code.phit(Q, M, S, F, W) == 0)
+
+
+CAM_FILE = """
+units = "mm"
+gravity = [0, 0, 0]
+[parts.ground]
+fixed = true
+[parts.cam]
+position = [0, 0, 0]
+mass = 0.5
+inertia = [1e-4, 1e-4, 2e-4]
+[parts.follower]
+position = [0, 30, 0]
+mass = 0.2
+inertia = [1e-5, 1e-5, 1e-5]
+[[joints]]
+name = "shaft"
+type = "revolute"
+parts = ["ground", "cam"]
+origin = [0, 0, 0]
+axis = [0, 0, 1]
+[[joints]]
+name = "slide"
+type = "prismatic"
+parts = ["ground", "follower"]
+origin = [0, 30, 0]
+axis = [0, 1, 0]
+[[joints]]
+name = "contact"
+type = "cam"
+joints = ["shaft", "slide"]
+FOLLOWER
+profile = PROFILE
+[[forces]]
+name = "return_spring"
+type = "spring-damper"
+parts = ["ground", "follower"]
+points = [[0, 100, 0], [0, 30, 0]]
+stiffness = 200
+free_length = 90
+[[drivers]]
+joint = "shaft"
+expression = "OMEGA*t"
+"""
+
+
+def cam_model(tmp_path, follower='follower = "flat"', omega=2 * np.pi, **edits):
+    pts = np.column_stack([disc() * 1e3, np.zeros(72)]).round(9).tolist()
+    text = CAM_FILE.replace("FOLLOWER", follower).replace("PROFILE", str(pts)).replace("OMEGA", repr(omega))
+    for old, new in edits.items():
+        text = text.replace(old, new)
+    path = tmp_path / "cam.cadmotion.toml"
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("follower,shape,r", [('follower = "flat"', "flat", 0.0),
+                                              ('follower = "roller"\nradius = 8', "roller", 0.008)])
+def test_driven_cam_gives_the_follower_lift_velocity_and_acceleration(tmp_path, follower, shape, r):
+    omega = 2 * np.pi
+    motion = kinematics(compile_model(load(cam_model(tmp_path, follower, omega))), t_end=1.0, steps=40)
+    t = motion.time
+    th = omega * t
+    s = motion.coordinate("slide.disp")
+    np.testing.assert_allclose(s, exact_lift(th, shape, r), atol=1e-10)
+    k = motion.part_index("follower")
+    h = 1e-3  # central differences of the closed form: truncation ~h², round-off ~eps/h²
+    v = (exact_lift(th + h, shape, r) - exact_lift(th - h, shape, r)) / (2 * h) * omega
+    a = (exact_lift(th + h, shape, r) - 2 * exact_lift(th, shape, r) + exact_lift(th - h, shape, r)) / h**2 * omega**2
+    np.testing.assert_allclose(motion.velocity[:, k, 1], v, atol=1e-7)
+    np.testing.assert_allclose(motion.acceleration[:, k, 1], a, atol=2e-6)
+    if shape == "flat":  # exactly: v = e ω sin θ, a = e ω² cos θ
+        np.testing.assert_allclose(motion.velocity[:, k, 1], E * omega * np.sin(th), atol=1e-9)
+        np.testing.assert_allclose(motion.acceleration[:, k, 1], E * omega**2 * np.cos(th), atol=1e-6)
+
+
+def test_spring_loaded_follower_load_and_lift_off_time_match_the_closed_form(tmp_path):
+    """N = m s̈ + k (c0 + s), s = e(1 − cos ωt): positive at 1 turn/s; at 12 turns/s it turns
+    negative where cos ωt = −k (c0 + e) / (m e ω² − k e)."""
+    m, k, c0 = 0.2, 200.0, 0.020
+    for turns, lifts in ((1.0, False), (12.0, True)):
+        omega = 2 * np.pi * turns
+        model = compile_model(load(cam_model(tmp_path, omega=omega)))
+        motion = inverse_dynamics(model, kinematics(model, t_end=1.0 / turns, steps=400))
+        th = omega * motion.time
+        s = E * (1 - np.cos(th))
+        N = m * E * omega**2 * np.cos(th) + k * (c0 + s)
+        np.testing.assert_allclose(motion.extra["contact.force"], N, atol=1e-6 * np.abs(N).max())
+        events = [e for e in motion.events if e.kind == "lift-off"]
+        assert bool(events) == lifts
+        if lifts:
+            t_exact = math.acos(-k * (c0 + E) / (m * E * omega**2 - k * E)) / omega
+            assert events[0].time == pytest.approx(t_exact, abs=1e-5)
+            assert "contact" in events[0].message and "lifts off" in events[0].message
+
+
+def test_oscillating_follower_follows_a_tabulated_law(tmp_path):
+    """A rocker on a revolute, law φ = 0.2 sin θ + 0.05 sin 2θ given as a table (rad)."""
+    theta = np.linspace(0, 2 * np.pi, 180, endpoint=False)
+    table = np.column_stack([theta, 0.2 * np.sin(theta) + 0.05 * np.sin(2 * theta)]).tolist()
+    path = cam_model(tmp_path)
+    text = path.read_text()
+    text = text.replace('[parts.follower]\nposition = [0, 30, 0]', '[parts.follower]\nposition = [60, 0, 0]')
+    text = text.replace('type = "prismatic"\nparts = ["ground", "follower"]\norigin = [0, 30, 0]\naxis = [0, 1, 0]',
+                        'type = "revolute"\nparts = ["ground", "follower"]\norigin = [60, 0, 0]\naxis = [0, 0, 1]')
+    start = text.index('follower = "flat"')
+    end = text.index("[[forces]]")
+    text = text[:start] + f"law = {table}\n" + text[end:]
+    path.write_text(text)
+    motion = kinematics(compile_model(load(path)), t_end=1.0, steps=50)
+    th = 2 * np.pi * motion.time
+    phi = 0.2 * np.sin(th) + 0.05 * np.sin(2 * th)
+    np.testing.assert_allclose(motion.coordinate("slide.angle"), phi, atol=1e-10)
+    alpha = -(0.2 * np.sin(th) + 0.2 * np.sin(2 * th)) * (2 * np.pi) ** 2
+    np.testing.assert_allclose(motion.angular_acceleration[:, motion.part_index("follower"), 2], alpha, atol=1e-6)
+
+
+@pytest.mark.parametrize("edit,expected", [
+    ({'joints = ["shaft", "slide"]': 'joints = ["shaft"]'}, "a cam needs `joints"),
+    ({'follower = "flat"': 'follower = "mushroom"'}, "unknown follower 'mushroom'"),
+    ({'follower = "flat"': 'follower = "roller"'}, "a roller follower needs `radius`"),
+    ({'follower = "flat"': 'follower = "flat"\nlaw = [[0, 0], [1, 0], [2, 0], [3, 0], [4, 0], [5, 0]]'},
+     "either `law"),
+])
+def test_bad_cam_input_names_the_joint(tmp_path, edit, expected):
+    with pytest.raises(ModelFileError, match=expected) as err:
+        load(cam_model(tmp_path, **edit))
+    assert "'contact'" in str(err.value)
+
+
+def test_a_cam_on_joints_of_the_wrong_kind_is_refused(tmp_path):
+    from cadmotion.errors import MechanismError
+
+    path = cam_model(tmp_path, **{'type = "prismatic"\nparts = ["ground", "follower"]':
+                                  'type = "cylindrical"\nparts = ["ground", "follower"]'})
+    with pytest.raises(MechanismError, match="follower's a prismatic or revolute joint"):
+        compile_model(load(path))
