@@ -406,3 +406,26 @@ def resolve_axis(shape_in_world, kind: str, near: Sequence[float], *,
     """
     ref = find_geometry(shape_in_world, kind, near, entity=entity, part=part)
     return ref.point, ref.direction
+
+
+def face_outline(shape, near: Sequence[float], samples: int = 720, *, part: str = "") -> np.ndarray:
+    """Points (samples, 3) evenly spaced by arc length along the outer boundary of the
+    planar face of ``shape`` nearest to ``near`` (same frame and unit as ``shape``): a cam's
+    outline taken from its side face. The face is picked as :func:`find_geometry` picks a
+    ``plane``; the points run once around without repeating the first."""
+    from OCP.BRepAdaptor import BRepAdaptor_CompCurve
+    from OCP.BRepTools import BRepTools
+    from OCP.GCPnts import GCPnts_UniformAbscissa
+
+    ref = find_geometry(shape, "plane", near, entity="face", part=part)
+    face = TopoDS.Face_s(_map(shape, TopAbs_FACE).FindKey(ref.index))
+    curve = BRepAdaptor_CompCurve(BRepTools.OuterWire_s(face))
+    spacing = GCPnts_UniformAbscissa(curve, int(samples) + 1)
+    if not spacing.IsDone():
+        raise CadImportError("OCCT could not sample the face's outer boundary", where=f"part {part!r}",
+                             hint="give the profile as points, profile = [[x, y, z], ...]")
+    pts = []
+    for i in range(1, spacing.NbPoints()):  # the last point closes the loop onto the first
+        p = curve.Value(spacing.Parameter(i))
+        pts.append((p.X(), p.Y(), p.Z()))
+    return np.array(pts)

@@ -39,6 +39,11 @@ parts (``step = "gripper.step"``). Keys (lengths in the file's ``units``, angles
                                       # second part (its line through it parallel to `axis`)
     length, angle, pitch, radius, ratio, joints = ["a", "b"], limits = {angle = [lo, hi]}
     limit_stiffness, limit_exponent, limit_restitution   # the limits as stops in dynamics (SI)
+    [[joints]]                        # a cam pair (cadmotion.kernel.cams)
+    type = "cam"
+    joints = ["cam_shaft", "follower_slide"]
+    law = [[theta, value], ...]       # or: profile = [[x, y, z], ...] / { part = "cam", near = [..] }
+    follower = "flat"                 # with a profile: "flat", "point", "roller" (+ radius); contact = [..]
     [[drivers]]
     joint = "crank_pivot"             # or: part = "slider", coordinate = "x"
     coordinate = "angle"              # optional for single-coordinate joints
@@ -442,7 +447,7 @@ def _joint(ctx, k, entry, parts, cad):
                                    "limit_restitution in [0.05, 1]")
             stop.append((key, value))
     if jtype in HIGHER_PAIR_TYPES:
-        return _cam(ctx, item, name, entry, src)
+        return _cam(ctx, item, name, entry, src, cad, parts)
     if jtype in COUPLER_TYPES:
         refs = entry.get("joints")
         if not isinstance(refs, list) or len(refs) != 2:
@@ -528,12 +533,32 @@ def _joint(ctx, k, entry, parts, cad):
                      stop=tuple(stop))
 
 
-def _cam(ctx, item, name, entry, src):
+def _outline(ctx, item, value, cad, parts):
+    """The outline of a cam from its CAD geometry: ``{ part = "cam", near = [x, y, z] }``
+    names the planar side face nearest to ``near`` (STEP parts only); m, assembly frame."""
+    if cad is None:
+        raise ctx.err(item, "`profile` refers to geometry, but the model has no `step` file",
+                      hint="give the profile as points, profile = [[x, y, z], ...]")
+    from . import geometry_refs
+
+    ctx.check_keys(f"{item}.profile", value, {"part", "near"})
+    part = value.get("part")
+    if part not in parts:
+        raise ctx.err(item, f"`profile` refers to unknown part {part!r}")
+    near = ctx.vec(item, "profile.near", value.get("near"))
+    try:
+        return geometry_refs.face_outline(geometry_refs.world_shape(parts[part]), near, part=part)
+    except Exception as exc:  # the geometry module raises CadImportError with details
+        raise ctx.err(item, f"cannot take the cam profile from part {part!r}: {exc}") from None
+
+
+def _cam(ctx, item, name, entry, src, cad, parts):
     """A cam pair: ``joints = [cam joint, follower joint]`` and the lift ``law`` (a table
     [[θ, value], ...] over one turn: rad, and the follower's coordinate in the file's length
-    unit or rad) or the cam's ``profile`` (points [x, y, z] of its outline at the initial pose)
-    with the ``follower`` shape (``flat``, ``point``, ``roller`` with ``radius``) and optionally
-    its ``contact`` point (tip or roller centre; default the follower joint's origin)."""
+    unit or rad) or the cam's ``profile`` (points [x, y, z] of its outline at the initial pose,
+    or ``{ part, near }``: the outline of a planar face of a STEP part) with the ``follower``
+    shape (``flat``, ``point``, ``roller`` with ``radius``) and optionally its ``contact``
+    point (tip or roller centre; default the follower joint's origin)."""
     from ..kernel.cams import FOLLOWER_SHAPES
 
     ctx.check_keys(item, entry, _CAM_KEYS)
@@ -555,9 +580,14 @@ def _cam(ctx, item, name, entry, src):
         params.append(("law", tuple((ctx.num(item, "law", a), ctx.num(item, "law", v)) for a, v in rows)))
     else:
         pts = entry["profile"]
-        if not isinstance(pts, list) or len(pts) < 8:
-            raise ctx.err(item, "`profile` must list at least 8 points [x, y, z] around the cam")
-        params.append(("profile", tuple(tuple(ctx.vec(item, "profile", p)) for p in pts)))
+        if isinstance(pts, dict):
+            pts = _outline(ctx, item, pts, cad, parts)
+        elif not isinstance(pts, list) or len(pts) < 8:
+            raise ctx.err(item, "`profile` must list at least 8 points [x, y, z] around the cam, or name the "
+                                "cam's side face: profile = { part = \"cam\", near = [x, y, z] }")
+        else:
+            pts = [ctx.vec(item, "profile", p) for p in pts]
+        params.append(("profile", tuple(tuple(float(c) for c in p) for p in pts)))
         shape = entry.get("follower", "flat")
         if shape not in FOLLOWER_SHAPES:
             raise ctx.err(item, f"unknown follower {shape!r}", hint=f"use one of {', '.join(FOLLOWER_SHAPES)}")
