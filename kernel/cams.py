@@ -47,7 +47,7 @@ class CamLaw:
     coordinates are zero at the initial pose, where the follower touches the cam.
     """
 
-    def __init__(self, theta, value):
+    def __init__(self, theta, value, pressure=None):
         from scipy.interpolate import make_interp_spline
 
         theta = np.asarray(theta, float)
@@ -67,6 +67,10 @@ class CamLaw:
         self._x0 = x[0]
         self.offset = float(self._spline(self._wrap(0.0)))
         self.theta, self.value = theta, value - self.offset
+        self._pressure = None
+        if pressure is not None:
+            alpha = np.asarray(pressure, float)[order]
+            self._pressure = make_interp_spline(x, np.append(alpha, alpha[0]), k=3, bc_type="periodic")
 
     def _wrap(self, theta):
         return self._x0 + np.mod(np.asarray(theta, float) - self._x0, _TWO_PI)
@@ -75,6 +79,14 @@ class CamLaw:
         """L(θ) (derivative 0), L′(θ) or L″(θ); θ in rad, any number of turns."""
         out = self._spline(self._wrap(theta), nu=derivative)
         return out - self.offset if derivative == 0 else out
+
+    def pressure_angle(self, theta):
+        """The pressure angle (rad) at cam angles θ: between the contact normal and the
+        follower's direction of motion, positive towards the follower slide's left normal
+        (u turned +90° about the cam axis); NaN where the law was given as a table."""
+        if self._pressure is None:
+            return np.full(np.shape(theta), np.nan)
+        return self._pressure(self._wrap(theta))
 
 
 # --------------------------------------------------------------------- laws from geometry
@@ -121,7 +133,7 @@ def lift_law(profile, follower, radius=0.0, point=(0.0, 0.0), direction=(0.0, 1.
     if follower == "roller" and not radius > 0:
         raise ValueError("a roller follower needs a radius > 0")
     curve = _closed_curve(profile)
-    d1, d2 = curve.derivative(1), curve.derivative(2)
+    d1 = curve.derivative(1)
     u = np.asarray(direction, float)
     u = u / np.linalg.norm(u)
     n = np.array([-u[1], u[0]])
@@ -130,34 +142,38 @@ def lift_law(profile, follower, radius=0.0, point=(0.0, 0.0), direction=(0.0, 1.
     dense = np.linspace(0.0, 1.0, 64 * len(np.asarray(profile)) + 1)[:-1]
     C, T = curve(dense), d1(dense)
     thetas = np.linspace(0.0, _TWO_PI, samples, endpoint=False)
-    values = np.empty(samples)
+    values, pressure = np.empty(samples), np.empty(samples)
     for k, th in enumerate(thetas):
         # the follower's line in the cam's frame: turning the cam by θ is turning the line by −θ
         Rt = _rot(-th)
         uc, nc, pc = Rt @ u, Rt @ n, Rt @ p0
-        values[k] = _contact(curve, d1, d2, C, T, dense, uc, nc, pc, r, follower)
-    return CamLaw(thetas, values)
+        values[k], pressure[k] = _contact(curve, d1, C, T, dense, uc, nc, pc, r, follower)
+    return CamLaw(thetas, values, pressure)
 
 
-def _contact(curve, d1, d2, C, T, dense, u, n, p0, r, follower):
-    """Position along u of the follower on the curve (cam frame, m), solved on the spline:
-    the root in τ of u·c′ (flat face) or of the side function n·(c + r ν − p0) (point, roller)
-    bracketed by the dense polygon, by Brent's method."""
+def _contact(curve, d1, C, T, dense, u, n, p0, r, follower):
+    """(position along u, pressure angle) of the follower on the curve (cam frame; m, rad),
+    solved on the spline: the root in τ of u·c′ (flat face) or of the side function
+    n·(c + r ν − p0) (point, roller) bracketed by the dense polygon, by Brent's method."""
     from scipy.optimize import brentq
 
-    m = len(dense)
-    step = 1.0 / m
+    step = 1.0 / len(dense)
+    orient = 1.0 if _signed_area(C) >= 0 else -1.0  # outward normal ν = orient·(c′y, −c′x)/|c′|
+
+    def normal(t):
+        c1 = d1(t % 1.0)
+        return orient * np.array([c1[1], -c1[0]]) / np.hypot(c1[0], c1[1])
+
     if follower == "flat":
         i = int(np.argmax(C @ u))
         a, b = dense[i] - step, dense[i] + step
         slope = lambda t: d1(t % 1.0) @ u  # noqa: E731 - one-line root function
         tau = brentq(slope, a, b, xtol=1e-15) if slope(a) > 0 > slope(b) else dense[i]
-        return float(curve(tau % 1.0) @ u - p0 @ u)
-    orient = 1.0 if _signed_area(C) >= 0 else -1.0  # outward normal ν = orient·(c′y, −c′x)/|c′|
+        nu = normal(tau)
+        return float(curve(tau % 1.0) @ u - p0 @ u), math.atan2(nu @ n, nu @ u)
 
     def centre(t):
-        c, c1 = curve(t % 1.0), d1(t % 1.0)
-        return c + r * orient * np.array([c1[1], -c1[0]]) / np.hypot(c1[0], c1[1]) - p0
+        return curve(t % 1.0) + r * normal(t) - p0
 
     nu = orient * np.column_stack([T[:, 1], -T[:, 0]]) / np.linalg.norm(T, axis=1)[:, None]
     side = (C + r * nu - p0) @ n
@@ -169,7 +185,8 @@ def _contact(curve, d1, d2, C, T, dense, u, n, p0, r, follower):
     a, b = dense[i], dense[i] + step
     fa, fb = centre(a) @ n, centre(b) @ n
     tau = a if fa == 0 else b if fb == 0 or fa * fb > 0 else brentq(lambda t: centre(t) @ n, a, b, xtol=1e-15)
-    return float(centre(tau) @ u)
+    nv = normal(tau)
+    return float(centre(tau) @ u), math.atan2(nv @ n, nv @ u)
 
 
 def cam_pair_law(joint, cam_frame, follower_frame, *, cam_turns, follower_moves, follower):
@@ -212,7 +229,7 @@ def cam_pair_law(joint, cam_frame, follower_frame, *, cam_turns, follower_moves,
     law = lift_law(pts, shape, radius=joint.param("radius") or 0.0, point=plane(F if contact is None else contact),
                    direction=u)
     # the law of the cam turned by α = cam_turns·θ, along +u = follower_moves·(slide)
-    return CamLaw(cam_turns * law.theta, law.value)
+    return CamLaw(cam_turns * law.theta, law.value, law.pressure_angle(law.theta))
 
 
 def _signed_area(C):
@@ -297,3 +314,14 @@ class CamCode:
 
     def measures(self, Q, M):
         return np.zeros((len(Q), 0))
+
+    def pressure_angles(self, Q, M, S):
+        """(n,) pressure angles (rad) of the instances at coordinates Q (NaN for table laws)."""
+        Qa, _, Ma, _, Wa, _ = self._split(Q, M, np.zeros((len(Q), 2)))
+        P, F0 = self._none(len(Q))
+        theta = self._a.phi(Qa, Ma, P, F0, Wa)[:, 0]
+        out = np.empty(len(Q))
+        idx = S[:, 0].astype(np.int64)
+        for i in np.unique(idx):
+            out[idx == i] = self.laws[i].pressure_angle(theta[idx == i])
+        return out

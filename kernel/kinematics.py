@@ -764,6 +764,25 @@ def _motion(model, times, Q, Qd, Qdd, measures, events, complete=True, message="
         if kind == "angle":
             values = np.unwrap(values)
         coords.append(JointCoordinate(joint, kind, values))
-    return Motion(time=times, parts=[p.name for p in model.spec.parts], position=pos, quaternion=quat, velocity=vel,
-                  angular_velocity=om, acceleration=acc, angular_acceleration=al, joint_coordinates=coords,
-                  events=events, complete=complete, message=message, spec=model.spec)
+    motion = Motion(time=times, parts=[p.name for p in model.spec.parts], position=pos, quaternion=quat,
+                    velocity=vel, angular_velocity=om, acceleration=acc, angular_acceleration=al,
+                    joint_coordinates=coords, events=events, complete=complete, message=message, spec=model.spec)
+    motion.extra.update(_cam_series(model, Q))
+    return motion
+
+
+def _cam_series(model, Q):
+    """``<cam>.pressure_angle`` (rad) per frame of every cam pair whose law came from a profile."""
+    out = {}
+    qf = np.hstack([np.asarray(Q, float), np.broadcast_to(model.q_fixed, (len(Q), len(model.q_fixed)))])
+    for g in model.groups:
+        if not hasattr(g.code, "pressure_angles"):
+            continue
+        for i, name in enumerate(g.names):
+            G = qf[:, g.gather[i]]
+            M = np.broadcast_to(g.markers[i], (len(Q), g.markers.shape[1]))
+            S = np.broadcast_to(g.params[i], (len(Q), g.params.shape[1]))
+            alpha = g.code.pressure_angles(G, M, S)
+            if np.all(np.isfinite(alpha)):
+                out[f"{name}.pressure_angle"] = alpha
+    return out

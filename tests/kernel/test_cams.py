@@ -146,6 +146,15 @@ def test_driven_cam_gives_the_follower_lift_velocity_and_acceleration(tmp_path, 
     a = (exact_lift(th + h, shape, r) - 2 * exact_lift(th, shape, r) + exact_lift(th - h, shape, r)) / h**2 * omega**2
     np.testing.assert_allclose(motion.velocity[:, k, 1], v, atol=1e-7)
     np.testing.assert_allclose(motion.acceleration[:, k, 1], a, atol=2e-6)
+    # the pressure angle: between the contact normal (disc centre → roller centre, or the face's
+    # normal) and the slide, positive towards −x (the slide +y turned +90°)
+    cx, cy = E * np.sin(th), -E * np.cos(th)
+    if shape == "flat":
+        alpha = np.zeros_like(th)
+    else:
+        normal = np.column_stack([-cx, exact_lift(th, shape, r) + R + r - E - cy])
+        alpha = np.arctan2(-normal[:, 0], normal[:, 1])
+    np.testing.assert_allclose(motion.extra["contact.pressure_angle"], alpha, atol=1e-8)
     if shape == "flat":  # exactly: v = e ω sin θ, a = e ω² cos θ
         np.testing.assert_allclose(motion.velocity[:, k, 1], E * omega * np.sin(th), atol=1e-9)
         np.testing.assert_allclose(motion.acceleration[:, k, 1], E * omega**2 * np.cos(th), atol=1e-6)
