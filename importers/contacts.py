@@ -35,6 +35,7 @@ import math
 
 import numpy as np
 
+from ..kernel.dynamics.contacts import BUILT_PAIRS, BUILT_PAIRS_TEXT
 from ..kernel.spec import ContactSpec
 
 __all__ = ["read_contact", "CONTACT_KEYS", "METHODS"]
@@ -42,7 +43,6 @@ __all__ = ["read_contact", "CONTACT_KEYS", "METHODS"]
 CONTACT_KEYS = {"name", "parts", "shape", "method", "restitution", "damping", "friction", "stiffness",
                 "exponent", "stiction_velocity"}
 METHODS = ("compliant", "unilateral")
-_NOT_BUILT_SHAPES = ("cylinder",)
 
 
 def _number(ctx, item, key, value, *, nonneg=False, positive=False):
@@ -63,11 +63,22 @@ def _shape(ctx, item, k, part, value):
                             f"{{ plane = {{ normal = [0, 0, 1] }} }}, got {value!r}")
     kinds = [key for key in ("sphere", "plane", "box", "cylinder") if key in value]
     if len(kinds) != 1:
-        raise ctx.err(item, f"{where} must name exactly one primitive (sphere or plane), got keys {sorted(value)}")
+        raise ctx.err(item, f"{where} must name exactly one primitive (sphere, box, cylinder or plane), "
+                            f"got keys {sorted(value)}")
     kind = kinds[0]
-    if kind in _NOT_BUILT_SHAPES:
-        raise ctx.err(item, f"{where}: the {kind} primitive is not built yet",
-                      hint="contacts take `sphere`, `plane` and `box` (against a plane) primitives today")
+    if kind == "cylinder":
+        ctx.check_keys(f"{item} {where}", value, {"cylinder", "center", "axis"})
+        dims = value["cylinder"]
+        if not (isinstance(dims, list) and len(dims) == 2):
+            raise ctx.err(item, f"{where}: `cylinder` must be [radius, height], got {dims!r}")
+        radius = _number(ctx, item, "cylinder radius", dims[0], positive=True) * ctx.scale
+        height = _number(ctx, item, "cylinder height", dims[1], positive=True) * ctx.scale
+        center = ctx.vec(item, "center", value.get("center", [0, 0, 0]))
+        axis = ctx.vec(item, "axis", value.get("axis", [0, 0, 1]), length=False)
+        norm = math.sqrt(float(axis @ axis))
+        if norm < 1e-12:
+            raise ctx.err(item, f"{where}: the cylinder's `axis` must not be zero")
+        return "cylinder", (radius, height, *map(float, center), *(float(x) / norm for x in axis))
     if kind == "box":
         ctx.check_keys(f"{item} {where}", value, {"box", "center"})
         edges = ctx.vec(item, "box", value["box"])
@@ -106,10 +117,13 @@ def read_contact(ctx, k, entry, parts):
     if method not in METHODS:
         raise ctx.err(item, f"unknown method {method!r}", hint="use method = \"compliant\"")
     if method == "unilateral":
-        raise ctx.err(item, "method \"unilateral\" (impacts with restitution and event-located stick/slip) is not "
-                            "built yet" + ("; it is the default when `method` is left out" if "method" not in entry
-                                           else ""),
-                      hint="write method = \"compliant\" with `stiffness`, `exponent` and `restitution` (or `damping`)")
+        compliant = sorted(key for key in ("stiffness", "damping", "exponent", "stiction_velocity") if key in entry)
+        if compliant:
+            raise ctx.err(item, f"{', '.join(f'`{k}`' for k in compliant)} belong(s) to method \"compliant\"; the "
+                                "unilateral method" + (" (the default when `method` is left out)"
+                                                       if "method" not in entry else "")
+                                + " takes `restitution` and `friction` only",
+                          hint="write method = \"compliant\" for a Hunt–Crossley contact, or drop those keys")
     pair = entry.get("parts")
     if not isinstance(pair, list) or len(pair) != 2 or not all(isinstance(p, str) for p in pair):
         raise ctx.err(item, "`parts` must be two part names [first, second]",
@@ -126,9 +140,9 @@ def read_contact(ctx, k, entry, parts):
                       hint="shapes from the parts' CAD geometry are not built yet: give a primitive for each part")
     shapes = tuple(_shape(ctx, item, i, pair[i], s) for i, s in enumerate(shapes))
     kinds = sorted(kind for kind, _ in shapes)
-    if kinds not in (["plane", "sphere"], ["sphere", "sphere"], ["box", "plane"]):
+    if kinds not in BUILT_PAIRS:
         raise ctx.err(item, f"the pair {' – '.join(kind for kind, _ in shapes)} is not built yet",
-                      hint="built pairs: sphere–plane, sphere–sphere, box–plane")
+                      hint=f"built pairs: {BUILT_PAIRS_TEXT}")
     restitution = None
     if "restitution" in entry:
         restitution = _number(ctx, item, "restitution", entry["restitution"], nonneg=True)

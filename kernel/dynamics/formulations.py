@@ -173,6 +173,10 @@ class _IndexOne(Formulation):
         q, v = y[:nq], y[nq: nq + nv]
         ev = self._evaluate(t, q, v)
         vd, power_c = self.accelerations(ev, t, q, v)
+        constraints = self.dyn.forces.contact_constraints
+        if constraints is not None:  # the active unilateral contacts' rows (:mod:`.unilateral`)
+            vd, _, power_u, _, _ = constraints.solve(self.dyn, ev, vd, self.dyn.forces.contact_modes(self.refs))
+            power_c += power_u
         out = np.empty(nq + nv + 1)
         out[:nq] = self.dyn.qd(ev.bs, v)
         out[nq: nq + nv] = vd

@@ -245,12 +245,12 @@ def _ball_data(**contact):
 
 
 @pytest.mark.parametrize("change, words", [
-    (dict(method="unilateral"), ["ball_floor", "unilateral", "not built", "compliant"]),
+    (dict(method="unilateral"), ["ball_floor", "stiffness", "unilateral", "compliant"]),
     (dict(parts=["ball", "nowhere"]), ["ball_floor", "unknown part", "nowhere"]),
     (dict(restitution=-0.1), ["ball_floor", "restitution", "negative"]),
     (dict(friction=-0.2), ["ball_floor", "friction", "negative"]),
     (dict(friction={"static": 0.2, "dynamic": 0.3}), ["ball_floor", "dynamic", "static"]),
-    (dict(shape=[{"cylinder": [1, 1]}, {"plane": {}}]), ["ball_floor", "cylinder", "not built"]),
+    (dict(shape=[{"cylinder": [1, 1]}, {"sphere": 0.1}]), ["ball_floor", "cylinder", "sphere", "not built"]),
     (dict(shape=[{"box": [1, 1, 1]}, {"sphere": 0.1}]), ["ball_floor", "box", "sphere", "not built"]),
     (dict(shape=[{"sphere": 0.05}]), ["ball_floor", "shape"]),
 ])
@@ -262,10 +262,10 @@ def test_bad_contact_tables_are_refused_naming_the_contact(change, words):
         assert w in text, text
 
 
-def test_a_missing_method_is_the_unbuilt_default_and_refused():
+def test_a_missing_method_is_the_unilateral_default_which_takes_no_compliant_keys():
     data = _ball_data()
     del data["contacts"][0]["method"]
-    with pytest.raises(ModelFileError, match="default"):
+    with pytest.raises(ModelFileError, match="stiffness.*default"):
         parse_model(data, source="ball.toml")
 
 
