@@ -288,7 +288,7 @@ def parse_model(data, source="<model>", base_dir="."):
     joint_types = {j.name: j.type for j in joints}
     drivers = [_driver(ctx, k, entry, joint_types) for k, entry in enumerate(_array(ctx, data, "drivers"))]
     forces = [_force(ctx, k, entry) for k, entry in enumerate(_array(ctx, data, "forces"))]
-    contacts = [read_contact(ctx, k, entry, parts) for k, entry in enumerate(_array(ctx, data, "contacts"))]
+    contacts = [c for k, entry in enumerate(_array(ctx, data, "contacts")) for c in read_contact(ctx, k, entry, parts)]
     init_v = []
     for name, entry in (data.get("initial_velocity") or {}).items():
         item = f"[initial_velocity.{name}]"

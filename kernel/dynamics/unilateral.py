@@ -16,8 +16,9 @@ Each contact point has a mode (the *active set*; state in ``refs``, :data:`STATE
 point: the mode and a slip direction):
 
 * ``OPEN``  — not in the equations;
-* ``SLIP``  — a unilateral constraint ġ̇ = 0 held by λ_n ≥ 0 (N) along n, with the Coulomb friction
-  −μ_d λ_n ŝ at x (ŝ the direction of v_t; the stored slip direction while v_t ≈ 0);
+* ``SLIP``  — a unilateral constraint g̈ = 0 held by λ_n ≥ 0 (N) along n, with the Coulomb friction
+  −μ_d λ_n ŝ at x (ŝ the direction of v_t; the stored slip direction at slip onset, v_t = 0, and past
+  the point where the slip stops, so that the right-hand side is smooth up to that switch);
 * ``STICK`` — the normal row and two tangential rows t₁·v_r = t₂·v_r = 0 (a bilateral tangential
   constraint, force λ_t in the tangent plane) while |Σ λ_t| ≤ μ_s Σ λ_n over the contact's points.
 
@@ -69,10 +70,10 @@ CLOSED_SPEED = 1e-6
 #: a gap (m) within this, plus :data:`CLOSED_GAP_REL` of the point's length scale, is touching
 CLOSED_GAP = 1e-9
 CLOSED_GAP_REL = 1e-7
+#: normal forces below this fraction of the lighter part's weight leave a touching point open
+FORCE_TOL = 1e-6
 #: displacement of the faster body, as a fraction of its length scale, of the convective term's difference
 _FD_FRACTION = 1e-4
-#: a slip direction is blended with the stored one over this slip speed (m/s): continuous at slip onset
-_SLIP_BLEND = 1e-9
 #: principal pivoting steps of :func:`lcp` per unknown
 _LCP_PIVOTS = 20
 
@@ -98,6 +99,16 @@ def lcp(G, b, tol=1e-12):
     return np.maximum(z, 0.0), G @ np.maximum(z, 0.0) + b
 
 
+def _slip_direction(vr, n, stored):
+    """The unit slip direction: of v_t = (I − n nᵀ) v_r while it moves along the stored direction
+    (v_t·ŝ > 0), else the stored ŝ — at slip onset (v_t = 0) and past the stop of a slip, so that the
+    right-hand side stays smooth up to the switch the event locates (v_t·ŝ = 0)."""
+    vt = vr - (vr @ n) * n
+    if vt @ stored > 0:
+        return vt / np.linalg.norm(vt)
+    return stored
+
+
 def _tangents(n):
     """Two unit tangents (c, 3) each, t₁ ⟂ n, t₂ = n × t₁ (t₁ from the world axis least along n)."""
     axis = np.eye(3)[np.argmin(np.abs(n), axis=1)]
@@ -120,6 +131,10 @@ class UnilateralContacts(Contacts):
         super().__init__(model, mass)
         self.nmov = mass.nmov
         self.closed_gap = CLOSED_GAP + CLOSED_GAP_REL * self.L
+        #: a normal force (N) at or below this does not hold a point in contact: FORCE_TOL of the lighter
+        #: part's weight (at least at 1 g, 9.81 m/s²: models without gravity too)
+        g = max(float(np.linalg.norm(model.spec.gravity)), 9.81)
+        self.force_tol = FORCE_TOL * np.where(np.isfinite(self.m_eff), self.m_eff, 1.0) * g
 
     # ------------------------------------------------------------------ state
     def initial_state(self, bs):
@@ -224,11 +239,7 @@ class UnilateralContacts(Contacts):
                     pts.append(i)
                     kind.append(m)
             else:
-                vt = vr[j] - (vr[j] @ n[j]) * n[j]
-                d = vt + _SLIP_BLEND * sdir[j]
-                nd = np.linalg.norm(d)
-                d = d / nd if nd > 0 else d
-                F.append((n[j] - self.mu_d[i] * d) @ Jp[j])
+                F.append((n[j] - self.mu_d[i] * _slip_direction(vr[j], n[j], sdir[j])) @ Jp[j])
         nv = 6 * self.nmov
         arr = lambda a: np.asarray(a, float).reshape(-1, nv)  # noqa: E731
         return arr(C), arr(F), np.asarray(cc, float), np.asarray(pts, int), np.asarray(kind, int), \
@@ -265,9 +276,7 @@ class UnilateralContacts(Contacts):
             if m == 0:
                 lam_n[i] += lam[r]
                 if modes[i] == SLIP and self.mu_d[i] > 0:
-                    vt = vr[j] - (vr[j] @ n[j]) * n[j]
-                    d = vt + _SLIP_BLEND * self.slip_dirs(state)[i]
-                    f_t[i] -= self.mu_d[i] * lam[r] * d / max(np.linalg.norm(d), 1e-300)
+                    f_t[i] -= self.mu_d[i] * lam[r] * _slip_direction(vr[j], n[j], self.slip_dirs(state)[i])
             else:
                 f_t[i] += lam[r] * (t1[j] if m == 1 else t2[j])
         return vd, fc, power, lam_n, f_t
@@ -322,9 +331,8 @@ class UnilateralContacts(Contacts):
                 break
             ev, vd0 = evaluate(state)
             _, _, _, lam_n, f_t = self.solve(dyn, ev, vd0, state)
-            scale = max(1.0, float(np.max(np.abs(lam_n))))
             live = modes > OPEN
-            neg = np.flatnonzero(live & (lam_n <= 1e-10 * scale))
+            neg = np.flatnonzero(live & (lam_n <= self.force_tol))
             if len(neg):
                 S[neg[np.argmin(lam_n[neg])], 0] = OPEN
                 continue
