@@ -37,6 +37,7 @@ parts (``step = "gripper.step"``). Keys (lengths in the file's ``units``, angles
     points = [[..], [..]]             # distance: the two points (first part, second part)
     length, angle, pitch, radius, ratio, joints = ["a", "b"], limits = {angle = [lo, hi]}
     limit_stiffness, limit_exponent, limit_restitution   # the limits as stops in dynamics (SI)
+    limit_method = "unilateral"       # or "compliant" (default): impacts with limit_restitution, event-located
     [[drivers]]
     joint = "crank_pivot"             # or: part = "slider", coordinate = "x"
     coordinate = "angle"              # optional for single-coordinate joints
@@ -94,7 +95,7 @@ _TOP_KEYS = {"units", "gravity", "step", "parts", "joints", "drivers", "forces",
 _PART_KEYS = {"fixed", "position", "orientation", "mass", "com", "inertia", "color", "density", "material"}
 _JOINT_KEYS = {"name", "type", "parts", "origin", "axis", "xaxis", "axis2", "points", "length", "angle",
                "pitch", "radius", "ratio", "joints", "limits", "limit_stiffness", "limit_exponent",
-               "limit_restitution"}
+               "limit_restitution", "limit_method"}
 #: a joint's stop parameters (SI: N m/rad^n or N/m^n, 1, 1), :mod:`cadmotion.kernel.dynamics.stops`
 _STOP_KEYS = ("limit_stiffness", "limit_exponent", "limit_restitution")
 _DRIVER_KEYS = {"name", "joint", "part", "coordinate", "expression", "table"}
@@ -433,6 +434,17 @@ def _joint(ctx, k, entry, parts, cad):
                               hint="limit_stiffness > 0 (N m/rad^n or N/m^n, SI), limit_exponent ≥ 1, "
                                    "limit_restitution in [0.05, 1]")
             stop.append((key, value))
+    if "limit_method" in entry:
+        method = entry["limit_method"]
+        if not limits:
+            raise ctx.err(item, "`limit_method` says how the joint's `limits` act, and it has none",
+                          hint="add limits = {angle = [lo, hi]} or {disp = [lo, hi]}, or remove the key")
+        if method not in ("compliant", "unilateral"):
+            raise ctx.err(item, f"`limit_method` must be \"compliant\" or \"unilateral\", got {method!r}")
+        if method == "unilateral" and any(k in entry for k in ("limit_stiffness", "limit_exponent")):
+            raise ctx.err(item, "`limit_stiffness` and `limit_exponent` shape compliant stops; a unilateral limit "
+                                "takes `limit_restitution` only", hint="remove them, or limit_method = \"compliant\"")
+        stop.append(("limit_method", method))
     if jtype in COUPLER_TYPES:
         refs = entry.get("joints")
         if not isinstance(refs, list) or len(refs) != 2:

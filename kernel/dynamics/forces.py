@@ -406,7 +406,8 @@ class ForceElements:
                 self.stops = stops
                 self.empty = False
                 self.needs_refs = True
-        if any(c.method == "unilateral" for c in getattr(spec, "contacts", ())):
+        if any(c.method == "unilateral" for c in getattr(spec, "contacts", ())) or \
+                any(dict(j.stop).get("limit_method") == "unilateral" for j in spec.joints if j.limits):
             from .unilateral import UnilateralContacts
 
             self.contact_constraints = UnilateralContacts(model, mass)

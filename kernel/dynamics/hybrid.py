@@ -82,7 +82,7 @@ class EventDriver:
         """The switching functions for a step from (t, y): list of (kind, index)."""
         cc = self.cc
         ev, (vd, fc, power, lam_n, f_t) = self._solution(t, y)
-        g, gd, vt = cc.gaps(ev.bs)
+        g, gd, vt = cc.gaps(ev.bs, self.state)
         modes = cc.modes(self.state)
         out = []
         for i in range(cc.n):
@@ -100,7 +100,7 @@ class EventDriver:
         """The switching functions' values at (t, y)."""
         cc = self.cc
         ev, (vd, fc, power, lam_n, f_t) = self._solution(t, y)
-        g, gd, vt = cc.gaps(ev.bs)
+        g, gd, vt = cc.gaps(ev.bs, self.state)
         margins = None
         sdir = cc.slip_dirs(self.state)
         out = np.empty(len(kinds))
@@ -135,19 +135,21 @@ class EventDriver:
             y[-1] += self._kinetic(t, y) - T0  # the impact's work (≤ 0)
             for i, speed, impulse in hits:
                 self.impacts += 1
-                name = cc.names[cc.owner[i]]
-                self.events.append(Event("impact", float(t), f"contact {name!r}: impact at {-speed:.6g} m/s, "
-                                                             f"impulse {impulse:.6g} N s", (name,)))
+                o = cc.owner[i]
+                unit = ("m/s", "N s") if i < cc.np or not cc.limits.rot[(i - cc.np) // 2] else ("rad/s", "N m s")
+                self.events.append(Event("impact", float(t), f"{cc.labels[o]}: impact at {-speed:.6g} {unit[0]}, "
+                                                             f"impulse {impulse:.6g} {unit[1]}", (cc.items[o],)))
         else:
             self.rec.fail(t, f"more than {MAX_SWITCHES_AT_ONCE} impacts at t = {t:.6g} s")
         before = cc.resolve_modes(self.dyn, lambda state: self._evaluate(t, y), y[nq: nq + nv], self.state)
         after = cc.modes(self.state)
         for i in np.flatnonzero(before != after):
             self.switches += 1
-            name = cc.names[cc.owner[i]]
-            self.events.append(Event("contact", float(t), f"contact {name!r} point {i}: "
+            o = cc.owner[i]
+            where = f"point {i}" if i < cc.np else ("lower", "upper")[(i - cc.np) % 2]
+            self.events.append(Event("contact", float(t), f"{cc.labels[o]} {where}: "
                                                           f"{_MODE_NAMES[before[i]]} → {_MODE_NAMES[after[i]]}",
-                                     (name,)))
+                                     (cc.items[o],)))
         T0 = self._kinetic(t, y)
         y = self.project(t, y, positions=False)
         y[-1] += self._kinetic(t, y) - T0
@@ -200,8 +202,9 @@ class EventDriver:
         from .mass import body_state
 
         bs = body_state(form.model, self.dyn.mass, y[: form.nq], y[form.nq: form.nq + form.nv])
-        _, _, vt = cc.gaps(bs)
-        S = self.state.reshape(-1, STATE_WIDTH)
+        cc.accept(bs, self.state)
+        _, _, vt = cc.gaps(bs, self.state)
+        S = self.state[: STATE_WIDTH * cc.n].reshape(-1, STATE_WIDTH)
         speed = np.linalg.norm(vt, axis=1)
         moving = (cc.modes(self.state) == SLIP) & (speed > CLOSED_SPEED)
         S[moving, 1:] = vt[moving] / speed[moving, None]
@@ -295,5 +298,7 @@ class EventDriver:
     def notes(self):
         """The run's notes on its contacts: impacts, switches, time with k contacts active."""
         shares = ", ".join(f"{k}: {v:.6g} s" for k, v in sorted(self.active_time.items()))
-        return [f"{len(self.cc.names)} unilateral contact(s) ({self.cc.n} point(s)): {self.impacts} impact(s), "
+        limits = f" and {self.cc.limits.n} unilateral joint limit(s)" if self.cc.limits.n else ""
+        return [f"{len(self.cc.names)} unilateral contact(s) ({self.cc.np} point(s)){limits}: "
+                f"{self.impacts} impact(s), "
                 f"{self.switches} contact switch(es); time with k contacts active: {shares or 'none'}"]

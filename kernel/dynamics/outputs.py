@@ -59,11 +59,11 @@ class FrameOutputs:
         for contacts in (dyn.forces.contacts, dyn.forces.contact_constraints):
             if contacts is not None:
                 names += [f"{name}.{c}" for name in contacts.names for c in CONTACT_OUTPUTS]
-        stops = dyn.forces.stops
-        if stops is not None:
-            from .stops import STOP_OUTPUTS
+        from .stops import STOP_OUTPUTS
 
-            names += [f"{prefix}.{c}" for prefix in stops.prefixes for c in STOP_OUTPUTS]
+        for stops in (dyn.forces.stops, getattr(dyn.forces.contact_constraints, "limits", None)):
+            if stops is not None:
+                names += [f"{prefix}.{c}" for prefix in stops.prefixes for c in STOP_OUTPUTS]
         self.names = names
         self.rows = {n: [] for n in names}
         self.not_unique = set()
@@ -142,6 +142,10 @@ class FrameOutputs:
             for c, values in constraints.report(bs, dyn.forces.contact_modes(refs), lam_n, f_t).items():
                 for name, value in zip(constraints.names, values):
                     out[f"{name}.{c}"].append(float(value))
+            if constraints.limits.n:
+                for c, values in constraints.limit_report(bs, dyn.forces.contact_modes(refs), lam_n).items():
+                    for prefix, value in zip(constraints.limits.prefixes, values):
+                        out[f"{prefix}.{c}"].append(float(value))
         stops = dyn.forces.stops
         if stops is not None:
             for c, values in stops.report(bs, dyn.forces.stop_state(refs)).items():

@@ -57,6 +57,7 @@ import numpy as np
 
 from ...errors import MechanismError
 from .contacts import Contacts, _rotate
+from .stops import JointStops
 
 __all__ = ["UnilateralContacts", "OPEN", "SLIP", "STICK", "STATE_WIDTH", "PLASTIC_SPEED", "CLOSED_SPEED", "lcp"]
 
@@ -130,6 +131,24 @@ class UnilateralContacts(Contacts):
     def __init__(self, model, mass):
         super().__init__(model, mass)
         self.nmov = mass.nmov
+        #: the contact points (the entries before the joint limits')
+        self.np = self.n
+        #: the joints' limits with ``limit_method = "unilateral"``: two entries (lower, upper) per limited
+        #: coordinate after the contact points, gap q − lo and hi − q (rad or m)
+        self.limits = JointStops(model, mass, method="unilateral")
+        nl = self.limits.n
+        self.n = self.np + 2 * nl
+        #: per owner (a contact, then a limited coordinate): what an Event names, and its item
+        self.labels = [f"contact {name!r}" for name in self.names] + \
+            [f"limit of joint {p!r}" for p in self.limits.prefixes]
+        self.items = list(self.names) + list(self.limits.names)
+        twice = lambda a: np.repeat(np.asarray(a, float), 2)  # noqa: E731
+        self.owner = np.concatenate([self.owner, len(self.names) + np.repeat(np.arange(nl), 2)]).astype(int)
+        self.mu_s = np.concatenate([self.mu_s, np.zeros(2 * nl)])
+        self.mu_d = np.concatenate([self.mu_d, np.zeros(2 * nl)])
+        self.e = np.concatenate([self.e, twice(self.limits.e)])
+        self.L = np.concatenate([self.L, np.ones(2 * nl)])
+        self.m_eff = np.concatenate([self.m_eff, twice(self.limits.m_eff)])
         self.closed_gap = CLOSED_GAP + CLOSED_GAP_REL * self.L
         #: a normal force (N) at or below this does not hold a point in contact: FORCE_TOL of the lighter
         #: part's weight (at least at 1 g, 9.81 m/s²: models without gravity too)
@@ -138,17 +157,27 @@ class UnilateralContacts(Contacts):
 
     # ------------------------------------------------------------------ state
     def initial_state(self, bs):
-        """All points open (:meth:`resolve` chooses the modes); an error if shapes interpenetrate."""
+        """All entries open (:meth:`resolve_modes` chooses the modes), then the limits' angle references;
+        an error if shapes interpenetrate or a joint starts outside its limits."""
         super().initial_state(bs)
-        return np.zeros(STATE_WIDTH * self.n)
+        return np.concatenate([np.zeros(STATE_WIDTH * self.n), self.limits.initial_state(bs)])
 
     def modes(self, state):
-        """Each point's mode (n,) int from its state."""
-        return np.rint(state[0::STATE_WIDTH]).astype(int)
+        """Each entry's mode (n,) int from its state."""
+        return np.rint(state[0: STATE_WIDTH * self.n: STATE_WIDTH]).astype(int)
 
     def slip_dirs(self, state):
-        """Each point's stored slip direction (n, 3), world."""
-        return state.reshape(-1, STATE_WIDTH)[:, 1:]
+        """Each entry's stored slip direction (n, 3), world."""
+        return state[: STATE_WIDTH * self.n].reshape(-1, STATE_WIDTH)[:, 1:]
+
+    def limit_state(self, state):
+        """The limits' part of the state (their angle references; :class:`.stops.JointStops`)."""
+        return state[STATE_WIDTH * self.n:]
+
+    def accept(self, bs, state):
+        """At an accepted state: the limits' angles continued over turns."""
+        if self.limits.n:
+            self.limits.accept(bs, self.limit_state(state))
 
     # ------------------------------------------------------------------ kinematics
     def _shifted(self, pair, tau):
@@ -179,9 +208,61 @@ class UnilateralContacts(Contacts):
         t1, t2 = _tangents(n)
         return np.stack([-dd, np.sum(vt * t1, 1), np.sum(vt * t2, 1)], axis=1)
 
-    def kinematics(self, bs, idx):
-        """At the points idx: (n (k, 3), g (k,), x (k, 3), v_r (k, 3), J_p (k, 3, nv), c (k, 3) the
-        convective terms of the normal and two tangential rows, t₁, t₂ (k, 3))."""
+    def kinematics(self, bs, idx, state):
+        """At the entries idx: (n (k, 3), g (k,), x (k, 3), v_r (k, 3), J_p (k, 3, nv), c (k, 3) the
+        convective terms of the normal and two tangential rows, t₁, t₂ (k, 3)). A limit's entry has
+        n = x̂, its gap rate's row in J_p[0] and c[0], the rest zero (no friction)."""
+        idx = np.asarray(idx, int)
+        out = [np.zeros((len(idx), 3)), np.zeros(len(idx)), np.zeros((len(idx), 3)), np.zeros((len(idx), 3)),
+               np.zeros((len(idx), 3, 6 * self.nmov)), np.zeros((len(idx), 3)), np.zeros((len(idx), 3)),
+               np.zeros((len(idx), 3))]
+        pts, lims = idx < self.np, idx >= self.np
+        for part, values in ((pts, self._point_kinematics(bs, idx[pts]) if np.any(pts) else None),
+                             (lims, self._limit_kinematics(bs, idx[lims] - self.np, state) if np.any(lims) else None)):
+            if values is not None:
+                for target, value in zip(out, values):
+                    target[part] = value
+        return tuple(out)
+
+    def _limit_kinematics(self, bs, k, state):
+        """:meth:`kinematics` of limit entries k (2 per limited coordinate: lower, upper)."""
+        lim = self.limits
+        st = self.limit_state(state)
+        q, qd, z, Pj, _ = lim.coordinates(bs, st)
+        s_, lower = k // 2, k % 2 == 0
+        sign = np.where(lower, 1.0, -1.0)
+        g = np.where(lower, q[s_] - lim.lo[s_], lim.hi[s_] - q[s_])
+        nv = 6 * self.nmov
+        Jp = np.zeros((len(k), 3, nv))
+        for j, (si, sg) in enumerate(zip(s_, sign)):
+            zz = z[si]
+            for body, b_sign in ((lim.ib[si], 1.0), (lim.ia[si], -1.0)):
+                if body >= self.nmov:
+                    continue
+                if lim.rot[si]:
+                    Jp[j, 0, 6 * body + 3: 6 * body + 6] += sg * b_sign * zz
+                else:
+                    Jp[j, 0, 6 * body: 6 * body + 3] += sg * b_sign * zz
+                    Jp[j, 0, 6 * body + 3: 6 * body + 6] += sg * b_sign * np.cross(Pj[si] - bs.rc[body], zz)
+        # the convective term: the rate q̇ along the rigid motion at the present velocities
+        speed = float(np.max(np.linalg.norm(bs.w, axis=1), initial=0.0) + np.max(np.linalg.norm(bs.vc, axis=1),
+                                                                                  initial=0.0))
+        c = np.zeros((len(k), 3))
+        if speed > 0:
+            tau = _FD_FRACTION / speed
+            rates = []
+            for t in (tau, -tau):
+                moved = _Moved(_rotate(bs.w * t) @ bs.A, bs.rc + bs.vc * t, bs.vc, bs.w)
+                rates.append(lim.coordinates(moved, st)[1])
+            c[:, 0] = sign * (rates[0][s_] - rates[1][s_]) / (2.0 * tau)
+        n = np.tile([1.0, 0.0, 0.0], (len(k), 1))
+        vr = np.zeros((len(k), 3))
+        vr[:, 0] = sign * qd[s_]
+        return n, g, np.zeros((len(k), 3)), vr, Jp, c, np.tile([0.0, 1.0, 0.0], (len(k), 1)), \
+            np.tile([0.0, 0.0, 1.0], (len(k), 1))
+
+    def _point_kinematics(self, bs, idx):
+        """:meth:`kinematics` of contact points idx."""
         S, O = self._pair_state(bs)
         pair = tuple(tuple(a[idx] for a in side) for side in (S, O))
         n, delta, x, dd, vt = self._geometry(*pair, idx=idx)
@@ -195,10 +276,16 @@ class UnilateralContacts(Contacts):
         t1, t2 = _tangents(n)
         return n, -delta, x, vr, self.point_jacobians(bs, x, idx), c, t1, t2
 
-    def gaps(self, bs):
-        """(g (n,) m, ġ (n,) m/s, v_t (n, 3) m/s) at every point."""
+    def gaps(self, bs, state):
+        """(g (n,) m or rad, ġ (n,) m/s or rad/s, v_t (n, 3) m/s) at every entry (limits: no slip)."""
         n, delta, x, dd, vt = self.geometry(bs)
-        return -delta, -dd, vt
+        if not self.limits.n:
+            return -delta, -dd, vt
+        lim = self.limits
+        q, qd, *_ = lim.coordinates(bs, self.limit_state(state))
+        g_l = np.column_stack([q - lim.lo, lim.hi - q]).reshape(-1)
+        gd_l = np.column_stack([qd, -qd]).reshape(-1)
+        return np.r_[-delta, g_l], np.r_[-dd, gd_l], np.vstack([vt, np.zeros((2 * lim.n, 3))])
 
     # ------------------------------------------------------------------ the constrained accelerations
     @staticmethod
@@ -220,7 +307,7 @@ class UnilateralContacts(Contacts):
         modes = self.modes(state)
         if idx is None:
             idx = np.flatnonzero(modes > OPEN) if self.activation else np.arange(self.n)
-        n, g, x, vr, Jp, c, t1, t2 = self.kinematics(bs, idx)
+        n, g, x, vr, Jp, c, t1, t2 = self.kinematics(bs, idx, state)
         C, F, cc, pts, kind = [], [], [], [], []
         sdir = self.slip_dirs(state)[idx]
         for j, i in enumerate(idx):
@@ -285,14 +372,14 @@ class UnilateralContacts(Contacts):
     def impact(self, dyn, ev, v, state):
         """One impact at ev's configuration with velocities v: (v⁺, list of (point, ġ⁻ m/s, Λ N s)), or
         (v, []) when no touching point approaches faster than :data:`CLOSED_SPEED`."""
-        g, gd, _ = self.gaps(_with_velocities(dyn, ev, v))
+        g, gd, _ = self.gaps(_with_velocities(dyn, ev, v), state)
         modes = self.modes(state)
         touching = g <= self.closed_gap
         hitting = touching & (gd < -CLOSED_SPEED)
         if not np.any(hitting):
             return v, []
         idx = np.flatnonzero(hitting | (modes > OPEN))
-        n, _, x, _, Jp, _, _, _ = self.kinematics(_with_velocities(dyn, ev, v), idx)
+        n, _, x, _, Jp, _, _, _ = self.kinematics(_with_velocities(dyn, ev, v), idx, state)
         Jn = np.einsum("ki,kiv->kv", n, Jp)
         AJt = self.constrained_inverse(dyn, ev, Jn.T)
         G = Jn @ AJt
@@ -311,10 +398,10 @@ class UnilateralContacts(Contacts):
         in place; returns the point modes before (n,)."""
         before = self.modes(state).copy()
         ev, _ = evaluate(state)
-        g, gd, vt = self.gaps(_with_velocities(dyn, ev, v))
+        g, gd, vt = self.gaps(_with_velocities(dyn, ev, v), state)
         closed = (g <= self.closed_gap) & (gd <= CLOSED_SPEED)
         speed = np.linalg.norm(vt, axis=1)
-        S = state.reshape(-1, STATE_WIDTH)
+        S = state[: STATE_WIDTH * self.n].reshape(-1, STATE_WIDTH)
         for i in range(self.n):
             if not closed[i]:
                 S[i, 0] = OPEN
@@ -370,20 +457,31 @@ class UnilateralContacts(Contacts):
         point in the equations), normal force N and friction force N (magnitudes of the sums over the
         points), slip speed m/s (largest over the active points), penetration m (≥ 0; the gap's
         violation, round-off)."""
-        nc = len(self.names)
-        lam_n = np.zeros(self.n) if lam_n is None else lam_n
-        f_t = np.zeros((self.n, 3)) if f_t is None else f_t
+        nc, m = len(self.names), self.np
+        lam_n = np.zeros(m) if lam_n is None else lam_n[:m]
+        f_t = np.zeros((m, 3)) if f_t is None else f_t[:m]
         n, delta, _, _, vt = self.geometry(bs)
-        live = self.modes(state) > OPEN
+        live = self.modes(state)[:m] > OPEN
+        owner = self.owner[:m]
         fn_sum, ft_sum = np.zeros((nc, 3)), np.zeros((nc, 3))
-        np.add.at(fn_sum, self.owner, lam_n[:, None] * n)
-        np.add.at(ft_sum, self.owner, f_t)
+        np.add.at(fn_sum, owner, lam_n[:, None] * n)
+        np.add.at(ft_sum, owner, f_t)
         active, slip, depth = np.zeros(nc), np.zeros(nc), np.zeros(nc)
-        np.maximum.at(active, self.owner, live.astype(float))
-        np.maximum.at(slip, self.owner, np.where(live, np.linalg.norm(vt, axis=1), 0.0))
-        np.maximum.at(depth, self.owner, np.maximum(delta, 0.0))
+        np.maximum.at(active, owner, live.astype(float))
+        np.maximum.at(slip, owner, np.where(live, np.linalg.norm(vt, axis=1), 0.0))
+        np.maximum.at(depth, owner, np.maximum(delta, 0.0))
         return {"active": active, "normal_force": np.linalg.norm(fn_sum, axis=1),
                 "friction_force": np.linalg.norm(ft_sum, axis=1), "slip_velocity": slip, "penetration": depth}
+
+    def limit_report(self, bs, state, lam_n=None):
+        """Outputs per unilateral limit (suffixes :data:`.stops.STOP_OUTPUTS`): active 1/0, force (N m or N,
+        ≥ 0, the push back into the range), penetration (rad or m past the limit; round-off)."""
+        nl = self.limits.n
+        lam = np.zeros(2 * nl) if lam_n is None else lam_n[self.np:]
+        live = (self.modes(state)[self.np:] > OPEN).reshape(nl, 2)
+        g = self.gaps(bs, state)[0][self.np:].reshape(nl, 2)
+        return {"limit_active": np.any(live, axis=1).astype(float), "limit_force": lam.reshape(nl, 2).sum(1),
+                "limit_penetration": np.maximum(-g.min(axis=1), 0.0)}
 
     def check_formulation(self, name):
         """A MechanismError unless the formulation ``name`` runs unilateral contacts."""
@@ -391,6 +489,13 @@ class UnilateralContacts(Contacts):
             raise MechanismError(f"unilateral contact(s) {', '.join(map(repr, self.names))} run with the projection "
                                  f"formulation only, not {name!r}",
                                  hint="use --formulation projection (the default), or method = \"compliant\"")
+
+
+class _Moved:
+    """A body state's poses and velocities (what :meth:`.stops.JointStops.coordinates` reads)."""
+
+    def __init__(self, A, rc, vc, w):
+        self.A, self.rc, self.vc, self.w = A, rc, vc, w
 
 
 def _with_velocities(dyn, ev, v):

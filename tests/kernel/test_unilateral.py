@@ -243,3 +243,49 @@ def test_unilateral_contacts_run_with_the_projection_formulation_only():
         run(model, 0.1, 1, formulation="baumgarte")
     with pytest.raises(SolverError, match="error-controlled"):
         run(model, 0.1, 1, integrator="RK4")
+
+
+# ---------------------------------------------------------------------------- joint limits
+def _limited_pendulum(**joint):
+    """A uniform rod (1 m, 1 kg) pivoted at one end about +z, released from horizontal, gravity −y,
+    its angle limited to [−π/4, 1] rad."""
+    j = dict(name="pivot", type="revolute", parts=["ground", "rod"], origin=[0, 0, 0], axis=[0, 0, 1],
+             limits={"angle": [-math.pi / 4, 1.0]}, **joint)
+    return {"units": "m", "gravity": [0, -G, 0],
+            "parts": {"ground": {"fixed": True},
+                      "rod": {"position": [0, 0, 0], "mass": 1.0, "com": [0.5, 0, 0],
+                              "inertia": [1e-6, 1 / 12, 1 / 12]}},
+            "joints": [j]}
+
+
+@pytest.mark.parametrize("e", [0.7, 0.3])
+def test_pendulum_rebounds_from_a_unilateral_limit_at_minus_e_omega(e):
+    I_pivot, lc, th = 1.0 / 3.0, 0.5, math.pi / 4
+    omega = math.sqrt(2 * G * lc * math.sin(th) / I_pivot)  # energy from horizontal down to −π/4
+    motion, _ = _run(_limited_pendulum(limit_restitution=e, limit_method="unilateral"),
+                     times=np.array([0.0, 0.33, 0.35]))
+    hits = [ev for ev in motion.events if ev.kind == "impact"]
+    t_hit = hits[0].time
+    assert f"{omega:.6g} rad/s" in hits[0].message
+    # just after the impact: −e ω (the rod rebounds; gravity's change over the short interval bounded)
+    motion, _ = _run(_limited_pendulum(limit_restitution=e, limit_method="unilateral"),
+                     times=np.array([0.0, t_hit + 1e-7]))
+    w = motion.angular_velocity[-1, 1, 2]
+    assert w == pytest.approx(e * omega, abs=1e-5)
+    assert abs(motion.extra["work.nonconservative"][-1] + 0.5 * I_pivot * omega ** 2 * (1 - e * e)) < 1e-6
+
+
+def test_a_pendulum_at_rest_on_its_limit_carries_the_gravity_torque():
+    motion, result = _run(_limited_pendulum(limit_restitution=0.5, limit_method="unilateral"), t_end=4.0, steps=4)
+    assert motion.extra["pivot.limit_active"][-1] == 1.0
+    assert motion.extra["pivot.limit_force"][-1] == pytest.approx(G * 0.5 * math.cos(math.pi / 4), rel=1e-8)
+    assert motion.joint_coordinates[0].values[-1] == pytest.approx(-math.pi / 4, abs=1e-9)
+    assert _balance(motion) < 1e-6
+    assert any("unilateral joint limit" in n for n in result.notes)
+
+
+def test_unilateral_limit_keys_are_checked():
+    with pytest.raises(ModelFileError, match="limit_stiffness.*unilateral"):
+        parse_model(_limited_pendulum(limit_method="unilateral", limit_stiffness=1e4), source="p.toml")
+    with pytest.raises(ModelFileError, match="limit_method"):
+        parse_model(_limited_pendulum(limit_method="rigid"), source="p.toml")
