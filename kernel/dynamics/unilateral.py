@@ -100,16 +100,6 @@ def lcp(G, b, tol=1e-12):
     return np.maximum(z, 0.0), G @ np.maximum(z, 0.0) + b
 
 
-def _slip_direction(vr, n, stored):
-    """The unit slip direction: of v_t = (I − n nᵀ) v_r while it moves along the stored direction
-    (v_t·ŝ > 0), else the stored ŝ — at slip onset (v_t = 0) and past the stop of a slip, so that the
-    right-hand side stays smooth up to the switch the event locates (v_t·ŝ = 0)."""
-    vt = vr - (vr @ n) * n
-    if vt @ stored > 0:
-        return vt / np.linalg.norm(vt)
-    return stored
-
-
 def _tangents(n):
     """Two unit tangents (c, 3) each, t₁ ⟂ n, t₂ = n × t₁ (t₁ from the world axis least along n)."""
     axis = np.eye(3)[np.argmin(np.abs(n), axis=1)]
@@ -190,17 +180,17 @@ class UnilateralContacts(Contacts):
     def point_jacobians(self, bs, x, idx):
         """J_p (k, 3, nv): v_r at the points ``idx`` (contact points x (k, 3)) from the velocities."""
         k = len(idx)
-        J = np.zeros((k, 3, 6 * self.nmov))
-        eye = np.eye(3)
+        J = np.zeros((k, 3, self.nmov, 6))
         for sign, bodies in ((1.0, self.s[idx]), (-1.0, self.o[idx])):
-            for i, b in enumerate(bodies):
-                if b >= self.nmov:
-                    continue
-                r = x[i] - bs.rc[b]
-                J[i, :, 6 * b: 6 * b + 3] += sign * eye
-                J[i, :, 6 * b + 3: 6 * b + 6] += -sign * np.array([[0, -r[2], r[1]], [r[2], 0, -r[0]],
-                                                                   [-r[1], r[0], 0]])
-        return J
+            mov = np.flatnonzero(bodies < self.nmov)
+            b = bodies[mov]
+            r = x[mov] - bs.rc[b]
+            skew = np.zeros((len(mov), 3, 3))
+            skew[:, 0, 1], skew[:, 0, 2], skew[:, 1, 2] = -r[:, 2], r[:, 1], -r[:, 0]
+            skew = skew - skew.transpose(0, 2, 1)
+            J[mov, :, b, 0:3] += sign * np.eye(3)
+            J[mov, :, b, 3:6] -= sign * skew  # v + ω × r = v − [r]× ω
+        return J.reshape(k, 3, 6 * self.nmov)
 
     def _row_speeds(self, pair, idx):
         """[n·v_r, t₁·v_r, t₂·v_r] (k, 3) at the points of ``pair`` (states of the points idx)."""
@@ -308,29 +298,26 @@ class UnilateralContacts(Contacts):
         if idx is None:
             idx = np.flatnonzero(modes > OPEN) if self.activation else np.arange(self.n)
         n, g, x, vr, Jp, c, t1, t2 = self.kinematics(bs, idx, state)
-        C, F, cc, pts, kind = [], [], [], [], []
+        Jn = np.einsum("ki,kiv->kv", n, Jp)
+        stick = modes[idx] == STICK
+        # a slipping row's force: along n − μ_d ŝ, ŝ the unit v_t while it moves along the stored direction
+        # (v_t·ŝ > 0), else the stored ŝ — at slip onset (v_t = 0) and past the stop of a slip, so that the
+        # right-hand side stays smooth up to the switch the event locates (v_t·ŝ = 0)
+        vt = vr - np.sum(vr * n, 1)[:, None] * n
         sdir = self.slip_dirs(state)[idx]
-        for j, i in enumerate(idx):
-            Jn = n[j] @ Jp[j]
-            C.append(Jn)
-            cc.append(c[j, 0])
-            pts.append(i)
-            kind.append(0)
-            if modes[i] == STICK:
-                F.append(Jn)
-                for m, t in ((1, t1[j]), (2, t2[j])):
-                    row = t @ Jp[j]
-                    C.append(row)
-                    F.append(row)
-                    cc.append(c[j, m])
-                    pts.append(i)
-                    kind.append(m)
-            else:
-                F.append((n[j] - self.mu_d[i] * _slip_direction(vr[j], n[j], sdir[j])) @ Jp[j])
-        nv = 6 * self.nmov
-        arr = lambda a: np.asarray(a, float).reshape(-1, nv)  # noqa: E731
-        return arr(C), arr(F), np.asarray(cc, float), np.asarray(pts, int), np.asarray(kind, int), \
-            (idx, n, g, x, vr, t1, t2)
+        along = np.sum(vt * sdir, 1) > 0
+        speed = np.linalg.norm(vt, axis=1)
+        d = np.where(along[:, None], vt / np.where(along, speed, 1.0)[:, None], sdir)
+        F_n = np.where(stick[:, None], Jn, np.einsum("ki,kiv->kv", n - self.mu_d[idx][:, None] * d, Jp))
+        T1 = np.einsum("ki,kiv->kv", t1[stick], Jp[stick])
+        T2 = np.einsum("ki,kiv->kv", t2[stick], Jp[stick])
+        C = np.vstack([Jn, T1, T2])
+        F = np.vstack([F_n, T1, T2])
+        cc = np.concatenate([c[:, 0], c[stick, 1], c[stick, 2]])
+        pts = np.concatenate([idx, idx[stick], idx[stick]]).astype(int)
+        kind = np.concatenate([np.zeros(len(idx), int), np.ones(int(stick.sum()), int),
+                               np.full(int(stick.sum()), 2)])
+        return C, F, cc, pts, kind, (idx, n, g, x, vr, t1, t2, d)
 
     def solve(self, dyn, ev, vd0, state):
         """The contact forces at an evaluation: (v̇ (nv,), generalised force Fᵀ λ (nv,), power (W),
@@ -353,19 +340,15 @@ class UnilateralContacts(Contacts):
         fc = F.T @ lam
         vd = vd0 + AFt @ lam
         power = float(lam @ (F @ ev.v))
-        idx, n, *_ , t1, t2 = geo
-        where = {int(i): j for j, i in enumerate(idx)}
-        vr = geo[4]
-        for r, (i, m) in enumerate(zip(pts, kind)):
-            if not live[r]:
-                continue
-            j = where[int(i)]
-            if m == 0:
-                lam_n[i] += lam[r]
-                if modes[i] == SLIP and self.mu_d[i] > 0:
-                    f_t[i] -= self.mu_d[i] * lam[r] * _slip_direction(vr[j], n[j], self.slip_dirs(state)[i])
-            else:
-                f_t[i] += lam[r] * (t1[j] if m == 1 else t2[j])
+        idx, n, g, x, vr, t1, t2, d = geo
+        lam = np.where(live, lam, 0.0)
+        k = len(idx)
+        normal, stick = lam[:k], modes[idx] == STICK
+        lam_n[idx] = normal
+        slipping = (modes[idx] == SLIP)[:, None]
+        f_t[idx] = np.where(slipping, -(self.mu_d[idx] * normal)[:, None] * d, 0.0)
+        ns = int(stick.sum())
+        f_t[idx[stick]] += lam[k: k + ns, None] * t1[stick] + lam[k + ns:, None] * t2[stick]
         return vd, fc, power, lam_n, f_t
 
     # ------------------------------------------------------------------ impacts and modes
