@@ -4,29 +4,32 @@ Keys (lengths in the file's ``units``; forces and coefficients in SI)::
 
     [[contacts]]
     name = "ball_floor"
-    parts = ["ball", "floor"]
+    parts = ["ball", "floor"]    # or globs ["ball*", "floor"]; or pairs = "all" / [["a*", "b"], ...]
+    ignore = [["ball1", "ball5"], "frame"]   # with patterns: pairs (either order) or parts left out
     shape = [{ sphere = 0.05 }, { plane = { point = [0, 0, 0], normal = [0, 0, 1] } }]
-    method = "compliant"
-    restitution = 0.8            # e in [0, 1]: or `damping` (one of the two)
-    damping = 2e5                # Hunt–Crossley c, N s/m^(n+1): F_n = k δ^n + c δ^n δ̇
+                                 # with pairs: a table { "ball*" = { sphere = 0.05 }, floor = { plane = {} } }
+    method = "unilateral"        # the default (impacts, :mod:`cadmotion.kernel.dynamics.unilateral`), or "compliant"
+    restitution = 0.8            # e in [0, 1] (unilateral: default 0); compliant: or `damping` (one of the two)
+    damping = 2e5                # compliant: Hunt–Crossley c, N s/m^(n+1): F_n = k δ^n + c δ^n δ̇
     friction = 0.3               # or { static = 0.5, dynamic = 0.4 }; default 0 (frictionless)
-    stiffness = 1e7              # k, N/m^n
-    exponent = 1.5               # n (1.5: Hertz, sphere on a flat; 1: linear)
-    stiction_velocity = 1e-4     # m/s, the slip speed of the regularised Coulomb law's static peak
+    stiffness = 1e7              # compliant: k, N/m^n
+    exponent = 1.5               # compliant: n (1.5: Hertz, sphere on a flat; 1: linear)
+    stiction_velocity = 1e-4     # compliant: m/s, the slip speed of the regularised Coulomb law's static peak
 
 ``shape`` is one primitive per part, in that part's frame:
 
 * ``{ sphere = R }`` or ``{ sphere = R, center = [x, y, z] }`` (centre default: the part origin);
 * ``{ box = [a, b, c] }`` or ``{ box = [a, b, c], center = [x, y, z] }``: edge lengths along the part
   frame's axes (against a plane only: its eight corners are the contact points);
+* ``{ cylinder = [R, h] }`` with optional ``center`` and ``axis`` (default +z): against a plane
+  only (its two rim circles are the contact points);
 * ``{ plane = { point = [x, y, z], normal = [nx, ny, nz] } }``: the solid is the half-space
   behind the normal (the normal points out of the material, into the free space);
   ``point`` defaults to the part origin, ``normal`` to +z (the part frame's xy plane).
 
-Built: ``method = "compliant"`` with sphere–plane, sphere–sphere and box–plane pairs. Not built
-yet (refused with a message naming the contact, never faked): ``method = "unilateral"`` (the
-issue's default), the ``cylinder`` primitive, box–sphere and box–box, shapes from the parts' CAD geometry,
-``pairs = "all"``/globs.
+Built pairs: sphere–plane, sphere–sphere, box–plane, cylinder–plane. Not built yet (refused with a
+message naming the contact, never faked): box–sphere, box–box and cylinder–sphere, shapes from the
+parts' CAD geometry.
 """
 
 from __future__ import annotations
