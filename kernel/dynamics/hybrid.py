@@ -79,9 +79,10 @@ class EventDriver:
 
     # ------------------------------------------------------------------ switching functions
     def kinds(self, t, y):
-        """The switching functions for a step from (t, y): list of (kind, index)."""
+        """The switching functions for a step from (t, y), list of (kind, index), and their values there."""
         cc = self.cc
-        ev, (vd, fc, power, lam_n, f_t) = self._solution(t, y)
+        solution = self._solution(t, y)
+        ev, (vd, fc, power, lam_n, f_t) = solution
         g, gd, vt = cc.gaps(ev.bs, self.state)
         modes = cc.modes(self.state)
         out = []
@@ -94,12 +95,12 @@ class EventDriver:
                     out.append(("reversal", i))
         for o in cc.friction_margins(self.state, lam_n, f_t):
             out.append(("cone", o))
-        return out
+        return out, self.values(t, y, out, solution)
 
-    def values(self, t, y, kinds):
-        """The switching functions' values at (t, y)."""
+    def values(self, t, y, kinds, solution=None):
+        """The switching functions' values at (t, y) (``solution``: :meth:`_solution` there, if known)."""
         cc = self.cc
-        ev, (vd, fc, power, lam_n, f_t) = self._solution(t, y)
+        ev, (vd, fc, power, lam_n, f_t) = solution or self._solution(t, y)
         g, gd, vt = cc.gaps(ev.bs, self.state)
         margins = None
         sdir = cc.slip_dirs(self.state)
@@ -240,8 +241,7 @@ class EventDriver:
         same_instant, last_switch = 0, None
         while k < nt:
             t0, y0 = solver.t, solver.y.copy()
-            kinds = self.kinds(t0, y0)
-            v0 = self.values(t0, y0, kinds)
+            kinds, v0 = self.kinds(t0, y0)
             try:
                 message = solver.step()
             except (np.linalg.LinAlgError, FloatingPointError, ValueError) as exc:

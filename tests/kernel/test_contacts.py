@@ -364,3 +364,21 @@ def test_a_box_slides_down_the_incline_on_its_corners_with_the_coulomb_accelerat
     assert m.extra["box.normal_force"][-1] == pytest.approx(M * G * math.cos(THETA), rel=1e-4)
     assert m.extra["box.friction_force"][-1] == pytest.approx(mu_d * M * G * math.cos(THETA), rel=1e-4)
     assert np.all(m.extra["box.active"][1:] == 1)
+
+
+def test_a_compliant_cylinder_lying_on_a_plane_settles_on_its_two_rims():
+    # each rim carries half the weight: k δ^n = m g / 2 (a closed form for the static penetration)
+    k, n, m = 1e6, 1.5, 2.0
+    data = {"units": "m", "gravity": [0, 0, -G],
+            "parts": {"floor": {"fixed": True},
+                      "disc": {"position": [0, 0, 0.1], "orientation": [math.sqrt(0.5), math.sqrt(0.5), 0, 0],
+                               "mass": m, "inertia": [0.01125, 0.01125, 0.01]}},
+            "contacts": [{"name": "disc_floor", "parts": ["disc", "floor"], "method": "compliant",
+                          "shape": [{"cylinder": [0.1, 0.05]}, {"plane": {}}], "stiffness": k, "exponent": n,
+                          "damping": 5e7}]}  # about critically damped at the static penetration
+    motion = simulate(compile_model(parse_model(data, source="disc.toml")), t_end=1.0, steps=4)
+    assert motion.complete, motion.message
+    delta = (m * G / (2 * k)) ** (1 / n)
+    assert motion.extra["disc_floor.normal_force"][-1] == pytest.approx(m * G, rel=1e-6)
+    assert motion.extra["disc_floor.penetration"][-1] == pytest.approx(delta, rel=1e-5)
+    assert motion.position[-1, motion.parts.index("disc"), 2] == pytest.approx(0.1 - delta, abs=1e-8)

@@ -178,14 +178,10 @@ def test_box_on_the_incline_slides_and_below_the_friction_angle_sticks():
 
 
 def _disc(mu, v0=0.0):
-    data = {"units": "m", "gravity": [G * math.sin(TH), 0.0, -G * math.cos(TH)],
-            "parts": {"incline": {"fixed": True},
-                      "disc": {"position": [0, 0, 0.1], "orientation": [math.sqrt(0.5), math.sqrt(0.5), 0, 0],
-                               "mass": 2.0, "inertia": [0.01125, 0.01125, 0.01]}},
-            "contacts": [{"name": "rolling", "parts": ["disc", "incline"],
-                          "shape": [{"cylinder": [0.1, 0.05]}, {"plane": {}}], "friction": mu}]}
-    if v0:
-        data["initial_velocity"] = {"disc": {"velocity": [v0, 0, 0]}}
+    """The rolling-disc sample with friction μ and initial speed v0 down the slope."""
+    data = _data("rolling_disc")
+    data["contacts"][0]["friction"] = mu
+    data["initial_velocity"]["disc"]["velocity"] = [v0, 0, 0]
     return data
 
 
@@ -235,6 +231,25 @@ def test_bad_patterns_are_refused_naming_the_contact(change, words):
         parse_model(data, source="cradle.toml")
     for w in words:
         assert w in str(err.value), str(err.value)
+
+
+def test_every_contact_kept_in_the_equations_gives_the_same_motion():
+    data = _data("newtons_cradle")
+    data["contacts"][0]["restitution"] = 0.8
+    model = compile_model(parse_model(data, source="cradle.toml"))
+    active, _ = run(model, 0.6, 6)
+    kept, _ = run(model, 0.6, 6, options={"activation": False})
+    assert np.max(np.abs(active.position - kept.position)) < 1e-12
+    assert [e.time for e in active.events if e.kind == "impact"] == [e.time for e in kept.events if e.kind == "impact"]
+
+
+@pytest.mark.parametrize("integrator", ["RK45", "Radau"])
+def test_other_error_controlled_integrators_locate_the_same_impacts(integrator):
+    motion, _ = _run(_data("bouncing_ball_unilateral"), t_end=1.5, steps=3, integrator=integrator, rtol=1e-10,
+                     atol=1e-12)
+    hits = [ev.time for ev in motion.events if ev.kind == "impact"]
+    t1 = math.sqrt(2 / G)
+    assert hits[:2] == pytest.approx([t1, t1 + 2 * 0.8 * math.sqrt(2 * G) / G], abs=1e-8)
 
 
 def test_unilateral_contacts_run_with_the_projection_formulation_only():
