@@ -10,6 +10,14 @@ edge or a face, and the corners' forces carry the edge and the face):
     plane:   n = n_O,                 δ = R − (c_S − p)·n,     x = c_S − (R − δ/2) n
     sphere:  n = (c_S − c_O)/|c_S − c_O|,   δ = R + R_O − |c_S − c_O|,   x = c_O + (R_O − δ/2) n
 
+A cylinder against a plane has two points, its rim circles (centre c_S, axis a on part s, radius R):
+the rim's point nearest the plane is c_S − R û, û = u/|u|, u = n − (n·a) a, so
+
+    rim:     n = n_O,                 δ = R |u| − (c_S − p)·n,   x = c_S − R û + (δ/2) n
+
+(a rim lying flat on the plane, u = 0: its centre, δ = −(c_S − p)·n; the rim's nearest point moves
+along the rim as the parts turn, and v_r at x is still exactly dδ/dt's: the envelope of the rim).
+
 n is the contact normal (m, unit, from O toward S), δ the penetration (m; the contact is
 *active* while δ > 0), x the contact point (halfway through the overlap). The relative velocity
 of the material points at x is v_r = v_S(x) − v_O(x); the penetration rate is δ̇ = −v_r·n (exactly

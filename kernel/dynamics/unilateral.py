@@ -417,14 +417,9 @@ class UnilateralContacts(Contacts):
         return before
 
     def cone_violations(self, state, lam_n, f_t):
-        """Contacts (owners) whose sticking points need more than μ_s Σ λ_n of friction."""
-        modes = self.modes(state)
-        out = []
-        for o in np.unique(self.owner[modes == STICK]):
-            pts = np.flatnonzero((self.owner == o) & (modes == STICK))
-            if np.linalg.norm(f_t[pts].sum(0)) > self.mu_s[pts[0]] * lam_n[pts].sum() * (1 + 1e-9):
-                out.append(int(o))
-        return out
+        """Contacts (owners) whose sticking points need more than μ_s Σ λ_n of friction (beyond round-off)."""
+        return [o for o, margin in self.friction_margins(state, lam_n, f_t).items()
+                if margin < -1e-9 * float(np.max(np.abs(lam_n), initial=0.0))]
 
     def friction_margins(self, state, lam_n, f_t):
         """Per sticking contact (owner): μ_s Σ λ_n − |Σ λ_t| (N; < 0 outside the cone), as {owner: value}."""
