@@ -12,20 +12,26 @@ Prints, per N: declared contacts, the mean number active (time-weighted, from th
 the median wall time of ``CM_REPEAT`` runs (default 3) of 1 s simulated with and without activation,
 their ratio and the largest position difference between the two runs.
 
+BLAS is pinned to one thread, as in ../shared/peers/run_all.sh and ``lattice.py`` (on this shared 2-core
+machine a threaded OpenBLAS makes small dense solves many times slower).
+
     python benchmarks/contacts.py [N ...]        (default N = 5 10 20)
 """
-
 import os
-import re
-import statistics
-import sys
-import time
 
-import numpy as np
+for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_v, "1")
 
-from cadmotion.importers.modelfile import parse_model
-from cadmotion.kernel import compile_model
-from cadmotion.kernel.dynamics.forward import run
+import re  # noqa: E402
+import statistics  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from cadmotion.importers.modelfile import parse_model  # noqa: E402
+from cadmotion.kernel import compile_model  # noqa: E402
+from cadmotion.kernel.dynamics.forward import run  # noqa: E402
 
 REPEAT = int(os.environ.get("CM_REPEAT", "3"))
 R, GAP = 0.05, 0.02

@@ -103,6 +103,23 @@ def test_zeno_bounces_end_in_a_persistent_contact_carrying_the_weight():
     assert any("impact(s)" in n and "time with k contacts active" in n for n in result.notes)
 
 
+def test_a_box_dropped_flat_rebounds_on_its_four_corners_at_once():
+    # four corners impact at the same instant: one complementarity problem with four redundant rows
+    e, h = 0.5, 0.2
+    data = {"units": "m", "gravity": [0, 0, -G],
+            "parts": {"floor": {"fixed": True},
+                      "box": {"position": [0, 0, 0.05 + h], "mass": 1.0, "inertia": [0.0016667, 0.0041667, 0.0041667]}},
+            "contacts": [{"name": "box_floor", "parts": ["box", "floor"], "restitution": e,
+                          "shape": [{"box": [0.2, 0.1, 0.1]}, {"plane": {}}]}]}
+    t1 = math.sqrt(2 * h / G)
+    motion, _ = _run(data, times=np.array([0.0, t1 + 1e-6]))
+    hits = [ev for ev in motion.events if ev.kind == "impact"]
+    assert len(hits) == 4 and all(ev.time == pytest.approx(t1, abs=1e-9) for ev in hits)
+    assert motion.velocity[-1, 1, 2] == pytest.approx(e * math.sqrt(2 * G * h) - G * 1e-6, abs=1e-8)
+    assert np.max(np.abs(motion.angular_velocity[-1, 1])) < 1e-9
+    assert motion.extra["work.nonconservative"][-1] == pytest.approx(-(1 - e * e) * G * h, rel=1e-7)
+
+
 # ---------------------------------------------------------------------------- Newton's cradle
 def _cradle(e, t_extra):
     data = _data("newtons_cradle")
