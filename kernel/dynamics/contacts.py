@@ -77,6 +77,7 @@ import numpy as np
 from scipy.optimize import brentq
 
 from ...errors import MechanismError
+from .mass import cross
 
 __all__ = ["Contacts", "restitution_factor", "compliant_step_limit", "STICTION_VELOCITY", "MIN_IMPACT_SPEED",
            "CONTACT_OUTPUTS"]
@@ -119,10 +120,6 @@ def restitution_factor(e):
     # g = (1 − e²) ξ²/2 + O(ξ³) > 0 near the trivial root ξ = 0, → −∞ as ξ → 1/e: one root between
     lo, hi = 1e-3 * (1.0 - e), (1.0 - 1e-15) / e
     return brentq(g, lo, hi, xtol=1e-15, rtol=1e-14)
-
-
-def _cross(a, b):
-    return np.cross(a, b)
 
 
 def _rotate(phi):
@@ -346,7 +343,7 @@ class Contacts:
         reach = np.sum(off * n, 1)
         delta = np.where(plane, reach - np.sum(d * n_plane, 1), Rs + Ro - dist)
         x = cs - off + 0.5 * delta[:, None] * n
-        vr = vs + _cross(ws, x - rs) - vo - _cross(wo, x - ro)
+        vr = vs + cross(ws, x - rs) - vo - cross(wo, x - ro)
         vn = np.sum(vr * n, 1)
         return n, delta, x, -vn, vr - vn[:, None] * n
 
@@ -393,8 +390,8 @@ class Contacts:
         f = Fn[:, None] * n + Ft
         np.add.at(F, self.s, f)
         np.add.at(F, self.o, -f)
-        np.add.at(N, self.s, _cross(x - bs.rc[self.s], f))
-        np.add.at(N, self.o, -_cross(x - bs.rc[self.o], f))
+        np.add.at(N, self.s, cross(x - bs.rc[self.s], f))
+        np.add.at(N, self.o, -cross(x - bs.rc[self.o], f))
         return float(np.sum(power))
 
     def _wrenches(self, pair, state):
@@ -402,8 +399,8 @@ class Contacts:
         n, delta, x, Fn, Ft, vt, _ = self.forces(None, state, pair)
         f = Fn[:, None] * n + Ft
         out = np.empty((self.n, 2, 6))
-        out[:, 0, :3], out[:, 0, 3:] = f, _cross(x - pair[0][1], f)
-        out[:, 1, :3], out[:, 1, 3:] = -f, -_cross(x - pair[1][1], f)
+        out[:, 0, :3], out[:, 0, 3:] = f, cross(x - pair[0][1], f)
+        out[:, 1, :3], out[:, 1, 3:] = -f, -cross(x - pair[1][1], f)
         return out
 
     def tangent_blocks(self, bs, state, eps=1e-7):

@@ -57,6 +57,7 @@ import numpy as np
 
 from ...errors import MechanismError
 from .contacts import Contacts, _rotate
+from .mass import cross
 from .stops import JointStops
 
 __all__ = ["UnilateralContacts", "OPEN", "SLIP", "STICK", "STATE_WIDTH", "PLASTIC_SPEED", "CLOSED_SPEED", "lcp"]
@@ -103,9 +104,9 @@ def lcp(G, b, tol=1e-12):
 def _tangents(n):
     """Two unit tangents (c, 3) each, t₁ ⟂ n, t₂ = n × t₁ (t₁ from the world axis least along n)."""
     axis = np.eye(3)[np.argmin(np.abs(n), axis=1)]
-    t1 = np.cross(n, axis)
+    t1 = cross(n, axis)
     t1 /= np.linalg.norm(t1, axis=1)[:, None]
-    return t1, np.cross(n, t1)
+    return t1, cross(n, t1)
 
 
 class UnilateralContacts(Contacts):
@@ -233,7 +234,7 @@ class UnilateralContacts(Contacts):
                     Jp[j, 0, 6 * body + 3: 6 * body + 6] += sg * b_sign * zz
                 else:
                     Jp[j, 0, 6 * body: 6 * body + 3] += sg * b_sign * zz
-                    Jp[j, 0, 6 * body + 3: 6 * body + 6] += sg * b_sign * np.cross(Pj[si] - bs.rc[body], zz)
+                    Jp[j, 0, 6 * body + 3: 6 * body + 6] += sg * b_sign * cross(Pj[si] - bs.rc[body], zz)
         # the convective term: the rate q̇ along the rigid motion at the present velocities
         speed = float(np.max(np.linalg.norm(bs.w, axis=1), initial=0.0) + np.max(np.linalg.norm(bs.vc, axis=1),
                                                                                   initial=0.0))
