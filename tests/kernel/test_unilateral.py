@@ -321,3 +321,21 @@ def test_unilateral_limit_keys_are_checked():
         parse_model(_limited_pendulum(limit_method="unilateral", limit_stiffness=1e4), source="p.toml")
     with pytest.raises(ModelFileError, match="limit_method"):
         parse_model(_limited_pendulum(limit_method="rigid"), source="p.toml")
+
+
+def test_the_run_summary_counts_impacts_and_json_lists_every_one(tmp_path, capsys):
+    import json
+
+    from cadmotion.plugin.cli import main
+
+    rc = main(["run", str(SAMPLES / "bouncing_ball_unilateral.cadmotion.toml"), "--analysis", "dynamic",
+               "-o", str(tmp_path / "ball.csv"), "--json"])
+    captured = capsys.readouterr()
+    assert rc == 0, captured.err
+    events = json.loads(captured.out)["events"]
+    impacts = [e for e in events if e["kind"] == "impact"]
+    assert len(impacts) > 12 and impacts[0]["items"] == ["ball_floor"]
+    assert captured.err.count("impact at t =") == 12
+    assert f"{len(impacts) - 12} more impact event(s) ({len(impacts)} in all" in captured.err
+    header = (tmp_path / "ball.csv").read_text().splitlines()[0].split(",")
+    assert {"ball_floor.active", "ball_floor.normal_force"} <= set(header)
