@@ -339,3 +339,26 @@ def test_the_run_summary_counts_impacts_and_json_lists_every_one(tmp_path, capsy
     assert f"{len(impacts) - 12} more impact event(s) ({len(impacts)} in all" in captured.err
     header = (tmp_path / "ball.csv").read_text().splitlines()[0].split(",")
     assert {"ball_floor.active", "ball_floor.normal_force"} <= set(header)
+
+
+@pytest.mark.parametrize("e", [0.0, 0.6])
+def test_a_slider_bounces_between_its_unilateral_limits_at_e_times_its_speed(e):
+    # a 2 kg slider on a prismatic rail along x at 2 m/s, limits [−0.1, 0.1] m: impacts at x = ±0.1, each
+    # rebound e times the speed (no force along the rail), times 0.05 s, then 0.2/(e·2) s later
+    v0, hi = 2.0, 0.1
+    data = {"units": "m", "gravity": [0, 0, -G],
+            "parts": {"ground": {"fixed": True},
+                      "slider": {"position": [0, 0, 0], "mass": 2.0, "inertia": [0.01, 0.01, 0.01]}},
+            "joints": [dict(name="rail", type="prismatic", parts=["ground", "slider"], origin=[0, 0, 0],
+                            axis=[1, 0, 0], limits={"disp": [-hi, hi]}, limit_restitution=e,
+                            limit_method="unilateral")],
+            "initial_velocity": {"slider": {"velocity": [v0, 0, 0]}}}
+    motion, _ = _run(data, t_end=0.3, steps=3)
+    hits = [ev.time for ev in motion.events if ev.kind == "impact"]
+    expected = [hi / v0] + ([hi / v0 + 2 * hi / (e * v0)] if e else [])
+    assert hits == pytest.approx(expected, abs=1e-10)
+    # after two impacts (e > 0) it moves at +e² v0; plastic (e = 0): it rests on the upper limit
+    assert motion.velocity[-1, 1, 0] == pytest.approx(e * e * v0, abs=1e-10)
+    assert motion.coordinate("rail.disp")[-1] == pytest.approx(hi if not e else -hi + e * e * v0 * (0.3 - hits[-1]),
+                                                                abs=1e-10)
+    assert motion.extra["work.nonconservative"][-1] == pytest.approx(-0.5 * 2.0 * v0 ** 2 * (1 - e ** 4), rel=1e-9)
