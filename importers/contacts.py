@@ -4,45 +4,49 @@ Keys (lengths in the file's ``units``; forces and coefficients in SI)::
 
     [[contacts]]
     name = "ball_floor"
-    parts = ["ball", "floor"]
+    parts = ["ball", "floor"]    # or globs ["ball*", "floor"]; or pairs = "all" / [["a*", "b"], ...]
+    ignore = [["ball1", "ball5"], "frame"]   # with patterns: pairs (either order) or parts left out
     shape = [{ sphere = 0.05 }, { plane = { point = [0, 0, 0], normal = [0, 0, 1] } }]
-    method = "compliant"
-    restitution = 0.8            # e in [0, 1]: or `damping` (one of the two)
-    damping = 2e5                # Hunt–Crossley c, N s/m^(n+1): F_n = k δ^n + c δ^n δ̇
+                                 # with pairs: a table { "ball*" = { sphere = 0.05 }, floor = { plane = {} } }
+    method = "unilateral"        # the default (impacts, :mod:`cadmotion.kernel.dynamics.unilateral`), or "compliant"
+    restitution = 0.8            # e in [0, 1] (unilateral: default 0); compliant: or `damping` (one of the two)
+    damping = 2e5                # compliant: Hunt–Crossley c, N s/m^(n+1): F_n = k δ^n + c δ^n δ̇
     friction = 0.3               # or { static = 0.5, dynamic = 0.4 }; default 0 (frictionless)
-    stiffness = 1e7              # k, N/m^n
-    exponent = 1.5               # n (1.5: Hertz, sphere on a flat; 1: linear)
-    stiction_velocity = 1e-4     # m/s, the slip speed of the regularised Coulomb law's static peak
+    stiffness = 1e7              # compliant: k, N/m^n
+    exponent = 1.5               # compliant: n (1.5: Hertz, sphere on a flat; 1: linear)
+    stiction_velocity = 1e-4     # compliant: m/s, the slip speed of the regularised Coulomb law's static peak
 
 ``shape`` is one primitive per part, in that part's frame:
 
 * ``{ sphere = R }`` or ``{ sphere = R, center = [x, y, z] }`` (centre default: the part origin);
 * ``{ box = [a, b, c] }`` or ``{ box = [a, b, c], center = [x, y, z] }``: edge lengths along the part
   frame's axes (against a plane only: its eight corners are the contact points);
+* ``{ cylinder = [R, h] }`` with optional ``center`` and ``axis`` (default +z): against a plane
+  only (its two rim circles are the contact points);
 * ``{ plane = { point = [x, y, z], normal = [nx, ny, nz] } }``: the solid is the half-space
   behind the normal (the normal points out of the material, into the free space);
   ``point`` defaults to the part origin, ``normal`` to +z (the part frame's xy plane).
 
-Built: ``method = "compliant"`` with sphere–plane, sphere–sphere and box–plane pairs. Not built
-yet (refused with a message naming the contact, never faked): ``method = "unilateral"`` (the
-issue's default), the ``cylinder`` primitive, box–sphere and box–box, shapes from the parts' CAD geometry,
-``pairs = "all"``/globs.
+Built pairs: sphere–plane, sphere–sphere, box–plane, cylinder–plane. Not built yet (refused with a
+message naming the contact, never faked): box–sphere, box–box and cylinder–sphere, shapes from the
+parts' CAD geometry.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import math
 
 import numpy as np
 
+from ..kernel.dynamics.contacts import BUILT_PAIRS, BUILT_PAIRS_TEXT
 from ..kernel.spec import ContactSpec
 
 __all__ = ["read_contact", "CONTACT_KEYS", "METHODS"]
 
-CONTACT_KEYS = {"name", "parts", "shape", "method", "restitution", "damping", "friction", "stiffness",
-                "exponent", "stiction_velocity"}
+CONTACT_KEYS = {"name", "parts", "pairs", "ignore", "shape", "method", "restitution", "damping", "friction",
+                "stiffness", "exponent", "stiction_velocity"}
 METHODS = ("compliant", "unilateral")
-_NOT_BUILT_SHAPES = ("cylinder",)
 
 
 def _number(ctx, item, key, value, *, nonneg=False, positive=False):
@@ -63,11 +67,22 @@ def _shape(ctx, item, k, part, value):
                             f"{{ plane = {{ normal = [0, 0, 1] }} }}, got {value!r}")
     kinds = [key for key in ("sphere", "plane", "box", "cylinder") if key in value]
     if len(kinds) != 1:
-        raise ctx.err(item, f"{where} must name exactly one primitive (sphere or plane), got keys {sorted(value)}")
+        raise ctx.err(item, f"{where} must name exactly one primitive (sphere, box, cylinder or plane), "
+                            f"got keys {sorted(value)}")
     kind = kinds[0]
-    if kind in _NOT_BUILT_SHAPES:
-        raise ctx.err(item, f"{where}: the {kind} primitive is not built yet",
-                      hint="contacts take `sphere`, `plane` and `box` (against a plane) primitives today")
+    if kind == "cylinder":
+        ctx.check_keys(f"{item} {where}", value, {"cylinder", "center", "axis"})
+        dims = value["cylinder"]
+        if not (isinstance(dims, list) and len(dims) == 2):
+            raise ctx.err(item, f"{where}: `cylinder` must be [radius, height], got {dims!r}")
+        radius = _number(ctx, item, "cylinder radius", dims[0], positive=True) * ctx.scale
+        height = _number(ctx, item, "cylinder height", dims[1], positive=True) * ctx.scale
+        center = ctx.vec(item, "center", value.get("center", [0, 0, 0]))
+        axis = ctx.vec(item, "axis", value.get("axis", [0, 0, 1]), length=False)
+        norm = math.sqrt(float(axis @ axis))
+        if norm < 1e-12:
+            raise ctx.err(item, f"{where}: the cylinder's `axis` must not be zero")
+        return "cylinder", (radius, height, *map(float, center), *(float(x) / norm for x in axis))
     if kind == "box":
         ctx.check_keys(f"{item} {where}", value, {"box", "center"})
         edges = ctx.vec(item, "box", value["box"])
@@ -95,8 +110,9 @@ def _shape(ctx, item, k, part, value):
 
 
 def read_contact(ctx, k, entry, parts):
-    """The ``k``-th ``[[contacts]]`` table as a ContactSpec (``ctx``: the model file's context,
-    ``parts``: the model's parts by name). Raises ModelFileError naming the contact."""
+    """The ``k``-th ``[[contacts]]`` table as a list of ContactSpec, one per pair of parts (``ctx``: the
+    model file's context, ``parts``: the model's parts by name; a pattern's pairs are named
+    ``<name>:<first>-<second>``). Raises ModelFileError naming the contact."""
     name = entry.get("name", f"contact{k + 1}") if isinstance(entry, dict) else f"contact{k + 1}"
     item = f"[[contacts]] #{k + 1} {name!r}"
     ctx.check_keys(item, entry, CONTACT_KEYS)
@@ -106,29 +122,14 @@ def read_contact(ctx, k, entry, parts):
     if method not in METHODS:
         raise ctx.err(item, f"unknown method {method!r}", hint="use method = \"compliant\"")
     if method == "unilateral":
-        raise ctx.err(item, "method \"unilateral\" (impacts with restitution and event-located stick/slip) is not "
-                            "built yet" + ("; it is the default when `method` is left out" if "method" not in entry
-                                           else ""),
-                      hint="write method = \"compliant\" with `stiffness`, `exponent` and `restitution` (or `damping`)")
-    pair = entry.get("parts")
-    if not isinstance(pair, list) or len(pair) != 2 or not all(isinstance(p, str) for p in pair):
-        raise ctx.err(item, "`parts` must be two part names [first, second]",
-                      hint="`pairs = \"all\"` and glob patterns are not built yet")
-    for p in pair:
-        if p not in parts:
-            raise ctx.err(item, f"unknown part {p!r}", hint=f"known parts: {', '.join(parts)}")
-    if pair[0] == pair[1]:
-        raise ctx.err(item, f"a contact needs two different parts, got {pair[0]!r} twice")
-    shapes = entry.get("shape")
-    if not isinstance(shapes, list) or len(shapes) != 2:
-        raise ctx.err(item, "`shape` must be two primitives, one per part: "
-                            "[{ sphere = R }, { plane = { point = [..], normal = [..] } }]",
-                      hint="shapes from the parts' CAD geometry are not built yet: give a primitive for each part")
-    shapes = tuple(_shape(ctx, item, i, pair[i], s) for i, s in enumerate(shapes))
-    kinds = sorted(kind for kind, _ in shapes)
-    if kinds not in (["plane", "sphere"], ["sphere", "sphere"], ["box", "plane"]):
-        raise ctx.err(item, f"the pair {' – '.join(kind for kind, _ in shapes)} is not built yet",
-                      hint="built pairs: sphere–plane, sphere–sphere, box–plane")
+        compliant = sorted(key for key in ("stiffness", "damping", "exponent", "stiction_velocity") if key in entry)
+        if compliant:
+            raise ctx.err(item, f"{', '.join(f'`{k}`' for k in compliant)} belong(s) to method \"compliant\"; the "
+                                "unilateral method" + (" (the default when `method` is left out)"
+                                                       if "method" not in entry else "")
+                                + " takes `restitution` and `friction` only",
+                          hint="write method = \"compliant\" for a Hunt–Crossley contact, or drop those keys")
+    pairs, shape_of = _pairs_and_shapes(ctx, item, entry, parts)
     restitution = None
     if "restitution" in entry:
         restitution = _number(ctx, item, "restitution", entry["restitution"], nonneg=True)
@@ -151,5 +152,132 @@ def read_contact(ctx, k, entry, parts):
     for key in ("stiffness", "damping", "exponent", "stiction_velocity"):
         if key in entry:
             params.append((key, _number(ctx, item, key, entry[key], nonneg=True)))
-    return ContactSpec(name=name, parts=tuple(pair), shapes=shapes, method=method, restitution=restitution,
-                       friction=(mu_s, mu_d), params=tuple(params), source=f"{ctx.source}: {item}")
+    single = len(pairs) == 1 and not _patterned(entry)
+    return [ContactSpec(name=name if single else f"{name}:{a}-{b}", parts=(a, b),
+                        shapes=(shape_of(a, 0), shape_of(b, 1)), method=method, restitution=restitution,
+                        friction=(mu_s, mu_d), params=tuple(params), source=f"{ctx.source}: {item}")
+            for a, b in pairs]
+
+
+def _is_glob(text):
+    return any(ch in text for ch in "*?[")
+
+
+def _patterned(entry):
+    """Whether the table names its pairs by patterns (``pairs``, or globs in ``parts``)."""
+    return "pairs" in entry or any(isinstance(p, str) and _is_glob(p) for p in entry.get("parts") or ())
+
+
+def _matching(ctx, item, key, pattern, parts):
+    """The part names matching ``pattern`` (a name or a glob), in the model's order; an error if none."""
+    if not isinstance(pattern, str) or not pattern:
+        raise ctx.err(item, f"`{key}` entries must be part names or glob patterns, got {pattern!r}")
+    names = [p for p in parts if fnmatch.fnmatchcase(p, pattern)]
+    if not names:
+        raise ctx.err(item, f"{'pattern' if _is_glob(pattern) else 'unknown part'} {pattern!r} in `{key}` matches no "
+                            "part", hint=f"known parts: {', '.join(parts)}")
+    return names
+
+
+def _pairs_and_shapes(ctx, item, entry, parts):
+    """The contact's part pairs [(a, b), ...] and ``shape_of(part, side)`` -> (kind, numbers).
+
+    ``parts = [A, B]`` names (or globs: every a matching A with every b matching B); ``pairs = "all"``
+    (every two parts with a shape) or ``pairs = [[A, B], ...]`` (globs); ``ignore`` drops pairs
+    ``[A, B]`` (either order) or every pair of a part ``A``. ``shape`` is two primitives (first and
+    second part) or, with patterns, a table {name or glob: primitive} (the first key that matches a
+    part). Pairs of two fixed parts, of a part with itself and of shapes that are no built pair are
+    left out of a pattern; a pattern that leaves no pair is an error."""
+    patterned = _patterned(entry)
+    shapes = entry.get("shape")
+    if "pairs" in entry and "parts" in entry:
+        raise ctx.err(item, "give `parts` or `pairs`, not both")
+    if not patterned:
+        pair = entry.get("parts")
+        if not isinstance(pair, list) or len(pair) != 2 or not all(isinstance(p, str) for p in pair):
+            raise ctx.err(item, "`parts` must be two part names [first, second]",
+                          hint="or glob patterns [\"ball*\", \"floor\"], or `pairs = \"all\"`")
+        for p in pair:
+            if p not in parts:
+                raise ctx.err(item, f"unknown part {p!r}", hint=f"known parts: {', '.join(parts)}")
+        if pair[0] == pair[1]:
+            raise ctx.err(item, f"a contact needs two different parts, got {pair[0]!r} twice")
+        if not isinstance(shapes, list) or len(shapes) != 2:
+            raise ctx.err(item, "`shape` must be two primitives, one per part: "
+                                "[{ sphere = R }, { plane = { point = [..], normal = [..] } }]",
+                          hint="shapes from the parts' CAD geometry are not built yet: give a primitive for each part")
+        prims = tuple(_shape(ctx, item, i, pair[i], s) for i, s in enumerate(shapes))
+        kinds = sorted(kind for kind, _ in prims)
+        if kinds not in BUILT_PAIRS:
+            raise ctx.err(item, f"the pair {' – '.join(kind for kind, _ in prims)} is not built yet",
+                          hint=f"built pairs: {BUILT_PAIRS_TEXT}")
+        return [tuple(pair)], lambda part, side: prims[side]
+    # patterns
+    if isinstance(shapes, dict):
+        table = {}
+        for pattern, prim in shapes.items():
+            for part in _matching(ctx, item, "shape", pattern, parts):
+                if part not in table:
+                    table[part] = _shape(ctx, item, len(table), part, prim)
+
+        def shape_of(part, side):
+            return table[part]
+    elif isinstance(shapes, list) and len(shapes) == 2 and "parts" in entry:
+        sides = [_shape(ctx, item, i, entry["parts"][i], s) for i, s in enumerate(shapes)]
+        table = None
+
+        def shape_of(part, side):
+            return sides[side]
+    else:
+        raise ctx.err(item, "with `pairs` or glob patterns, `shape` must be a table { \"name or glob\" = primitive }"
+                            " (or, with `parts` globs, two primitives)",
+                      hint="e.g. shape = { \"ball*\" = { sphere = 0.025 }, frame = { plane = {} } }")
+    if "parts" in entry:
+        pattern = entry["parts"]
+        if not isinstance(pattern, list) or len(pattern) != 2:
+            raise ctx.err(item, "`parts` must be two part names or glob patterns [first, second]")
+        candidates = [(a, b) for a in _matching(ctx, item, "parts", pattern[0], parts)
+                      for b in _matching(ctx, item, "parts", pattern[1], parts)]
+    else:
+        spec = entry["pairs"]
+        if spec == "all":
+            shaped = [p for p in parts if table is None or p in table]
+            candidates = [(a, b) for i, a in enumerate(shaped) for b in shaped[i + 1:]]
+        elif isinstance(spec, list) and all(isinstance(x, list) and len(x) == 2 for x in spec):
+            candidates = [(a, b) for pa, pb in spec for a in _matching(ctx, item, "pairs", pa, parts)
+                          for b in _matching(ctx, item, "pairs", pb, parts)]
+        else:
+            raise ctx.err(item, f"`pairs` must be \"all\" or a list of [first, second] names or globs, got {spec!r}")
+    ignore = entry.get("ignore", [])
+    if not isinstance(ignore, list):
+        raise ctx.err(item, "`ignore` must be a list of part names/globs or [first, second] pairs of them")
+    for rule in ignore:
+        if not (isinstance(rule, str) or (isinstance(rule, list) and len(rule) == 2
+                                          and all(isinstance(x, str) for x in rule))):
+            raise ctx.err(item, f"`ignore` entries must be a part name/glob or a [first, second] pair, got {rule!r}")
+
+    def ignored(a, b):
+        for rule in ignore:
+            if isinstance(rule, str):
+                if fnmatch.fnmatchcase(a, rule) or fnmatch.fnmatchcase(b, rule):
+                    return True
+            elif any(fnmatch.fnmatchcase(x, rule[0]) and fnmatch.fnmatchcase(y, rule[1]) for x, y in ((a, b), (b, a))):
+                return True
+        return False
+
+    pairs, seen = [], set()
+    for a, b in candidates:
+        key = frozenset((a, b))
+        if a == b or key in seen or ignored(a, b) or (table is not None and (a not in table or b not in table)):
+            continue
+        if parts[a].fixed and parts[b].fixed:
+            continue
+        if sorted((shape_of(a, 0)[0], shape_of(b, 1)[0])) not in BUILT_PAIRS:
+            continue
+        seen.add(key)
+        pairs.append((a, b))
+    if not pairs:
+        raise ctx.err(item, "the patterns leave no pair of parts to put in contact",
+                      hint=f"pairs need two different parts, not both fixed, whose shapes are a built pair "
+                           f"({BUILT_PAIRS_TEXT}), and not in `ignore`")
+    return pairs, shape_of

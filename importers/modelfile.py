@@ -44,6 +44,7 @@ parts (``step = "gripper.step"``). Keys (lengths in the file's ``units``, angles
     joints = ["cam_shaft", "follower_slide"]
     law = [[theta, value], ...]       # or: profile = [[x, y, z], ...] / { part = "cam", near = [..] }
     follower = "flat"                 # with a profile: "flat", "point", "roller" (+ radius); contact = [..]
+    limit_method = "unilateral"       # or "compliant" (default): impacts with limit_restitution, event-located
     [[drivers]]
     joint = "crank_pivot"             # or: part = "slider", coordinate = "x"
     coordinate = "angle"              # optional for single-coordinate joints
@@ -104,7 +105,7 @@ _PART_KEYS = {"fixed", "position", "orientation", "mass", "com", "inertia", "col
 _LINE_DISTANCE_TYPES = ("point-line-distance", "line-line-distance", "rev-rev-distance")
 _JOINT_KEYS = {"name", "type", "parts", "origin", "axis", "xaxis", "axis2", "origin2", "points", "length", "angle",
                "pitch", "radius", "ratio", "joints", "limits", "limit_stiffness", "limit_exponent",
-               "limit_restitution", "law", "profile", "follower", "contact"}
+               "limit_restitution", "limit_method", "law", "profile", "follower", "contact"}
 #: the keys of a cam pair (type = "cam", :mod:`cadmotion.kernel.cams`)
 _CAM_KEYS = {"name", "type", "joints", "law", "profile", "follower", "radius", "contact"}
 #: a joint's stop parameters (SI: N m/rad^n or N/m^n, 1, 1), :mod:`cadmotion.kernel.dynamics.stops`
@@ -301,7 +302,7 @@ def parse_model(data, source="<model>", base_dir="."):
     joint_types = {j.name: j.type for j in joints}
     drivers = [_driver(ctx, k, entry, joint_types) for k, entry in enumerate(_array(ctx, data, "drivers"))]
     forces = [_force(ctx, k, entry) for k, entry in enumerate(_array(ctx, data, "forces"))]
-    contacts = [read_contact(ctx, k, entry, parts) for k, entry in enumerate(_array(ctx, data, "contacts"))]
+    contacts = [c for k, entry in enumerate(_array(ctx, data, "contacts")) for c in read_contact(ctx, k, entry, parts)]
     init_v = []
     for name, entry in (data.get("initial_velocity") or {}).items():
         item = f"[initial_velocity.{name}]"
@@ -446,6 +447,17 @@ def _joint(ctx, k, entry, parts, cad):
                               hint="limit_stiffness > 0 (N m/rad^n or N/m^n, SI), limit_exponent ≥ 1, "
                                    "limit_restitution in [0.05, 1]")
             stop.append((key, value))
+    if "limit_method" in entry:
+        method = entry["limit_method"]
+        if not limits:
+            raise ctx.err(item, "`limit_method` says how the joint's `limits` act, and it has none",
+                          hint="add limits = {angle = [lo, hi]} or {disp = [lo, hi]}, or remove the key")
+        if method not in ("compliant", "unilateral"):
+            raise ctx.err(item, f"`limit_method` must be \"compliant\" or \"unilateral\", got {method!r}")
+        if method == "unilateral" and any(k in entry for k in ("limit_stiffness", "limit_exponent")):
+            raise ctx.err(item, "`limit_stiffness` and `limit_exponent` shape compliant stops; a unilateral limit "
+                                "takes `limit_restitution` only", hint="remove them, or limit_method = \"compliant\"")
+        stop.append(("limit_method", method))
     if jtype in HIGHER_PAIR_TYPES:
         return _cam(ctx, item, name, entry, src, cad, parts)
     if jtype in COUPLER_TYPES:

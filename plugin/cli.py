@@ -34,6 +34,9 @@ from .run_analysis import EXIT_INTERRUPTED, EXIT_INVARIANT, EXIT_STOPPED  # noqa
 #: to :data:`cadmotion.kernel.dynamics.FORMULATIONS` and the integrators the formulations run)
 FORMULATION_NAMES = ("projection", "baumgarte", "penalty", "augmented-lagrangian", "index3", "partitioning")
 INTEGRATOR_NAMES = ("DOP853", "RK45", "RK23", "Radau", "BDF", "LSODA", "RK4", "generalized-alpha", "HHT")
+#: events a run may have many of (impacts and switches of unilateral contacts): the summary lists this
+#: many of each kind and counts the rest (``--json`` and ``--report`` list them all)
+_COUNTED_EVENTS = {"impact": 12, "contact": 12}
 
 
 def _positive_int(text):
@@ -277,11 +280,20 @@ def _print_summary(args, model, motion, result, invariants, written, status, cod
         print(f"  ran: {_ran_line(result, args, motion)}", file=err)
         for note in _notes(result.notes):
             print(f"  note: {note}", file=err)
+    shown = {}
     for e in motion.events:
         if e.kind == "stats" and result is not None:
             continue  # said by "ran"
+        if e.kind in _COUNTED_EVENTS:
+            shown[e.kind] = shown.get(e.kind, 0) + 1
+            if shown[e.kind] > _COUNTED_EVENTS[e.kind]:
+                continue
         label = "INVARIANT BROKEN" if e.kind == "invariant" else e.kind
         print(f"  {label} at t = {e.time:.6g} s: {e.message}", file=err)
+    for kind, count in shown.items():
+        if count > _COUNTED_EVENTS[kind]:
+            print(f"  ... {count - _COUNTED_EVENTS[kind]} more {kind} event(s) ({count} in all; every one in --json)",
+                  file=err)
     if invariants is not None:
         checked = "; ".join(c.line() for c in invariants.checks)
         print(f"  checked: {checked}", file=err)

@@ -10,6 +10,14 @@ edge or a face, and the corners' forces carry the edge and the face):
     plane:   n = n_O,                 δ = R − (c_S − p)·n,     x = c_S − (R − δ/2) n
     sphere:  n = (c_S − c_O)/|c_S − c_O|,   δ = R + R_O − |c_S − c_O|,   x = c_O + (R_O − δ/2) n
 
+A cylinder against a plane has two points, its rim circles (centre c_S, axis a on part s, radius R):
+the rim's point nearest the plane is c_S − R û, û = u/|u|, u = n − (n·a) a, so
+
+    rim:     n = n_O,                 δ = R |u| − (c_S − p)·n,   x = c_S − R û + (δ/2) n
+
+(a rim lying flat on the plane, u = 0: its centre, δ = −(c_S − p)·n; the rim's nearest point moves
+along the rim as the parts turn, and v_r at x is still exactly dδ/dt's: the envelope of the rim).
+
 n is the contact normal (m, unit, from O toward S), δ the penetration (m; the contact is
 *active* while δ > 0), x the contact point (halfway through the overlap). The relative velocity
 of the material points at x is v_r = v_S(x) − v_O(x); the penetration rate is δ̇ = −v_r·n (exactly
@@ -69,6 +77,7 @@ import numpy as np
 from scipy.optimize import brentq
 
 from ...errors import MechanismError
+from .mass import cross
 
 __all__ = ["Contacts", "restitution_factor", "compliant_step_limit", "STICTION_VELOCITY", "MIN_IMPACT_SPEED",
            "CONTACT_OUTPUTS"]
@@ -88,6 +97,12 @@ STEPS_PER_CONTACT = 10
 #: estimate is least reliable, and the error of that step falls as h^(n+2)
 TOUCH_STEP = 1e-3
 _PARAMS = ("stiffness", "damping", "exponent", "stiction_velocity")
+#: the contact methods (:class:`Contacts` holds the compliant ones, :mod:`.unilateral` the others)
+METHODS = ("compliant", "unilateral")
+#: the primitive pairs built (sorted kinds)
+BUILT_PAIRS = (["plane", "sphere"], ["sphere", "sphere"], ["box", "plane"], ["cylinder", "plane"])
+BUILT_PAIRS_TEXT = "sphere–plane, sphere–sphere, box–plane, cylinder–plane"
+_NO_AXIS = np.zeros(3)
 _WELD_JOINTS = ("fixed",)
 
 
@@ -105,10 +120,6 @@ def restitution_factor(e):
     # g = (1 − e²) ξ²/2 + O(ξ³) > 0 near the trivial root ξ = 0, → −∞ as ξ → 1/e: one root between
     lo, hi = 1e-3 * (1.0 - e), (1.0 - 1e-15) / e
     return brentq(g, lo, hi, xtol=1e-15, rtol=1e-14)
-
-
-def _cross(a, b):
-    return np.cross(a, b)
 
 
 def _rotate(phi):
@@ -136,6 +147,9 @@ class Contacts:
     (m/s, 0 while apart); it lives after the angle references of the force elements' ``refs``.
     """
 
+    #: the method whose contacts this class holds (:class:`.unilateral.UnilateralContacts` the other)
+    method = "compliant"
+
     def __init__(self, model, mass):
         spec = model.spec
         self.model, self.mass = model, mass
@@ -144,8 +158,10 @@ class Contacts:
         fixed = {p.name for p in spec.parts if p.fixed}
         names, seen = [], set()
         s_b, o_b, s_d, o_d, o_n, R_s, R_o, plane, owners, L, from_e = [], [], [], [], [], [], [], [], [], [], []
-        k, lam, xi, n_exp, mu_s, mu_d, v_s = [], [], [], [], [], [], []
+        k, lam, xi, n_exp, mu_s, mu_d, v_s, axes, e_list = [], [], [], [], [], [], [], [], []
         for c in spec.contacts:
+            if c.method in METHODS and c.method != self.method:
+                continue
             where = c.source or spec.source or None
 
             def fail(message, hint=None):
@@ -154,10 +170,8 @@ class Contacts:
             if c.name in seen:
                 fail("the name is used twice", hint="give every [[contacts]] table its own `name`")
             seen.add(c.name)
-            if c.method != "compliant":
-                fail(f"method {c.method!r} is not built yet" if c.method == "unilateral"
-                     else f"unknown method {c.method!r}",
-                     hint="use method = \"compliant\" (stiffness, exponent, restitution or damping)")
+            if c.method not in METHODS:
+                fail(f"unknown method {c.method!r}", hint=f"use method = {' or '.join(map(repr, METHODS))}")
             if len(c.parts) != 2 or len(c.shapes) != 2:
                 fail("needs two parts and one shape per part")
             for p in c.parts:
@@ -173,28 +187,30 @@ class Contacts:
                     fail(f"parts {c.parts[0]!r} and {c.parts[1]!r} are welded by joint {j.name!r}",
                          hint="remove the contact or the weld")
             params = dict(c.params)
-            unknown = sorted(set(params) - set(_PARAMS))
+            allowed = _PARAMS if self.method == "compliant" else ()
+            unknown = sorted(set(params) - set(allowed))
             if unknown:
-                fail(f"has no parameter(s) {', '.join(map(repr, unknown))}",
-                     hint=f"compliant takes {', '.join(_PARAMS)}")
+                fail(f"has no parameter(s) {', '.join(map(repr, unknown))} with method {self.method!r}",
+                     hint=f"compliant takes {', '.join(_PARAMS)}; unilateral takes restitution and friction only")
             for key, value in params.items():
                 if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
                     fail(f"`{key}` must be a finite number ≥ 0, got {value!r}")
-            if "stiffness" not in params or params["stiffness"] <= 0:
-                fail("the compliant method needs `stiffness` > 0 (N/m^exponent)")
-            exponent = float(params.get("exponent", 1.5))
-            if exponent < 1.0:
-                fail(f"`exponent` must be ≥ 1 (1.5: Hertz), got {exponent}",
-                     hint="below 1 the contact stiffness is infinite at first touch")
             e = c.restitution
             if e is not None and not (0.0 <= e <= 1.0):
                 fail(f"`restitution` must be in [0, 1], got {e!r}")
-            if (e is None) == ("damping" not in params):
-                fail("give exactly one of `restitution` (e, the damping follows each impact's speed) and `damping` "
-                     "(Hunt–Crossley λ, N s/m^(n+1))")
-            if e is not None and e < MIN_RESTITUTION:
-                fail(f"the compliant method's restitution form takes e ≥ {MIN_RESTITUTION}, got {e}",
-                     hint="for a nearly plastic contact give `damping` (Hunt–Crossley λ) instead of `restitution`")
+            exponent = float(params.get("exponent", 1.5))
+            if self.method == "compliant":
+                if "stiffness" not in params or params["stiffness"] <= 0:
+                    fail("the compliant method needs `stiffness` > 0 (N/m^exponent)")
+                if exponent < 1.0:
+                    fail(f"`exponent` must be ≥ 1 (1.5: Hertz), got {exponent}",
+                         hint="below 1 the contact stiffness is infinite at first touch")
+                if (e is None) == ("damping" not in params):
+                    fail("give exactly one of `restitution` (e, the damping follows each impact's speed) and "
+                         "`damping` (Hunt–Crossley λ, N s/m^(n+1))")
+                if e is not None and e < MIN_RESTITUTION:
+                    fail(f"the compliant method's restitution form takes e ≥ {MIN_RESTITUTION}, got {e}",
+                         hint="for a nearly plastic contact give `damping` (Hunt–Crossley λ) instead of `restitution`")
             mus, mud = (float(v) for v in c.friction)
             if mus < 0 or mud < 0 or mud > mus:
                 fail(f"friction must be 0 ≤ μ_dynamic ≤ μ_static, got static {mus}, dynamic {mud}")
@@ -202,29 +218,39 @@ class Contacts:
             if vs <= 0:
                 fail("`stiction_velocity` must be > 0 (m/s)")
             kinds = [kind for kind, _ in c.shapes]
-            built = sorted(kinds) in (["plane", "sphere"], ["sphere", "sphere"], ["box", "plane"])
-            if not built:
-                fail(f"shapes {kinds} are not a built pair", hint="built pairs: sphere–plane, sphere–sphere, box–plane")
-            # S: the sphere (the first of two) or the box (its corners: spheres of radius 0); O: the other
-            si = kinds.index("sphere") if "sphere" in kinds else kinds.index("box")
+            if sorted(kinds) not in BUILT_PAIRS:
+                fail(f"shapes {kinds} are not a built pair", hint=f"built pairs: {BUILT_PAIRS_TEXT}")
+            # S: the sphere (the first of two), the box (its corners: spheres of radius 0) or the cylinder
+            # (its two rim circles); O: the other
+            si = next(kinds.index(kind) for kind in ("sphere", "box", "cylinder") if kind in kinds)
             oi = 1 - si
             bs_, bo_ = model.body_index(c.parts[si]), model.body_index(c.parts[oi])
             shp_s, shp_o = c.shapes[si][1], c.shapes[oi][1]
             if kinds[si] == "sphere":
                 if shp_s[0] <= 0:
                     fail("a sphere's radius must be > 0")
-                points = [(np.asarray(shp_s[1:4], float), float(shp_s[0]), float(shp_s[0]))]
+                points = [(np.asarray(shp_s[1:4], float), float(shp_s[0]), float(shp_s[0]), _NO_AXIS)]
+            elif kinds[si] == "cylinder":
+                radius, height = float(shp_s[0]), float(shp_s[1])
+                if radius <= 0 or height <= 0:
+                    fail("a cylinder's radius and height must be > 0")
+                centre, axis = np.asarray(shp_s[2:5], float), np.asarray(shp_s[5:8], float)
+                axis = axis / np.linalg.norm(axis)
+                length = math.hypot(radius, 0.5 * height)
+                points = [(centre + side * 0.5 * height * axis, radius, length, axis) for side in (-1.0, 1.0)]
             else:
                 half = 0.5 * np.asarray(shp_s[0:3], float)
                 if np.any(half <= 0):
                     fail("a box's edge lengths must be > 0")
                 centre = np.asarray(shp_s[3:6], float)
                 corners = np.array([[i, j, k] for i in (-1, 1) for j in (-1, 1) for k in (-1, 1)], float) * half
-                points = [(centre + p, 0.0, float(np.linalg.norm(half))) for p in corners]
+                points = [(centre + p, 0.0, float(np.linalg.norm(half)), _NO_AXIS) for p in corners]
             owner = len(names)
             names.append(c.name)
-            for centre, radius, length in points:
+            for centre, radius, length, axis in points:
                 owners.append(owner)
+                axes.append(axis)
+                e_list.append(0.0 if e is None else float(e))
                 s_b.append(bs_)
                 o_b.append(bo_)
                 # part frame = body frame; offsets from the com (body axes)
@@ -244,9 +270,9 @@ class Contacts:
                     o_d.append(np.asarray(shp_o[1:4], float) - com[bo_])
                     o_n.append(np.zeros(3))
                     R_o.append(float(shp_o[0]))
-                k.append(float(params["stiffness"]))
+                k.append(float(params.get("stiffness", 0.0)))
                 lam.append(float(params.get("damping", 0.0)))
-                xi.append(restitution_factor(e) if e is not None else 0.0)
+                xi.append(restitution_factor(e) if e is not None and self.method == "compliant" else 0.0)
                 from_e.append(e is not None)
                 n_exp.append(exponent)
                 mu_s.append(mus)
@@ -264,6 +290,12 @@ class Contacts:
         self.no = arr(o_n, float).reshape(-1, 3)
         self.Rs, self.Ro = arr(R_s, float), arr(R_o, float)
         self.plane = arr(plane, bool)
+        #: a rim circle's axis (body frame of S; zero for a sphere or a corner): the point of S nearest the
+        #: plane lies on the rim, R from its centre
+        self.axis = arr(axes, float).reshape(-1, 3)
+        self.rim = np.linalg.norm(self.axis, axis=1) > 0
+        #: each point's coefficient of restitution (0 where none is given)
+        self.e = arr(e_list, float)
         self.k, self.lam, self.xi, self.exp = arr(k, float), arr(lam, float), arr(xi, float), arr(n_exp, float)
         self.from_restitution = arr(from_e, bool)
         self.mu_s, self.mu_d, self.v_s = arr(mu_s, float), arr(mu_d, float), arr(v_s, float)
@@ -286,18 +318,32 @@ class Contacts:
         s, o = self.s, self.o
         return (bs.A[s], bs.rc[s], bs.vc[s], bs.w[s]), (bs.A[o], bs.rc[o], bs.vc[o], bs.w[o])
 
-    def _geometry(self, S, O):
+    def _geometry(self, S, O, idx=None):
+        """:meth:`geometry` from the pair states S, O of the points ``idx`` (default: all)."""
         (As, rs, vs, ws), (Ao, ro, vo, wo) = S, O
-        cs = rs + np.einsum("nij,nj->ni", As, self.ds)
-        co = ro + np.einsum("nij,nj->ni", Ao, self.do)
+        sel = slice(None) if idx is None else idx
+        ds, do, no, Rs, Ro = self.ds[sel], self.do[sel], self.no[sel], self.Rs[sel], self.Ro[sel]
+        plane, rim, axis = self.plane[sel], self.rim[sel], self.axis[sel]
+        cs = rs + np.einsum("nij,nj->ni", As, ds)
+        co = ro + np.einsum("nij,nj->ni", Ao, do)
         d = cs - co
         dist = np.linalg.norm(d, axis=1)
-        n_plane = np.einsum("nij,nj->ni", Ao, self.no)
+        n_plane = np.einsum("nij,nj->ni", Ao, no)
         n_sph = d / np.where(dist > 0, dist, 1.0)[:, None]
-        n = np.where(self.plane[:, None], n_plane, n_sph)
-        delta = np.where(self.plane, self.Rs - np.sum(d * n_plane, 1), self.Rs + self.Ro - dist)
-        x = cs - (self.Rs - 0.5 * delta)[:, None] * n
-        vr = vs + _cross(ws, x - rs) - vo - _cross(wo, x - ro)
+        n = np.where(plane[:, None], n_plane, n_sph)
+        # the offset from S's centre to its point nearest O: R n for a sphere, R û for a rim circle
+        # (û the unit projection of n on the rim's plane; a rim lying flat on the plane: its centre)
+        off = Rs[:, None] * n
+        if np.any(rim):
+            a = np.einsum("nij,nj->ni", As, axis)
+            u = n - np.sum(n * a, 1)[:, None] * a
+            nu = np.linalg.norm(u, axis=1)
+            rim_off = Rs[:, None] * u / np.where(nu > 1e-12, nu, np.inf)[:, None]
+            off = np.where(rim[:, None], rim_off, off)
+        reach = np.sum(off * n, 1)
+        delta = np.where(plane, reach - np.sum(d * n_plane, 1), Rs + Ro - dist)
+        x = cs - off + 0.5 * delta[:, None] * n
+        vr = vs + cross(ws, x - rs) - vo - cross(wo, x - ro)
         vn = np.sum(vr * n, 1)
         return n, delta, x, -vn, vr - vn[:, None] * n
 
@@ -344,8 +390,8 @@ class Contacts:
         f = Fn[:, None] * n + Ft
         np.add.at(F, self.s, f)
         np.add.at(F, self.o, -f)
-        np.add.at(N, self.s, _cross(x - bs.rc[self.s], f))
-        np.add.at(N, self.o, -_cross(x - bs.rc[self.o], f))
+        np.add.at(N, self.s, cross(x - bs.rc[self.s], f))
+        np.add.at(N, self.o, -cross(x - bs.rc[self.o], f))
         return float(np.sum(power))
 
     def _wrenches(self, pair, state):
@@ -353,8 +399,8 @@ class Contacts:
         n, delta, x, Fn, Ft, vt, _ = self.forces(None, state, pair)
         f = Fn[:, None] * n + Ft
         out = np.empty((self.n, 2, 6))
-        out[:, 0, :3], out[:, 0, 3:] = f, _cross(x - pair[0][1], f)
-        out[:, 1, :3], out[:, 1, 3:] = -f, -_cross(x - pair[1][1], f)
+        out[:, 0, :3], out[:, 0, 3:] = f, cross(x - pair[0][1], f)
+        out[:, 1, :3], out[:, 1, 3:] = -f, -cross(x - pair[1][1], f)
         return out
 
     def tangent_blocks(self, bs, state, eps=1e-7):

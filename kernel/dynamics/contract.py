@@ -149,6 +149,8 @@ class DynamicsResult:
     nproject: int = 0
     notes: List[str] = field(default_factory=list)
     dt: float = None
+    #: Events of the run itself (impacts and contact switches of unilateral contacts), in time order
+    events: list = field(default_factory=list)
 
 
 class Formulation:
@@ -178,6 +180,8 @@ class Formulation:
                               f"{', '.join(map(repr, names))} given by `restitution` need",
                               hint=f"use formulation {', '.join(_CONTACT_STATE_FORMULATIONS)}, or give those "
                                    "contacts `damping` (Hunt–Crossley λ) instead of `restitution`")
+        if dyn.forces.contact_constraints is not None:
+            dyn.forces.contact_constraints.check_formulation(self.name)
         if dyn.forces.stops is not None and self.name not in _CONTACT_STATE_FORMULATIONS:
             raise SolverError(f"formulation {self.name!r} does not record the impact speeds that the stops of "
                               f"joint(s) {', '.join(map(repr, sorted(set(dyn.forces.stops.names))))} need",
@@ -304,9 +308,20 @@ class Formulation:
                              + ("; steps limited so that no stop is stepped over"
                                 if integrator in SCIPY_INTEGRATORS else ""))
         y = self.initial_state(times[0], q0, v0)
+        driver = None
+        if self.dyn.forces.contact_constraints is not None:
+            from .hybrid import EventDriver
+
+            driver = EventDriver(self, rec, rtol, atol)
+            try:
+                y = driver.start(times[0], y)
+            except _Stop:
+                return rec.result(self)
         rec.record(times[0], y)
         try:
-            if integrator == "RK4":
+            if driver is not None:
+                driver.run(times, y, integrator)
+            elif integrator == "RK4":
                 self._run_rk4(times, y, rec, dt)
             elif integrator == "DOP853" and self._compiled_loop_applies(times, rtol, atol):
                 self._run_compiled(times, y, rec, rtol, atol)
@@ -314,6 +329,9 @@ class Formulation:
                 self._run_scipy(times, y, rec, integrator, rtol, atol)
         except _Stop:
             pass
+        if driver is not None:
+            rec.notes.extend(driver.notes())
+            rec.events.extend(driver.events)
         return rec.result(self)
 
     def _compiled_loop_applies(self, times, rtol, atol):
@@ -614,6 +632,7 @@ class _Recorder:
         self.t_fail = None
         self.nsteps = 0
         self.notes = []
+        self.events = []
 
     def record(self, t, y, accepted=True, unpack=None):
         form = self.form
@@ -640,7 +659,7 @@ class _Recorder:
             measures=np.array(self.meas).reshape(len(self.t), -1),
             success=self.success, message=self.message,
             t_fail=self.t_fail, nfev=form.nfev, nsteps=self.nsteps, nfactor=form.nfactor, nproject=form.nproject,
-            notes=list(self.notes) + _crossing_notes(form),
+            notes=list(self.notes) + _crossing_notes(form), events=list(self.events),
         )
 
 

@@ -387,12 +387,15 @@ class ForceElements:
         #: the angle references in ``refs``
         self.contacts = None
         self.n_angle_refs = len(self.angle["ia"]) if self.angle is not None else 0
-        if getattr(spec, "contacts", ()):
+        if any(c.method != "unilateral" for c in getattr(spec, "contacts", ())):
             from .contacts import Contacts
 
             self.contacts = Contacts(model, mass)
             self.empty = False
             self.needs_refs = self.needs_refs or self.contacts.stateful
+        #: unilateral contacts (:mod:`.unilateral`: constraints while touching, impacts), None without; their
+        #: state (each point's mode and slip direction) follows the stops' in ``refs``
+        self.contact_constraints = None
         #: joint limits acting as stops (:mod:`.stops`), None without; their state follows the contacts'
         self.stops = None
         if any(j.limits for j in spec.joints):
@@ -403,12 +406,18 @@ class ForceElements:
                 self.stops = stops
                 self.empty = False
                 self.needs_refs = True
+        if any(c.method == "unilateral" for c in getattr(spec, "contacts", ())) or \
+                any(dict(j.stop).get("limit_method") == "unilateral" for j in spec.joints if j.limits):
+            from .unilateral import UnilateralContacts
+
+            self.contact_constraints = UnilateralContacts(model, mass)
+            self.empty = False
 
     @property
     def unilateral(self):
         """Whether the model has contacts or stops (forces that switch on and off: numpy right-hand
         side, steps limited by :meth:`step_limit`)."""
-        return self.contacts is not None or self.stops is not None
+        return self.contacts is not None or self.stops is not None or self.contact_constraints is not None
 
     def contact_state(self, refs):
         """The contacts' part of ``refs`` (a view)."""
@@ -417,7 +426,14 @@ class ForceElements:
 
     def stop_state(self, refs):
         """The stops' part of ``refs`` (a view, after the contacts')."""
-        return refs[self.n_angle_refs + (self.contacts.n if self.contacts is not None else 0):]
+        start = self.n_angle_refs + (self.contacts.n if self.contacts is not None else 0)
+        return refs[start: start + (2 * self.stops.n if self.stops is not None else 0)]
+
+    def contact_modes(self, refs):
+        """The unilateral contacts' part of ``refs`` (a view, after the stops'; :mod:`.unilateral`)."""
+        start = self.n_angle_refs + (self.contacts.n if self.contacts is not None else 0) \
+            + (2 * self.stops.n if self.stops is not None else 0)
+        return refs[start:]
 
     def step_limit(self, bs, refs):
         """The largest step (s) that strides over no contact and no stop (inf without)."""
@@ -446,6 +462,8 @@ class ForceElements:
             parts.append(self.contacts.initial_state(bs))
         if self.stops is not None:
             parts.append(self.stops.initial_state(bs))
+        if self.contact_constraints is not None:
+            parts.append(self.contact_constraints.initial_state(bs))
         return np.concatenate(parts)
 
     def accept(self, bs, refs, velocities=False):

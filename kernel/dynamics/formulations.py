@@ -173,6 +173,10 @@ class _IndexOne(Formulation):
         q, v = y[:nq], y[nq: nq + nv]
         ev = self._evaluate(t, q, v)
         vd, power_c = self.accelerations(ev, t, q, v)
+        constraints = self.dyn.forces.contact_constraints
+        if constraints is not None:  # the active unilateral contacts' rows (:mod:`.unilateral`)
+            vd, _, power_u, _, _ = constraints.solve(self.dyn, ev, vd, self.dyn.forces.contact_modes(self.refs))
+            power_c += power_u
         out = np.empty(nq + nv + 1)
         out[:nq] = self.dyn.qd(ev.bs, v)
         out[nq: nq + nv] = vd
@@ -211,11 +215,15 @@ class ProjectionFormulation(_IndexOne):
     """Index 1 with projection of positions and velocities after steps."""
 
     name = "projection"
-    defaults = {"tol": None, "max_iter": 5, "fast": True, "compiled_loop": True}
+    defaults = {"tol": None, "max_iter": 5, "fast": True, "compiled_loop": True, "activation": True}
 
     def __init__(self, dyn, **kw):
         super().__init__(dyn, **kw)
         self._qrows = None
+        if dyn.forces.contact_constraints is not None:
+            # False: every declared unilateral contact's rows in the equations, the open ones with λ = 0
+            # (the same motion; the cost the active set saves, :mod:`.unilateral`)
+            dyn.forces.contact_constraints.activation = bool(self.options["activation"])
         self._setup_fast()
 
     def accelerations(self, ev, t, q, v):

@@ -401,6 +401,7 @@ def to_motion(dyn, result, formulation="", integrator=""):
     if ev is not None:
         events.append(ev)
     complete = result.success and done == nt
+    events.extend(getattr(result, "events", ()))
     if not complete and result.t_fail is not None:
         events.append(Event("failed", float(result.t_fail), message))
     crossings = sum(1 for n in result.notes if n.startswith("singular configuration crossed"))

@@ -13,7 +13,9 @@ second part with the generalised force −λ along the driven coordinate: the ef
 
 Contacts (:mod:`.contacts`): ``<contact>.active`` (1 while the shapes touch, else 0),
 ``.normal_force`` (N), ``.friction_force`` (N, magnitude), ``.slip_velocity`` (m/s, magnitude of
-the tangential relative velocity at the contact point), ``.penetration`` (m, 0 while apart).
+the tangential relative velocity at the contact point), ``.penetration`` (m, 0 while apart). Unilateral
+contacts (:mod:`.unilateral`) report the same series: active while a point is in the equations, the
+normal and friction forces of their constraint rows, the penetration only as round-off.
 
 Joint limits as stops (:mod:`.stops`): ``<joint>.limit_active`` (1 while the coordinate is past a
 limit), ``.limit_force`` (N m about, or N along, the joint axis; ≥ 0, the push back into the
@@ -55,16 +57,16 @@ class FrameOutputs:
             names += [f"{name}.effort" for name in gr["g"].names]
         for _, gr in self.cam_groups:
             names += [f"{name}.force" for name in gr["g"].names]
-        contacts = dyn.forces.contacts
-        if contacts is not None:
-            from .contacts import CONTACT_OUTPUTS
+        from .contacts import CONTACT_OUTPUTS
 
-            names += [f"{name}.{c}" for name in contacts.names for c in CONTACT_OUTPUTS]
-        stops = dyn.forces.stops
-        if stops is not None:
-            from .stops import STOP_OUTPUTS
+        for contacts in (dyn.forces.contacts, dyn.forces.contact_constraints):
+            if contacts is not None:
+                names += [f"{name}.{c}" for name in contacts.names for c in CONTACT_OUTPUTS]
+        from .stops import STOP_OUTPUTS
 
-            names += [f"{prefix}.{c}" for prefix in stops.prefixes for c in STOP_OUTPUTS]
+        for stops in (dyn.forces.stops, getattr(dyn.forces.contact_constraints, "limits", None)):
+            if stops is not None:
+                names += [f"{prefix}.{c}" for prefix in stops.prefixes for c in STOP_OUTPUTS]
         self.names = names
         self.rows = {n: [] for n in names}
         self.not_unique = set()
@@ -76,9 +78,17 @@ class FrameOutputs:
         Returns (v̇, q̈) at the frame.
         """
         dyn = self.dyn
+        constraints = dyn.forces.contact_constraints
+        contact_forces = None
         for attempt in range(2):
             ev = dyn.evaluate(q, v, t, refs)
             try:
+                if vd is None and constraints is not None:
+                    # the active unilateral contacts' forces act on the bodies as applied forces do
+                    vd0, _ = dyn.accelerations(ev)
+                    contact_forces = constraints.solve(dyn, ev, vd0, dyn.forces.contact_modes(refs))
+                    ev.f = ev.f + contact_forces[1]
+                    ev.Minv_f = ev.Minv_f + dyn.minv(ev.bs, contact_forces[1])
                 if vd is None:
                     vd_out, lam_r = dyn.accelerations(ev)
                 else:
@@ -135,6 +145,15 @@ class FrameOutputs:
             for c, values in contacts.report(bs, dyn.forces.contact_state(refs)).items():
                 for name, value in zip(contacts.names, values):
                     out[f"{name}.{c}"].append(float(value))
+        if constraints is not None:
+            lam_n, f_t = (contact_forces[3], contact_forces[4]) if contact_forces is not None else (None, None)
+            for c, values in constraints.report(bs, dyn.forces.contact_modes(refs), lam_n, f_t).items():
+                for name, value in zip(constraints.names, values):
+                    out[f"{name}.{c}"].append(float(value))
+            if constraints.limits.n:
+                for c, values in constraints.limit_report(bs, dyn.forces.contact_modes(refs), lam_n).items():
+                    for prefix, value in zip(constraints.limits.prefixes, values):
+                        out[f"{prefix}.{c}"].append(float(value))
         stops = dyn.forces.stops
         if stops is not None:
             for c, values in stops.report(bs, dyn.forces.stop_state(refs)).items():

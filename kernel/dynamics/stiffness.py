@@ -184,6 +184,11 @@ def default_method(dyn, q, v, t, refs, times, *, threshold=100.0):
     ``generalized-alpha`` with the estimate's step when it is stiff, else ``projection`` /
     ``DOP853`` (dt None). Returns a :class:`MethodChoice` whose ``reason`` says why."""
     est = stiffness_estimate(dyn, q, v, t, refs, times, threshold=threshold)
+    if dyn.forces.contact_constraints is not None:
+        # impacts and switches are events of the projection formulation's explicit steps
+        reason = (f"{len(dyn.forces.contact_constraints.names)} unilateral contact(s): projection / DOP853, the "
+                  f"contact switches located as events ({est.reason})")
+        return MethodChoice("projection", "DOP853", None, reason, est)
     contacts = dyn.forces.contacts
     if contacts is not None:
         # a contact's stiffness exists only while it touches, so the estimate at t0 cannot see it;

@@ -25,9 +25,10 @@ Parameters, per joint (keys of its ``[[joints]]`` table; SI units):
   (k = m_eff (π/t_c)², m_eff from the model's mass properties, see :attr:`JointStops.m_eff`);
 * ``limit_restitution`` e in [:data:`~.contacts.MIN_RESTITUTION`, 1], default :data:`STOP_RESTITUTION`.
 
-This is the compliant model of a stop: the unilateral (event-located impulse) method the issue
-asks for is not built. Kinematic (driven) runs do not use the stops: ``cadmotion check`` reports
-limits that are passed, as before.
+This is the compliant model of a stop (``limit_method = "compliant"``, the default); with
+``limit_method = "unilateral"`` the limits are unilateral constraints with impacts instead
+(:mod:`.unilateral`; this class then gives their coordinates, ``JointStops(model, mass, "unilateral")``).
+Kinematic (driven) runs do not use the stops: ``cadmotion check`` reports limits that are passed, as before.
 
 Not stepped over: :meth:`JointStops.step_limit` caps the explicit step as the contacts do
 (half the time to the limit at the present approach speed, not less than
@@ -53,7 +54,7 @@ STOP_RESTITUTION = 0.5
 #: the joint types whose limits act as stops, and the coordinates each takes
 STOP_JOINTS = {"revolute": ("angle",), "prismatic": ("disp",), "cylindrical": ("angle", "disp")}
 #: the per-joint keys (model file and :attr:`JointSpec.stop`)
-STOP_KEYS = ("limit_stiffness", "limit_exponent", "limit_restitution")
+STOP_KEYS = ("limit_stiffness", "limit_exponent", "limit_restitution", "limit_method")
 #: output series per limited coordinate (suffixes of ``<joint>.``, or ``<joint>.<coordinate>.`` when
 #: a cylindrical joint limits both)
 STOP_OUTPUTS = ("limit_active", "limit_force", "limit_penetration")
@@ -68,7 +69,7 @@ class JointStops:
     coordinate: both of its limits act on it.
     """
 
-    def __init__(self, model, mass):
+    def __init__(self, model, mass, method="compliant"):
         spec = model.spec
         com = mass.body_com_all
         nmov = mass.nmov
@@ -84,6 +85,8 @@ class JointStops:
                                          f"{', '.join(STOP_JOINTS)} joints", where=where)
                 continue  # limits of other joints stay a kinematic check only
             params = dict(j.stop)
+            if params.pop("limit_method", "compliant") != method:
+                continue
             for key, value in params.items():
                 if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
                     raise MechanismError(f"joint {j.name!r}: `{key}` must be a finite number ≥ 0, got {value!r}",
@@ -93,8 +96,9 @@ class JointStops:
                 raise MechanismError(f"joint {j.name!r}: `limit_exponent` must be ≥ 1, got {exponent}", where=where,
                                      hint="below 1 the stop's stiffness is infinite at first touch")
             restitution = float(params.get("limit_restitution", STOP_RESTITUTION))
-            if not (MIN_RESTITUTION <= restitution <= 1.0):
-                raise MechanismError(f"joint {j.name!r}: `limit_restitution` must be in [{MIN_RESTITUTION}, 1], "
+            low_e = MIN_RESTITUTION if method == "compliant" else 0.0
+            if not (low_e <= restitution <= 1.0):
+                raise MechanismError(f"joint {j.name!r}: `limit_restitution` must be in [{low_e}, 1], "
                                      f"got {restitution}", where=where)
             b = [model.body_index(p) for p in j.parts]
             (si, Rmi), (sj, Rmj) = frame_matrix(j.markers[0]), frame_matrix(j.markers[1])
@@ -154,7 +158,7 @@ class JointStops:
         self.lo, self.hi = arr(lo, float), arr(hi, float)
         self.k, self.exp = arr(k, float), arr(n_exp, float)
         self.e = arr(e, float)
-        self.xi = arr([restitution_factor(x) for x in e], float)
+        self.xi = arr([restitution_factor(x) if method == "compliant" else 0.0 for x in e], float)
         #: effective inertia (kg m²) or mass (kg) of the pair along the coordinate: 1/(1/m_i + 1/m_j),
         #: each part's inertia about the joint axis through its marker origin (or its mass), fixed parts ∞
         self.m_eff = arr(m_eff, float)

@@ -245,12 +245,12 @@ def _ball_data(**contact):
 
 
 @pytest.mark.parametrize("change, words", [
-    (dict(method="unilateral"), ["ball_floor", "unilateral", "not built", "compliant"]),
+    (dict(method="unilateral"), ["ball_floor", "stiffness", "unilateral", "compliant"]),
     (dict(parts=["ball", "nowhere"]), ["ball_floor", "unknown part", "nowhere"]),
     (dict(restitution=-0.1), ["ball_floor", "restitution", "negative"]),
     (dict(friction=-0.2), ["ball_floor", "friction", "negative"]),
     (dict(friction={"static": 0.2, "dynamic": 0.3}), ["ball_floor", "dynamic", "static"]),
-    (dict(shape=[{"cylinder": [1, 1]}, {"plane": {}}]), ["ball_floor", "cylinder", "not built"]),
+    (dict(shape=[{"cylinder": [1, 1]}, {"sphere": 0.1}]), ["ball_floor", "cylinder", "sphere", "not built"]),
     (dict(shape=[{"box": [1, 1, 1]}, {"sphere": 0.1}]), ["ball_floor", "box", "sphere", "not built"]),
     (dict(shape=[{"sphere": 0.05}]), ["ball_floor", "shape"]),
 ])
@@ -262,10 +262,10 @@ def test_bad_contact_tables_are_refused_naming_the_contact(change, words):
         assert w in text, text
 
 
-def test_a_missing_method_is_the_unbuilt_default_and_refused():
+def test_a_missing_method_is_the_unilateral_default_which_takes_no_compliant_keys():
     data = _ball_data()
     del data["contacts"][0]["method"]
-    with pytest.raises(ModelFileError, match="default"):
+    with pytest.raises(ModelFileError, match="stiffness.*default"):
         parse_model(data, source="ball.toml")
 
 
@@ -364,3 +364,21 @@ def test_a_box_slides_down_the_incline_on_its_corners_with_the_coulomb_accelerat
     assert m.extra["box.normal_force"][-1] == pytest.approx(M * G * math.cos(THETA), rel=1e-4)
     assert m.extra["box.friction_force"][-1] == pytest.approx(mu_d * M * G * math.cos(THETA), rel=1e-4)
     assert np.all(m.extra["box.active"][1:] == 1)
+
+
+def test_a_compliant_cylinder_lying_on_a_plane_settles_on_its_two_rims():
+    # each rim carries half the weight: k δ^n = m g / 2 (a closed form for the static penetration)
+    k, n, m = 1e6, 1.5, 2.0
+    data = {"units": "m", "gravity": [0, 0, -G],
+            "parts": {"floor": {"fixed": True},
+                      "disc": {"position": [0, 0, 0.1], "orientation": [math.sqrt(0.5), math.sqrt(0.5), 0, 0],
+                               "mass": m, "inertia": [0.01125, 0.01125, 0.01]}},
+            "contacts": [{"name": "disc_floor", "parts": ["disc", "floor"], "method": "compliant",
+                          "shape": [{"cylinder": [0.1, 0.05]}, {"plane": {}}], "stiffness": k, "exponent": n,
+                          "damping": 5e7}]}  # about critically damped at the static penetration
+    motion = simulate(compile_model(parse_model(data, source="disc.toml")), t_end=1.0, steps=4)
+    assert motion.complete, motion.message
+    delta = (m * G / (2 * k)) ** (1 / n)
+    assert motion.extra["disc_floor.normal_force"][-1] == pytest.approx(m * G, rel=1e-6)
+    assert motion.extra["disc_floor.penetration"][-1] == pytest.approx(delta, rel=1e-5)
+    assert motion.position[-1, motion.parts.index("disc"), 2] == pytest.approx(0.1 - delta, abs=1e-8)

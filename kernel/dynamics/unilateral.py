@@ -1,0 +1,486 @@
+"""Declared contacts, unilateral method: constraints that act only while the bodies touch.
+
+Geometry: the contact points of :class:`.contacts.Contacts` (a sphere, a box corner or a cylinder's
+rim circle S against a plane or a sphere O; world frame), with the gap g = −δ (m, > 0 apart), the unit
+normal n from O toward S and the contact point x. The relative velocity of the material points at x is
+v_r = J_p v (J_p: 3 × nv, [I, −[x − r_s]×] on S's velocities, minus the same on O's), so
+
+    ġ = n·v_r = J_n v,      v_t = (I − n nᵀ) v_r      (tangential slip velocity, m/s)
+
+and g̈ = J_n v̇ + c_n, with c_n = (d J_n/dt) v the convective term; c (normal and tangential rows) is the
+central difference of the rows times v along the rigid motion of both bodies at their present
+velocities (positions r + v τ, rotations exp([ω] τ) A), at τ = ±10⁻⁴ of the time the faster body
+takes to cross its length scale (error ~10⁻⁸ c; exact for translating bodies).
+
+Each contact point has a mode (the *active set*; state in ``refs``, :data:`STATE_WIDTH` numbers per
+point: the mode and a slip direction):
+
+* ``OPEN``  — not in the equations;
+* ``SLIP``  — a unilateral constraint g̈ = 0 held by λ_n ≥ 0 (N) along n, with the Coulomb friction
+  −μ_d λ_n ŝ at x (ŝ the direction of v_t; the stored slip direction at slip onset, v_t = 0, and past
+  the point where the slip stops, so that the right-hand side is smooth up to that switch);
+* ``STICK`` — the normal row and two tangential rows t₁·v_r = t₂·v_r = 0 (a bilateral tangential
+  constraint, force λ_t in the tangent plane) while |Σ λ_t| ≤ μ_s Σ λ_n over the contact's points.
+
+The active rows enter the joints' equations through the constrained inverse mass
+A = M⁻¹ − M⁻¹ Jrᵀ S⁻¹ Jr M⁻¹ (the joints kept: Jr A = 0): with C the active rows, F the directions of
+their forces (F = C except a slipping row, whose force direction is (n − μ_d ŝ)ᵀ J_p),
+
+    v̇ = v̇₀ + A Fᵀ λ,      (C A Fᵀ) λ = −(C v̇₀ + c)
+
+(v̇₀ the joints-only accelerations; minimum-norm λ where the rows are redundant, e.g. a box's four
+corners on a plane). Only the active points' rows are formed: the matrix is as small as the contacts
+that touch. The contact forces' power λᵀ F v (the friction's, the normal rows do no work at ġ = 0) is
+in the non-conservative work.
+
+Switches (located by :mod:`.hybrid` as the roots of these functions on the integrator's dense output):
+an open point's gap reaching 0 (or, already touching, its approach speed exceeding
+:data:`CLOSED_SPEED`), an active point's λ_n reaching 0 (separation), a sticking contact reaching
+the friction cone (slip), a slipping point's slip velocity reversing (stick or reversal).
+
+Impacts (:meth:`UnilateralContacts.impact`): Newton's restitution with impulses Λ ≥ 0 along the
+normals of the touching points that approach (and the active ones), the joints kept:
+
+    v⁺ = v⁻ + A J_nᵀ Λ,    w = J_n v⁺ + e J_n v⁻ ≥ 0,    Λ ≥ 0,    wᵀ Λ = 0
+
+(a linear complementarity problem solved by principal pivoting, :func:`lcp`; one impact: Λ =
+−(1 + e) ġ⁻ / (J_n A J_nᵀ), ġ⁺ = −e ġ⁻). Impulses are frictionless. An approach slower than
+:data:`PLASTIC_SPEED` is plastic (e = 0): the Zeno sequence of a bouncing ball ends there in a persistent
+contact. The kinetic energy an impact takes (T⁺ − T⁻ ≤ 0) is added to the non-conservative work.
+Touching points that are not approaching are left out of an impact and take their own impact next
+(Newton's cradle passes the momentum along the row).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...errors import MechanismError
+from .contacts import Contacts, _rotate
+from .mass import cross
+from .stops import JointStops
+
+__all__ = ["UnilateralContacts", "OPEN", "SLIP", "STICK", "STATE_WIDTH", "PLASTIC_SPEED", "CLOSED_SPEED", "lcp"]
+
+OPEN, SLIP, STICK = 0, 1, 2
+#: numbers per contact point in ``refs``: mode, slip direction (3, world)
+STATE_WIDTH = 4
+#: approach speeds (m/s) below this are plastic impacts (restitution 0): a Zeno sequence ends in contact
+PLASTIC_SPEED = 1e-3
+#: a touching point approaching faster than this (m/s) is an impact; slower, it is closed (not separating)
+CLOSED_SPEED = 1e-6
+#: a gap (m) within this, plus :data:`CLOSED_GAP_REL` of the point's length scale, is touching
+CLOSED_GAP = 1e-9
+CLOSED_GAP_REL = 1e-7
+#: normal forces below this fraction of the lighter part's weight leave a touching point open
+FORCE_TOL = 1e-6
+#: displacement of the faster body, as a fraction of its length scale, of the convective term's difference
+_FD_FRACTION = 1e-4
+#: principal pivoting steps of :func:`lcp` per unknown
+_LCP_PIVOTS = 20
+
+
+def lcp(G, b, tol=1e-12):
+    """z ≥ 0 with w = G z + b ≥ 0 and zᵀ w = 0 (Murty's least-index principal pivoting; the
+    subproblems by least squares, so a positive semidefinite G with redundant rows is solved too).
+    Returns (z, w)."""
+    n = len(b)
+    scale = max(1.0, float(np.max(np.abs(b)))) if n else 1.0
+    active = b < 0
+    z = np.zeros(n)
+    for _ in range(_LCP_PIVOTS * max(n, 1)):
+        z = np.zeros(n)
+        idx = np.flatnonzero(active)
+        if len(idx):
+            z[idx] = np.linalg.lstsq(G[np.ix_(idx, idx)], -b[idx], rcond=None)[0]
+        w = G @ z + b
+        bad = np.flatnonzero((active & (z < -tol * scale)) | (~active & (w < -tol * scale)))
+        if not len(bad):
+            break
+        active[bad[0]] = not active[bad[0]]
+    return np.maximum(z, 0.0), G @ np.maximum(z, 0.0) + b
+
+
+def _tangents(n):
+    """Two unit tangents (c, 3) each, t₁ ⟂ n, t₂ = n × t₁ (t₁ from the world axis least along n)."""
+    axis = np.eye(3)[np.argmin(np.abs(n), axis=1)]
+    t1 = cross(n, axis)
+    t1 /= np.linalg.norm(t1, axis=1)[:, None]
+    return t1, cross(n, t1)
+
+
+class UnilateralContacts(Contacts):
+    """The unilateral contacts of a model (see the module docstring); points as :class:`.contacts.Contacts`.
+
+    ``activation`` False keeps every declared point's rows in the equations (the inactive ones with
+    λ = 0): the same motion at the cost of all rows (for the benchmark of the active set).
+    """
+
+    method = "unilateral"
+    activation = True
+
+    def __init__(self, model, mass):
+        super().__init__(model, mass)
+        self.nmov = mass.nmov
+        #: the contact points (the entries before the joint limits')
+        self.np = self.n
+        #: the joints' limits with ``limit_method = "unilateral"``: two entries (lower, upper) per limited
+        #: coordinate after the contact points, gap q − lo and hi − q (rad or m)
+        self.limits = JointStops(model, mass, method="unilateral")
+        nl = self.limits.n
+        self.n = self.np + 2 * nl
+        #: per owner (a contact, then a limited coordinate): what an Event names, and its item
+        self.labels = [f"contact {name!r}" for name in self.names] + \
+            [f"limit of joint {p!r}" for p in self.limits.prefixes]
+        self.items = list(self.names) + list(self.limits.names)
+        twice = lambda a: np.repeat(np.asarray(a, float), 2)  # noqa: E731
+        self.owner = np.concatenate([self.owner, len(self.names) + np.repeat(np.arange(nl), 2)]).astype(int)
+        self.mu_s = np.concatenate([self.mu_s, np.zeros(2 * nl)])
+        self.mu_d = np.concatenate([self.mu_d, np.zeros(2 * nl)])
+        self.e = np.concatenate([self.e, twice(self.limits.e)])
+        self.L = np.concatenate([self.L, np.ones(2 * nl)])
+        self.m_eff = np.concatenate([self.m_eff, twice(self.limits.m_eff)])
+        self.closed_gap = CLOSED_GAP + CLOSED_GAP_REL * self.L
+        #: a normal force (N) at or below this does not hold a point in contact: FORCE_TOL of the lighter
+        #: part's weight (at least at 1 g, 9.81 m/s²: models without gravity too)
+        g = max(float(np.linalg.norm(model.spec.gravity)), 9.81)
+        self.force_tol = FORCE_TOL * np.where(np.isfinite(self.m_eff), self.m_eff, 1.0) * g
+
+    # ------------------------------------------------------------------ state
+    def initial_state(self, bs):
+        """All entries open (:meth:`resolve_modes` chooses the modes), then the limits' angle references;
+        an error if shapes interpenetrate or a joint starts outside its limits."""
+        super().initial_state(bs)
+        return np.concatenate([np.zeros(STATE_WIDTH * self.n), self.limits.initial_state(bs)])
+
+    def modes(self, state):
+        """Each entry's mode (n,) int from its state."""
+        return np.rint(state[0: STATE_WIDTH * self.n: STATE_WIDTH]).astype(int)
+
+    def slip_dirs(self, state):
+        """Each entry's stored slip direction (n, 3), world."""
+        return state[: STATE_WIDTH * self.n].reshape(-1, STATE_WIDTH)[:, 1:]
+
+    def limit_state(self, state):
+        """The limits' part of the state (their angle references; :class:`.stops.JointStops`)."""
+        return state[STATE_WIDTH * self.n:]
+
+    def accept(self, bs, state):
+        """At an accepted state: the limits' angles continued over turns."""
+        if self.limits.n:
+            self.limits.accept(bs, self.limit_state(state))
+
+    # ------------------------------------------------------------------ kinematics
+    def _shifted(self, pair, tau):
+        """Both bodies' pair states moved rigidly by tau (s) at their present velocities."""
+        out = []
+        for A, r, v, w in pair:
+            out.append((_rotate(w * tau[:, None]) @ A, r + v * tau[:, None], v, w))
+        return tuple(out)
+
+    def point_jacobians(self, bs, x, idx):
+        """J_p (k, 3, nv): v_r at the points ``idx`` (contact points x (k, 3)) from the velocities."""
+        k = len(idx)
+        J = np.zeros((k, 3, self.nmov, 6))
+        for sign, bodies in ((1.0, self.s[idx]), (-1.0, self.o[idx])):
+            mov = np.flatnonzero(bodies < self.nmov)
+            b = bodies[mov]
+            r = x[mov] - bs.rc[b]
+            skew = np.zeros((len(mov), 3, 3))
+            skew[:, 0, 1], skew[:, 0, 2], skew[:, 1, 2] = -r[:, 2], r[:, 1], -r[:, 0]
+            skew = skew - skew.transpose(0, 2, 1)
+            J[mov, :, b, 0:3] += sign * np.eye(3)
+            J[mov, :, b, 3:6] -= sign * skew  # v + ω × r = v − [r]× ω
+        return J.reshape(k, 3, 6 * self.nmov)
+
+    def _row_speeds(self, pair, idx):
+        """[n·v_r, t₁·v_r, t₂·v_r] (k, 3) at the points of ``pair`` (states of the points idx)."""
+        n, _, x, dd, vt = self._geometry(*pair, idx=idx)
+        t1, t2 = _tangents(n)
+        return np.stack([-dd, np.sum(vt * t1, 1), np.sum(vt * t2, 1)], axis=1)
+
+    def kinematics(self, bs, idx, state):
+        """At the entries idx: (n (k, 3), g (k,), x (k, 3), v_r (k, 3), J_p (k, 3, nv), c (k, 3) the
+        convective terms of the normal and two tangential rows, t₁, t₂ (k, 3)). A limit's entry has
+        n = x̂, its gap rate's row in J_p[0] and c[0], the rest zero (no friction)."""
+        idx = np.asarray(idx, int)
+        out = [np.zeros((len(idx), 3)), np.zeros(len(idx)), np.zeros((len(idx), 3)), np.zeros((len(idx), 3)),
+               np.zeros((len(idx), 3, 6 * self.nmov)), np.zeros((len(idx), 3)), np.zeros((len(idx), 3)),
+               np.zeros((len(idx), 3))]
+        pts, lims = idx < self.np, idx >= self.np
+        for part, values in ((pts, self._point_kinematics(bs, idx[pts]) if np.any(pts) else None),
+                             (lims, self._limit_kinematics(bs, idx[lims] - self.np, state) if np.any(lims) else None)):
+            if values is not None:
+                for target, value in zip(out, values):
+                    target[part] = value
+        return tuple(out)
+
+    def _limit_kinematics(self, bs, k, state):
+        """:meth:`kinematics` of limit entries k (2 per limited coordinate: lower, upper)."""
+        lim = self.limits
+        st = self.limit_state(state)
+        q, qd, z, Pj, _ = lim.coordinates(bs, st)
+        s_, lower = k // 2, k % 2 == 0
+        sign = np.where(lower, 1.0, -1.0)
+        g = np.where(lower, q[s_] - lim.lo[s_], lim.hi[s_] - q[s_])
+        nv = 6 * self.nmov
+        Jp = np.zeros((len(k), 3, nv))
+        for j, (si, sg) in enumerate(zip(s_, sign)):
+            zz = z[si]
+            for body, b_sign in ((lim.ib[si], 1.0), (lim.ia[si], -1.0)):
+                if body >= self.nmov:
+                    continue
+                if lim.rot[si]:
+                    Jp[j, 0, 6 * body + 3: 6 * body + 6] += sg * b_sign * zz
+                else:
+                    Jp[j, 0, 6 * body: 6 * body + 3] += sg * b_sign * zz
+                    Jp[j, 0, 6 * body + 3: 6 * body + 6] += sg * b_sign * cross(Pj[si] - bs.rc[body], zz)
+        # the convective term: the rate q̇ along the rigid motion at the present velocities
+        speed = float(np.max(np.linalg.norm(bs.w, axis=1), initial=0.0) + np.max(np.linalg.norm(bs.vc, axis=1),
+                                                                                  initial=0.0))
+        c = np.zeros((len(k), 3))
+        if speed > 0:
+            tau = _FD_FRACTION / speed
+            rates = []
+            for t in (tau, -tau):
+                moved = _Moved(_rotate(bs.w * t) @ bs.A, bs.rc + bs.vc * t, bs.vc, bs.w)
+                rates.append(lim.coordinates(moved, st)[1])
+            c[:, 0] = sign * (rates[0][s_] - rates[1][s_]) / (2.0 * tau)
+        n = np.tile([1.0, 0.0, 0.0], (len(k), 1))
+        vr = np.zeros((len(k), 3))
+        vr[:, 0] = sign * qd[s_]
+        return n, g, np.zeros((len(k), 3)), vr, Jp, c, np.tile([0.0, 1.0, 0.0], (len(k), 1)), \
+            np.tile([0.0, 0.0, 1.0], (len(k), 1))
+
+    def _point_kinematics(self, bs, idx):
+        """:meth:`kinematics` of contact points idx."""
+        S, O = self._pair_state(bs)
+        pair = tuple(tuple(a[idx] for a in side) for side in (S, O))
+        n, delta, x, dd, vt = self._geometry(*pair, idx=idx)
+        vr = vt - dd[:, None] * n
+        speed = (np.linalg.norm(pair[0][2], axis=1) + np.linalg.norm(pair[1][2], axis=1)
+                 + self.L[idx] * (np.linalg.norm(pair[0][3], axis=1) + np.linalg.norm(pair[1][3], axis=1)))
+        tau = _FD_FRACTION * self.L[idx] / np.where(speed > 0, speed, 1.0)
+        c = (self._row_speeds(self._shifted(pair, tau), idx)
+             - self._row_speeds(self._shifted(pair, -tau), idx)) / (2.0 * tau)[:, None]
+        c = np.where((speed > 0)[:, None], c, 0.0)
+        t1, t2 = _tangents(n)
+        return n, -delta, x, vr, self.point_jacobians(bs, x, idx), c, t1, t2
+
+    def gaps(self, bs, state):
+        """(g (n,) m or rad, ġ (n,) m/s or rad/s, v_t (n, 3) m/s) at every entry (limits: no slip)."""
+        n, delta, x, dd, vt = self.geometry(bs)
+        if not self.limits.n:
+            return -delta, -dd, vt
+        lim = self.limits
+        q, qd, *_ = lim.coordinates(bs, self.limit_state(state))
+        g_l = np.column_stack([q - lim.lo, lim.hi - q]).reshape(-1)
+        gd_l = np.column_stack([qd, -qd]).reshape(-1)
+        return np.r_[-delta, g_l], np.r_[-dd, gd_l], np.vstack([vt, np.zeros((2 * lim.n, 3))])
+
+    # ------------------------------------------------------------------ the constrained accelerations
+    @staticmethod
+    def constrained_inverse(dyn, ev, Ft):
+        """A Fᵀ (nv, k) for force directions Fᵀ (nv, k): M⁻¹ Fᵀ minus the part the joints take."""
+        if dyn.sparse:
+            MinvFt = dyn.mass_matrix(ev.bs, inverse=True) @ Ft
+        else:
+            MinvFt = dyn._minv_rows(np.ascontiguousarray(Ft.T), ev.bs).T
+        if not len(dyn.rows):
+            return MinvFt
+        X = ev.minv_jt()
+        return MinvFt - X.T @ ev.solve_S(X @ Ft)
+
+    def rows(self, bs, state, idx=None):
+        """The active rows at ``bs`` (or the rows of points ``idx`` in their present modes): (C (k, nv),
+        F (k, nv), c (k,), owner point per row (k,), row kind (k,) 0 normal / 1, 2 tangential,
+        kinematics of the points)."""
+        modes = self.modes(state)
+        if idx is None:
+            idx = np.flatnonzero(modes > OPEN) if self.activation else np.arange(self.n)
+        n, g, x, vr, Jp, c, t1, t2 = self.kinematics(bs, idx, state)
+        Jn = np.einsum("ki,kiv->kv", n, Jp)
+        stick = modes[idx] == STICK
+        # a slipping row's force: along n − μ_d ŝ, ŝ the unit v_t while it moves along the stored direction
+        # (v_t·ŝ > 0), else the stored ŝ — at slip onset (v_t = 0) and past the stop of a slip, so that the
+        # right-hand side stays smooth up to the switch the event locates (v_t·ŝ = 0)
+        vt = vr - np.sum(vr * n, 1)[:, None] * n
+        sdir = self.slip_dirs(state)[idx]
+        along = np.sum(vt * sdir, 1) > 0
+        speed = np.linalg.norm(vt, axis=1)
+        d = np.where(along[:, None], vt / np.where(along, speed, 1.0)[:, None], sdir)
+        F_n = np.where(stick[:, None], Jn, np.einsum("ki,kiv->kv", n - self.mu_d[idx][:, None] * d, Jp))
+        T1 = np.einsum("ki,kiv->kv", t1[stick], Jp[stick])
+        T2 = np.einsum("ki,kiv->kv", t2[stick], Jp[stick])
+        C = np.vstack([Jn, T1, T2])
+        F = np.vstack([F_n, T1, T2])
+        cc = np.concatenate([c[:, 0], c[stick, 1], c[stick, 2]])
+        pts = np.concatenate([idx, idx[stick], idx[stick]]).astype(int)
+        kind = np.concatenate([np.zeros(len(idx), int), np.ones(int(stick.sum()), int),
+                               np.full(int(stick.sum()), 2)])
+        return C, F, cc, pts, kind, (idx, n, g, x, vr, t1, t2, d)
+
+    def solve(self, dyn, ev, vd0, state):
+        """The contact forces at an evaluation: (v̇ (nv,), generalised force Fᵀ λ (nv,), power (W),
+        per point λ_n (n,) N and friction force (n, 3) N on S, world). ``vd0``: the joints-only v̇."""
+        nv = 6 * self.nmov
+        lam_n, f_t = np.zeros(self.n), np.zeros((self.n, 3))
+        modes = self.modes(state)
+        if self.activation and not np.any(modes > OPEN):
+            return vd0, np.zeros(nv), 0.0, lam_n, f_t
+        C, F, c, pts, kind, geo = self.rows(ev.bs, state)
+        AFt = self.constrained_inverse(dyn, ev, F.T)
+        K = C @ AFt
+        rhs = -(C @ vd0 + c)
+        live = modes[pts] > OPEN
+        if not np.all(live):  # every point kept: the open ones' λ is 0
+            K[~live] = 0.0
+            K[~live, np.flatnonzero(~live)] = 1.0
+            rhs[~live] = 0.0
+        lam = np.linalg.lstsq(K, rhs, rcond=None)[0]
+        fc = F.T @ lam
+        vd = vd0 + AFt @ lam
+        power = float(lam @ (F @ ev.v))
+        idx, n, g, x, vr, t1, t2, d = geo
+        lam = np.where(live, lam, 0.0)
+        k = len(idx)
+        normal, stick = lam[:k], modes[idx] == STICK
+        lam_n[idx] = normal
+        slipping = (modes[idx] == SLIP)[:, None]
+        f_t[idx] = np.where(slipping, -(self.mu_d[idx] * normal)[:, None] * d, 0.0)
+        ns = int(stick.sum())
+        f_t[idx[stick]] += lam[k: k + ns, None] * t1[stick] + lam[k + ns:, None] * t2[stick]
+        return vd, fc, power, lam_n, f_t
+
+    # ------------------------------------------------------------------ impacts and modes
+    def impact(self, dyn, ev, v, state):
+        """One impact at ev's configuration with velocities v: (v⁺, list of (point, ġ⁻ m/s, Λ N s)), or
+        (v, []) when no touching point approaches faster than :data:`CLOSED_SPEED`."""
+        g, gd, _ = self.gaps(_with_velocities(dyn, ev, v), state)
+        modes = self.modes(state)
+        touching = g <= self.closed_gap
+        hitting = touching & (gd < -CLOSED_SPEED)
+        if not np.any(hitting):
+            return v, []
+        idx = np.flatnonzero(hitting | (modes > OPEN))
+        n, _, x, _, Jp, _, _, _ = self.kinematics(_with_velocities(dyn, ev, v), idx, state)
+        Jn = np.einsum("ki,kiv->kv", n, Jp)
+        AJt = self.constrained_inverse(dyn, ev, Jn.T)
+        G = Jn @ AJt
+        before = Jn @ v
+        e = np.where(-before >= PLASTIC_SPEED, self.e[idx], 0.0)
+        Lam, _ = lcp(G, (1.0 + e) * np.minimum(before, 0.0))
+        v_new = v + AJt @ Lam
+        hits = [(int(i), float(before[j]), float(Lam[j])) for j, i in enumerate(idx) if hitting[i]]
+        return v_new, hits
+
+    def resolve_modes(self, dyn, evaluate, v, state):
+        """Choose the modes at a touching configuration (the accelerations' complementarity): the
+        points touching and not separating, each sticking where it does not slip and μ_s > 0, then
+        (repeatedly) the one with the most negative λ_n opened, a contact outside its friction cone
+        set slipping against its friction force. ``evaluate(state) -> (ev, v̇₀)``. Updates ``state``
+        in place; returns the point modes before (n,)."""
+        before = self.modes(state).copy()
+        ev, _ = evaluate(state)
+        g, gd, vt = self.gaps(_with_velocities(dyn, ev, v), state)
+        closed = (g <= self.closed_gap) & (gd <= CLOSED_SPEED)
+        speed = np.linalg.norm(vt, axis=1)
+        S = state[: STATE_WIDTH * self.n].reshape(-1, STATE_WIDTH)
+        for i in range(self.n):
+            if not closed[i]:
+                S[i, 0] = OPEN
+                continue
+            if self.mu_s[i] > 0 and speed[i] <= CLOSED_SPEED * 10:
+                S[i, 0] = STICK
+            else:
+                S[i, 0] = SLIP
+                if speed[i] > CLOSED_SPEED:
+                    S[i, 1:] = vt[i] / speed[i]
+        for _ in range(4 * self.n + 4):
+            modes = self.modes(state)
+            if not np.any(modes > OPEN):
+                break
+            ev, vd0 = evaluate(state)
+            _, _, _, lam_n, f_t = self.solve(dyn, ev, vd0, state)
+            live = modes > OPEN
+            neg = np.flatnonzero(live & (lam_n <= self.force_tol))
+            if len(neg):
+                S[neg[np.argmin(lam_n[neg])], 0] = OPEN
+                continue
+            slipping = self.cone_violations(state, lam_n, f_t)
+            if not len(slipping):
+                break
+            o = slipping[0]
+            pts = np.flatnonzero((self.owner == o) & (modes == STICK))
+            total = f_t[pts].sum(0)
+            S[pts, 0] = SLIP
+            S[pts, 1:] = -total / max(np.linalg.norm(total), 1e-300)
+        return before
+
+    def cone_violations(self, state, lam_n, f_t):
+        """Contacts (owners) whose sticking points need more than μ_s Σ λ_n of friction (beyond round-off)."""
+        return [o for o, margin in self.friction_margins(state, lam_n, f_t).items()
+                if margin < -1e-9 * float(np.max(np.abs(lam_n), initial=0.0))]
+
+    def friction_margins(self, state, lam_n, f_t):
+        """Per sticking contact (owner): μ_s Σ λ_n − |Σ λ_t| (N; < 0 outside the cone), as {owner: value}."""
+        modes = self.modes(state)
+        out = {}
+        for o in np.unique(self.owner[modes == STICK]):
+            pts = np.flatnonzero((self.owner == o) & (modes == STICK))
+            out[int(o)] = float(self.mu_s[pts[0]] * lam_n[pts].sum() - np.linalg.norm(f_t[pts].sum(0)))
+        return out
+
+    def report(self, bs, state, lam_n=None, f_t=None):
+        """Outputs per declared contact (suffixes :data:`.contacts.CONTACT_OUTPUTS`): active (1/0: a
+        point in the equations), normal force N and friction force N (magnitudes of the sums over the
+        points), slip speed m/s (largest over the active points), penetration m (≥ 0; the gap's
+        violation, round-off)."""
+        nc, m = len(self.names), self.np
+        lam_n = np.zeros(m) if lam_n is None else lam_n[:m]
+        f_t = np.zeros((m, 3)) if f_t is None else f_t[:m]
+        n, delta, _, _, vt = self.geometry(bs)
+        live = self.modes(state)[:m] > OPEN
+        owner = self.owner[:m]
+        fn_sum, ft_sum = np.zeros((nc, 3)), np.zeros((nc, 3))
+        np.add.at(fn_sum, owner, lam_n[:, None] * n)
+        np.add.at(ft_sum, owner, f_t)
+        active, slip, depth = np.zeros(nc), np.zeros(nc), np.zeros(nc)
+        np.maximum.at(active, owner, live.astype(float))
+        np.maximum.at(slip, owner, np.where(live, np.linalg.norm(vt, axis=1), 0.0))
+        np.maximum.at(depth, owner, np.maximum(delta, 0.0))
+        return {"active": active, "normal_force": np.linalg.norm(fn_sum, axis=1),
+                "friction_force": np.linalg.norm(ft_sum, axis=1), "slip_velocity": slip, "penetration": depth}
+
+    def limit_report(self, bs, state, lam_n=None):
+        """Outputs per unilateral limit (suffixes :data:`.stops.STOP_OUTPUTS`): active 1/0, force (N m or N,
+        ≥ 0, the push back into the range), penetration (rad or m past the limit; round-off)."""
+        nl = self.limits.n
+        lam = np.zeros(2 * nl) if lam_n is None else lam_n[self.np:]
+        live = (self.modes(state)[self.np:] > OPEN).reshape(nl, 2)
+        g = self.gaps(bs, state)[0][self.np:].reshape(nl, 2)
+        return {"limit_active": np.any(live, axis=1).astype(float), "limit_force": lam.reshape(nl, 2).sum(1),
+                "limit_penetration": np.maximum(-g.min(axis=1), 0.0)}
+
+    def check_formulation(self, name):
+        """A MechanismError unless the formulation ``name`` runs unilateral contacts."""
+        if name != "projection":
+            raise MechanismError(f"unilateral contact(s) {', '.join(map(repr, self.names))} run with the projection "
+                                 f"formulation only, not {name!r}",
+                                 hint="use --formulation projection (the default), or method = \"compliant\"")
+
+
+class _Moved:
+    """A body state's poses and velocities (what :meth:`.stops.JointStops.coordinates` reads)."""
+
+    def __init__(self, A, rc, vc, w):
+        self.A, self.rc, self.vc, self.w = A, rc, vc, w
+
+
+def _with_velocities(dyn, ev, v):
+    """ev's body state with the velocities v."""
+    if v is ev.v:
+        return ev.bs
+    from .mass import body_state
+
+    return body_state(dyn.model, dyn.mass, ev.q, v)

@@ -1,0 +1,364 @@
+"""Unilateral contacts (issue 16): impacts, persistent contact, stick/slip, against independent references.
+
+References: the free fall and Newton bounce of a ball in closed form (impact times, apex heights e^(2k) h0,
+the end of the Zeno sequence t∞ = t1 (1 + 2e/(1 − e))); Newton's cradle — the quarter period of a compound
+pendulum from the complete elliptic integral K, the impact speed from energy conservation, and for e < 1 the
+sequence of binary collisions of equal masses computed here in one dimension; a block on an incline (sliding
+a = g (sin θ − μ_d cos θ), sticking when tan θ < μ_s with the friction force m g sin θ); a cylinder rolling
+down an incline (a = 2/3 g sin θ) and its transition from sliding at t* = v0 / (2 μ g cos θ − a_slip); the
+energy balance E − E0 − W_nc with the impacts' losses in W_nc.
+"""
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.special import ellipk
+
+from cadmotion.errors import ModelFileError, SolverError, MechanismError
+from cadmotion.importers.modelfile import parse_model
+from cadmotion.kernel import compile_model
+from cadmotion.kernel.dynamics.forward import run
+from cadmotion.kernel.dynamics.unilateral import PLASTIC_SPEED, lcp
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # pragma: no cover - Python < 3.11
+    import tomli as tomllib
+
+SAMPLES = Path(__file__).resolve().parents[2] / "samples" / "dynamics"
+G = 9.81
+TH = math.radians(20.0)
+
+
+def _data(name):
+    return tomllib.loads((SAMPLES / f"{name}.cadmotion.toml").read_text())
+
+
+def _run(data, **kw):
+    motion, result = run(compile_model(parse_model(data, source="test.toml")), **kw)
+    assert motion.complete, motion.message
+    assert not [e for e in motion.events if e.kind == "invariant"], [e.message for e in motion.events]
+    return motion, result
+
+
+def _balance(motion):
+    E, W = motion.extra["energy.total"], motion.extra["work.nonconservative"]
+    return float(np.max(np.abs(E - E[0] - W)))
+
+
+# ---------------------------------------------------------------------------- the LCP
+def test_lcp_solves_a_complementarity_problem_and_its_redundant_form():
+    rng = np.random.default_rng(3)
+    A = rng.normal(size=(5, 5))
+    G_ = A @ A.T + 0.1 * np.eye(5)
+    b = rng.normal(size=5)
+    z, w = lcp(G_, b)
+    assert np.all(z >= 0) and np.all(w >= -1e-12) and abs(z @ w) < 1e-12
+    # four equal rows (a box's corners on a plane): rank one, the total is determined
+    H = np.ones((4, 1))
+    z, w = lcp(H @ H.T, np.full(4, -2.0))
+    assert z.sum() == pytest.approx(2.0, abs=1e-12) and np.all(np.abs(w) < 1e-12)
+
+
+# ---------------------------------------------------------------------------- the bouncing ball
+def test_ball_bounces_at_the_closed_form_times_and_apex_heights():
+    data = _data("bouncing_ball_unilateral")
+    e, h0, R = 0.8, 1.0, 0.05
+    v1 = math.sqrt(2 * G * h0)
+    impacts = [math.sqrt(2 * h0 / G)]
+    for k in range(1, 6):
+        impacts.append(impacts[-1] + 2 * e ** k * v1 / G)
+    apexes = [impacts[k] + e ** (k + 1) * v1 / G for k in range(5)]
+    motion, result = _run(data, times=np.array([0.0] + apexes))
+    hits = [ev.time for ev in motion.events if ev.kind == "impact"]
+    assert np.allclose(hits[:5], impacts[:5], atol=1e-9, rtol=0), (hits, impacts)
+    z = motion.position[1:, motion.parts.index("ball"), 2] - R
+    expected = [e ** (2 * (k + 1)) * h0 for k in range(5)]
+    assert np.allclose(z, expected, atol=1e-8, rtol=0)
+    assert _balance(motion) < 1e-9
+    # the impacts' losses are the non-conservative work: m g (h0 − apex) at each apex
+    W = motion.extra["work.nonconservative"][1:]
+    assert np.allclose(W, -G * (h0 - np.array(expected)), atol=1e-8)
+
+
+def test_zeno_bounces_end_in_a_persistent_contact_carrying_the_weight():
+    data = _data("bouncing_ball_unilateral")
+    e, h0, R = 0.8, 1.0, 0.05
+    t1 = math.sqrt(2 * h0 / G)
+    t_inf = t1 * (1 + 2 * e / (1 - e))
+    motion, result = _run(data, t_end=5.0, steps=10)
+    hits = [ev for ev in motion.events if ev.kind == "impact"]
+    # the tail below the plastic speed (bounces of at most 2 v_p/(g (1 − e)) in all) is cut off
+    assert t_inf - 2 * PLASTIC_SPEED / (G * (1 - e)) <= hits[-1].time <= t_inf
+    closes = [ev for ev in motion.events if ev.kind == "contact"]
+    assert closes and closes[-1].time == pytest.approx(hits[-1].time, abs=1e-12)
+    b = motion.parts.index("ball")
+    assert motion.position[-1, b, 2] == pytest.approx(R, abs=1e-10)
+    assert motion.extra["ball_floor.active"][-1] == 1.0
+    assert motion.extra["ball_floor.normal_force"][-1] == pytest.approx(G, rel=1e-9)
+    assert motion.extra["work.nonconservative"][-1] == pytest.approx(-G * h0, rel=1e-9)
+    assert _balance(motion) < 1e-9
+    assert any("impact(s)" in n and "time with k contacts active" in n for n in result.notes)
+
+
+def test_a_box_dropped_flat_rebounds_on_its_four_corners_at_once():
+    # four corners impact at the same instant: one complementarity problem with four redundant rows
+    e, h = 0.5, 0.2
+    data = {"units": "m", "gravity": [0, 0, -G],
+            "parts": {"floor": {"fixed": True},
+                      "box": {"position": [0, 0, 0.05 + h], "mass": 1.0, "inertia": [0.0016667, 0.0041667, 0.0041667]}},
+            "contacts": [{"name": "box_floor", "parts": ["box", "floor"], "restitution": e,
+                          "shape": [{"box": [0.2, 0.1, 0.1]}, {"plane": {}}]}]}
+    t1 = math.sqrt(2 * h / G)
+    motion, _ = _run(data, times=np.array([0.0, t1 + 1e-6]))
+    hits = [ev for ev in motion.events if ev.kind == "impact"]
+    assert len(hits) == 4 and all(ev.time == pytest.approx(t1, abs=1e-9) for ev in hits)
+    assert motion.velocity[-1, 1, 2] == pytest.approx(e * math.sqrt(2 * G * h) - G * 1e-6, abs=1e-8)
+    assert np.max(np.abs(motion.angular_velocity[-1, 1])) < 1e-9
+    assert motion.extra["work.nonconservative"][-1] == pytest.approx(-(1 - e * e) * G * h, rel=1e-7)
+
+
+# ---------------------------------------------------------------------------- Newton's cradle
+def _cradle(e, t_extra):
+    data = _data("newtons_cradle")
+    data["contacts"][0]["restitution"] = e
+    R, L, m, th0 = 0.025, 0.3, 0.5, math.radians(20)
+    Ip = m * L * L + 0.4 * m * R * R  # about the pivot
+    quarter = math.sqrt(Ip / (m * G * L)) * ellipk(math.sin(th0 / 2) ** 2)
+    v0 = L * math.sqrt(2 * m * G * L * (1 - math.cos(th0)) / Ip)
+    motion, result = _run(data, times=np.array([0.0, quarter + 1e-9] + list(t_extra(quarter))))
+    return motion, quarter, v0, (R, L, th0)
+
+
+def test_cradle_with_e_1_passes_momentum_and_energy_to_the_last_ball():
+    motion, quarter, v0, (R, L, th0) = _cradle(1.0, lambda q: [2 * q])
+    hits = [ev for ev in motion.events if ev.kind == "impact"]
+    assert len(hits) == 4 and all(abs(ev.time - quarter) < 1e-8 for ev in hits)  # a 1e-9 m position error at rtol 1e-8
+    vx = motion.velocity[1, 1:, 0]
+    assert np.allclose(vx[:4], 0.0, atol=1e-7)
+    assert vx[4] == pytest.approx(v0, rel=1e-7)
+    # the last ball rises to the first one's release height a quarter period later
+    z5 = motion.position[2, 5, 2]
+    assert z5 == pytest.approx(L * (1 - math.cos(th0)), abs=1e-8)
+    assert abs(motion.extra["work.nonconservative"][-1]) < 1e-9
+    assert _balance(motion) < 1e-8
+
+
+def _collisions_1d(v, e):
+    """Binary collisions of equal masses in a row, touching, until none approach (Newton's law per pair)."""
+    v = list(v)
+    while True:
+        pairs = [i for i in range(len(v) - 1) if v[i] - v[i + 1] > 1e-12]
+        if not pairs:
+            return np.array(v)
+        for i in pairs:
+            ei = e if v[i] - v[i + 1] >= PLASTIC_SPEED else 0.0
+            a, b = v[i], v[i + 1]
+            v[i], v[i + 1] = 0.5 * (a + b - ei * (a - b)), 0.5 * (a + b + ei * (a - b))
+
+
+@pytest.mark.parametrize("e", [0.5, 0.9])
+def test_cradle_with_e_below_1_follows_the_sequence_of_binary_collisions(e):
+    motion, quarter, v0, _ = _cradle(e, lambda q: [])
+    expected = _collisions_1d([v0, 0, 0, 0, 0], e)
+    vx = motion.velocity[1, 1:, 0]
+    assert np.allclose(vx, expected, atol=1e-7 * v0), (vx, expected)
+    # momentum kept; the kinetic energy lost is the impacts' work
+    assert vx.sum() == pytest.approx(v0, rel=1e-9)
+    assert _balance(motion) < 1e-8
+
+
+# ---------------------------------------------------------------------------- friction
+def test_block_slides_with_the_closed_form_acceleration():
+    motion, _ = _run(_data("block_on_incline_unilateral"))
+    a = G * (math.sin(TH) - 0.2 * math.cos(TH))
+    x = motion.position[:, motion.parts.index("block"), 0]
+    assert np.allclose(x, 0.5 * a * motion.time ** 2, atol=1e-9)
+    assert _balance(motion) < 1e-9
+
+
+def test_box_on_the_incline_slides_and_below_the_friction_angle_sticks():
+    data = _data("block_on_incline_unilateral")
+    box = dict(data["contacts"][0])
+    box.update(name="box", shape=[{"box": [0.2, 0.1, 0.1], "center": [0, 0, -0.005]}, {"plane": {}}])
+    data["contacts"] = [box]
+    motion, _ = _run(data)
+    x = motion.position[:, motion.parts.index("block"), 0]
+    assert np.allclose(x, 0.5 * G * (math.sin(TH) - 0.2 * math.cos(TH)) * motion.time ** 2, atol=1e-9)
+    box["friction"] = {"static": 0.5, "dynamic": 0.4}  # tan 20° = 0.364 < 0.5
+    motion, _ = _run(data)
+    assert np.max(np.abs(motion.position[:, motion.parts.index("block"), :2])) < 1e-12
+    assert motion.extra["box.friction_force"][-1] == pytest.approx(G * math.sin(TH), rel=1e-9)
+    assert motion.extra["box.normal_force"][-1] == pytest.approx(G * math.cos(TH), rel=1e-9)
+
+
+def _disc(mu, v0=0.0):
+    """The rolling-disc sample with friction μ and initial speed v0 down the slope."""
+    data = _data("rolling_disc")
+    data["contacts"][0]["friction"] = mu
+    data["initial_velocity"]["disc"]["velocity"] = [v0, 0, 0]
+    return data
+
+
+def test_a_cylinder_rolls_down_the_incline_and_rolls_after_sliding():
+    motion, _ = _run(_disc(0.5), t_end=1.0, steps=10)
+    x = motion.position[:, 1, 0]
+    assert np.allclose(x, G * math.sin(TH) / 3 * motion.time ** 2, atol=1e-10)
+    mu, v0 = 0.2, 2.0
+    a_slip = G * (math.sin(TH) - mu * math.cos(TH))
+    t_star = v0 / (2 * mu * G * math.cos(TH) - a_slip)  # v0 + a t = R ω(t), ω̇ = μ m g cos θ R / I
+    motion, _ = _run(_disc(mu, v0), t_end=2.0, steps=20)
+    sticks = [ev.time for ev in motion.events if ev.kind == "contact" and "slip → stick" in ev.message]
+    assert sticks and sticks[0] == pytest.approx(t_star, abs=1e-9)
+    t = motion.time
+    v_ref = np.where(t < t_star, v0 + a_slip * t, v0 + a_slip * t_star + 2 / 3 * G * math.sin(TH) * (t - t_star))
+    assert np.allclose(motion.velocity[:, 1, 0], v_ref, atol=1e-9)
+    # the sliding phase's friction work is in the balance
+    assert motion.extra["work.nonconservative"][-1] < -1.0 and _balance(motion) < 1e-8
+
+
+# ---------------------------------------------------------------------------- pairs by pattern
+def test_pairs_all_glob_parts_and_ignore_expand_to_the_matching_pairs():
+    data = _data("newtons_cradle")
+    spec = parse_model(data, source="cradle.toml")
+    assert len(spec.contacts) == 10 and spec.contacts[0].name == "balls:ball1-ball2"
+    data["contacts"][0]["ignore"] = [["ball1", "ball[3-5]"], "ball5"]
+    names = [c.name for c in parse_model(data, source="cradle.toml").contacts]
+    assert names == ["balls:ball1-ball2", "balls:ball2-ball3", "balls:ball2-ball4", "balls:ball3-ball4"]
+    del data["contacts"][0]["pairs"], data["contacts"][0]["ignore"]
+    data["contacts"][0]["parts"] = ["ball1", "ball[2-3]"]
+    names = [c.name for c in parse_model(data, source="cradle.toml").contacts]
+    assert names == ["balls:ball1-ball2", "balls:ball1-ball3"]
+
+
+@pytest.mark.parametrize("change, words", [
+    (dict(parts=["ball1", "wheel*"]), ["balls", "wheel*", "matches no part"]),
+    (dict(pairs="all", ignore=["ball*"]), ["balls", "no pair"]),
+    (dict(pairs="some"), ["balls", "pairs", "all"]),
+    (dict(pairs="all", shape=[{"sphere": 0.025}, {"sphere": 0.025}]), ["balls", "shape", "table"]),
+])
+def test_bad_patterns_are_refused_naming_the_contact(change, words):
+    data = _data("newtons_cradle")
+    entry = data["contacts"][0]
+    entry.pop("pairs")
+    entry.update(change)
+    with pytest.raises(ModelFileError) as err:
+        parse_model(data, source="cradle.toml")
+    for w in words:
+        assert w in str(err.value), str(err.value)
+
+
+def test_every_contact_kept_in_the_equations_gives_the_same_motion():
+    data = _data("newtons_cradle")
+    data["contacts"][0]["restitution"] = 0.8
+    model = compile_model(parse_model(data, source="cradle.toml"))
+    active, _ = run(model, 0.6, 6)
+    kept, _ = run(model, 0.6, 6, options={"activation": False})
+    assert np.max(np.abs(active.position - kept.position)) < 1e-12
+    assert [e.time for e in active.events if e.kind == "impact"] == [e.time for e in kept.events if e.kind == "impact"]
+
+
+@pytest.mark.parametrize("integrator", ["RK45", "Radau"])
+def test_other_error_controlled_integrators_locate_the_same_impacts(integrator):
+    motion, _ = _run(_data("bouncing_ball_unilateral"), t_end=1.5, steps=3, integrator=integrator, rtol=1e-10,
+                     atol=1e-12)
+    hits = [ev.time for ev in motion.events if ev.kind == "impact"]
+    t1 = math.sqrt(2 / G)
+    assert hits[:2] == pytest.approx([t1, t1 + 2 * 0.8 * math.sqrt(2 * G) / G], abs=1e-8)
+
+
+def test_unilateral_contacts_run_with_the_projection_formulation_only():
+    model = compile_model(parse_model(_data("bouncing_ball_unilateral"), source="ball.toml"))
+    with pytest.raises((MechanismError, SolverError), match=r"ball_floor.*projection"):
+        run(model, 0.1, 1, formulation="baumgarte")
+    with pytest.raises(SolverError, match="error-controlled"):
+        run(model, 0.1, 1, integrator="RK4")
+
+
+# ---------------------------------------------------------------------------- joint limits
+def _limited_pendulum(**joint):
+    """A uniform rod (1 m, 1 kg) pivoted at one end about +z, released from horizontal, gravity −y,
+    its angle limited to [−π/4, 1] rad."""
+    j = dict(name="pivot", type="revolute", parts=["ground", "rod"], origin=[0, 0, 0], axis=[0, 0, 1],
+             limits={"angle": [-math.pi / 4, 1.0]}, **joint)
+    return {"units": "m", "gravity": [0, -G, 0],
+            "parts": {"ground": {"fixed": True},
+                      "rod": {"position": [0, 0, 0], "mass": 1.0, "com": [0.5, 0, 0],
+                              "inertia": [1e-6, 1 / 12, 1 / 12]}},
+            "joints": [j]}
+
+
+@pytest.mark.parametrize("e", [0.7, 0.3])
+def test_pendulum_rebounds_from_a_unilateral_limit_at_minus_e_omega(e):
+    I_pivot, lc, th = 1.0 / 3.0, 0.5, math.pi / 4
+    omega = math.sqrt(2 * G * lc * math.sin(th) / I_pivot)  # energy from horizontal down to −π/4
+    motion, _ = _run(_limited_pendulum(limit_restitution=e, limit_method="unilateral"),
+                     times=np.array([0.0, 0.33, 0.35]))
+    hits = [ev for ev in motion.events if ev.kind == "impact"]
+    t_hit = hits[0].time
+    assert f"{omega:.6g} rad/s" in hits[0].message
+    # just after the impact: −e ω (the rod rebounds; gravity's change over the short interval bounded)
+    motion, _ = _run(_limited_pendulum(limit_restitution=e, limit_method="unilateral"),
+                     times=np.array([0.0, t_hit + 1e-7]))
+    w = motion.angular_velocity[-1, 1, 2]
+    assert w == pytest.approx(e * omega, abs=1e-5)
+    assert abs(motion.extra["work.nonconservative"][-1] + 0.5 * I_pivot * omega ** 2 * (1 - e * e)) < 1e-6
+
+
+def test_a_pendulum_at_rest_on_its_limit_carries_the_gravity_torque():
+    motion, result = _run(_limited_pendulum(limit_restitution=0.5, limit_method="unilateral"), t_end=4.0, steps=4)
+    assert motion.extra["pivot.limit_active"][-1] == 1.0
+    assert motion.extra["pivot.limit_force"][-1] == pytest.approx(G * 0.5 * math.cos(math.pi / 4), rel=1e-8)
+    assert motion.joint_coordinates[0].values[-1] == pytest.approx(-math.pi / 4, abs=1e-9)
+    assert _balance(motion) < 1e-6
+    assert any("unilateral joint limit" in n for n in result.notes)
+
+
+def test_unilateral_limit_keys_are_checked():
+    with pytest.raises(ModelFileError, match="limit_stiffness.*unilateral"):
+        parse_model(_limited_pendulum(limit_method="unilateral", limit_stiffness=1e4), source="p.toml")
+    with pytest.raises(ModelFileError, match="limit_method"):
+        parse_model(_limited_pendulum(limit_method="rigid"), source="p.toml")
+
+
+def test_the_run_summary_counts_impacts_and_json_lists_every_one(tmp_path, capsys):
+    import json
+
+    from cadmotion.plugin.cli import main
+
+    rc = main(["run", str(SAMPLES / "bouncing_ball_unilateral.cadmotion.toml"), "--analysis", "dynamic",
+               "-o", str(tmp_path / "ball.csv"), "--json"])
+    captured = capsys.readouterr()
+    assert rc == 0, captured.err
+    events = json.loads(captured.out)["events"]
+    impacts = [e for e in events if e["kind"] == "impact"]
+    assert len(impacts) > 12 and impacts[0]["items"] == ["ball_floor"]
+    assert captured.err.count("impact at t =") == 12
+    assert f"{len(impacts) - 12} more impact event(s) ({len(impacts)} in all" in captured.err
+    header = (tmp_path / "ball.csv").read_text().splitlines()[0].split(",")
+    assert {"ball_floor.active", "ball_floor.normal_force"} <= set(header)
+
+
+@pytest.mark.parametrize("e", [0.0, 0.6])
+def test_a_slider_bounces_between_its_unilateral_limits_at_e_times_its_speed(e):
+    # a 2 kg slider on a prismatic rail along x at 2 m/s, limits [−0.1, 0.1] m: impacts at x = ±0.1, each
+    # rebound e times the speed (no force along the rail), times 0.05 s, then 0.2/(e·2) s later
+    v0, hi = 2.0, 0.1
+    data = {"units": "m", "gravity": [0, 0, -G],
+            "parts": {"ground": {"fixed": True},
+                      "slider": {"position": [0, 0, 0], "mass": 2.0, "inertia": [0.01, 0.01, 0.01]}},
+            "joints": [dict(name="rail", type="prismatic", parts=["ground", "slider"], origin=[0, 0, 0],
+                            axis=[1, 0, 0], limits={"disp": [-hi, hi]}, limit_restitution=e,
+                            limit_method="unilateral")],
+            "initial_velocity": {"slider": {"velocity": [v0, 0, 0]}}}
+    motion, _ = _run(data, t_end=0.3, steps=3)
+    hits = [ev.time for ev in motion.events if ev.kind == "impact"]
+    expected = [hi / v0] + ([hi / v0 + 2 * hi / (e * v0)] if e else [])
+    assert hits == pytest.approx(expected, abs=1e-10)
+    # after two impacts (e > 0) it moves at +e² v0; plastic (e = 0): it rests on the upper limit
+    assert motion.velocity[-1, 1, 0] == pytest.approx(e * e * v0, abs=1e-10)
+    assert motion.coordinate("rail.disp")[-1] == pytest.approx(hi if not e else -hi + e * e * v0 * (0.3 - hits[-1]),
+                                                                abs=1e-10)
+    assert motion.extra["work.nonconservative"][-1] == pytest.approx(-0.5 * 2.0 * v0 ** 2 * (1 - e ** 4), rel=1e-9)
