@@ -47,6 +47,8 @@ class CheckReport:
     events: List[Dict] = field(default_factory=list)
     collisions: List[Dict] = field(default_factory=list)
     near: List[Dict] = field(default_factory=list)
+    contacts: List[Dict] = field(default_factory=list)
+    proposed_contacts: str = ""
     messages: List[str] = field(default_factory=list)
 
     @property
@@ -99,6 +101,12 @@ class CheckReport:
             lines.append(f"  limit: {lim['message']}")
         for c in self.collisions:
             lines.append(f"  collision: {c['message']}")
+        for c in self.contacts:
+            lines.append(f"  touches: {c['message']}")
+        if self.proposed_contacts:
+            lines.append("  to simulate a collision as a contact (dynamics), declare it; fitted to the CAD faces where "
+                         "the parts first touch:")
+            lines += ["    " + line for line in self.proposed_contacts.splitlines()]
         for c in self.near:
             lines.append(f"  close: {c['message']}")
         if self.ranges:
@@ -329,6 +337,8 @@ def check(source, t_end=None, steps=None, *, parametrization="euler-parameters",
 
 #: m; pairs this much beyond their clearance are listed as close by default
 _NEAR_MARGIN = 1e-3
+#: colliding pairs a [[contacts]] proposal is written for (the first ones in the report)
+_PROPOSED_PAIRS = 10
 
 
 def _setting(spec, key, given, default):
@@ -368,6 +378,23 @@ def _check_interference(report, motion, spec, **options):
     except CadmotionError as exc:
         report.messages.append(f"interference not checked: {exc}")
         return
-    report.collisions = found.to_dicts()
+    declared = {frozenset(c.parts): c.name for c in spec.contacts}
+    for pair in found.to_dicts():
+        name = declared.get(frozenset(pair["parts"]))
+        if name is None:
+            report.collisions.append(pair)
+        else:
+            report.contacts.append(dict(pair, contact=name, message=f"declared contact {name!r}: {pair['message']}"))
     report.near = [p.to_dict() for p in found.near]
     report.messages += found.messages
+    if report.collisions:
+        from ..importers.modelfile import UNITS
+        from .contact_proposal import propose_contacts
+
+        scale = UNITS.get(spec.setting("length_unit", "m"), 1.0)
+        pairs = [(c["parts"][0], c["parts"][1], c["first_time"]) for c in report.collisions[:_PROPOSED_PAIRS]
+                 if c.get("first_time") is not None and c.get("moving", True)]
+        try:
+            report.proposed_contacts = propose_contacts(motion, spec, pairs, scale)
+        except Exception as exc:  # OCCT failing on a shape must not lose the check's findings
+            report.messages.append(f"no [[contacts]] proposal: {exc}")

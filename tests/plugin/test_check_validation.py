@@ -149,3 +149,25 @@ def test_a_bad_check_table_names_the_key(tmp_path):
                            ("clearance = -1", "must not be negative")]:
         with pytest.raises(ModelFileError, match=message):
             load(_with_check_table(tmp_path, table))
+
+
+def test_check_proposes_a_contact_fitted_to_the_cad_faces_and_tells_declared_contacts_apart(tmp_path):
+    """The bar's flat side (y = 10 mm in its frame) first hits the round post (R 10, 20 mm high):
+    the proposal is a cylinder–plane contact with those numbers; declared, the pair is a contact,
+    no longer a collision, and the contact loads into the dynamics."""
+    from cadmotion import check
+
+    collided = check(SAMPLES / "collide.cadmotion.toml")
+    text = collided.proposed_contacts
+    assert 'parts = ["post", "bar"]' in text
+    assert "{ cylinder = [10, 20], center = [0, 0, 10]" in text
+    assert "plane = { point = [" in text and ", 10, 10], normal = [0, 1, 0] }" in text
+    declared = _with_check_table(tmp_path, "").read_text().replace("\n[check]\n", "\n") + "\n" + text + "\n"
+    path = tmp_path / "collide_declared.cadmotion.toml"
+    path.write_text(declared)
+    [contact] = load(path).contacts
+    assert contact.shapes[0][0] == "cylinder" and contact.shapes[1][0] == "plane"
+    report = check(path)
+    assert report.status == "ok" and report.collisions == [] and not report.proposed_contacts
+    [touch] = report.contacts
+    assert touch["contact"] == "post_bar" and touch["first_time"] == pytest.approx(T_COLLIDE, abs=1e-6)

@@ -1,0 +1,202 @@
+"""A ``[[contacts]]`` table for parts that collide along a motion, from their CAD geometry.
+
+``cadmotion check`` finds collisions; a collision between parts that are meant to push on
+each other (a cam and its follower, a latch, a stop) is a contact to declare, so the dynamics
+can let them push. :func:`propose_contacts` writes that declaration for each colliding pair:
+at the pair's first contact it asks OCCT for the closest points of the two parts
+(``BRepExtrema_DistShapeShape``) and the faces they lie on, and turns each face into the
+primitive that fits it exactly — a plane (its tangent plane there, the normal out of the
+material), a sphere, a cylinder — or, for other faces, the part's bounding box. Primitives are
+in the part frame, in the model file's unit. A pair of primitives the contact kernel does not
+handle (:data:`~cadmotion.kernel.dynamics.contacts.BUILT_PAIRS`) is written commented out,
+with the reason, never as a table that would not load.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["propose_contacts", "fitted_primitive"]
+
+
+def _part_shape_at(part, X):
+    """``part``'s shape moved to the pose X (4x4, m): the geometry in the assembly frame."""
+    from OCP.gp import gp_Trsf
+    from OCP.TopLoc import TopLoc_Location
+
+    T = gp_Trsf()
+    R, p = X[:3, :3], X[:3, 3]
+    T.SetValues(R[0, 0], R[0, 1], R[0, 2], p[0], R[1, 0], R[1, 1], R[1, 2], p[1], R[2, 0], R[2, 1], R[2, 2], p[2])
+    return part.shape.Moved(TopLoc_Location(T))
+
+
+def _bounding_box(shape):
+    """(edge lengths (3,), centre (3,)) of the exact box of ``shape`` in its own frame (m)."""
+    from OCP.Bnd import Bnd_Box
+    from OCP.BRepBndLib import BRepBndLib
+
+    box = Bnd_Box()
+    BRepBndLib.AddOptimal_s(shape, box, False, False)
+    x0, y0, z0, x1, y1, z1 = box.Get()
+    lo, hi = np.array([x0, y0, z0]), np.array([x1, y1, z1])
+    return hi - lo, 0.5 * (hi + lo)
+
+
+def _faces_at(shape, support):
+    """The faces of ``shape`` a closest point lies on: the support itself when it is a face,
+    else the faces around the support edge or vertex."""
+    from OCP.TopAbs import TopAbs_FACE
+    from OCP.TopExp import TopExp
+    from OCP.TopoDS import TopoDS
+    from OCP.TopTools import TopTools_IndexedDataMapOfShapeListOfShape
+
+    if support.ShapeType() == TopAbs_FACE:
+        return [TopoDS.Face_s(support)]
+    around = TopTools_IndexedDataMapOfShapeListOfShape()
+    TopExp.MapShapesAndAncestors_s(shape, support.ShapeType(), TopAbs_FACE, around)
+    if not around.Contains(support):
+        return []
+    return [TopoDS.Face_s(f) for f in around.FindFromKey(support)]
+
+
+def _face_primitive(face, R, p, point):
+    """(kind, numbers in the part frame) of an analytic face, or None."""
+    from OCP.BRepAdaptor import BRepAdaptor_Surface
+    from OCP.BRepLProp import BRepLProp_SLProps
+    from OCP.BRepTools import BRepTools
+    from OCP.GeomAbs import GeomAbs_Cylinder, GeomAbs_Plane, GeomAbs_Sphere
+    from OCP.TopAbs import TopAbs_REVERSED
+
+    local = lambda x: R.T @ (np.asarray(x, float) - p)  # noqa: E731 - assembly point -> part frame
+    surf = BRepAdaptor_Surface(face)
+    kind = surf.GetType()
+    if kind == GeomAbs_Plane:
+        u0, u1, v0, v1 = BRepTools.UVBounds_s(face)
+        n = BRepLProp_SLProps(surf, 0.5 * (u0 + u1), 0.5 * (v0 + v1), 1, 1e-9).Normal()
+        normal = np.array([n.X(), n.Y(), n.Z()]) * (-1.0 if face.Orientation() == TopAbs_REVERSED else 1.0)
+        return "plane", dict(point=local(point), normal=R.T @ normal)
+    if kind == GeomAbs_Sphere:
+        c = surf.Sphere().Location()
+        return "sphere", dict(radius=surf.Sphere().Radius(), center=local((c.X(), c.Y(), c.Z())))
+    if kind == GeomAbs_Cylinder:
+        ax = surf.Cylinder().Axis()
+        o, d = ax.Location(), ax.Direction()
+        axis = np.array([d.X(), d.Y(), d.Z()])
+        _, _, v0, v1 = BRepTools.UVBounds_s(face)
+        centre = np.array([o.X(), o.Y(), o.Z()]) + 0.5 * (v0 + v1) * axis
+        return "cylinder", dict(radius=surf.Cylinder().Radius(), height=abs(v1 - v0), center=local(centre),
+                                axis=R.T @ axis)
+    return None
+
+
+def fitted_primitive(part, X, shape, support, point, towards):
+    """The primitive of ``part`` (at pose X, its moved ``shape``) that fits where it meets the
+    other part at ``point`` (assembly frame, m): the analytic face the closest point lies on
+    (on an edge or vertex, the adjacent face that faces the other part most, along the unit
+    ``towards``), else the part's bounding box; ``(kind, numbers in the part frame, m)``."""
+    R, p = X[:3, :3], X[:3, 3]
+    best, score = None, -np.inf
+    for face in _faces_at(shape, support):
+        fitted = _face_primitive(face, R, p, point)
+        if fitted is None:
+            continue
+        kind, numbers = fitted
+        # a curved face always fits; a plane as far as it faces the other part
+        s = 2.0 if kind != "plane" else float((R @ numbers["normal"]) @ towards)
+        if s > score:
+            best, score = fitted, s
+    if best is not None and (best[0] != "plane" or score > 0):
+        return best
+    edges, centre = _bounding_box(part.shape)
+    return "box", dict(box=edges, center=centre)
+
+
+def _toml(kind, numbers, scale):
+    """The inline table of a primitive in the file's unit (``scale`` m per unit)."""
+    def vec(v, length=True):
+        v = np.asarray(v, float) / (scale if length else 1.0)
+        v[np.abs(v) < 1e-12 * max(1.0, np.abs(v).max())] = 0.0  # round-off of axis-aligned directions
+        return "[" + ", ".join(f"{x:.6g}" for x in v + 0.0) + "]"
+
+    if kind == "plane":
+        return f"{{ plane = {{ point = {vec(numbers['point'])}, normal = {vec(numbers['normal'], False)} }} }}"
+    if kind == "sphere":
+        return f"{{ sphere = {numbers['radius'] / scale:.6g}, center = {vec(numbers['center'])} }}"
+    if kind == "cylinder":
+        return (f"{{ cylinder = [{numbers['radius'] / scale:.6g}, {numbers['height'] / scale:.6g}], "
+                f"center = {vec(numbers['center'])}, axis = {vec(numbers['axis'], False)} }}")
+    return f"{{ box = {vec(numbers['box'])}, center = {vec(numbers['center'])} }}"
+
+
+def propose_contacts(motion, spec, pairs, scale=1.0):
+    """TOML text of one ``[[contacts]]`` table per pair ``(part_a, part_b, first contact time s)``.
+
+    ``scale`` is the model file's unit in metres (1e-3 for mm); the tables are written in it.
+    Parts without geometry, or whose closest points OCCT cannot find, get a comment saying so.
+    """
+    from OCP.BRepExtrema import BRepExtrema_DistShapeShape
+
+    from ..kernel.dynamics.contacts import BUILT_PAIRS
+
+    parts = {p.name: p for p in spec.parts}
+    blocks = []
+    for a, b, t in pairs:
+        pa, pb = parts.get(a), parts.get(b)
+        if pa is None or pb is None or pa.shape is None or pb.shape is None:
+            blocks.append(f"# {a} / {b}: no CAD geometry to fit a contact shape to")
+            continue
+        Xa, Xb = motion.pose(a, t), motion.pose(b, t)
+        sa, sb = _part_shape_at(pa, Xa), _part_shape_at(pb, Xb)
+        dss = BRepExtrema_DistShapeShape(sa, sb)
+        if not dss.IsDone() or dss.NbSolution() < 1:
+            blocks.append(f"# {a} / {b}: OCCT found no closest points at t = {t:.6g} s")
+            continue
+        k = _most_faces(dss)
+        p1, p2 = dss.PointOnShape1(k), dss.PointOnShape2(k)
+        point = 0.5 * (np.array([p1.X(), p1.Y(), p1.Z()]) + np.array([p2.X(), p2.Y(), p2.Z()]))
+        ca, cb = (X[:3, :3] @ _bounding_box(q.shape)[1] + X[:3, 3] for X, q in ((Xa, pa), (Xb, pb)))
+        ka, na = fitted_primitive(pa, Xa, sa, dss.SupportOnShape1(k), point, _unit(cb - ca))
+        kb, nb = fitted_primitive(pb, Xb, sb, dss.SupportOnShape2(k), point, _unit(ca - cb))
+        if sorted((ka, kb)) not in BUILT_PAIRS and "plane" not in (ka, kb):
+            # no plane on either side: the part touched on a face is, locally, its tangent plane
+            if ka == "box":
+                ka, na = "plane", _tangent_plane(Xa, point, Xb, nb)
+            elif kb == "box":
+                kb, nb = "plane", _tangent_plane(Xb, point, Xa, na)
+        lines = [f"# {a} and {b} first touch at t = {t:.6g} s",
+                 "[[contacts]]",
+                 f'name = "{a}_{b}"',
+                 f'parts = ["{a}", "{b}"]',
+                 f"shape = [{_toml(ka, na, scale)}, {_toml(kb, nb, scale)}]",
+                 "restitution = 0.5                 # set: 0 plastic .. 1 elastic",
+                 "friction = 0.3                    # set: Coulomb coefficient"]
+        if sorted((ka, kb)) not in BUILT_PAIRS:
+            lines = [f"# {ka}-{kb} contacts are not built yet: replace one shape by the plane it touches"] + [
+                "# " + line if not line.startswith("#") else line for line in lines]
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
+
+
+def _most_faces(dss):
+    """The 1-based index of the closest-point solution that lies on faces most (faces fit best)."""
+    from OCP.TopAbs import TopAbs_FACE
+
+    count = [(dss.SupportOnShape1(i).ShapeType() == TopAbs_FACE) + (dss.SupportOnShape2(i).ShapeType() == TopAbs_FACE)
+             for i in range(1, dss.NbSolution() + 1)]
+    return 1 + int(np.argmax(count))
+
+
+def _unit(v):
+    n = np.linalg.norm(v)
+    return v / n if n > 0 else np.array([0.0, 0.0, 1.0])
+
+
+def _tangent_plane(X, point, X_other, other):
+    """A plane of the part at pose X through ``point`` (assembly frame, m), normal towards the
+    other part's primitive centre, in the part frame."""
+    R, p = X[:3, :3], X[:3, 3]
+    centre = X_other[:3, :3] @ np.asarray(other.get("center", np.zeros(3)), float) + X_other[:3, 3]
+    normal = centre - np.asarray(point, float)
+    norm = np.linalg.norm(normal)
+    normal = normal / norm if norm > 0 else np.array([0.0, 0.0, 1.0])
+    return dict(point=R.T @ (np.asarray(point, float) - p), normal=R.T @ normal)
