@@ -89,7 +89,8 @@ STICTION_VELOCITY = 1e-3
 #: impact speeds below this (m/s) are damped as impacts at this speed (restitution form)
 MIN_IMPACT_SPEED = 1e-2
 #: the per-contact output series (suffixes of ``<contact>.``)
-CONTACT_OUTPUTS = ("active", "normal_force", "friction_force", "slip_velocity", "penetration")
+CONTACT_OUTPUTS = ("active", "normal_force", "friction_force", "slip_velocity", "penetration",
+                   "point_x", "point_y", "point_z")
 #: a contact's duration is resolved by at least this many steps (:meth:`Contacts.step_limit`)
 STEPS_PER_CONTACT = 10
 #: the step that crosses into (or out of) a contact is at most this fraction of its duration: the force's
@@ -478,7 +479,8 @@ class Contacts:
         """Output values per declared contact: dict suffix -> (contacts,) array (see
         :data:`CONTACT_OUTPUTS`): active (1/0), normal force N and friction force N (magnitudes of
         the sums over the contact's points), slip speed m/s and penetration m (of its deepest point;
-        0 while apart)."""
+        0 while apart), and that point (``point_x`` … m, assembly frame; while apart, midway between
+        the shapes' closest points)."""
         n, delta, x, Fn, Ft, vt, _ = self.forces(bs, state)
         nc = len(self.names)
         fn_sum, ft_sum = np.zeros((nc, 3)), np.zeros((nc, 3))
@@ -486,13 +488,11 @@ class Contacts:
         np.add.at(ft_sum, self.owner, Ft)
         depth = np.full(nc, -np.inf)
         np.maximum.at(depth, self.owner, delta)
-        order = np.lexsort((-delta, self.owner))  # by contact, deepest point first
-        first = np.r_[True, self.owner[order][1:] != self.owner[order][:-1]]
-        deepest = order[first]
+        deepest = deepest_points(self.owner, delta, nc)
         slip = np.linalg.norm(vt, axis=1)[deepest]
         return {"active": (depth > 0).astype(float), "normal_force": np.linalg.norm(fn_sum, axis=1),
                 "friction_force": np.linalg.norm(ft_sum, axis=1), "slip_velocity": slip,
-                "penetration": np.maximum(depth, 0.0)}
+                "penetration": np.maximum(depth, 0.0), **_point_columns(x[deepest])}
 
     def step_limit(self, bs, state):
         """The largest step (s) that cannot stride over a contact (see the module docstring)."""
@@ -500,6 +500,22 @@ class Contacts:
             return np.inf
         _, delta, _, dd, _ = self.geometry(bs)
         return compliant_step_limit(delta, dd, np.maximum(np.abs(dd), state), self.m_eff, self.k, self.exp)
+
+
+def deepest_points(owner, delta, n_contacts):
+    """Index of each contact's deepest point (largest δ) among its points (``owner`` their contact)."""
+    deepest = np.zeros(n_contacts, int)
+    if not len(owner):
+        return deepest
+    order = np.lexsort((-delta, owner))  # by contact, deepest point first
+    first = np.r_[True, owner[order][1:] != owner[order][:-1]]
+    deepest[owner[order][first]] = order[first]
+    return deepest
+
+
+def _point_columns(x):
+    """The ``point_x``, ``point_y``, ``point_z`` outputs (m) of the points x (contacts, 3)."""
+    return {"point_x": x[:, 0].copy(), "point_y": x[:, 1].copy(), "point_z": x[:, 2].copy()}
 
 
 def compliant_step_limit(delta, dd, speed, m, k, n):

@@ -13,7 +13,10 @@ second part with the generalised force −λ along the driven coordinate: the ef
 
 Contacts (:mod:`.contacts`): ``<contact>.active`` (1 while the shapes touch, else 0),
 ``.normal_force`` (N), ``.friction_force`` (N, magnitude), ``.slip_velocity`` (m/s, magnitude of
-the tangential relative velocity at the contact point), ``.penetration`` (m, 0 while apart). Unilateral
+the tangential relative velocity at the contact point), ``.penetration`` (m, 0 while apart),
+``.point_x``, ``.point_y``, ``.point_z`` (m, assembly frame: the contact's deepest point; while
+apart, midway between the shapes' closest points; the animations mark it while the contact is
+active). Unilateral
 contacts (:mod:`.unilateral`) report the same series: active while a point is in the equations, the
 normal and friction forces of their constraint rows, the penetration only as round-off.
 

@@ -56,7 +56,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import MechanismError
-from .contacts import Contacts, _rotate
+from .contacts import Contacts, _point_columns, _rotate, deepest_points
 from .mass import cross
 from .stops import JointStops
 
@@ -435,11 +435,12 @@ class UnilateralContacts(Contacts):
         """Outputs per declared contact (suffixes :data:`.contacts.CONTACT_OUTPUTS`): active (1/0: a
         point in the equations), normal force N and friction force N (magnitudes of the sums over the
         points), slip speed m/s (largest over the active points), penetration m (≥ 0; the gap's
-        violation, round-off)."""
+        violation, round-off) and the deepest point (``point_x`` … m, assembly frame; while apart,
+        midway between the shapes' closest points)."""
         nc, m = len(self.names), self.np
         lam_n = np.zeros(m) if lam_n is None else lam_n[:m]
         f_t = np.zeros((m, 3)) if f_t is None else f_t[:m]
-        n, delta, _, _, vt = self.geometry(bs)
+        n, delta, x, _, vt = self.geometry(bs)
         live = self.modes(state)[:m] > OPEN
         owner = self.owner[:m]
         fn_sum, ft_sum = np.zeros((nc, 3)), np.zeros((nc, 3))
@@ -450,7 +451,8 @@ class UnilateralContacts(Contacts):
         np.maximum.at(slip, owner, np.where(live, np.linalg.norm(vt, axis=1), 0.0))
         np.maximum.at(depth, owner, np.maximum(delta, 0.0))
         return {"active": active, "normal_force": np.linalg.norm(fn_sum, axis=1),
-                "friction_force": np.linalg.norm(ft_sum, axis=1), "slip_velocity": slip, "penetration": depth}
+                "friction_force": np.linalg.norm(ft_sum, axis=1), "slip_velocity": slip, "penetration": depth,
+                **_point_columns(x[:m][deepest_points(owner, delta[:m], nc)])}
 
     def limit_report(self, bs, state, lam_n=None):
         """Outputs per unilateral limit (suffixes :data:`.stops.STOP_OUTPUTS`): active 1/0, force (N m or N,

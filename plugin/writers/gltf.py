@@ -18,9 +18,13 @@ Layout of the file
   part a ``translation`` (VEC3) and a ``rotation`` (VEC4, x, y, z, w, sign-continuous)
   channel with LINEAR interpolation. Parts whose pose never changes get a fixed node
   transform and no channel.
+- Contacts of a dynamic run that are active at some frame get a marker node each after the
+  parts (``contact <name>``, a small red cube, :func:`.scene.contact_tracks`): a LINEAR
+  ``translation`` channel on the contact's point and a STEP ``scale`` channel, 1 while the
+  contact is active and 0 while it is not.
 - The binary buffer holds all mesh data first, then the keyframes. The file therefore
-  grows with the number of frames by exactly ``nt * (4 + 28 * n_moving)`` bytes of
-  keyframe data (plus a few bytes of JSON numbers).
+  grows with the number of frames by exactly ``nt * (4 + 28 * n_moving + 24 * n_markers)``
+  bytes of keyframe data (plus a few bytes of JSON numbers).
 - ``asset.extras`` holds ``complete``, ``message`` and ``frames`` of the run.
 """
 
@@ -34,7 +38,7 @@ import struct
 import numpy as np
 
 from .atomic import atomic_write
-from .scene import build_scene, srgb_to_linear
+from .scene import MARKER_COLOR, build_scene, srgb_to_linear
 
 __all__ = ["gltf_document", "write_glb", "write_gltf", "Z_UP_TO_Y_UP"]
 
@@ -127,8 +131,9 @@ def gltf_document(scene):
 
     materials, material_index = [], {}
     meshes, mesh_index = [], {}
+    nm = len(scene.markers)
     nodes = [{"name": f"{scene.name} (Z-up to Y-up)", "rotation": list(Z_UP_TO_Y_UP),
-              "children": list(range(1, len(scene.part_names) + 1))}]
+              "children": list(range(1, len(scene.part_names) + nm + 1))}]
     for b, name in enumerate(scene.part_names):
         rgba = scene.part_color[b]
         if rgba not in material_index:
@@ -147,6 +152,17 @@ def gltf_document(scene):
         nodes.append({"name": name, "mesh": mesh_index[key],
                       "translation": [float(v) for v in scene.position[0, b]],
                       "rotation": [float(x), float(y), float(z), float(w)]})
+    if nm:
+        materials.append(_material(MARKER_COLOR))
+        a_pos, a_nrm, a_idx = geometry[scene.marker_mesh]
+        meshes.append({"name": "contact marker", "primitives": [
+            {"attributes": {"POSITION": a_pos, "NORMAL": a_nrm}, "indices": a_idx,
+             "material": len(materials) - 1, "mode": _TRIANGLES}]})
+        for i, name in enumerate(scene.markers):
+            shown = float(scene.marker_visible[0, i])
+            nodes.append({"name": f"contact {name}", "mesh": len(meshes) - 1,
+                          "translation": [float(v) for v in scene.marker_position[0, i]],
+                          "scale": [shown, shown, shown]})
 
     doc = {
         "asset": {"version": "2.0", "generator": "cadmotion",
@@ -162,7 +178,7 @@ def gltf_document(scene):
 
     # --- keyframes, after all mesh data
     moving = np.flatnonzero(scene.animated)
-    if len(moving) and len(scene.time):
+    if (len(moving) or nm) and len(scene.time):
         t = scene.time - min(0.0, float(scene.time[0]))
         t32 = _strictly_increasing(t.astype(np.float32))
         a_time = buf.accessor(buf.view(t32), _FLOAT, len(t32), "SCALAR",
@@ -179,6 +195,17 @@ def gltf_document(scene):
             for path, acc in (("translation", a_tr), ("rotation", a_rot)):
                 channels.append({"sampler": len(samplers), "target": {"node": int(b) + 1, "path": path}})
                 samplers.append({"input": a_time, "output": acc, "interpolation": "LINEAR"})
+        if nm:
+            # a marker sits on its contact's point and is shown (scale 1) while the contact is active
+            marks = np.ascontiguousarray(scene.marker_position.transpose(1, 0, 2), np.float32)
+            sizes = np.repeat(scene.marker_visible.T.astype(np.float32)[..., None], 3, axis=-1)
+            v_marks, v_sizes = buf.view(marks), buf.view(np.ascontiguousarray(sizes))
+            for i in range(nm):
+                node = len(scene.part_names) + 1 + i
+                for path, view, how in (("translation", v_marks, "LINEAR"), ("scale", v_sizes, "STEP")):
+                    acc = buf.accessor(view, _FLOAT, nt, "VEC3", offset=i * nt * 12)
+                    channels.append({"sampler": len(samplers), "target": {"node": node, "path": path}})
+                    samplers.append({"input": a_time, "output": acc, "interpolation": how})
         doc["animations"] = [{"name": "motion", "channels": channels, "samplers": samplers}]
 
     data = buf.data()

@@ -5,6 +5,9 @@ No network access is needed or made: the page embeds its own small renderer
 2-D canvas painter's-algorithm fallback when WebGL is unavailable), the meshes and the
 keyframes (base64 float32 in a JSON block) and the plots as inline SVG.
 
+Contacts active at some frame of a dynamic run are marked by a small red cube on the contact's
+point, shown while the contact is active.
+
 Controls: Play/Pause (or the space bar), a time scrubber, a speed selector; drag to orbit,
 wheel to zoom, double-click to reset the view. ``?renderer=2d`` forces the fallback.
 
@@ -24,7 +27,7 @@ import numpy as np
 
 from .atomic import atomic_write
 from .plots import svg_text
-from .scene import VIEW_AZIMUTH, VIEW_DISTANCE, VIEW_ELEVATION, VIEW_FOV, build_scene
+from .scene import MARKER_COLOR, VIEW_AZIMUTH, VIEW_DISTANCE, VIEW_ELEVATION, VIEW_FOV, build_scene
 
 __all__ = ["write_html", "html_page"]
 
@@ -52,7 +55,7 @@ def _b64(array, dtype):
 
 def _payload(scene, motion):
     center, radius = scene.bounds()
-    return {
+    payload = {
         "name": scene.name,
         "complete": scene.complete,
         "message": scene.message,
@@ -67,6 +70,18 @@ def _payload(scene, motion):
         "radius": float(radius),
         "view": {"az": VIEW_AZIMUTH, "el": VIEW_ELEVATION, "fov": VIEW_FOV, "dist": VIEW_DISTANCE},
     }
+    if scene.markers:
+        # contact markers are drawn as parts after the real ones, shown only at frames where
+        # their contact is active (``shown``: uint8, (nt, parts + markers))
+        nt, nm = len(scene.time), len(scene.markers)
+        identity = np.broadcast_to([1.0, 0.0, 0.0, 0.0], (nt, nm, 4))
+        payload["parts"] += [{"name": f"contact {n}", "mesh": scene.marker_mesh, "color": list(MARKER_COLOR),
+                              "animated": True, "marker": True} for n in scene.markers]
+        payload["pos"] = _b64(np.concatenate([scene.position, scene.marker_position], axis=1), np.float32)
+        payload["quat"] = _b64(np.concatenate([scene.quaternion, identity], axis=1), np.float32)
+        shown = np.concatenate([np.ones((nt, len(scene.part_names)), bool), scene.marker_visible], axis=1)
+        payload["shown"] = _b64(shown, np.uint8)
+    return payload
 
 
 def html_page(motion, *, plot=None, cache=None, complete=None, scene=None):

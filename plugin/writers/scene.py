@@ -10,8 +10,9 @@ parts without a colour take one from :data:`PALETTE` by part index.
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import List, Tuple
 
 import numpy as np
@@ -20,7 +21,8 @@ from ...kernel.motion import quat_to_matrix
 from .movement import moving_parts
 from .tessellate import MeshCache, bar_mesh, box_mesh, merge_meshes
 
-__all__ = ["Scene", "build_scene", "PALETTE", "continuous_quaternions", "srgb_to_linear"]
+__all__ = ["Scene", "build_scene", "contact_tracks", "PALETTE", "MARKER_COLOR", "continuous_quaternions",
+           "srgb_to_linear"]
 
 #: colours (sRGB) for parts without one: muted, distinguishable
 PALETTE = (
@@ -33,6 +35,8 @@ PLACEHOLDER_FRACTION = 0.04
 #: :meth:`Scene.bounds`, at ``VIEW_DISTANCE`` radii / sin(FOV/2), vertical field of view
 #: ``VIEW_FOV`` (rad), perspective
 VIEW_AZIMUTH, VIEW_ELEVATION, VIEW_FOV, VIEW_DISTANCE = -0.95, 0.45, float(np.radians(45.0)), 0.85
+#: contact markers: colour (sRGB) and edge, as a fraction of the scene's radius
+MARKER_COLOR, MARKER_FRACTION = (0.90, 0.12, 0.10, 1.0), 0.03
 #: edges of the placeholder blocks, in placeholder sizes: pads at the joints of a part with
 #: two or more joints, and the block of a part with one joint (larger, so never inside a pad)
 PAD_BLOCK, SINGLE_BLOCK = 1.6, 2.4
@@ -55,6 +59,11 @@ class Scene:
     position : ndarray, shape (nt, nb, 3), m, assembly frame (Z up)
     quaternion : ndarray, shape (nt, nb, 4), (w, x, y, z), sign-continuous in time
     complete, message : from the motion (``complete`` may be overridden)
+    markers : names of the contacts marked (a dynamic run's ``[[contacts]]``), length nm
+    marker_mesh : index into ``meshes`` of the marker (a small cube), or -1 without markers
+    marker_position : ndarray, shape (nt, nm, 3), m, assembly frame: each contact's point
+        (outputs ``<contact>.point_x/y/z``)
+    marker_visible : ndarray, shape (nt, nm), bool: the contact is active at the frame
     """
 
     name: str
@@ -68,6 +77,10 @@ class Scene:
     quaternion: np.ndarray
     complete: bool
     message: str
+    markers: List[str] = field(default_factory=list)
+    marker_mesh: int = -1
+    marker_position: np.ndarray = field(default_factory=lambda: np.zeros((0, 0, 3)))
+    marker_visible: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), bool))
 
     def bounds(self):
         """(centre, radius) of a sphere holding every part at every frame, m."""
@@ -225,7 +238,7 @@ def build_scene(motion, *, cache=None, complete=None):
     colors = [_rgba(specs[n].color if n in specs else None, b) for b, n in enumerate(motion.parts)]
     animated = moving_parts(motion) if motion.nt > 0 else np.zeros(nb, bool)
     spec = getattr(motion, "spec", None)
-    return Scene(
+    scene = Scene(
         name=str(getattr(spec, "name", "") or "mechanism"),
         meshes=meshes, part_names=list(motion.parts), part_mesh=np.array(part_mesh, int),
         part_color=colors, animated=animated, time=np.asarray(motion.time, float),
@@ -233,3 +246,39 @@ def build_scene(motion, *, cache=None, complete=None):
         complete=bool(motion.complete if complete is None else complete),
         message=str(motion.message or ""),
     )
+    return _with_contact_markers(scene, motion)
+
+
+def contact_tracks(motion):
+    """(names, points (nt, nm, 3) m, shown (nt, nm) bool) of the contacts whose point and active flag
+    a dynamic run recorded (``<contact>.active``, ``.point_x/y/z`` in ``motion.extra``): shown at the
+    frames where the contact is active and at the frame nearest each of its impacts (an impact that
+    rebounds lasts no time, so no frame finds it active); only contacts shown at some frame."""
+    extra = getattr(motion, "extra", None) or {}
+    names = [key[:-len(".point_x")] for key in extra if key.endswith(".point_x") and
+             f"{key[:-len('.point_x')]}.active" in extra]
+    time = np.asarray(motion.time, float)
+    shown = np.zeros((motion.nt, len(names)), bool)
+    for i, n in enumerate(names):
+        shown[:, i] = np.asarray(extra[f"{n}.active"], float) > 0.5
+    column = {n: i for i, n in enumerate(names)}
+    for ev in getattr(motion, "events", ()) or ():
+        if ev.kind == "impact" and ev.items and ev.items[0] in column and len(time):
+            shown[int(np.argmin(np.abs(time - ev.time))), column[ev.items[0]]] = True
+    keep = np.flatnonzero(shown.any(axis=0))
+    if not len(keep):
+        return [], np.zeros((motion.nt, 0, 3)), np.zeros((motion.nt, 0), bool)
+    points = np.stack([np.stack([np.asarray(extra[f"{names[i]}.point_{c}"], float) for c in "xyz"], axis=-1)
+                       for i in keep], axis=1)
+    return [names[i] for i in keep], np.nan_to_num(points), shown[:, keep]
+
+
+def _with_contact_markers(scene, motion):
+    """``scene`` with a marker per contact that is active at some frame (see :func:`contact_tracks`)."""
+    names, points, active = contact_tracks(motion)
+    if not names:
+        return scene
+    _, radius = scene.bounds()
+    meshes = scene.meshes + [box_mesh((0.0, 0.0, 0.0), MARKER_FRACTION * radius)]
+    return dataclasses.replace(scene, meshes=meshes, markers=names, marker_mesh=len(meshes) - 1,
+                               marker_position=points, marker_visible=active)

@@ -2,7 +2,7 @@
    Data: the JSON block with id "cadmotion-data", see html.py.
    Status for tests and tools, on the html element: data-status ("ok" | "error"), data-frame (keyframe
    index shown), data-frames-seen (distinct keyframes drawn), data-renderer ("webgl" | "2d"),
-   data-error (message). The assembly frame is Z-up and so is the camera. */
+   data-markers (contact markers drawn; pages with contacts only), data-error (message). The assembly frame is Z-up and so is the camera. */
 (function () {
   'use strict';
   var root = document.documentElement;
@@ -23,6 +23,12 @@
   var D = JSON.parse(document.getElementById('cadmotion-data').textContent);
   var T = D.time, nt = T.length, nb = D.parts.length;
   var POS = decode(D.pos, Float32Array), QUAT = decode(D.quat, Float32Array);
+  /* contact markers: shown only at the keyframes where their contact is active */
+  var SHOWN = D.shown ? decode(D.shown, Uint8Array) : null;
+  function shown(b, k, s) {
+    var kk = s >= 0.5 && nt > 1 ? Math.min(k + 1, nt - 1) : k;  /* the keyframe on screen (data-frame) */
+    return !SHOWN || SHOWN[kk * nb + b] > 0;
+  }
 
   /* meshes, de-indexed with one normal per triangle (flat shading) */
   var MESHES = D.meshes.map(function (m) {
@@ -168,6 +174,7 @@
       gl.uniformMatrix4fv(loc.vp, false, c.vp); gl.uniform3fv(loc.light, c.light);
       gl.enableVertexAttribArray(loc.pos); gl.enableVertexAttribArray(loc.nrm);
       ORDER.forEach(function (b) {
+        if (!shown(b, k, s)) return;
         var part = D.parts[b], buf = buffers[part.mesh], col = part.color;
         var transparent = col[3] < 1;
         if (transparent) { gl.enable(gl.BLEND); gl.depthMask(false); } else { gl.disable(gl.BLEND); gl.depthMask(true); }
@@ -193,6 +200,7 @@
       var W = cv.width, H = cv.height, c = cameraMatrices(W / H), vp = c.vp, L = c.light, n = 0;
       ctx.fillStyle = 'rgb(237,240,245)'; ctx.fillRect(0, 0, W, H);
       for (var b = 0; b < nb; b++) {
+        if (!shown(b, k, s)) continue;
         var m = MESHES[D.parts[b].mesh], M = partMatrix(b, k, s), A = mul(vp, M), tri = m.tri, nrm = m.nrm;
         for (var t = 0; t < m.count / 3; t++) {
           var ok = true, zsum = 0;
@@ -288,6 +296,11 @@
         if (root.getAttribute('data-status') !== 'error') root.setAttribute('data-status', 'ok');
         root.setAttribute('data-frame', String(k));
         root.setAttribute('data-frames-seen', String(nseen));
+        if (SHOWN) {
+          var marks = 0;
+          for (var b = 0; b < nb; b++) if (D.parts[b].marker && shown(b, ks[0], ks[1])) marks++;
+          root.setAttribute('data-markers', String(marks));
+        }
       }
     } catch (e) { fail(e && e.message ? e.message : e); return; }
     requestAnimationFrame(frame);

@@ -362,3 +362,20 @@ def test_a_slider_bounces_between_its_unilateral_limits_at_e_times_its_speed(e):
     assert motion.coordinate("rail.disp")[-1] == pytest.approx(hi if not e else -hi + e * e * v0 * (0.3 - hits[-1]),
                                                                 abs=1e-10)
     assert motion.extra["work.nonconservative"][-1] == pytest.approx(-0.5 * 2.0 * v0 ** 2 * (1 - e ** 4), rel=1e-9)
+
+
+def test_the_contact_point_of_a_ball_gliding_on_the_floor_follows_it_on_the_floor():
+    """Frictionless, resting on z = 0 and moving at 0.5 m/s along x: the contact is active at every
+    frame and its point is (0.3 + 0.5 t, −0.2, 0) m, under the ball's centre."""
+    spec = parse_model({"units": "m", "gravity": [0, 0, -G],
+                        "parts": {"floor": {"fixed": True},
+                                  "ball": {"position": [0.3, -0.2, 0.05], "mass": 1.0, "inertia": [1e-3] * 3}},
+                        "initial_velocity": {"ball": {"velocity": [0.5, 0.0, 0.0]}},
+                        "contacts": [{"name": "ball_floor", "parts": ["ball", "floor"],
+                                      "shape": [{"sphere": 0.05}, {"plane": {}}]}]}, source="gliding ball")
+    motion, _ = run(compile_model(spec), 1.0, 10)
+    ex = motion.extra
+    assert np.all(ex["ball_floor.active"] == 1.0)
+    assert np.allclose(ex["ball_floor.point_x"], 0.3 + 0.5 * motion.time, atol=1e-9)
+    assert np.allclose(ex["ball_floor.point_y"], -0.2, atol=1e-9)
+    assert np.allclose(ex["ball_floor.point_z"], 0.0, atol=1e-9)
