@@ -120,6 +120,9 @@ def build_parser():
     run.add_argument("--dt", type=_float, default=None,
                      help="step of the fixed-step integrators (RK4, generalized-alpha, HHT), s, in (0, t-end] "
                           "(default min(output interval, 1 ms))")
+    run.add_argument("--resolve-penetration", action="store_true",
+                     help="dynamic runs: move parts whose declared contacts start inside each other apart (the "
+                          "least change of the pose, joints kept) and say so, instead of refusing the model")
     run.add_argument("--accept-violations", action="store_true",
                      help=f"exit 0 even when a dynamic run breaks an invariant (energy balance, constraint "
                           f"violations, momentum, step count); the summary and report still say so "
@@ -244,7 +247,7 @@ def _run(args):
     try:
         run = run_spec(spec, args.analysis, t_end=t_end, steps=steps, parametrization=args.parametrization,
                        drive=args.drive, gravity=args.gravity, progress=progress, free_dof=args.free_dof,
-                       **{k: getattr(args, k) for k in DYNAMICS_OPTIONS})
+                       resolve_penetration=args.resolve_penetration, **{k: getattr(args, k) for k in DYNAMICS_OPTIONS})
     finally:
         close()
     model, motion, result = run.model, run.motion, run.result

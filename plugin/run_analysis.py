@@ -75,7 +75,7 @@ def with_overrides(spec, drive=(), gravity=None):
 
 def run_spec(spec, analysis="kinematic", *, t_end=None, steps=None, parametrization="euler-parameters", drive=(),
              gravity=None, progress=None, free_dof="refuse", formulation=None, integrator=None, rtol=None,
-             atol=None, dt=None, solver_options=None):
+             atol=None, dt=None, solver_options=None, resolve_penetration=False):
     """Run one analysis of a mechanism description; returns a :class:`RunResult`.
 
     ``drive`` and ``gravity`` override the spec (:func:`with_overrides`); ``t_end``/``steps``
@@ -88,14 +88,14 @@ def run_spec(spec, analysis="kinematic", *, t_end=None, steps=None, parametrizat
     model = compile_model(spec, parametrization)
     motion, result = run_analysis(model, analysis, t_end, steps, progress=progress, formulation=formulation,
                                   integrator=integrator, rtol=rtol, atol=atol, dt=dt, free_dof=free_dof,
-                                  solver_options=solver_options)
+                                  solver_options=solver_options, resolve_penetration=resolve_penetration)
     if getattr(motion, "spec", None) is None:
         motion.spec = spec
     return RunResult(spec, model, motion, result)
 
 
 def run_analysis(model, analysis, t_end, steps, *, progress=None, formulation=None, integrator=None,
-                 rtol=None, atol=None, dt=None, free_dof="refuse", solver_options=None):
+                 rtol=None, atol=None, dt=None, free_dof="refuse", solver_options=None, resolve_penetration=False):
     """Solve ``model`` from t = 0 to ``t_end`` s with ``steps`` output intervals.
 
     Parameters
@@ -113,6 +113,9 @@ def run_analysis(model, analysis, t_end, steps, *, progress=None, formulation=No
     solver_options : further keyword arguments of the kernel's solver, for the API front
         ends: :func:`~cadmotion.kernel.kinematics` (kinematic and inverse runs) or
         :func:`~cadmotion.kernel.dynamics.forward.run` (dynamic runs)
+    resolve_penetration : a dynamic run whose declared contacts start with parts inside each
+        other first moves them apart (:mod:`~cadmotion.kernel.dynamics.penetration`) and says so in
+        the result's notes, instead of refusing
 
     Returns
     -------
@@ -130,13 +133,27 @@ def run_analysis(model, analysis, t_end, steps, *, progress=None, formulation=No
         raise CadmotionError(f"--free-dof {free_dof} applies to the kinematic analysis, not to {analysis}",
                              hint="a dynamic run moves free coordinates by the forces; inverse dynamics "
                                   "needs every degree of freedom driven")
+    if resolve_penetration and analysis != "dynamic":
+        from ..errors import CadmotionError
+
+        raise CadmotionError(f"--resolve-penetration applies to the dynamic analysis, not to {analysis}",
+                             hint="contacts act in dynamic runs only")
     if analysis == "dynamic":
         from ..kernel.dynamics.forward import run as run_dynamics
+
+        separated = []
+        if resolve_penetration:
+            from ..kernel.dynamics.penetration import resolve_initial_penetration
+
+            model, separated = resolve_initial_penetration(model)
 
         options = dict(solver_options or {})
         options.update({k: v for k, v in dict(formulation=formulation, integrator=integrator, rtol=rtol, atol=atol,
                                               dt=dt).items() if v is not None})
         motion, result = run_dynamics(model, t_end, steps, **options)
+        if separated:
+            result.notes.insert(0, "parts that started inside each other were moved apart (least change of the "
+                                   "pose, joints kept): " + "; ".join(s.message() for s in separated))
         if dt is not None and result.dt is None:
             warnings.warn(f"--dt is used by the fixed-step integrators (RK4, generalized-alpha, HHT); "
                           f"{result.integrator} chose its own steps from --rtol and --atol", stacklevel=2)

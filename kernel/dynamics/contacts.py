@@ -465,7 +465,8 @@ class Contacts:
                 f"contact {self.names[self.owner[i]]!r}: parts {a!r} and {b!r} start interpenetrating "
                 f"by {delta[i]:.6g} m",
                 where=self.model.spec.source or None,
-                hint="move the parts apart (or into touch, penetration 0) at the initial pose")
+                hint="move the parts apart (or into touch, penetration 0) at the initial pose, or run with "
+                     "--resolve-penetration (resolve_penetration=True) to move them apart first")
         return np.zeros(self.n)
 
     def accept(self, bs, state):
