@@ -20,15 +20,16 @@ Keys (lengths in the file's ``units``; forces and coefficients in SI)::
 
 * ``{ sphere = R }`` or ``{ sphere = R, center = [x, y, z] }`` (centre default: the part origin);
 * ``{ box = [a, b, c] }`` or ``{ box = [a, b, c], center = [x, y, z] }``: edge lengths along the part
-  frame's axes (against a plane only: its eight corners are the contact points);
+  frame's axes (against a plane: its eight corners are the contact points; against a sphere: its
+  faces, edges and corners);
 * ``{ cylinder = [R, h] }`` with optional ``center`` and ``axis`` (default +z): against a plane
   only (its two rim circles are the contact points);
 * ``{ plane = { point = [x, y, z], normal = [nx, ny, nz] } }``: the solid is the half-space
   behind the normal (the normal points out of the material, into the free space);
   ``point`` defaults to the part origin, ``normal`` to +z (the part frame's xy plane).
 
-Built pairs: sphere–plane, sphere–sphere, box–plane, cylinder–plane. Not built yet (refused with a
-message naming the contact, never faked): box–sphere, box–box and cylinder–sphere, shapes from the
+Built pairs: sphere–plane, sphere–sphere, box–plane, cylinder–plane, sphere–box. Not built yet (refused
+with a message naming the contact, never faked): box–box and cylinder–sphere, shapes from the
 parts' CAD geometry.
 """
 

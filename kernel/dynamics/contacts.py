@@ -18,6 +18,14 @@ the rim's point nearest the plane is c_S − R û, û = u/|u|, u = n − (n·a) 
 (a rim lying flat on the plane, u = 0: its centre, δ = −(c_S − p)·n; the rim's nearest point moves
 along the rim as the parts turn, and v_r at x is still exactly dδ/dt's: the envelope of the rim).
 
+A sphere against a box (centre c_O, axes A_O, half edge lengths h, on part o) is a sphere against
+the box's point nearest c_S, b = c_O + A_O clamp(A_Oᵀ(c_S − c_O), −h, h) — on a face, an edge or a
+corner, so the normal turns round edges and corners:
+
+    box:     n = (c_S − b)/|c_S − b|,   δ = R − |c_S − b|,   x = b − (δ/2) n
+
+and, with c_S inside the box, n the outward normal of the face nearest c_S and δ = R + its depth.
+
 n is the contact normal (m, unit, from O toward S), δ the penetration (m; the contact is
 *active* while δ > 0), x the contact point (halfway through the overlap). The relative velocity
 of the material points at x is v_r = v_S(x) − v_O(x); the penetration rate is δ̇ = −v_r·n (exactly
@@ -101,8 +109,8 @@ _PARAMS = ("stiffness", "damping", "exponent", "stiction_velocity")
 #: the contact methods (:class:`Contacts` holds the compliant ones, :mod:`.unilateral` the others)
 METHODS = ("compliant", "unilateral")
 #: the primitive pairs built (sorted kinds)
-BUILT_PAIRS = (["plane", "sphere"], ["sphere", "sphere"], ["box", "plane"], ["cylinder", "plane"])
-BUILT_PAIRS_TEXT = "sphere–plane, sphere–sphere, box–plane, cylinder–plane"
+BUILT_PAIRS = (["plane", "sphere"], ["sphere", "sphere"], ["box", "plane"], ["cylinder", "plane"], ["box", "sphere"])
+BUILT_PAIRS_TEXT = "sphere–plane, sphere–sphere, box–plane, cylinder–plane, sphere–box"
 _NO_AXIS = np.zeros(3)
 _WELD_JOINTS = ("fixed",)
 
@@ -159,6 +167,7 @@ class Contacts:
         fixed = {p.name for p in spec.parts if p.fixed}
         names, seen = [], set()
         s_b, o_b, s_d, o_d, o_n, R_s, R_o, plane, owners, L, from_e = [], [], [], [], [], [], [], [], [], [], []
+        o_half = []
         k, lam, xi, n_exp, mu_s, mu_d, v_s, axes, e_list = [], [], [], [], [], [], [], [], []
         for c in spec.contacts:
             if c.method in METHODS and c.method != self.method:
@@ -258,11 +267,23 @@ class Contacts:
                 s_d.append(centre - com[bs_])
                 R_s.append(radius)
                 L.append(length)
+                o_half.append(np.zeros(3))
                 if kinds[oi] == "plane":
                     plane.append(True)
                     o_d.append(np.asarray(shp_o[0:3], float) - com[bo_])
                     nrm = np.asarray(shp_o[3:6], float)
                     o_n.append(nrm / np.linalg.norm(nrm))
+                    R_o.append(0.0)
+                elif kinds[oi] == "box":
+                    # a sphere against a box: the box's point nearest the sphere's centre (its
+                    # faces, edges and corners); half edge lengths along O's body axes
+                    plane.append(False)
+                    half_o = 0.5 * np.asarray(shp_o[0:3], float)
+                    if np.any(half_o <= 0):
+                        fail("a box's edge lengths must be > 0")
+                    o_half[-1] = half_o
+                    o_d.append(np.asarray(shp_o[3:6], float) - com[bo_])
+                    o_n.append(np.zeros(3))
                     R_o.append(0.0)
                 else:
                     plane.append(False)
@@ -291,6 +312,9 @@ class Contacts:
         self.no = arr(o_n, float).reshape(-1, 3)
         self.Rs, self.Ro = arr(R_s, float), arr(R_o, float)
         self.plane = arr(plane, bool)
+        #: half edge lengths (O's body axes, m) where O is a box against a sphere, else zero
+        self.half_o = arr(o_half, float).reshape(-1, 3)
+        self.box_o = np.any(self.half_o > 0, axis=1)
         #: a rim circle's axis (body frame of S; zero for a sphere or a corner): the point of S nearest the
         #: plane lies on the rim, R from its centre
         self.axis = arr(axes, float).reshape(-1, 3)
@@ -327,11 +351,30 @@ class Contacts:
         plane, rim, axis = self.plane[sel], self.rim[sel], self.axis[sel]
         cs = rs + np.einsum("nij,nj->ni", As, ds)
         co = ro + np.einsum("nij,nj->ni", Ao, do)
+        box = self.box_o[sel]
+        inside = np.zeros(len(cs), bool)
+        if np.any(box):
+            # a box O: measure from its point nearest S's centre (clamped in O's axes); a centre
+            # inside the box is pushed out through the nearest face (its depth below that face)
+            half = self.half_o[sel]
+            local = np.einsum("nji,nj->ni", Ao, cs - co)
+            clamped = np.clip(local, -half, half)
+            depth = half - np.abs(local)
+            inside = box & np.all(depth > 0, axis=1)
+            face = np.argmin(np.where(half > 0, depth, np.inf), axis=1)
+            nearest = np.where(inside[:, None], local, clamped)
+            co = np.where(box[:, None], co + np.einsum("nij,nj->ni", Ao, nearest), co)
         d = cs - co
         dist = np.linalg.norm(d, axis=1)
         n_plane = np.einsum("nij,nj->ni", Ao, no)
         n_sph = d / np.where(dist > 0, dist, 1.0)[:, None]
         n = np.where(plane[:, None], n_plane, n_sph)
+        if np.any(inside):
+            k = np.flatnonzero(inside)
+            sign = np.where(local[k, face[k]] >= 0, 1.0, -1.0)
+            n[k] = Ao[k, :, face[k]] * sign[:, None]
+            dist = dist.copy()
+            dist[k] = -depth[k, face[k]]
         # the offset from S's centre to its point nearest O: R n for a sphere, R û for a rim circle
         # (û the unit projection of n on the rim's plane; a rim lying flat on the plane: its centre)
         off = Rs[:, None] * n

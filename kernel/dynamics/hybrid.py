@@ -5,7 +5,8 @@ rows in it) under scipy's error-controlled integrators, stepped one step at a ti
 :meth:`.contract.Formulation._run_scipy`. After every step the switching functions of
 :class:`EventDriver` are compared at its two ends; where one changes sign, its root is located on the
 step's dense output (``scipy.optimize.brentq`` to :data:`TIME_TOL` relative), the frames before it are
-recorded, and at the root the switch is made:
+recorded, and at the root the switch is made (a step is bounded so that no point can pass right through
+a sphere or a box between its two ends, :meth:`.unilateral.UnilateralContacts.pass_limit`):
 
 1. impacts (:meth:`.unilateral.UnilateralContacts.impact`) until no touching point approaches — each an
    Event ``impact`` of the Motion (contact, time, approach speed, impulse); the kinetic energy they take
@@ -69,6 +70,14 @@ class EventDriver:
     def _solution(self, t, y):
         ev, vd0 = self._evaluate(t, y)
         return ev, self.cc.solve(self.dyn, ev, vd0, self.state)
+
+    def _pass_limit(self, t, y):
+        """The largest step (s) from (t, y) that carries no point through a finite shape unseen."""
+        from .mass import body_state
+
+        form = self.form
+        bs = body_state(form.model, self.dyn.mass, y[: form.nq], y[form.nq: form.nq + form.nv])
+        return self.cc.pass_limit(bs, self.state)
 
     def _kinetic(self, t, y):
         form = self.form
@@ -234,7 +243,8 @@ class EventDriver:
         k = 1
 
         def make(t0, y0):
-            return cls(form._counted_rhs, t0, y0, t_end, rtol=self.rtol, atol=self.atol)
+            return cls(form._counted_rhs, t0, y0, t_end, rtol=self.rtol, atol=self.atol,
+                       max_step=self._pass_limit(t0, y0))
 
         t = float(times[0])
         solver = make(t, y)
@@ -242,6 +252,8 @@ class EventDriver:
         while k < nt:
             t0, y0 = solver.t, solver.y.copy()
             kinds, v0 = self.kinds(t0, y0)
+            # a step must not carry a point through a finite shape and out again unseen
+            solver.max_step = self._pass_limit(t0, y0)
             try:
                 message = solver.step()
             except (np.linalg.LinAlgError, FloatingPointError, ValueError) as exc:

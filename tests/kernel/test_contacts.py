@@ -382,3 +382,21 @@ def test_a_compliant_cylinder_lying_on_a_plane_settles_on_its_two_rims():
     assert motion.extra["disc_floor.normal_force"][-1] == pytest.approx(m * G, rel=1e-6)
     assert motion.extra["disc_floor.penetration"][-1] == pytest.approx(delta, rel=1e-5)
     assert motion.position[-1, motion.parts.index("disc"), 2] == pytest.approx(0.1 - delta, abs=1e-8)
+
+
+def test_a_compliant_ball_comes_to_rest_on_a_box_top_at_its_static_hertz_depth():
+    """k = 1e7 N/m^1.5: at rest F_n = m g and the ball sits δ = (m g / k)^(2/3) into the top face."""
+    spec = parse_model({"units": "m", "gravity": [0, 0, -G],
+                        "parts": {"block": {"fixed": True},
+                                  "ball": {"position": [0.1, -0.05, 0.2 + 0.05 + 0.01], "mass": 1.0,
+                                           "inertia": [1e-3] * 3}},
+                        "contacts": [{"name": "ball_block", "parts": ["ball", "block"], "method": "compliant",
+                                      "stiffness": 1e7, "exponent": 1.5, "damping": 5e7,
+                                      "shape": [{"sphere": 0.05}, {"box": [0.4, 0.3, 0.2], "center": [0, 0, 0.1]}]}]},
+                       source="ball on block")
+    motion = simulate(compile_model(spec), 1.5, 15)
+    depth = (G / 1e7) ** (2 / 3)
+    assert motion.extra["ball_block.normal_force"][-1] == pytest.approx(G, rel=1e-4)
+    assert motion.extra["ball_block.penetration"][-1] == pytest.approx(depth, rel=1e-4)
+    z = np.asarray(motion.position).reshape(motion.nt, 2, 3)[-1, motion.parts.index("ball"), 2]
+    assert z == pytest.approx(0.25 - depth, abs=1e-9)
