@@ -175,8 +175,8 @@ class _IndexOne(Formulation):
         vd, power_c = self.accelerations(ev, t, q, v)
         constraints = self.dyn.forces.contact_constraints
         if constraints is not None:  # the active unilateral contacts' rows (:mod:`.unilateral`)
-            vd, _, power_u, _, _ = constraints.solve(self.dyn, ev, vd, self.dyn.forces.contact_modes(self.refs))
-            power_c += power_u
+            vd, fc, power_u, _, _ = constraints.solve(self.dyn, ev, vd, self.dyn.forces.contact_modes(self.refs))
+            power_c += power_u + self._driver_power_of(ev, fc)
         out = np.empty(nq + nv + 1)
         out[:nq] = self.dyn.qd(ev.bs, v)
         out[nq: nq + nv] = vd
@@ -187,6 +187,16 @@ class _IndexOne(Formulation):
     def accelerations(self, ev, t, q, v):
         """(v̇, power of the driving constraints)."""
         raise NotImplementedError
+
+    def _driver_power_of(self, ev, f):
+        """The driving constraints' power (W) from the extra reactions Δλ = S⁻¹ Jr M⁻¹ f that a
+        generalised force f (nv,) on the bodies (the unilateral contacts') draws from them: a driven
+        part pushing on a contact is held to its motion by its driver, which does that work."""
+        dyn = self.dyn
+        if not dyn.timed or not len(dyn.rows) or not np.any(f):
+            return 0.0
+        phit = ev.phit[dyn.rows] if len(dyn.redundant) else ev.phit
+        return float(ev.solve_S(ev.minv_jt() @ f) @ phit)
 
     def _solve_kept(self, ev, extra=None):
         dyn = self.dyn
