@@ -26,7 +26,10 @@ Keys (lengths in the file's ``units``; forces and coefficients in SI)::
   only (its two rim circles are the contact points);
 * ``{ plane = { point = [x, y, z], normal = [nx, ny, nz] } }``: the solid is the half-space
   behind the normal (the normal points out of the material, into the free space);
-  ``point`` defaults to the part origin, ``normal`` to +z (the part frame's xy plane).
+  ``point`` defaults to the part origin, ``normal`` to +z (the part frame's xy plane);
+* ``{ face = [x, y, z] }`` (parts read from CAD, a contact naming two parts): the exact primitive of
+  the part's face nearest that point (assembly frame, the file's unit) — its plane, sphere or
+  cylinder (:mod:`.contact_shapes`; concave and other faces are refused).
 
 Built pairs: sphere–plane, sphere–sphere, box–plane, cylinder–plane, sphere–box. Not built yet (refused
 with a message naming the contact, never faked): box–box and cylinder–sphere, shapes from the
@@ -60,12 +63,15 @@ def _number(ctx, item, key, value, *, nonneg=False, positive=False):
     return float(value)
 
 
-def _shape(ctx, item, k, part, value):
-    """One primitive: (kind, numbers) in metres, part frame."""
+def _shape(ctx, item, k, part, value, spec=None):
+    """One primitive: (kind, numbers) in metres, part frame (``spec``: the part's PartSpec, for a
+    ``face`` reference to its CAD geometry)."""
     where = f"`shape` #{k + 1} (part {part!r})"
     if not isinstance(value, dict):
         raise ctx.err(item, f"{where} must be a table like {{ sphere = 0.05 }} or "
                             f"{{ plane = {{ normal = [0, 0, 1] }} }}, got {value!r}")
+    if "face" in value:
+        return _face_shape(ctx, item, where, value, spec)
     kinds = [key for key in ("sphere", "plane", "box", "cylinder") if key in value]
     if len(kinds) != 1:
         raise ctx.err(item, f"{where} must name exactly one primitive (sphere, box, cylinder or plane), "
@@ -108,6 +114,31 @@ def _shape(ctx, item, k, part, value):
     if norm < 1e-12:
         raise ctx.err(item, f"{where}: the plane's `normal` must not be zero")
     return "plane", (*map(float, point), *(float(x) / norm for x in normal))
+
+
+def _face_shape(ctx, item, where, value, spec):
+    """``{ face = [x, y, z] }``: the primitive of the part's CAD face nearest that point
+    (:mod:`.contact_shapes`)."""
+    from ..errors import CadImportError
+    from .contact_shapes import primitive_near
+
+    ctx.check_keys(f"{item} {where}", value, {"face"})
+    if spec is None:
+        raise ctx.err(item, f"{where}: `face` names one part's face; it cannot stand for parts matched by a pattern",
+                      hint="declare the contact with `parts = [A, B]` (two names)")
+    if spec.shape is None:
+        raise ctx.err(item, f"{where}: `face` takes the shape from the part's CAD geometry, and this part has none",
+                      hint="give a primitive (sphere, box, cylinder or plane) for a part without geometry")
+    near = ctx.vec(item, "face", value["face"])
+    try:
+        kind, n = primitive_near(spec, near)
+    except CadImportError as exc:
+        raise ctx.err(item, f"{where}: {exc.message}", hint=exc.hint) from None
+    if kind == "plane":
+        return "plane", (*map(float, n["point"]), *map(float, n["normal"]))
+    if kind == "sphere":
+        return "sphere", (float(n["radius"]), *map(float, n["center"]))
+    return "cylinder", (float(n["radius"]), float(n["height"]), *map(float, n["center"]), *map(float, n["axis"]))
 
 
 def read_contact(ctx, k, entry, parts):
@@ -206,8 +237,8 @@ def _pairs_and_shapes(ctx, item, entry, parts):
         if not isinstance(shapes, list) or len(shapes) != 2:
             raise ctx.err(item, "`shape` must be two primitives, one per part: "
                                 "[{ sphere = R }, { plane = { point = [..], normal = [..] } }]",
-                          hint="shapes from the parts' CAD geometry are not built yet: give a primitive for each part")
-        prims = tuple(_shape(ctx, item, i, pair[i], s) for i, s in enumerate(shapes))
+                          hint="a primitive per part, or { face = [x, y, z] } for a face of the part's CAD geometry")
+        prims = tuple(_shape(ctx, item, i, pair[i], s, parts[pair[i]]) for i, s in enumerate(shapes))
         kinds = sorted(kind for kind, _ in prims)
         if kinds not in BUILT_PAIRS:
             raise ctx.err(item, f"the pair {' – '.join(kind for kind, _ in prims)} is not built yet",

@@ -5,8 +5,9 @@ each other (a cam and its follower, a latch, a stop) is a contact to declare, so
 can let them push. :func:`propose_contacts` writes that declaration for each colliding pair:
 at the pair's first contact it asks OCCT for the closest points of the two parts
 (``BRepExtrema_DistShapeShape``) and the faces they lie on, and turns each face into the
-primitive that fits it exactly — a plane (its tangent plane there, the normal out of the
-material), a sphere, a cylinder — or, for other faces, the part's bounding box. Primitives are
+primitive that fits it exactly (:func:`~cadmotion.importers.contact_shapes.face_primitive`: a plane,
+the normal out of the material, a convex sphere or cylinder) — or, for other faces, the part's
+bounding box. Primitives are
 in the part frame, in the model file's unit. A pair of primitives the contact kernel does not
 handle (:data:`~cadmotion.kernel.dynamics.contacts.BUILT_PAIRS`) is written commented out,
 with the reason, never as a table that would not load.
@@ -15,6 +16,8 @@ with the reason, never as a table that would not load.
 from __future__ import annotations
 
 import numpy as np
+
+from ..importers.contact_shapes import face_primitive
 
 __all__ = ["propose_contacts", "fitted_primitive"]
 
@@ -59,36 +62,6 @@ def _faces_at(shape, support):
     return [TopoDS.Face_s(f) for f in around.FindFromKey(support)]
 
 
-def _face_primitive(face, R, p, point):
-    """(kind, numbers in the part frame) of an analytic face, or None."""
-    from OCP.BRepAdaptor import BRepAdaptor_Surface
-    from OCP.BRepLProp import BRepLProp_SLProps
-    from OCP.BRepTools import BRepTools
-    from OCP.GeomAbs import GeomAbs_Cylinder, GeomAbs_Plane, GeomAbs_Sphere
-    from OCP.TopAbs import TopAbs_REVERSED
-
-    local = lambda x: R.T @ (np.asarray(x, float) - p)  # noqa: E731 - assembly point -> part frame
-    surf = BRepAdaptor_Surface(face)
-    kind = surf.GetType()
-    if kind == GeomAbs_Plane:
-        u0, u1, v0, v1 = BRepTools.UVBounds_s(face)
-        n = BRepLProp_SLProps(surf, 0.5 * (u0 + u1), 0.5 * (v0 + v1), 1, 1e-9).Normal()
-        normal = np.array([n.X(), n.Y(), n.Z()]) * (-1.0 if face.Orientation() == TopAbs_REVERSED else 1.0)
-        return "plane", dict(point=local(point), normal=R.T @ normal)
-    if kind == GeomAbs_Sphere:
-        c = surf.Sphere().Location()
-        return "sphere", dict(radius=surf.Sphere().Radius(), center=local((c.X(), c.Y(), c.Z())))
-    if kind == GeomAbs_Cylinder:
-        ax = surf.Cylinder().Axis()
-        o, d = ax.Location(), ax.Direction()
-        axis = np.array([d.X(), d.Y(), d.Z()])
-        _, _, v0, v1 = BRepTools.UVBounds_s(face)
-        centre = np.array([o.X(), o.Y(), o.Z()]) + 0.5 * (v0 + v1) * axis
-        return "cylinder", dict(radius=surf.Cylinder().Radius(), height=abs(v1 - v0), center=local(centre),
-                                axis=R.T @ axis)
-    return None
-
-
 def fitted_primitive(part, X, shape, support, point, towards):
     """The primitive of ``part`` (at pose X, its moved ``shape``) that fits where it meets the
     other part at ``point`` (assembly frame, m): the analytic face the closest point lies on
@@ -97,7 +70,7 @@ def fitted_primitive(part, X, shape, support, point, towards):
     R, p = X[:3, :3], X[:3, 3]
     best, score = None, -np.inf
     for face in _faces_at(shape, support):
-        fitted = _face_primitive(face, R, p, point)
+        fitted = face_primitive(face, R, p, point)
         if fitted is None:
             continue
         kind, numbers = fitted
