@@ -378,9 +378,12 @@ def dense_value(Q, y_old, x, out):
         out[i] = y_old[i] + Q[i, 0] * x + Q[i, 1] * x2 + Q[i, 2] * x3
 
 
-def jacobian(t, y, df, di, dd, ws, Jvv, Jvq, G):
-    """Evaluate ẏ at (t, y) (the workspace) and fill the Jacobian's blocks; returns ok (template)."""
-    _, ok = rhs(t, y, df, di, dd, ws)
+def jacobian(t, y, df, di, dd, ws, Jvv, Jvq, G, evaluated):
+    """Fill the Jacobian's blocks at (t, y) from the workspace, evaluating ẏ there first unless
+    ``evaluated`` (the workspace already holds that evaluation); returns ok (template)."""
+    ok = True
+    if not evaluated:
+        _, ok = rhs(t, y, df, di, dd, ws)
     if ok:
         assemble_jacobian(df, di, dd, ws, Jvv, Jvq, G)
     return ok
@@ -494,7 +497,7 @@ def radau(t, y0, times, rtol, atol, ptol, max_iter, zone, df, di, dd, ws, Y, DD,
         h_abs, ok = initial_step(t, y, f, t_bound, rtol, atol, df, di, dd, ws, 3)
         nfev += 1
     if ok:
-        ok = jacobian(t, y, df, di, dd, ws, Jvv, Jvq, G)
+        ok = jacobian(t, y, df, di, dd, ws, Jvv, Jvq, G, False)
         njev += 1
         Bq[:, :, :] = K.f3(ws, di, K.I_B)[:nmov]
     if not ok:
@@ -554,7 +557,7 @@ def radau(t, y0, times, rtol, atol, ptol, max_iter, zone, df, di, dd, ws, Y, DD,
                 if not converged:
                     if current_jac:
                         break
-                    ok = jacobian(t, y, df, di, dd, ws, Jvv, Jvq, G)
+                    ok = jacobian(t, y, df, di, dd, ws, Jvv, Jvq, G, False)
                     njev += 1
                     if not ok:
                         break
@@ -631,7 +634,7 @@ def radau(t, y0, times, rtol, atol, ptol, max_iter, zone, df, di, dd, ws, Y, DD,
                 break
             rhs(t_new, y_new, df, di, dd, ws)  # the probes used the workspace: restore y_new's
         if recompute_jac:
-            ok = jacobian(t_new, y_new, df, di, dd, ws, Jvv, Jvq, G)  # leaves y_new's evaluation
+            ok = jacobian(t_new, y_new, df, di, dd, ws, Jvv, Jvq, G, True)  # the workspace is y_new's
             njev += 1
             if not ok:
                 status = NOT_FINITE

@@ -389,7 +389,7 @@ def test_compiled_jacobian_against_finite_differences(a05):
     nq, nv = dyn.nq, dyn.nv
     module = sys.modules[fast.rhs_fn.__module__]
     Jvv, Jvq, G = np.zeros((nv, nv)), np.zeros((nv, nq)), np.zeros((nv, nv))
-    assert module.jacobian(0.0, y, fast.df, fast.di, fast.dd, fast.ws, Jvv, Jvq, G)
+    assert module.jacobian(0.0, y, fast.df, fast.di, fast.dd, fast.ws, Jvv, Jvq, G, False)
     Jf = _differenced_rhs_jacobian(form, y)
     assert np.linalg.norm(Jvv - Jf[nq: nq + nv, nq: nq + nv]) < 1e-2 * np.linalg.norm(Jf[nq: nq + nv, nq: nq + nv])
     assert np.linalg.norm(Jvq - Jf[nq: nq + nv, :nq]) < 1e-2 * np.linalg.norm(Jf[nq: nq + nv, :nq])
