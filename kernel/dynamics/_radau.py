@@ -294,17 +294,8 @@ def assemble_jacobian(df, di, dd, ws, Jvv, Jvq, G):
                     acc += Kf[r, 6 * b + l] * Cb[l, j]
                 KC[r, 7 * b + j] = acc
     mob = mobility(df, di, dd, ws)
-    for i in range(nv):
-        for j in range(nv):
-            acc = 0.0
-            for l in range(nv):
-                acc += mob[i, l] * Df[l, j]
-            Jvv[i, j] = -acc
-        for j in range(nq):
-            acc = 0.0
-            for l in range(nv):
-                acc += mob[i, l] * KC[l, j]
-            Jvq[i, j] = -acc
+    _product(mob, Df, Jvv)
+    _product(mob, KC, Jvq)
     for i in range(nv):
         for b in range(nmov):
             for l in range(6):
@@ -312,6 +303,24 @@ def assemble_jacobian(df, di, dd, ws, Jvv, Jvq, G):
                 for k in range(7):
                     acc += Jvq[i, 7 * b + k] * Bq[b, k, l]
                 G[i, 6 * b + l] = acc
+
+
+@numba.njit(**_JIT)
+def _product(A, B, out):
+    """out = −A B, skipping the columns of B that are zero (the elements touch few bodies)."""
+    n, k = A.shape
+    for j in range(B.shape[1]):
+        used = False
+        for l in range(k):
+            if B[l, j] != 0.0:
+                used = True
+                break
+        for i in range(n):
+            acc = 0.0
+            if used:
+                for l in range(k):
+                    acc += A[i, l] * B[l, j]
+            out[i, j] = -acc
 
 
 @numba.njit(**_JIT)

@@ -150,7 +150,8 @@ INTEGRATOR_SUMMARIES = {
     "DOP853": "explicit Runge-Kutta of order 8 (Dormand-Prince), error control; compiled loop when the model allows",
     "RK45": "explicit Runge-Kutta of order 5(4) (Dormand-Prince), error control",
     "RK23": "explicit Runge-Kutta of order 3(2) (Bogacki-Shampine), error control",
-    "Radau": "implicit Runge-Kutta Radau IIA of order 5, error control: for stiff models",
+    "Radau": "implicit Runge-Kutta Radau IIA of order 5, error control: for stiff models; compiled loop with the "
+             "analytic Jacobian when the model allows",
     "BDF": "implicit variable-order backward differentiation (orders 1-5), error control: for stiff models",
     "LSODA": "Adams/BDF with automatic stiffness switching (ODEPACK), error control",
     "RK4": "classical fixed-step Runge-Kutta of order 4, step --dt",

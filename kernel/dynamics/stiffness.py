@@ -206,7 +206,8 @@ def default_method(dyn, q, v, t, refs, times, *, threshold=100.0, compiled_radau
         return MethodChoice("projection", "DOP853", None, reason, est)
     if est.stiff and compiled_radau:
         return MethodChoice("projection", "Radau", None,
-                            est.reason + " (Radau IIA in the compiled loop with the analytic Jacobian)", est)
+                            est.reason + " (Radau IIA compiled with the model, iterating with the analytic Jacobian)",
+                            est)
     if est.stiff:
         return MethodChoice("index3", "generalized-alpha", est.dt,
                             est.reason + f" (index3 / generalized-alpha, dt = {est.dt:.3g} s)", est)
