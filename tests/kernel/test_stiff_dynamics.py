@@ -340,12 +340,13 @@ needs_fast = pytest.mark.skipif(not __import__("cadmotion.kernel.dynamics.fast",
 
 
 @needs_fast
-def test_compiled_radau_takes_the_steps_of_scipys_radau(a05):
+@pytest.mark.parametrize("formulation", ["projection", "baumgarte", "augmented-lagrangian"])
+def test_compiled_radau_takes_the_steps_of_scipys_radau(a05, formulation):
     """The compiled loop is scipy's Radau (coefficients, Newton iteration, step control, Jacobian and LU
     reuse) on the compiled right-hand side: the same steps and evaluations, the same solution."""
     out = {}
     for loop in (True, False):
-        m, res = run(a05, 2.0, 20, formulation="projection", integrator="Radau", rtol=1e-8, atol=1e-8,
+        m, res = run(a05, 2.0, 20, formulation=formulation, integrator="Radau", rtol=1e-8, atol=1e-8,
                      options={"compiled_loop": loop})
         assert m.complete, m.message
         out[loop] = res
