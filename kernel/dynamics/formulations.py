@@ -31,7 +31,7 @@ from scipy.sparse.linalg import splu
 from ...errors import SolverError
 from ..analysis import rank_info
 from ..linalg import RowSolver
-from .contract import INTEGRATORS, DynamicsResult, Formulation, _Failure
+from .contract import INTEGRATORS, SINGULAR_ZONE_MAX, DynamicsResult, Formulation, _Failure
 from .index3 import Index3Formulation
 from .partitioning import PartitioningFormulation
 
@@ -137,6 +137,7 @@ class _IndexOne(Formulation):
                          + (" with the compiled analytic Jacobian" if integrator == "Radau" else ""))
         loop = self._fast.radau if integrator == "Radau" else self._fast.dop853
         k0 = 0  # times[k0] is the start of the current compiled run
+        last_fallback = -np.inf
         while True:
             meas = self._meas_ref if len(self.model.joint_measures) else None
             part = times[k0:]
@@ -152,14 +153,20 @@ class _IndexOne(Formulation):
                 if meas is not None:
                     self._meas_ref = mref
                 rec.record(part[j], Y[j])
-            if status != D.SINGULAR:
+            t_stop = float(stats[D.S_T])
+            if status == D.STEP_COLLAPSE and self.dyn.has_loops and t_stop > last_fallback \
+                    and self._singularity(t_stop, y_end) < SINGULAR_ZONE_MAX:
+                # Radau's Newton iteration failed on the way into a singular configuration, before
+                # its zone (as in :meth:`_run_scipy`): cross it from the last accepted state
+                last_fallback = t_stop
+            elif status != D.SINGULAR:
                 break
             # stopped at an accepted step near a singular configuration: cross it, then go on
             k = k0 + int(stats[D.S_K])
             mref = self._fast.restore(self._fast.dd.copy())  # the references at the stop
             if len(self.model.joint_measures):
                 self._meas_ref = mref
-            t_x, y_x, k = self._cross_singular(float(stats[D.S_T]), y_end, rec, times, k)
+            t_x, y_x, k = self._cross_singular(t_stop, y_end, rec, times, k)
             if k >= len(times):
                 return
             times = np.concatenate([[t_x], times[k:]])
