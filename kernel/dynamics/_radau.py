@@ -16,9 +16,10 @@ gets in the numpy path), from the workspace of an evaluation at (t, y):
 
 (B: q̇ = B v; C: v = C q̇; K = −∂f/∂x, D = −∂f/∂v the force elements' tangent of
 :mod:`.force_jacobians`; P M⁻¹ = M⁻¹ − M⁻¹ Jvᵀ S⁻¹ Jv M⁻¹ the constrained mobility, through the
-band Cholesky of S). Torques and forces from expressions contribute their current value's
-geometric term only (their derivatives are left to the Newton iteration, which they only
-slow). Its structure makes each Newton system (c I − J) x = r (c = μ/h, real or complex)
+band Cholesky of S). Two differences from :mod:`.implicit`, both only in the Newton
+iteration's rate, never in the solution: a torque expression contributes the geometric term
+of its current value but not its own derivatives ∂τ/∂θ, ∂τ/∂θ̇, and force expressions along
+joint axes nothing (as there). Its structure makes each Newton system (c I − J) x = r (c = μ/h, real or complex)
 reduce exactly to the velocities:
 
     (c I − J_vv − J_vq B / c) x_v = r_v + J_vq r_q / c,   x_q = (r_q + B x_v) / c,   x_W = r_W / c
