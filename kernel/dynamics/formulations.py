@@ -112,8 +112,11 @@ class _IndexOne(Formulation):
 
     def _compiled_loop_applies(self, times, rtol, atol, integrator="DOP853"):
         fast = self._fast
-        if integrator == "Radau" and self.name not in self._ANALYTIC_JACOBIAN:
-            return False
+        if integrator == "Radau":
+            from .implicit import MAX_NV
+
+            if self.name not in self._ANALYTIC_JACOBIAN or self.dyn.nv > MAX_NV:  # dense Newton matrices
+                return False
         return bool(self.options.get("compiled_loop", False) and fast is not None and fast.self_contained
                     and np.ndim(rtol) == 0 and np.ndim(atol) == 0 and np.isfinite(rtol) and atol >= 0
                     and times[-1] > times[0] and np.all(np.diff(times) >= 0))
