@@ -15,6 +15,8 @@ Rows:
   index3 / generalized-alpha ρ∞ = 0.9, fixed steps dt; the full Newton matrix
   index3 / HHT               ρ∞ = 0.9 (α = −0.053)
   index3 newton=mass         the earlier iteration matrix [M_q, Φqᵀ; Φq, 0] (step halving)
+  projection / Radau compiled the compiled Radau IIA loop (cadmotion.kernel.dynamics._radau) with
+                             the compiled analytic Jacobian: at the defaults and at rtol = atol = 1e-8
   projection / Radau, BDF    scipy (rtol = atol = 1e-8) with the analytic Jacobian of
                              :mod:`cadmotion.kernel.dynamics.implicit` (what the formulations pass)
 
@@ -88,8 +90,13 @@ def cases(quick):
     if not quick:
         out.append(("index3 / generalized-alpha dt=0.01 newton=mass",
                     dict(formulation="index3", dt=1e-2, options={"newton": "mass"})))
-    for integ in ("Radau", "BDF"):  # scipy's, iterating with the analytic Jacobian (implicit.py)
-        out.append((f"projection / {integ} rtol=atol=1e-8", dict(integrator=integ, rtol=1e-8, atol=1e-8)))
+    # the compiled Radau loop (_radau.py) at the default tolerances and at rtol = atol = 1e-8, then scipy's
+    # Radau and BDF iterating with the analytic Jacobian of implicit.py
+    out.append(("projection / Radau compiled, rtol 1e-8 atol 1e-10", dict(integrator="Radau")))
+    out.append(("projection / Radau compiled, rtol=atol=1e-8", dict(integrator="Radau", rtol=1e-8, atol=1e-8)))
+    out.append(("projection / Radau scipy, rtol=atol=1e-8", dict(integrator="Radau", rtol=1e-8, atol=1e-8,
+                                                                 options={"compiled_loop": False})))
+    out.append(("projection / BDF scipy, rtol=atol=1e-8", dict(integrator="BDF", rtol=1e-8, atol=1e-8)))
     return out
 
 
@@ -97,7 +104,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--time-cap", type=float, default=60.0)
-    ap.add_argument("--quick", action="store_true", help="the defaults, index3 at dt = 0.01 and Radau, BDF only")
+    ap.add_argument("--quick", action="store_true", help="the defaults, index3 at dt = 0.01, Radau and BDF only")
     args = ap.parse_args()
     mdl = compile_model(read_model_file(MODEL))
     ref, _ = run(mdl, T_END, STEPS, rtol=1e-10, atol=1e-12)

@@ -107,8 +107,9 @@ def build_parser():
     run.add_argument("--gravity", type=_vector, default=None, metavar="GX,GY,GZ",
                      help="gravity in m/s^2, assembly frame (replaces the file's; FreeCAD documents store none)")
     run.add_argument("--formulation", default=None, metavar="NAME",
-                     help="dynamics formulation: " + ", ".join(FORMULATION_NAMES) + " (default: chosen for the model, "
-                          "index3 when it is stiff for the output interval, else projection); "
+                     help="dynamics formulation: " + ", ".join(FORMULATION_NAMES) + " (default: chosen for the model: "
+                          "projection / Radau compiled with the model when it is stiff for the output interval "
+                          "(index3 without numba), else projection / DOP853); "
                           "one line each: `cadmotion formulations`")
     run.add_argument("--integrator", default=None, metavar="NAME",
                      help="dynamics integrator: DOP853 (default), RK45, RK23, Radau, BDF, LSODA, RK4 (fixed step); "

@@ -94,8 +94,9 @@ def stage_state(y, h, Ks, s, out):
         out[i] = y[i] + h * acc
 
 
-def initial_step(t0, y0, f0, t_bound, rtol, atol, df, di, dd, ws):
-    """scipy's ``select_initial_step`` (Hairer's algorithm); returns (h in s, ok) (template)."""
+def initial_step(t0, y0, f0, t_bound, rtol, atol, df, di, dd, ws, order):
+    """scipy's ``select_initial_step`` (Hairer's algorithm) for a method whose error estimate
+    has the given order (DOP853: 7, Radau: 3); returns (h in s, ok) (template)."""
     n = y0.shape[0]
     interval = abs(t_bound - t0)
     scale = np.empty(n)
@@ -113,7 +114,7 @@ def initial_step(t0, y0, f0, t_bound, rtol, atol, df, di, dd, ws):
     if d1 <= 1e-15 and d2 <= 1e-15:
         h1 = max(1e-6, h0 * 1e-3)
     else:
-        h1 = (0.01 / max(d1, d2)) ** (1.0 / 8.0)
+        h1 = (0.01 / max(d1, d2)) ** (1.0 / (order + 1.0))
     return min(100.0 * h0, h1, interval), True
 
 
@@ -195,7 +196,7 @@ def dop853(t, y0, times, rtol, atol, ptol, max_iter, zone, df, di, dd, ws, Y, DD
     nfev += 1
     h_abs = 0.0
     if ok:
-        h_abs, ok = initial_step(t, y, f, t_bound, rtol, atol, df, di, dd, ws)
+        h_abs, ok = initial_step(t, y, f, t_bound, rtol, atol, df, di, dd, ws, 7)
         nfev += 1
     if not ok:
         status = NOT_FINITE

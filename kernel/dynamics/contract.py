@@ -72,6 +72,8 @@ SCIPY_INTEGRATORS = ("RK23", "RK45", "DOP853", "Radau", "BDF", "LSODA")
 _EXPLICIT = ("RK23", "RK45", "DOP853", "RK4")
 INTEGRATORS = SCIPY_INTEGRATORS + ("RK4",)
 INDEX3_INTEGRATORS = ("generalized-alpha", "HHT")
+#: the integrators with a compiled loop (:mod:`._dop853`, :mod:`._radau`)
+COMPILED_LOOPS = ("DOP853", "Radau")
 #: the formulations that hand the accepted velocities to the contacts (their impact speeds)
 _CONTACT_STATE_FORMULATIONS = ("projection", "baumgarte", "penalty", "augmented-lagrangian")
 
@@ -323,8 +325,8 @@ class Formulation:
                 driver.run(times, y, integrator)
             elif integrator == "RK4":
                 self._run_rk4(times, y, rec, dt)
-            elif integrator == "DOP853" and self._compiled_loop_applies(times, rtol, atol):
-                self._run_compiled(times, y, rec, rtol, atol)
+            elif self.runs_compiled(integrator, times, rtol, atol):
+                self._run_compiled(times, y, rec, rtol, atol, integrator)
             else:
                 self._run_scipy(times, y, rec, integrator, rtol, atol)
         except _Stop:
@@ -334,8 +336,14 @@ class Formulation:
             rec.events.extend(driver.events)
         return rec.result(self)
 
-    def _compiled_loop_applies(self, times, rtol, atol):
-        """True when :meth:`_run_compiled` can replace scipy's DOP853 (index-1 formulations)."""
+    def runs_compiled(self, integrator, times, rtol, atol):
+        """True when :meth:`solve` with ``integrator`` runs the whole integration in a compiled
+        loop (:data:`COMPILED_LOOPS`), no Python per step."""
+        return integrator in COMPILED_LOOPS and self._compiled_loop_applies(times, rtol, atol, integrator)
+
+    def _compiled_loop_applies(self, times, rtol, atol, integrator="DOP853"):
+        """True when :meth:`_run_compiled` can replace scipy's ``integrator`` (one of
+        :data:`COMPILED_LOOPS`; index-1 formulations)."""
         return False
 
     def _run_rk4(self, times, y, rec, dt):

@@ -399,6 +399,7 @@ def _source(dyn):
     generic, separately cached :mod:`._kernels` and :mod:`._dop853`)."""
     from . import _dop853 as D
     from . import _kernels as K
+    from . import _radau as R
 
     lines = []
     names = {"qf", "qdf", "B", "bdot", "Jc", "gam", "pt", "ph", "aux", "row_map", "sizes"}
@@ -443,6 +444,7 @@ def _source(dyn):
         "import numpy as np",
         "from cadmotion.kernel.dynamics import _kernels as K",
         f"from cadmotion.kernel.dynamics._dop853 import {', '.join(D.HELPERS)}",
+        f"from cadmotion.kernel.dynamics._radau import {', '.join(R.HELPERS)}",
         "",
         "# the constraint groups' generated functions are bound here by fast.py before the first call",
     ]
@@ -477,17 +479,19 @@ def _source(dyn):
 def _template_source(jit):
     """The integrator templates' source (inspect tokenises it: ~20 ms, so once per process)."""
     from . import _dop853 as D
+    from . import _radau as R
 
-    return "".join(jit + inspect.getsource(fn) for fn in D.TEMPLATES)
+    return "".join(jit + inspect.getsource(fn) for fn in D.TEMPLATES + R.TEMPLATES)
 
 
 def _module(dyn, baumgarte):
     from ..symbolic.codegen import cache_dir
-    from . import _dop853, _kernels
+    from . import _dop853, _kernels, _radau, force_jacobians
 
     src, _ = _source(dyn)
     h = hashlib.sha256()
     for text in (src, repr(_structure(dyn)), inspect.getsource(_kernels), inspect.getsource(_dop853),
+                 inspect.getsource(_radau), inspect.getsource(force_jacobians),
                  Path(__file__).read_text()):
         h.update(text.encode())
     for gr in dyn.groups:
@@ -581,6 +585,7 @@ class FastRHS:
         self.rhs_fn = module.rhs
         self.project_fn = module.project
         self.dop853_fn = module.dop853
+        self.radau_fn = module.radau
         self.build()
 
     def build(self):
@@ -805,6 +810,18 @@ class FastRHS:
         references after the step that reached frame k (give it to :meth:`restore`);
         ``stats`` as documented in :func:`._dop853.dop853`.
         """
+        return self._loop(self.dop853_fn, times, y0, rtol, atol, project_tol, max_iter, meas_ref, zone)
+
+    def radau(self, times, y0, rtol, atol, project_tol=None, max_iter=5, meas_ref=None, zone=0.0):
+        """As :meth:`dop853`, by the compiled Radau IIA loop (:mod:`._radau`, the method, Newton
+        iteration and step control of ``scipy.integrate.Radau``, iterating with the compiled
+        analytic Jacobian); ``stats`` also holds the Jacobian evaluations and LU
+        factorisations (``_radau.S_NJEV``, ``_radau.S_NLU``)."""
+        return self._loop(self.radau_fn, times, y0, rtol, atol, project_tol, max_iter, meas_ref, zone)
+
+    def _loop(self, fn, times, y0, rtol, atol, project_tol, max_iter, meas_ref, zone):
+        from ._radau import N_STATS
+
         times = np.ascontiguousarray(times, dtype=float)
         y0 = np.ascontiguousarray(y0, dtype=float)
         self._update(times[0])
@@ -815,11 +832,11 @@ class FastRHS:
         Y[0] = y0
         snaps = np.zeros((nt, len(self.dd)))
         snaps[0] = self.dd
-        stats = np.zeros(7)
+        stats = np.zeros(N_STATS)
         ptol = -1.0 if project_tol is None else float(project_tol)
         y_end = np.empty_like(y0)
-        status = self.dop853_fn(float(times[0]), y0, times, float(rtol), float(atol), ptol, int(max_iter),
-                                float(zone), self.df, self.di, self.dd, self.ws, Y, snaps, stats, y_end)
+        status = fn(float(times[0]), y0, times, float(rtol), float(atol), ptol, int(max_iter), float(zone), self.df,
+                    self.di, self.dd, self.ws, Y, snaps, stats, y_end)
         return int(status), Y, snaps, stats, y_end
 
     def restore(self, snapshot):

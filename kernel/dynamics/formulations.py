@@ -31,7 +31,7 @@ from scipy.sparse.linalg import splu
 from ...errors import SolverError
 from ..analysis import rank_info
 from ..linalg import RowSolver
-from .contract import INTEGRATORS, DynamicsResult, Formulation, _Failure
+from .contract import INTEGRATORS, SINGULAR_ZONE_MAX, DynamicsResult, Formulation, _Failure
 from .index3 import Index3Formulation
 from .partitioning import PartitioningFormulation
 
@@ -106,16 +106,27 @@ class _IndexOne(Formulation):
         """(tol, max_iter) of the projection onto the joints after accepted steps, or None."""
         return None
 
-    def _compiled_loop_applies(self, times, rtol, atol):
+    #: the formulations whose Newton matrix for Radau is the analytic Jacobian of :mod:`.implicit`
+    #: (penalty's constraint stiffness is not in it)
+    _ANALYTIC_JACOBIAN = ("projection", "baumgarte", "augmented-lagrangian")
+
+    def _compiled_loop_applies(self, times, rtol, atol, integrator="DOP853"):
         fast = self._fast
+        if integrator == "Radau":
+            from .implicit import MAX_NV
+
+            if self.name not in self._ANALYTIC_JACOBIAN or self.dyn.nv > MAX_NV:  # dense Newton matrices
+                return False
         return bool(self.options.get("compiled_loop", False) and fast is not None and fast.self_contained
                     and np.ndim(rtol) == 0 and np.ndim(atol) == 0 and np.isfinite(rtol) and atol >= 0
                     and times[-1] > times[0] and np.all(np.diff(times) >= 0))
 
-    def _run_compiled(self, times, y0, rec, rtol, atol):
-        """DOP853 in one compiled loop (:meth:`.fast.FastRHS.dop853`): the steps, projections and
-        angle bookkeeping of :meth:`_run_scipy` without returning to Python per step."""
+    def _run_compiled(self, times, y0, rec, rtol, atol, integrator="DOP853"):
+        """DOP853 or Radau in one compiled loop (:meth:`.fast.FastRHS.dop853`,
+        :meth:`.fast.FastRHS.radau`): the steps, projections and angle bookkeeping of
+        :meth:`_run_scipy` without returning to Python per step."""
         from . import _dop853 as D
+        from . import _radau as R
 
         eps100 = 100 * np.finfo(float).eps
         if rtol < eps100:  # as scipy's validate_tol
@@ -125,15 +136,19 @@ class _IndexOne(Formulation):
                           stacklevel=4)
             rtol = eps100
         ptol, max_iter = self._step_projection() or (None, 0)
-        rec.notes.append("DOP853 in the compiled loop")
+        rec.notes.append(f"{integrator} in the compiled loop"
+                         + (" with the compiled analytic Jacobian" if integrator == "Radau" else ""))
+        loop = self._fast.radau if integrator == "Radau" else self._fast.dop853
         k0 = 0  # times[k0] is the start of the current compiled run
+        last_fallback = -np.inf
         while True:
             meas = self._meas_ref if len(self.model.joint_measures) else None
             part = times[k0:]
-            status, Y, snaps, stats, y_end = self._fast.dop853(part, y0, rtol, atol, ptol, max_iter, meas_ref=meas,
-                                                               zone=self.singular_zone if self.dyn.has_loops else 0.0)
+            status, Y, snaps, stats, y_end = loop(part, y0, rtol, atol, ptol, max_iter, meas_ref=meas,
+                                                  zone=self.singular_zone if self.dyn.has_loops else 0.0)
             self.nfev += int(stats[D.S_NFEV])
-            self.nfactor += int(stats[D.S_NFEV])  # one factorisation of S per compiled evaluation
+            # one factorisation of S per compiled evaluation, two per Jacobian (its evaluation, its mobility)
+            self.nfactor += int(stats[D.S_NFEV]) + 2 * int(stats[R.S_NJEV])
             self.nproject += int(stats[D.S_NPROJECT])
             rec.nsteps += int(stats[D.S_NSTEPS])
             for j in range(1, int(stats[D.S_K])):
@@ -141,14 +156,20 @@ class _IndexOne(Formulation):
                 if meas is not None:
                     self._meas_ref = mref
                 rec.record(part[j], Y[j])
-            if status != D.SINGULAR:
+            t_stop = float(stats[D.S_T])
+            if status == D.STEP_COLLAPSE and self.dyn.has_loops and t_stop > last_fallback \
+                    and self._singularity(t_stop, y_end) < SINGULAR_ZONE_MAX:
+                # Radau's Newton iteration failed on the way into a singular configuration, before
+                # its zone (as in :meth:`_run_scipy`): cross it from the last accepted state
+                last_fallback = t_stop
+            elif status != D.SINGULAR:
                 break
             # stopped at an accepted step near a singular configuration: cross it, then go on
             k = k0 + int(stats[D.S_K])
             mref = self._fast.restore(self._fast.dd.copy())  # the references at the stop
             if len(self.model.joint_measures):
                 self._meas_ref = mref
-            t_x, y_x, k = self._cross_singular(float(stats[D.S_T]), y_end, rec, times, k)
+            t_x, y_x, k = self._cross_singular(t_stop, y_end, rec, times, k)
             if k >= len(times):
                 return
             times = np.concatenate([[t_x], times[k:]])
@@ -158,8 +179,9 @@ class _IndexOne(Formulation):
             rec.fail(t_fail, f"the equations of motion could not be solved after t = {t_fail:.6g} s: the accelerations "
                              f"are not finite at t = {t_eval:.6g} s")
         elif status == D.STEP_COLLAPSE:
-            rec.fail(t_fail, f"the integrator DOP853 failed after t = {t_fail:.6g} s: Required step size is less than "
-                             "spacing between numbers. (step size collapse: the model is stiff, singular or blows up)")
+            rec.fail(t_fail, f"the integrator {integrator} failed after t = {t_fail:.6g} s: Required step size is less "
+                             "than spacing between numbers. (step size collapse: the model is stiff, singular or blows "
+                             "up)")
         elif status == D.NAN_STATE:
             rec.fail(t_fail, f"the solution became NaN/inf after t = {t_fail:.6g} s")
 

@@ -11,9 +11,11 @@ Stages (each a plain function of the model and the values before it):
     4. redundancy        independent rows of Jv (rank-revealing); the others are left out
     5. integrate         the chosen formulation (:mod:`.formulations`); with neither a
                          formulation nor an integrator given, the one that fits the model
-                         (:func:`.stiffness.default_method`: index3 / generalized-alpha when
-                         the linearised model is stiff for the output interval, else
-                         projection / DOP853), named with its reason in the run's notes
+                         (:func:`.stiffness.default_method`: when the linearised model is
+                         stiff for the output interval projection / Radau where the compiled
+                         Radau loop runs (numba, nothing of ẏ in Python), else index3 /
+                         generalized-alpha; projection / DOP853 when it is not stiff), named
+                         with its reason in the run's notes
     6. report            poses, velocities, accelerations, reactions, efforts, energy and
                          constraint violation at every output time, as a Motion
     7. check             the run's invariants against what its accuracy warrants
@@ -148,7 +150,8 @@ INTEGRATOR_SUMMARIES = {
     "DOP853": "explicit Runge-Kutta of order 8 (Dormand-Prince), error control; compiled loop when the model allows",
     "RK45": "explicit Runge-Kutta of order 5(4) (Dormand-Prince), error control",
     "RK23": "explicit Runge-Kutta of order 3(2) (Bogacki-Shampine), error control",
-    "Radau": "implicit Runge-Kutta Radau IIA of order 5, error control: for stiff models",
+    "Radau": "implicit Runge-Kutta Radau IIA of order 5, error control: for stiff models; compiled loop with the "
+             "analytic Jacobian when the model allows",
     "BDF": "implicit variable-order backward differentiation (orders 1-5), error control: for stiff models",
     "LSODA": "Adams/BDF with automatic stiffness switching (ODEPACK), error control",
     "RK4": "classical fixed-step Runge-Kutta of order 4, step --dt",
@@ -290,11 +293,15 @@ def run(model, t_end=1.0, steps=100, *, formulation=None, integrator=None, rtol=
     rtol = DEFAULT_RTOL if rtol is None else rtol
     atol = DEFAULT_ATOL if atol is None else atol
     check_settings(times, rtol, atol, dt)
-    choice = None
+    choice = form = None
     if automatic:
         dyn, q0, v0, angles, refs = prepare(model, times[0])
-        choice = default_method(dyn, q0, v0, float(times[0]), refs, times)
+        form = get_formulation(DEFAULT_FORMULATION)(dyn, angles=angles, refs=refs)
+        choice = default_method(dyn, q0, v0, float(times[0]), refs, times,
+                                compiled_radau=form.runs_compiled("Radau", times, rtol, atol))
         formulation, integrator = choice.formulation, choice.integrator
+        if formulation != DEFAULT_FORMULATION:
+            form = None
         if dt is None and choice.dt is not None:
             dt = choice.dt
     cls = get_formulation(formulation or DEFAULT_FORMULATION)
@@ -303,7 +310,8 @@ def run(model, t_end=1.0, steps=100, *, formulation=None, integrator=None, rtol=
     if choice is None:
         dyn, q0, v0, angles, refs = prepare(model, times[0])
     refs0 = np.array(refs, float, copy=True)
-    form = cls(dyn, angles=angles, refs=refs, **(options or {}))
+    if form is None:
+        form = cls(dyn, angles=angles, refs=refs, **(options or {}))
     result = form.solve(times, q0, v0, integrator=integrator, rtol=rtol, atol=atol, dt=dt)
     if choice is not None:
         result.notes.insert(0, f"{cls.name} / {integrator} chosen for the model: {choice.reason}")

@@ -20,8 +20,9 @@ the accuracy asked for. Gravity and the joint reactions' geometric stiffness are
 The model is called *stiff* when |λ|max × h_ref ≥ ``threshold`` (default 100), h_ref the
 output interval (or the span with one frame): an explicit method would then need at least
 threshold/c ≈ 30 steps per output interval for stability alone, where an implicit method
-(index-3 generalised-α, :mod:`.index3`) steps at the output interval, damping the fast
-modes it does not resolve. Lightly damped oscillations slower than that (damping ratio
+steps over the fast modes it does not resolve: Radau IIA in the compiled loop (:mod:`._radau`,
+error-controlled, L-stable) where it runs, else index-3 generalised-α (:mod:`.index3`) at the
+output interval or shorter. Lightly damped oscillations slower than that (damping ratio
 ζ < 0.5) are resolved by the step suggested for the implicit method.
 
 :func:`stiffness_estimate` returns a :class:`StiffnessEstimate` (the numbers and the reason,
@@ -170,8 +171,7 @@ def stiffness_estimate(dyn, q, v, t, refs, times, *, threshold=100.0):
     if stiff:
         reason = (f"stiff: the fastest linearised mode (|λ| = {lmax:.3g} 1/s, {kind}) is {ratio:.3g} times faster "
                   f"than the output interval {h_ref:.3g} s; an explicit integrator needs about "
-                  f"{explicit_steps:.3g} steps for stability alone, so an implicit method is indicated "
-                  f"(index3 / generalized-alpha, dt = {dt:.3g} s)")
+                  f"{explicit_steps:.3g} steps for stability alone, so an implicit method is indicated")
     else:
         reason = (f"not stiff: the fastest linearised mode (|λ| = {lmax:.3g} 1/s, {kind}) is resolved by "
                   f"the output interval {h_ref:.3g} s (ratio {ratio:.3g} < {threshold:g}); an explicit "
@@ -179,10 +179,13 @@ def stiffness_estimate(dyn, q, v, t, refs, times, *, threshold=100.0):
     return StiffnessEstimate(lam, lmax, h_ref, ratio, stiff, explicit_steps, dt, reason)
 
 
-def default_method(dyn, q, v, t, refs, times, *, threshold=100.0):
-    """The formulation, integrator and step that fit the model: ``index3`` /
-    ``generalized-alpha`` with the estimate's step when it is stiff, else ``projection`` /
-    ``DOP853`` (dt None). Returns a :class:`MethodChoice` whose ``reason`` says why."""
+def default_method(dyn, q, v, t, refs, times, *, threshold=100.0, compiled_radau=False):
+    """The formulation, integrator and step that fit the model. When it is stiff:
+    ``projection`` / ``Radau`` if ``compiled_radau`` (the caller's word that Radau runs in
+    the compiled loop with the analytic Jacobian, :mod:`._radau`: error-controlled, it keeps
+    the invariants to the tolerance), else ``index3`` / ``generalized-alpha`` with the
+    estimate's step (fixed steps, second order); when it is not, ``projection`` / ``DOP853``
+    (dt None). Returns a :class:`MethodChoice` whose ``reason`` says why."""
     est = stiffness_estimate(dyn, q, v, t, refs, times, threshold=threshold)
     if dyn.forces.contact_constraints is not None:
         # impacts and switches are events of the projection formulation's explicit steps
@@ -201,6 +204,11 @@ def default_method(dyn, q, v, t, refs, times, *, threshold=100.0):
         reason = (f"joint limits as stops on {', '.join(dyn.forces.stops.prefixes)}: projection / DOP853 with its "
                   f"steps limited to resolve every stop ({est.reason})")
         return MethodChoice("projection", "DOP853", None, reason, est)
+    if est.stiff and compiled_radau:
+        return MethodChoice("projection", "Radau", None,
+                            est.reason + " (Radau IIA compiled with the model, iterating with the analytic Jacobian)",
+                            est)
     if est.stiff:
-        return MethodChoice("index3", "generalized-alpha", est.dt, est.reason, est)
+        return MethodChoice("index3", "generalized-alpha", est.dt,
+                            est.reason + f" (index3 / generalized-alpha, dt = {est.dt:.3g} s)", est)
     return MethodChoice("projection", "DOP853", None, est.reason, est)

@@ -195,7 +195,7 @@ def _no_groups(t, y, df, di, dd, ws, need_gamma):
 
 
 @numba.njit
-def _whole_interval(t0, y0, f0, t_bound, rtol, atol, df, di, dd, ws):
+def _whole_interval(t0, y0, f0, t_bound, rtol, atol, df, di, dd, ws, order):
     return t_bound - t0, True
 
 
