@@ -37,6 +37,7 @@ frames) is faster with ``CADMOTION_BACKEND=numba``, which compiles in the run.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import inspect
 import os
@@ -80,39 +81,103 @@ class Symbols:
         self.w = [sp.Symbol(f"w{k}", real=True) for k in range(len(template.angle_terms))]
 
 
-def _context(template, par, sym):
-    """Marker vectors as *intermediate symbols* ``a``, with their definitions a(q, m).
+_ROTATIONS = {}
 
-    Returns (ctx, definitions) where definitions maps each intermediate symbol to its
-    expression in the slot coordinates and marker parameters.
+
+def _rotation(par, sym, k):
+    """Slot k's rotation A(p) and its derivatives, as symbols with their definitions.
+
+    Returns (A, dA, Ad, As, definitions): 3x3 matrices of symbols (or numbers where an entry
+    is constant) for A, ∂A/∂p_j (one per parameter), Ȧ = Σ_j ∂A/∂p_j ṗ_j and
+    Σ_jl ∂²A/∂p_j∂p_l ṗ_j ṗ_l (Ä at p̈ = 0), and the (symbol, expression in p, ṗ) pairs.
+    Every marker vector of the slot is A times a column of marker data, so the rotation is
+    differentiated once per slot and parametrisation (cached), not once per vector.
+    """
+    key = (par.name, k)
+    if key in _ROTATIONS:
+        return _ROTATIONS[key]
+    nqb = par.nqb
+    p, pd = sym.q[k * nqb + 3:(k + 1) * nqb], sym.qd[k * nqb + 3:(k + 1) * nqb]
+    A = par.rotation_symbolic(p)
+    dA = [A.diff(pj) for pj in p]
+    Ad = sp.zeros(3, 3)
+    As = sp.zeros(3, 3)
+    for j, pj in enumerate(p):
+        Ad += dA[j] * pd[j]
+        for m, pm in enumerate(p):
+            As += dA[j].diff(pm) * (pd[j] * pd[m])
+    definitions = []
+
+    def named(matrix, label):
+        out = sp.zeros(3, 3)
+        for r in range(3):
+            for c in range(3):
+                e = sp.expand(matrix[r, c])
+                if e.is_number:
+                    out[r, c] = e
+                else:
+                    s = sp.Symbol(f"Rot{k}{label}_{r}{c}", real=True)
+                    definitions.append((s, e))
+                    out[r, c] = s
+        return out
+
+    result = (named(A, ""), [named(d, f"p{j}") for j, d in enumerate(dA)], named(Ad, "d"), named(As, "s"),
+              definitions)
+    _ROTATIONS[key] = result
+    return result
+
+
+def _context(template, par, sym):
+    """Marker vectors as *intermediate symbols* ``a``, with their definitions.
+
+    Returns (ctx, definitions, frames): definitions are ordered (symbol, expression) pairs, the
+    rotation symbols of each slot first, then each marker vector a = r + A s (P) or A R[:, c]
+    (X, Y, Z); ``frames`` maps each ``a`` to (slot, column of marker data, index of its r
+    coordinate or None), which is all its derivatives need.
     """
     from .templates import Context
 
     nqb = par.nqb
     P, X, Y, Z, p = [], [], [], [], []
-    definitions = {}
+    definitions, frames = [], {}
     for k in range(template.n_slots):
         qk = sym.q[k * nqb:(k + 1) * nqb]
-        A = par.rotation_symbolic(qk[3:])
+        A, _, _, _, rot_defs = _rotation(par, sym, k)
+        definitions += rot_defs
         mk = sym.m[k * 12:(k + 1) * 12]
         R = sp.Matrix(3, 3, mk[3:])
-        exprs = {
-            "P": sp.Matrix(qk[:3]) + A * sp.Matrix(mk[:3]),
-            "X": A * R[:, 0],
-            "Y": A * R[:, 1],
-            "Z": A * R[:, 2],
-        }
+        columns = {"P": sp.Matrix(mk[:3]), "X": R[:, 0], "Y": R[:, 1], "Z": R[:, 2]}
         vectors = {}
-        for label, e in exprs.items():
+        for label, v in columns.items():
             names = [sp.Symbol(f"a{label}{k}_{c}", real=True) for c in range(3)]
-            definitions.update(zip(names, e))
+            e = A * v
+            for c, name in enumerate(names):
+                base = k * nqb + c if label == "P" else None
+                definitions.append((name, e[c] + (qk[c] if base is not None else 0)))
+                frames[name] = (k, v, c, base)
             vectors[label] = sp.Matrix(names)
         P.append(vectors["P"])
         X.append(vectors["X"])
         Y.append(vectors["Y"])
         Z.append(vectors["Z"])
         p.append(qk[3:])
-    return Context(P, X, Y, Z, p, sym.s, sym.f[0], sym.w), definitions
+    return Context(P, X, Y, Z, p, sym.s, sym.f[0], sym.w), definitions, frames
+
+
+def _vector_derivatives(par, sym, frame):
+    """Gradient [(coordinate index, ∂a/∂q)], rate ȧ and curvature (ȧ)_q q̇ of one marker vector
+    component a = [r_c +] (A v)_c of slot k, from the slot's rotation derivatives."""
+    k, v, c, base = frame
+    _, dA, Ad, As, _ = _rotation(par, sym, k)
+    nqb = par.nqb
+    grads = [(base, sp.Integer(1))] if base is not None else []
+    for j, dAj in enumerate(dA):
+        g = (dAj[c, :] * v)[0]
+        if g != 0:
+            grads.append((k * nqb + 3 + j, g))
+    rate = (Ad[c, :] * v)[0] + (sym.qd[base] if base is not None else 0)
+    curv = (As[c, :] * v)[0]
+    return grads, rate, curv
 
 
 def derive(template_name, parametrization="euler-parameters"):
@@ -124,18 +189,20 @@ def derive(template_name, parametrization="euler-parameters"):
         Φq   = Φ_u u_q
         γ    = −(u̇ᵀ Φ_uu u̇ + Φ_u σ_u) − 2 f' Φ_uf u̇ − (Φ_ff f'² + Φ_f f'')
 
-    which is exactly −(Φq q̇)_q q̇ − 2Φqt q̇ − Φtt, at a fraction of the symbolic cost.
+    which is exactly −(Φq q̇)_q q̇ − 2Φqt q̇ − Φtt, at a fraction of the symbolic cost. A marker
+    vector is r + A v or A v with v marker data, so u_q, u̇ and σ_u follow from ∂A/∂p, Ȧ and
+    Σ ∂²A/∂p∂p ṗṗ of its slot (:func:`_rotation`), never from differentiating u itself.
 
     Returns a dict: ``phi, jac, phit, gamma, angles, measures`` (sympy Matrices in u, q,
-    q̇), ``definitions`` (ordered (symbol, expression) pairs for u, u_q, u̇, σ) and
-    ``symbols``. ``full`` substitutes the definitions (for display).
+    q̇), ``definitions`` (ordered (symbol, expression) pairs for the rotations, u, u_q, u̇, σ)
+    and ``symbols``. ``full`` substitutes the definitions (for display).
     """
     template = TEMPLATES[template_name]
     if template.numeric:
         raise ValueError(f"template {template_name!r} has no symbolic equations (its code is built by the model)")
     par = get_parametrization(parametrization)
     sym = Symbols(template, par)
-    ctx, adef = _context(template, par, sym)
+    ctx, adef, frames = _context(template, par, sym)
     phi = sp.Matrix(template.build(ctx))
     f0, f1, f2 = sym.f
     angles = sp.Matrix(
@@ -150,45 +217,63 @@ def derive(template_name, parametrization="euler-parameters"):
     meas = sp.Matrix(meas)
 
     free = phi.free_symbols | angles.free_symbols | meas.free_symbols
-    u = [a for a in adef if a in free] + [qk for qk in sym.q if qk in phi.free_symbols]
-    q = sp.Matrix(sym.q)
-    qd = sp.Matrix(sym.qd)
-    definitions = [(a, adef[a]) for a in u if a in adef]
+    u = [a for a in frames if a in free] + [qk for qk in sym.q if qk in phi.free_symbols]
+    definitions = [(s, e) for s, e in adef if s not in frames] + [(a, e) for a, e in adef if a in free]
     grads, rates, curvs = {}, {}, {}
+    derivative_defs = []
     for a in u:
-        expr = adef.get(a, a)
-        g = sp.Matrix([expr]).jacobian(q)
-        rate = (g * qd)[0]
-        curv = (sp.Matrix([rate]).jacobian(q) * qd)[0]
-        grads[a] = [(k, gk) for k, gk in enumerate(g) if gk != 0]
+        if a in frames:
+            grads[a], rate, curv = _vector_derivatives(par, sym, frames[a])
+        else:  # a raw coordinate q_k
+            k = sym.q.index(a)
+            grads[a], rate, curv = [(k, sp.Integer(1))], sym.qd[k], sp.Integer(0)
         rates[a] = sp.Symbol(f"{a.name}_d", real=True)
         curvs[a] = sp.Symbol(f"{a.name}_s", real=True)
-        definitions.append((rates[a], rate))
-        definitions.append((curvs[a], curv))
+        derivative_defs.append((rates[a], rate))
+        derivative_defs.append((curvs[a], curv))
     grad_syms = {}
     for a in u:
         for k, gk in grads[a]:
+            if gk.is_number:
+                grad_syms[(a, k)] = gk
+                continue
             gs = sp.Symbol(f"{a.name}_q{k}", real=True)
             grad_syms[(a, k)] = gs
-            definitions.append((gs, gk))
+            derivative_defs.append((gs, gk))
+    definitions += derivative_defs
 
-    phi_u = phi.jacobian(sp.Matrix(u)) if u else sp.zeros(phi.shape[0], 0)
+    # Φ_u and the second derivatives of γ, differentiating each entry only by the u it contains
     neq, nq = phi.shape[0], len(sym.q)
+    phi_u = [_gradient(phi[e], u) for e in range(neq)]
     jac = sp.zeros(neq, nq)
-    for col, a in enumerate(u):
-        for k, _ in grads[a]:
-            for e in range(neq):
-                if phi_u[e, col] != 0:
-                    jac[e, k] += phi_u[e, col] * grad_syms[(a, k)]
-    ud = sp.Matrix([rates[a] for a in u])
-    us = sp.Matrix([curvs[a] for a in u])
-    vel = phi_u * ud  # Φq q̇ written in u̇
-    gamma = -(vel.jacobian(sp.Matrix(u)) * ud) - phi_u * us
-    gamma -= 2 * vel.diff(f0) * f1
-    gamma -= phi.diff(f0, 2) * f1**2 + phi.diff(f0) * f2
+    gamma = sp.zeros(neq, 1)
+    for e in range(neq):
+        terms = []
+        for a, d in phi_u[e]:
+            for k, _ in grads[a]:
+                jac[e, k] += d * grad_syms[(a, k)]
+            # (Φ_u u̇)_u u̇ + Φ_u σ_u for this column
+            terms.append(rates[a] * sp.Add(*[dd * rates[b] for b, dd in _gradient(d, u)]) + d * curvs[a])
+        gamma[e] = -sp.Add(*terms)
+    if template.timed:
+        vel = sp.Matrix([sp.Add(*[d * rates[a] for a, d in row]) for row in phi_u])  # Φq q̇ written in u̇
+        gamma -= 2 * vel.diff(f0) * f1
+        gamma -= phi.diff(f0, 2) * f1**2 + phi.diff(f0) * f2
     phit = phi.diff(f0) * f1
     return dict(phi=phi, jac=jac, phit=phit, gamma=gamma, angles=angles, measures=meas,
                 definitions=definitions, symbols=sym)
+
+
+def _gradient(expr, variables):
+    """[(v, ∂expr/∂v)] for the ``variables`` that occur in ``expr`` (in their order), nonzero only."""
+    free = expr.free_symbols
+    out = []
+    for v in variables:
+        if v in free:
+            d = expr.diff(v)
+            if d != 0:
+                out.append((v, d))
+    return out
 
 
 def full(derived, key):
@@ -199,13 +284,23 @@ def full(derived, key):
     return expr
 
 
+@functools.lru_cache(maxsize=None)
 def _printer(scalar):
-    """sympy's printer of numpy (array statements) or of plain Python (numba's scalar loop)."""
+    """sympy's printer of numpy (array statements) or of plain Python (numba's scalar loop).
+
+    Terms are printed in sympy's stored order (``order="none"``): sorting them for display
+    was a third of the printing time and changes nothing but the order of additions."""
     from sympy.printing.numpy import NumPyPrinter
     from sympy.printing.pycode import PythonCodePrinter
 
     cls = PythonCodePrinter if scalar else NumPyPrinter
-    return cls({"fully_qualified_modules": True, "inline": True, "allow_unknown_functions": False})
+    return cls({"fully_qualified_modules": True, "inline": True, "allow_unknown_functions": False, "order": "none"})
+
+
+@functools.lru_cache(maxsize=None)
+def _printed(expr, scalar):
+    """Code text of one expression (a definition is printed once, not once per function)."""
+    return _printer(scalar).doprint(expr)
 
 
 def _needed(exprs, definitions):
@@ -227,7 +322,6 @@ def _emit(name, args, exprs, shape, sym_groups, definitions, backend):
     backend ``numba``: a loop over instances of scalar statements, compiled by numba.
     """
     scalar = backend == "numba"
-    printer = _printer(scalar)
     nonzero = [(k, e) for k, e in enumerate(exprs) if e != 0]
     defs = _needed([e for _, e in nonzero], definitions)
     used = set()
@@ -242,15 +336,13 @@ def _emit(name, args, exprs, shape, sym_groups, definitions, backend):
         for k, s in enumerate(symbols):
             if s in used:
                 body.append(f"{s.name} = {arr}[{index}{k}]")
-    if defs:
-        reps, reduced = sp.cse([e for _, e in defs], symbols=sp.numbered_symbols("d"), optimizations="basic")
-        body += [f"{s.name} = {printer.doprint(e)}" for s, e in reps]
-        body += [f"{s.name} = {printer.doprint(e)}" for (s, _), e in zip(defs, reduced)]
-    reps, reduced = sp.cse([e for _, e in nonzero], symbols=sp.numbered_symbols("c"), optimizations="basic")
-    body += [f"{s.name} = {printer.doprint(e)}" for s, e in reps]
+    # the definitions are already factored (rotation, marker vectors, their derivatives)
+    body += [f"{s.name} = {_printed(e, scalar)}" for s, e in defs]
+    reps, reduced = sp.cse([e for _, e in nonzero], symbols=sp.numbered_symbols("c"))
+    body += [f"{s.name} = {_printed(e, scalar)}" for s, e in reps]
     for (k, _), e in zip(nonzero, reduced):
         idx = ", ".join(str(int(i)) for i in numpy.unravel_index(k, shape))
-        body.append(f"out[{index}{idx}] = {printer.doprint(e)}")
+        body.append(f"out[{index}{idx}] = {_printed(e, scalar)}")
     if scalar:
         lines = ["@numba.njit(cache=True, fastmath=False)"] + head + ["    for i in range(n):"]
         lines += ["        " + b for b in body] or ["        pass"]
