@@ -411,11 +411,14 @@ def sympy_version():
 
 
 def _numba_available():
+    """numba is installed (found, not imported: its import is 0.15 s that a run on numpy code
+    does not need; a broken installation fails where the numba code is first built)."""
+    from importlib.util import find_spec
+
     try:
-        import numba  # noqa: F401
-    except Exception:  # not installed, or broken (FreeCAD's Python has no numba)
+        return find_spec("numba") is not None
+    except (ImportError, ValueError):
         return False
-    return True
 
 
 #: code generation backends, fastest first; ``CADMOTION_BACKEND`` forces one
