@@ -41,6 +41,10 @@ from .mass import cross, accelerations_to_qdd, body_state, compile_mass, kinetic
 
 __all__ = ["Dynamics", "Evaluation", "DENSE_LIMIT"]
 
+#: entries of the band (rows × (bandwidth + 1)) up to which the rank analysis factorises in
+#: numpy (≈ 60 ms at most) rather than compiling numba's kernel into the run
+SMALL_BAND = 20000
+
 #: velocities (6 per moving body) up to which dense linear algebra is used. 120 as in
 #: :mod:`..linalg`: on the shared 2-core machine a threaded OpenBLAS made one dense
 #: evaluation of the 40-plate lattice (240 velocities, 156 rows) 1.2 ms with one thread
@@ -247,10 +251,12 @@ class Dynamics:
         bw = int(np.max(i - j)) if len(i) else 0
         Lb0 = np.zeros((m, bw + 1))
         np.add.at(Lb0, (i, i - j), val)
-        try:
-            from ._kernels import band_cholesky
-        except ImportError:  # no numba: the same algorithm, a row at a time
-            band_cholesky = _band_cholesky_numpy
+        band_cholesky = _band_cholesky_numpy  # the same algorithm, a row at a time: ≈ 3 µs per entry
+        if m * (bw + 1) > SMALL_BAND:  # large: compiled (≈ 1 s to compile once, then cached)
+            try:
+                from ._kernels import band_cholesky
+            except ImportError:  # no numba
+                pass
         tol = 1e-10
         for _ in range(3):
             Lb, dropped, ratio = Lb0.copy(), np.zeros(m, dtype=bool), np.zeros(m)
