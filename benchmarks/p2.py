@@ -27,6 +27,9 @@ from cadmotion.kernel import compile_model  # noqa: E402
 from cadmotion.kernel.dynamics.forward import run  # noqa: E402
 from cadmotion.kernel.spec import Frame, JointSpec, MechanismSpec, PartSpec  # noqa: E402
 
+# timed runs measure the compiled code, built in this process when the cache lacks it (a user's
+# first run would integrate on numpy and leave the compiling to the background warm-up)
+os.environ.setdefault("CADMOTION_DYNAMICS_FAST", "compile")
 TOL = float(os.environ.get("CM_TOL", "1e-8"))
 FORMULATION = os.environ.get("CM_FORMULATION", "projection")
 INTEGRATOR = os.environ.get("CM_INTEGRATOR", "DOP853")

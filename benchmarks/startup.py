@@ -4,7 +4,8 @@
     python benchmarks/startup.py --repeat 5
     python benchmarks/startup.py --only help,slider-crank
 
-Prints the table of issue 15: per command, the median wall time (s) with an **empty** code
+Prints the table of issue 15: per command, the median wall time (s) — and, in brackets, the
+median CPU time of the process (user + system, s) — with an **empty** code
 cache (a fresh install, a CI runner: every run gets a new, empty cache folder) and with a
 **warm** one (one folder, filled by a first run that is not counted). Nothing is asserted.
 
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -68,16 +70,24 @@ def _wait_for_warmup(cache, limit=600.0):
 
 
 def run_once(name, cache, out, warmup=False):
-    """Wall seconds of one command in a new process; (seconds, None) or (seconds, error text)."""
+    """Seconds of one command in a new process: ((wall, cpu), None) or ((wall, cpu), error text);
+    cpu is the process's user + system time, which another job on the machine inflates less."""
     args = [a.format(out=out) for a in COMMANDS[name][0]]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "cadmotion.plugin.cli", *args], env=_environment(cache, warmup),
                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if proc.returncode != 0:
         lines = proc.stderr.strip().splitlines()
-        return wall, f"exit {proc.returncode}: {lines[-1] if lines else '(no message)'}"
-    return wall, None
+        return (wall, cpu), f"exit {proc.returncode}: {lines[-1] if lines else '(no message)'}"
+    return (wall, cpu), None
+
+
+def _median(pairs):
+    return statistics.median(w for w, _ in pairs), statistics.median(c for _, c in pairs)
 
 
 def measure(name, repeat, work):
@@ -93,14 +103,14 @@ def measure(name, repeat, work):
             times.append(wall)
             if err:
                 errors.append(err)
-        empty = statistics.median(times)
+        empty = _median(times)
     cache = work / f"{name}-warm"
     for _ in range(2):                              # fill the cache, background warm-up included; not counted
         _, err = run_once(name, cache, work, warmup=True)
         _wait_for_warmup(cache)
         if err:
             errors.append(err)
-    warm = statistics.median(run_once(name, cache, work)[0] for _ in range(repeat))
+    warm = _median([run_once(name, cache, work)[0] for _ in range(repeat)])
     return empty, warm, (errors[0] if errors else None)
 
 
@@ -114,17 +124,17 @@ def main(argv=None):
     if unknown:
         parser.error(f"unknown command {', '.join(unknown)}; known: {', '.join(COMMANDS)}")
 
-    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, {time.strftime('%Y-%m-%d %H:%M')}; "
-          f"wall s, median of {args.repeat} runs, each a new process")
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, {time.strftime('%Y-%m-%d %H:%M')}, load "
+          f"{os.getloadavg()[0]:.1f}; wall s (cpu s), medians of {args.repeat} runs, each a new process")
     print("| command | empty cache | warm cache |")
     print("|---|---|---|")
     with tempfile.TemporaryDirectory(prefix="cadmotion-startup-") as tmp:
         work = Path(tmp)
         for name in names:
             empty, warm, err = measure(name, args.repeat, work)
-            cell = "" if empty is None else f"{empty:.2f} s"
+            cell = "" if empty is None else f"{empty[0]:.2f} s ({empty[1]:.2f})"
             note = f" (FAILED: {err})" if err else ""
-            print(f"| `{COMMANDS[name][1]}`{note} | {cell} | {warm:.2f} s |", flush=True)
+            print(f"| `{COMMANDS[name][1]}`{note} | {cell} | {warm[0]:.2f} s ({warm[1]:.2f}) |", flush=True)
     return 0
 
 

@@ -345,7 +345,10 @@ def compile_model(spec, parametrization="euler-parameters"):
     order_keys = [k for k in TEMPLATES if k in instances]
     for key in order_keys:
         items = instances[key]
-        code = CamCode(laws[key], key.split("-")[1], par.name) if key in laws else generated(key, par.name)
+        if key in laws:
+            code = CamCode(laws[key], key.split("-")[1], par.name)
+        else:
+            code = generated(key, par.name, instances=len(items))
         n, neq = len(items), code.neq
         bodies = np.array([it[2] for it in items], dtype=np.int64)
         gather = (body_qadr[bodies][:, :, None] + np.arange(nqb)[None, None, :]).reshape(n, -1)

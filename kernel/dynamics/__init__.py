@@ -11,10 +11,27 @@ force elements), :mod:`.equations` (the constrained equations of motion),
 (:func:`simulate`), :mod:`.inverse`, :mod:`.energy`, :mod:`.outputs`.
 """
 
-from .equations import Dynamics
-from .formulations import FORMULATIONS, INTEGRATORS, DynamicsResult, Formulation, get_formulation
-from .forward import simulate
-from .inverse import inverse_dynamics
+import importlib
+
+#: public name -> the submodule that defines it, imported on first use: a model file that only
+#: names a contact pair (importers/contacts.py reads :mod:`.contacts`) does not import the
+#: integrators, scipy.integrate and sympy with the package
+_EXPORTS = {"Dynamics": "equations", "FORMULATIONS": "formulations", "INTEGRATORS": "formulations",
+            "DynamicsResult": "formulations", "Formulation": "formulations", "get_formulation": "formulations",
+            "simulate": "forward", "inverse_dynamics": "inverse"}
 
 __all__ = ["simulate", "inverse_dynamics", "FORMULATIONS", "INTEGRATORS", "Formulation", "DynamicsResult",
            "Dynamics", "get_formulation"]
+
+
+def __getattr__(name):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_EXPORTS))

@@ -523,16 +523,16 @@ class Formulation:
         """True if the step from (t, y) to (t + h, y_new) passes through a singular
         configuration (:func:`._dop853.strides_singular`, on the cubic Hermite interpolant of
         y, f = ẏ(t), y_new, f_new = ẏ(t + h))."""
-        from ._dop853 import PROBES, strided
-
         if not self.dyn.has_loops:
             return False
+        from ._dop853 import PROBES, strided
+
         s = np.empty(len(PROBES))
         for j, p in enumerate(PROBES):
             ym = ((2 * p ** 3 - 3 * p ** 2 + 1) * y + (p ** 3 - 2 * p ** 2 + p) * h * f
                   + (3 * p ** 2 - 2 * p ** 3) * y_new + (p ** 3 - p ** 2) * h * f_new)
             s[j] = math.sqrt(max(self._singularity(t + p * h, ym), 0.0))
-        return bool(strided(s, math.sqrt(self.singular_zone)))
+        return bool(strided.py_func(s, math.sqrt(self.singular_zone)))  # five numbers: Python, not a compile
 
     def _cross_singular(self, t, y, rec, times, k, h_hint=np.inf):
         """Cross a singular configuration (toggle, flat four-bar, branch point) from the state

@@ -41,6 +41,14 @@ from .mass import cross, accelerations_to_qdd, body_state, compile_mass, kinetic
 
 __all__ = ["Dynamics", "Evaluation", "DENSE_LIMIT"]
 
+#: LAPACK's Cholesky factorisation and solve, called directly: scipy.linalg's cho_factor and
+#: cho_solve wrap them in ≈ 20 µs of argument handling a call, paid twice per evaluation
+_potrf, _potrs = sla.lapack.get_lapack_funcs(("potrf", "potrs"), dtype=np.float64)
+
+#: entries of the band (rows × (bandwidth + 1)) up to which the rank analysis factorises in
+#: numpy (≈ 60 ms at most) rather than compiling numba's kernel into the run
+SMALL_BAND = 20000
+
 #: velocities (6 per moving body) up to which dense linear algebra is used. 120 as in
 #: :mod:`..linalg`: on the shared 2-core machine a threaded OpenBLAS made one dense
 #: evaluation of the 40-plate lattice (240 velocities, 156 rows) 1.2 ms with one thread
@@ -90,7 +98,10 @@ class Evaluation:
                 raise np.linalg.LinAlgError("singular constraint matrix")
         else:
             Ss = S * self._scale[:, None] * self._scale[None, :]
-            self._chol = sla.cho_factor(Ss, check_finite=False)
+            c, info = _potrf(Ss, lower=False, clean=False)  # sla.cho_factor's LAPACK call, without its wrapper
+            if info != 0:
+                raise np.linalg.LinAlgError(f"singular constraint matrix (leading minor {info} not positive definite)")
+            self._chol = (c, False)
             c = np.diag(self._chol[0])
             if c.size and (not np.all(np.isfinite(c)) or c.min() ** 2 <= 1e-12):
                 raise np.linalg.LinAlgError("singular constraint matrix")
@@ -102,7 +113,12 @@ class Evaluation:
         s = self._scale if b.ndim == 1 else self._scale[:, None]
         if self.dyn.sparse:
             return s * self._lu.solve(s * b)
-        return s * sla.cho_solve(self._chol, s * b, check_finite=False)
+        if not len(b):  # no kept rows (f2py refuses empty arrays)
+            return s * b
+        x, info = _potrs(self._chol[0], s * b, lower=False)  # sla.cho_solve's LAPACK call
+        if info != 0:
+            raise ValueError(f"potrs: illegal argument {-info}")
+        return s * x
 
 
 class Dynamics:
@@ -247,10 +263,12 @@ class Dynamics:
         bw = int(np.max(i - j)) if len(i) else 0
         Lb0 = np.zeros((m, bw + 1))
         np.add.at(Lb0, (i, i - j), val)
-        try:
-            from ._kernels import band_cholesky
-        except ImportError:  # no numba: the same algorithm, a row at a time
-            band_cholesky = _band_cholesky_numpy
+        band_cholesky = _band_cholesky_numpy  # the same algorithm, a row at a time: ≈ 3 µs per entry
+        if m * (bw + 1) > SMALL_BAND:  # large: compiled (≈ 1 s to compile once, then cached)
+            try:
+                from ._kernels import band_cholesky
+            except ImportError:  # no numba
+                pass
         tol = 1e-10
         for _ in range(3):
             Lb, dropped, ratio = Lb0.copy(), np.zeros(m, dtype=bool), np.zeros(m)

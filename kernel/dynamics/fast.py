@@ -38,6 +38,14 @@ evaluated in ``groups`` at the time of the call; a model with anything left in P
 Not covered (the numpy path of :mod:`.equations` is used instead): models without numba, models
 with declared contacts (:mod:`.contacts`),
 and torque or force expressions of q or qd that could not be compiled. :func:`fast_rhs` returns None in those cases.
+
+A run does not wait for numba (issue 15): when the module of a structure has not been compiled
+before (no ``.ready`` marker beside it holding this numba's version), :func:`fast_rhs` writes its
+source to the cache, returns None — the run goes on the numpy path — and the background warm-up
+(:mod:`cadmotion.kernel.symbolic.warmup`, started when the process exits) compiles its entry
+points (:func:`compile_module`) for the next run. ``CADMOTION_DYNAMICS_FAST=compile`` (or
+``CADMOTION_BACKEND=numba``) compiles in the run instead, as a long run in an empty cache may
+prefer; ``CADMOTION_DYNAMICS_FAST=0`` never uses the compiled path.
 """
 
 from __future__ import annotations
@@ -85,6 +93,8 @@ def fast_rhs(dyn, angles, refs, baumgarte=None, penalty=None):
         if any(fn.uses_state and _expression_code(fn) is None for _, fn in _expression_elements(dyn, kind)):
             return None
     try:
+        if not _ready(dyn):  # not compiled yet: numpy now, the warm-up compiles it for the next run
+            return None
         return FastRHS(dyn, angles, refs, baumgarte, penalty)
     except ImportError:  # pragma: no cover - numba vanished
         return None
@@ -331,19 +341,15 @@ def _expression_source(dyn):
     return src, bool(torques or forces)
 
 
-def _compiled(code):
-    """The numba code of a template (a kinematic model may hold numpy code staged for it)."""
-    return getattr(code, "compiled", code)
+def _structure(dyn):
+    """The constraint groups as the module sees them: template, rows, slots, timed, angles and
+    the name of the template's numba source (which holds the hash of its derivation), known
+    without deriving or compiling anything."""
+    from ..symbolic.codegen import numba_path
 
-
-def _structure(dyn, baumgarte=None):
-    parts = []
-    for gr in dyn.groups:
-        g = gr["g"]
-        code = _compiled(g.code)
-        parts.append((g.template, code.neq, g.bodies.shape[1], bool(g.functions), g.n_angles,
-                      getattr(code, "path", None) and Path(code.path).name))
-    return parts
+    par = dyn.model.parametrization.name
+    return [(gr["g"].template, gr["neq"], gr["g"].bodies.shape[1], bool(gr["g"].functions), gr["g"].n_angles,
+             numba_path(gr["g"].template, par).name) for gr in dyn.groups]
 
 
 class _Packer:
@@ -446,7 +452,9 @@ def _source(dyn):
         f"from cadmotion.kernel.dynamics._dop853 import {', '.join(D.HELPERS)}",
         f"from cadmotion.kernel.dynamics._radau import {', '.join(R.HELPERS)}",
         "",
-        "# the constraint groups' generated functions are bound here by fast.py before the first call",
+        "# the constraint groups' templates, whose generated numba functions fast.py binds below before the first call",
+        f"TEMPLATES = {tuple(gr['g'].template for gr in dyn.groups)!r}",
+        f"PARAMETRIZATION = {dyn.model.parametrization.name!r}",
     ]
     for k in range(len(dyn.groups)):
         head.append(f"jac_{k} = gamma_{k} = phit_{k} = phi_{k} = angles_{k} = measures_{k} = None")
@@ -484,7 +492,9 @@ def _template_source(jit):
     return "".join(jit + inspect.getsource(fn) for fn in D.TEMPLATES + R.TEMPLATES)
 
 
-def _module(dyn, baumgarte):
+def _module_file(dyn):
+    """(path, module name, source) of the model structure's generated module, the file written
+    to the cache folder if missing (path None when the folder cannot be written)."""
     from ..symbolic.codegen import cache_dir
     from . import _dop853, _kernels, _radau, force_jacobians
 
@@ -494,37 +504,103 @@ def _module(dyn, baumgarte):
                  inspect.getsource(_radau), inspect.getsource(force_jacobians),
                  Path(__file__).read_text()):
         h.update(text.encode())
-    for gr in dyn.groups:
-        h.update(_compiled(gr["g"].code).source.encode())
     digest = h.hexdigest()[:20]
+    folder = cache_dir()
+    path = folder / f"dynamics-{digest}.py"
+    try:
+        if not path.is_file():
+            folder.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
+            with os.fdopen(fd, "w") as fh:
+                fh.write(src)
+            os.replace(tmp, path)
+    except OSError:
+        path = None
+    return path, f"cadmotion_dynamics_{digest}", src
+
+
+def _load(path, name, src):
+    """The generated module, its template functions bound (numba code of each group's template)."""
     with _LOCK:
-        if digest in _MODULES:
-            return _MODULES[digest], None
-        folder = cache_dir()
-        path = folder / f"dynamics-{digest}.py"
-        name = f"cadmotion_dynamics_{digest}"
-        try:
-            if not path.is_file():
-                folder.mkdir(parents=True, exist_ok=True)
-                fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
-                with os.fdopen(fd, "w") as fh:
-                    fh.write(src)
-                os.replace(tmp, path)
-            spec = importlib.util.spec_from_file_location(name, path)
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[name] = module
-            spec.loader.exec_module(module)  # our own generated code
-        except OSError:  # read-only cache: compile in memory, without numba's disk cache
+        if name in _MODULES:
+            return _MODULES[name]
+        module = None
+        if path is not None:
+            try:
+                spec = importlib.util.spec_from_file_location(name, path)
+                module = importlib.util.module_from_spec(spec)
+                sys.modules[name] = module
+                spec.loader.exec_module(module)  # our own generated code
+            except OSError:
+                module = None
+        if module is None:  # read-only cache: compile in memory, without numba's disk cache
             import types
 
             module = types.ModuleType(name)
             exec(compile(src.replace("cache=True", "cache=False"), f"<{name}>", "exec"), module.__dict__)
-        for k, gr in enumerate(dyn.groups):
-            code = _compiled(gr["g"].code)
+        from ..symbolic.codegen import generated
+
+        for k, template in enumerate(module.TEMPLATES):
+            code = generated(template, module.PARAMETRIZATION, "numba")
             for fn in ("jac", "gamma", "phit", "phi", "angles", "measures"):
                 setattr(module, f"{fn}_{k}", getattr(code, fn))
-        _MODULES[digest] = module
-        return module, None
+        _MODULES[name] = module
+        return module
+
+
+def _module(dyn):
+    return _load(*_module_file(dyn))
+
+
+def _ready(dyn):
+    """True when the model structure's module may be used now: compiled before (its ready
+    marker, written by :func:`compile_module`, holds this numba's version), or compiling in the
+    run was asked for (``CADMOTION_DYNAMICS_FAST=compile`` or ``CADMOTION_BACKEND=numba``).
+    Otherwise the module's source is written to the cache and a background warm-up compiles it
+    for the next run."""
+    from ..symbolic.codegen import marker_ready, request_module_warmup
+
+    if os.environ.get("CADMOTION_BACKEND") == "numba" or os.environ.get("CADMOTION_DYNAMICS_FAST") == "compile":
+        return True
+    path, _, _ = _module_file(dyn)
+    if path is None:  # a cache that cannot be written keeps no machine code: numpy is faster than compiling
+        return False
+    if marker_ready(path.with_suffix(".ready")):
+        return True
+    request_module_warmup(path)
+    return False
+
+
+def _entry_types():
+    """numba types of the arguments FastRHS passes to the module's entry points (and to
+    ``_kernels.singularity``): floats, ints and C-contiguous float64 / int64 arrays."""
+    from numba import types
+
+    f, i = types.float64, types.int64
+    a1, a2, ai = types.float64[::1], types.float64[:, ::1], types.int64[::1]
+    data = (a1, ai, a1, a1)  # df, di, dd, ws
+    return {"rhs": (f, a1) + data,
+            "project": (f, a1) + data + (f, i),
+            "dop853": (f, a1, a1, f, f, f, i, f) + data + (a2, a2, a1, a1),
+            "singularity": data}
+
+
+def compile_module(path):
+    """Compile the entry points of the generated module at ``path`` into numba's cache and
+    write its ready marker (the background warm-up, :mod:`..symbolic.warmup`); True on success.
+
+    The entry points are compiled for the types :class:`FastRHS` passes (:func:`_entry_types`),
+    so the next run loads machine code instead of compiling; a call with other types would
+    still compile, in that run."""
+    from ..symbolic.codegen import write_marker
+    from . import _kernels
+
+    path = Path(path)
+    name = f"cadmotion_dynamics_{path.stem.split('-', 1)[1]}"
+    module = _load(path, name, path.read_text())
+    for fn, sig in _entry_types().items():
+        (_kernels.singularity if fn == "singularity" else getattr(module, fn)).compile(sig)
+    return write_marker(path.with_suffix(".ready"))
 
 
 def _rcm_order(dyn, rows):
@@ -581,7 +657,7 @@ class FastRHS:
         self.refs = refs
         self.baumgarte = baumgarte
         self.penalty = penalty
-        module, _ = _module(dyn, baumgarte)
+        module = _module(dyn)
         self.rhs_fn = module.rhs
         self.project_fn = module.project
         self.dop853_fn = module.dop853

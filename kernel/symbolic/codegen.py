@@ -22,7 +22,7 @@ and return
 
 Time enters only through f: Φt = Φ_f f', Φtt = Φ_ff f'² + Φ_f f'', Φqt = Φq_f f'.
 
-Generated source is cached on disk, keyed by a hash of the template's source, this
+Generated source is cached on disk, keyed by a hash of the template library's source, this
 module's source, the parametrisation and the sympy version, so editing any of them
 invalidates the cache. ``CADMOTION_CACHE`` overrides the cache folder. Each file ends with a
 hash of its text: a truncated or edited file is derived again (with one warning), and a
@@ -31,14 +31,18 @@ cache folder that cannot be written keeps the code in memory (one warning).
 Which backend a run uses (``generated(name)`` without a backend): numba when its machine
 code for the template was compiled before, else numpy at once while a background process
 compiles numba's for the next runs (:mod:`.warmup`; ``CADMOTION_WARMUP=0`` turns it off). A
-process keeps the code it started on: a long first run in an empty cache (thousands of
-frames) is faster with ``CADMOTION_BACKEND=numba``, which compiles in the run.
+model's group of at most :data:`LOOP_MAX` joints of a type runs the numpy code, whose
+functions loop over so few instances in Python floats (``*_loop``, ≈ 10 µs a call) rather
+than in whole-array statements (``*_array``, ≈ 1 µs per statement whatever the size): that
+is faster than loading numba for a small model. A process keeps the code it started on: a
+long first run in an empty cache (thousands of frames) is faster with
+``CADMOTION_BACKEND=numba``, which compiles in the run.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
-import inspect
 import os
 import tempfile
 import threading
@@ -80,39 +84,103 @@ class Symbols:
         self.w = [sp.Symbol(f"w{k}", real=True) for k in range(len(template.angle_terms))]
 
 
-def _context(template, par, sym):
-    """Marker vectors as *intermediate symbols* ``a``, with their definitions a(q, m).
+_ROTATIONS = {}
 
-    Returns (ctx, definitions) where definitions maps each intermediate symbol to its
-    expression in the slot coordinates and marker parameters.
+
+def _rotation(par, sym, k):
+    """Slot k's rotation A(p) and its derivatives, as symbols with their definitions.
+
+    Returns (A, dA, Ad, As, definitions): 3x3 matrices of symbols (or numbers where an entry
+    is constant) for A, ∂A/∂p_j (one per parameter), Ȧ = Σ_j ∂A/∂p_j ṗ_j and
+    Σ_jl ∂²A/∂p_j∂p_l ṗ_j ṗ_l (Ä at p̈ = 0), and the (symbol, expression in p, ṗ) pairs.
+    Every marker vector of the slot is A times a column of marker data, so the rotation is
+    differentiated once per slot and parametrisation (cached), not once per vector.
+    """
+    key = (par.name, k)
+    if key in _ROTATIONS:
+        return _ROTATIONS[key]
+    nqb = par.nqb
+    p, pd = sym.q[k * nqb + 3:(k + 1) * nqb], sym.qd[k * nqb + 3:(k + 1) * nqb]
+    A = par.rotation_symbolic(p)
+    dA = [A.diff(pj) for pj in p]
+    Ad = sp.zeros(3, 3)
+    As = sp.zeros(3, 3)
+    for j, pj in enumerate(p):
+        Ad += dA[j] * pd[j]
+        for m, pm in enumerate(p):
+            As += dA[j].diff(pm) * (pd[j] * pd[m])
+    definitions = []
+
+    def named(matrix, label):
+        out = sp.zeros(3, 3)
+        for r in range(3):
+            for c in range(3):
+                e = sp.expand(matrix[r, c])
+                if e.is_number:
+                    out[r, c] = e
+                else:
+                    s = sp.Symbol(f"Rot{k}{label}_{r}{c}", real=True)
+                    definitions.append((s, e))
+                    out[r, c] = s
+        return out
+
+    result = (named(A, ""), [named(d, f"p{j}") for j, d in enumerate(dA)], named(Ad, "d"), named(As, "s"),
+              definitions)
+    _ROTATIONS[key] = result
+    return result
+
+
+def _context(template, par, sym):
+    """Marker vectors as *intermediate symbols* ``a``, with their definitions.
+
+    Returns (ctx, definitions, frames): definitions are ordered (symbol, expression) pairs, the
+    rotation symbols of each slot first, then each marker vector a = r + A s (P) or A R[:, c]
+    (X, Y, Z); ``frames`` maps each ``a`` to (slot, column of marker data, index of its r
+    coordinate or None), which is all its derivatives need.
     """
     from .templates import Context
 
     nqb = par.nqb
     P, X, Y, Z, p = [], [], [], [], []
-    definitions = {}
+    definitions, frames = [], {}
     for k in range(template.n_slots):
         qk = sym.q[k * nqb:(k + 1) * nqb]
-        A = par.rotation_symbolic(qk[3:])
+        A, _, _, _, rot_defs = _rotation(par, sym, k)
+        definitions += rot_defs
         mk = sym.m[k * 12:(k + 1) * 12]
         R = sp.Matrix(3, 3, mk[3:])
-        exprs = {
-            "P": sp.Matrix(qk[:3]) + A * sp.Matrix(mk[:3]),
-            "X": A * R[:, 0],
-            "Y": A * R[:, 1],
-            "Z": A * R[:, 2],
-        }
+        columns = {"P": sp.Matrix(mk[:3]), "X": R[:, 0], "Y": R[:, 1], "Z": R[:, 2]}
         vectors = {}
-        for label, e in exprs.items():
+        for label, v in columns.items():
             names = [sp.Symbol(f"a{label}{k}_{c}", real=True) for c in range(3)]
-            definitions.update(zip(names, e))
+            e = A * v
+            for c, name in enumerate(names):
+                base = k * nqb + c if label == "P" else None
+                definitions.append((name, e[c] + (qk[c] if base is not None else 0)))
+                frames[name] = (k, v, c, base)
             vectors[label] = sp.Matrix(names)
         P.append(vectors["P"])
         X.append(vectors["X"])
         Y.append(vectors["Y"])
         Z.append(vectors["Z"])
         p.append(qk[3:])
-    return Context(P, X, Y, Z, p, sym.s, sym.f[0], sym.w), definitions
+    return Context(P, X, Y, Z, p, sym.s, sym.f[0], sym.w), definitions, frames
+
+
+def _vector_derivatives(par, sym, frame):
+    """Gradient [(coordinate index, ∂a/∂q)], rate ȧ and curvature (ȧ)_q q̇ of one marker vector
+    component a = [r_c +] (A v)_c of slot k, from the slot's rotation derivatives."""
+    k, v, c, base = frame
+    _, dA, Ad, As, _ = _rotation(par, sym, k)
+    nqb = par.nqb
+    grads = [(base, sp.Integer(1))] if base is not None else []
+    for j, dAj in enumerate(dA):
+        g = (dAj[c, :] * v)[0]
+        if g != 0:
+            grads.append((k * nqb + 3 + j, g))
+    rate = (Ad[c, :] * v)[0] + (sym.qd[base] if base is not None else 0)
+    curv = (As[c, :] * v)[0]
+    return grads, rate, curv
 
 
 def derive(template_name, parametrization="euler-parameters"):
@@ -124,18 +192,20 @@ def derive(template_name, parametrization="euler-parameters"):
         Φq   = Φ_u u_q
         γ    = −(u̇ᵀ Φ_uu u̇ + Φ_u σ_u) − 2 f' Φ_uf u̇ − (Φ_ff f'² + Φ_f f'')
 
-    which is exactly −(Φq q̇)_q q̇ − 2Φqt q̇ − Φtt, at a fraction of the symbolic cost.
+    which is exactly −(Φq q̇)_q q̇ − 2Φqt q̇ − Φtt, at a fraction of the symbolic cost. A marker
+    vector is r + A v or A v with v marker data, so u_q, u̇ and σ_u follow from ∂A/∂p, Ȧ and
+    Σ ∂²A/∂p∂p ṗṗ of its slot (:func:`_rotation`), never from differentiating u itself.
 
     Returns a dict: ``phi, jac, phit, gamma, angles, measures`` (sympy Matrices in u, q,
-    q̇), ``definitions`` (ordered (symbol, expression) pairs for u, u_q, u̇, σ) and
-    ``symbols``. ``full`` substitutes the definitions (for display).
+    q̇), ``definitions`` (ordered (symbol, expression) pairs for the rotations, u, u_q, u̇, σ)
+    and ``symbols``. ``full`` substitutes the definitions (for display).
     """
     template = TEMPLATES[template_name]
     if template.numeric:
         raise ValueError(f"template {template_name!r} has no symbolic equations (its code is built by the model)")
     par = get_parametrization(parametrization)
     sym = Symbols(template, par)
-    ctx, adef = _context(template, par, sym)
+    ctx, adef, frames = _context(template, par, sym)
     phi = sp.Matrix(template.build(ctx))
     f0, f1, f2 = sym.f
     angles = sp.Matrix(
@@ -150,45 +220,63 @@ def derive(template_name, parametrization="euler-parameters"):
     meas = sp.Matrix(meas)
 
     free = phi.free_symbols | angles.free_symbols | meas.free_symbols
-    u = [a for a in adef if a in free] + [qk for qk in sym.q if qk in phi.free_symbols]
-    q = sp.Matrix(sym.q)
-    qd = sp.Matrix(sym.qd)
-    definitions = [(a, adef[a]) for a in u if a in adef]
+    u = [a for a in frames if a in free] + [qk for qk in sym.q if qk in phi.free_symbols]
+    definitions = [(s, e) for s, e in adef if s not in frames] + [(a, e) for a, e in adef if a in free]
     grads, rates, curvs = {}, {}, {}
+    derivative_defs = []
     for a in u:
-        expr = adef.get(a, a)
-        g = sp.Matrix([expr]).jacobian(q)
-        rate = (g * qd)[0]
-        curv = (sp.Matrix([rate]).jacobian(q) * qd)[0]
-        grads[a] = [(k, gk) for k, gk in enumerate(g) if gk != 0]
+        if a in frames:
+            grads[a], rate, curv = _vector_derivatives(par, sym, frames[a])
+        else:  # a raw coordinate q_k
+            k = sym.q.index(a)
+            grads[a], rate, curv = [(k, sp.Integer(1))], sym.qd[k], sp.Integer(0)
         rates[a] = sp.Symbol(f"{a.name}_d", real=True)
         curvs[a] = sp.Symbol(f"{a.name}_s", real=True)
-        definitions.append((rates[a], rate))
-        definitions.append((curvs[a], curv))
+        derivative_defs.append((rates[a], rate))
+        derivative_defs.append((curvs[a], curv))
     grad_syms = {}
     for a in u:
         for k, gk in grads[a]:
+            if gk.is_number:
+                grad_syms[(a, k)] = gk
+                continue
             gs = sp.Symbol(f"{a.name}_q{k}", real=True)
             grad_syms[(a, k)] = gs
-            definitions.append((gs, gk))
+            derivative_defs.append((gs, gk))
+    definitions += derivative_defs
 
-    phi_u = phi.jacobian(sp.Matrix(u)) if u else sp.zeros(phi.shape[0], 0)
+    # Φ_u and the second derivatives of γ, differentiating each entry only by the u it contains
     neq, nq = phi.shape[0], len(sym.q)
+    phi_u = [_gradient(phi[e], u) for e in range(neq)]
     jac = sp.zeros(neq, nq)
-    for col, a in enumerate(u):
-        for k, _ in grads[a]:
-            for e in range(neq):
-                if phi_u[e, col] != 0:
-                    jac[e, k] += phi_u[e, col] * grad_syms[(a, k)]
-    ud = sp.Matrix([rates[a] for a in u])
-    us = sp.Matrix([curvs[a] for a in u])
-    vel = phi_u * ud  # Φq q̇ written in u̇
-    gamma = -(vel.jacobian(sp.Matrix(u)) * ud) - phi_u * us
-    gamma -= 2 * vel.diff(f0) * f1
-    gamma -= phi.diff(f0, 2) * f1**2 + phi.diff(f0) * f2
+    gamma = sp.zeros(neq, 1)
+    for e in range(neq):
+        terms = []
+        for a, d in phi_u[e]:
+            for k, _ in grads[a]:
+                jac[e, k] += d * grad_syms[(a, k)]
+            # (Φ_u u̇)_u u̇ + Φ_u σ_u for this column
+            terms.append(rates[a] * sp.Add(*[dd * rates[b] for b, dd in _gradient(d, u)]) + d * curvs[a])
+        gamma[e] = -sp.Add(*terms)
+    if template.timed:
+        vel = sp.Matrix([sp.Add(*[d * rates[a] for a, d in row]) for row in phi_u])  # Φq q̇ written in u̇
+        gamma -= 2 * vel.diff(f0) * f1
+        gamma -= phi.diff(f0, 2) * f1**2 + phi.diff(f0) * f2
     phit = phi.diff(f0) * f1
     return dict(phi=phi, jac=jac, phit=phit, gamma=gamma, angles=angles, measures=meas,
                 definitions=definitions, symbols=sym)
+
+
+def _gradient(expr, variables):
+    """[(v, ∂expr/∂v)] for the ``variables`` that occur in ``expr`` (in their order), nonzero only."""
+    free = expr.free_symbols
+    out = []
+    for v in variables:
+        if v in free:
+            d = expr.diff(v)
+            if d != 0:
+                out.append((v, d))
+    return out
 
 
 def full(derived, key):
@@ -199,13 +287,23 @@ def full(derived, key):
     return expr
 
 
+@functools.lru_cache(maxsize=None)
 def _printer(scalar):
-    """sympy's printer of numpy (array statements) or of plain Python (numba's scalar loop)."""
+    """sympy's printer of numpy (array statements) or of plain Python (numba's scalar loop).
+
+    Terms are printed in sympy's stored order (``order="none"``): sorting them for display
+    was a third of the printing time and changes nothing but the order of additions."""
     from sympy.printing.numpy import NumPyPrinter
     from sympy.printing.pycode import PythonCodePrinter
 
     cls = PythonCodePrinter if scalar else NumPyPrinter
-    return cls({"fully_qualified_modules": True, "inline": True, "allow_unknown_functions": False})
+    return cls({"fully_qualified_modules": True, "inline": True, "allow_unknown_functions": False, "order": "none"})
+
+
+@functools.lru_cache(maxsize=None)
+def _printed(expr, scalar):
+    """Code text of one expression (a definition is printed once, not once per function)."""
+    return _printer(scalar).doprint(expr)
 
 
 def _needed(exprs, definitions):
@@ -220,44 +318,72 @@ def _needed(exprs, definitions):
     return [(s, e) for s, e in definitions if s in need]
 
 
-def _emit(name, args, exprs, shape, sym_groups, definitions, backend):
-    """Source of one function. ``exprs`` is a flat list in C order of ``shape``.
-
-    backend ``numpy``: whole-array statements over the instance axis;
-    backend ``numba``: a loop over instances of scalar statements, compiled by numba.
-    """
-    scalar = backend == "numba"
-    printer = _printer(scalar)
+def _plan(exprs, definitions):
+    """What one function computes: (nonzero entries [(flat index, expression)], the definitions
+    they need, the common subexpressions and the reduced entries, the symbols used)."""
     nonzero = [(k, e) for k, e in enumerate(exprs) if e != 0]
     defs = _needed([e for _, e in nonzero], definitions)
+    reps, reduced = sp.cse([e for _, e in nonzero], symbols=sp.numbered_symbols("c"))
     used = set()
     for e in [e for _, e in nonzero] + [e for _, e in defs]:
         used |= e.free_symbols
-    first = args[0]
-    head = [f"def {name}({', '.join(args)}):", f"    n = {first}.shape[0]",
-            f"    out = numpy.zeros((n,) + {tuple(shape)!r})"]
+    return nonzero, defs, reps, reduced, used
+
+
+#: instances up to which the numpy backend runs a Python loop of float statements (≈ 50 ns
+#: each) instead of whole-array statements (≈ 1 µs each however short the arrays)
+LOOP_MAX = 16
+
+
+def _emit(name, args, shape, sym_groups, plan, style):
+    """Source of one function computing the entries of ``plan`` (:func:`_plan`), C order of ``shape``.
+
+    style ``array``: whole-array numpy statements over the instance axis;
+    style ``loop``: a Python loop over instances of float statements (few instances);
+    style ``numba``: a loop over instances of scalar statements, compiled by numba.
+    """
+    nonzero, defs, reps, reduced, used = plan
+    scalar = style != "array"
     body = []
-    index = "i, " if scalar else ":, "
+    read = {"array": "{a}[:, {k}]", "loop": "{a}[i][{k}]", "numba": "{a}[i, {k}]"}[style]
+    arrays = []
     for arr, symbols in sym_groups:
         for k, s in enumerate(symbols):
             if s in used:
-                body.append(f"{s.name} = {arr}[{index}{k}]")
-    if defs:
-        reps, reduced = sp.cse([e for _, e in defs], symbols=sp.numbered_symbols("d"), optimizations="basic")
-        body += [f"{s.name} = {printer.doprint(e)}" for s, e in reps]
-        body += [f"{s.name} = {printer.doprint(e)}" for (s, _), e in zip(defs, reduced)]
-    reps, reduced = sp.cse([e for _, e in nonzero], symbols=sp.numbered_symbols("c"), optimizations="basic")
-    body += [f"{s.name} = {printer.doprint(e)}" for s, e in reps]
+                body.append(f"{s.name} = " + read.format(a=arr, k=k))
+                if arr not in arrays:
+                    arrays.append(arr)
+    # the definitions are already factored (rotation, marker vectors, their derivatives)
+    body += [f"{s.name} = {_printed(e, scalar)}" for s, e in defs]
+    body += [f"{s.name} = {_printed(e, scalar)}" for s, e in reps]
+    size = int(numpy.prod(shape))
     for (k, _), e in zip(nonzero, reduced):
-        idx = ", ".join(str(int(i)) for i in numpy.unravel_index(k, shape))
-        body.append(f"out[{index}{idx}] = {printer.doprint(e)}")
-    if scalar:
-        lines = ["@numba.njit(cache=True, fastmath=False)"] + head + ["    for i in range(n):"]
-        lines += ["        " + b for b in body] or ["        pass"]
+        if style == "loop":
+            body.append(f"r[{k}] = {_printed(e, scalar)}")
+        else:
+            idx = ", ".join(str(int(i)) for i in numpy.unravel_index(k, shape))
+            body.append(f"out[{'i' if scalar else ':'}, {idx}] = {_printed(e, scalar)}")
+    head = [f"def {name}({', '.join(args)}):", f"    n = {args[0]}.shape[0]"]
+    if style == "array":
+        lines = head + [f"    out = numpy.zeros((n,) + {tuple(shape)!r})"] + ["    " + b for b in body]
+        lines.append("    return out")
+    elif style == "numba":
+        lines = ["@numba.njit(cache=True, fastmath=False)"] + head
+        lines += [f"    out = numpy.zeros((n,) + {tuple(shape)!r})", "    for i in range(n):"]
+        lines += (["        " + b for b in body] or ["        pass"]) + ["    return out"]
     else:
-        lines = head + ["    " + b for b in body]
-    lines.append("    return out")
+        lines = head + [f"    {a} = {a}.tolist()" for a in arrays] + ["    rows = []", "    for i in range(n):",
+                                                                        f"        r = [0.0] * {size}"]
+        lines += ["        " + b for b in body] + ["        rows.append(r)",
+                                                   f"    return numpy.array(rows).reshape((n,) + {tuple(shape)!r})"]
     return "\n".join(lines)
+
+
+def _dispatch(name, args):
+    """The numpy backend's entry point: the loop for few instances, whole arrays for many."""
+    call = f"({', '.join(args)})"
+    return (f"def {name}{call}:\n"
+            f"    return ({name}_loop if {args[0]}.shape[0] <= LOOP_MAX else {name}_array){call}")
 
 
 _DERIVED = {}
@@ -273,23 +399,40 @@ def _source(template_name, parametrization, backend):
     nqs = len(sym.q)
     groups = [("Q", sym.q), ("M", sym.m), ("S", list(sym.s.values())), ("F", sym.f), ("W", sym.w)]
     groups_qd = groups[:1] + [("QD", sym.qd)] + groups[1:]
+    args = ["Q", "M", "S", "F", "W"]
+    functions = [
+        ("phi", args, "phi", (neq,), groups),
+        ("jac", args, "jac", (neq, nqs), groups),
+        ("phit", args, "phit", (neq,), groups),
+        ("gamma", ["Q", "QD", "M", "S", "F", "W"], "gamma", (neq,), groups_qd),
+        ("angles", ["Q", "M"], "angles", (d["angles"].shape[0],), groups),
+        ("measures", ["Q", "M"], "measures", (d["measures"].shape[0],), groups),
+    ]
     parts = [
         '"""Generated by cadmotion.kernel.symbolic.codegen for template '
         f'{template_name!r}, parametrisation {parametrization!r}, backend {backend!r}. Do not edit."""',
         "import math\nimport numpy" + ("\nimport numba" if backend == "numba" else ""),
         f"NEQ = {neq}",
         f"NQ_SLOTS = {nqs}",
-        _emit("phi", ["Q", "M", "S", "F", "W"], list(d["phi"]), (neq,), groups, defs, backend),
-        _emit("jac", ["Q", "M", "S", "F", "W"], list(d["jac"]), (neq, nqs), groups, defs, backend),
-        _emit("phit", ["Q", "M", "S", "F", "W"], list(d["phit"]), (neq,), groups, defs, backend),
-        _emit("gamma", ["Q", "QD", "M", "S", "F", "W"], list(d["gamma"]), (neq,), groups_qd, defs, backend),
-        _emit("angles", ["Q", "M"], list(d["angles"]), (d["angles"].shape[0],), groups, defs, backend),
-        _emit("measures", ["Q", "M"], list(d["measures"]), (d["measures"].shape[0],), groups, defs, backend),
     ]
+    if backend == "numpy":
+        parts.append(f"LOOP_MAX = {LOOP_MAX}")
+    for name, fargs, key_, shape, sym_groups in functions:
+        plan = _plan(list(d[key_]), defs)
+        if backend == "numba":
+            parts.append(_emit(name, fargs, shape, sym_groups, plan, "numba"))
+        else:
+            parts += [_emit(f"{name}_array", fargs, shape, sym_groups, plan, "array"),
+                      _emit(f"{name}_loop", fargs, shape, sym_groups, plan, "loop"), _dispatch(name, fargs)]
     return "\n\n\n".join(parts) + "\n"
 
 
+@functools.lru_cache(maxsize=None)
 def _key(template_name, parametrization):
+    """Hash of everything a template's generated code depends on: its name and sizes, the
+    parametrisation, sympy's version and the text of the template library, the
+    parametrisations and this module (whole files: ``inspect.getsource`` of a class parses its
+    file, ≈ 30 ms a call on every run)."""
     template = TEMPLATES[template_name]
     from . import parametrization as par_module, templates as tpl_module
 
@@ -298,10 +441,9 @@ def _key(template_name, parametrization):
         template_name,
         parametrization,
         sympy_version(),
-        inspect.getsource(template.build),
         repr((template.n_slots, template.params, template.angle_terms, template.measures)),
-        inspect.getsource(tpl_module.Context),
-        inspect.getsource(par_module),
+        Path(tpl_module.__file__).read_text(),
+        Path(par_module.__file__).read_text(),
         Path(__file__).read_text(),
     ):
         h.update(text.encode())
@@ -319,11 +461,14 @@ def sympy_version():
 
 
 def _numba_available():
+    """numba is installed (found, not imported: its import is 0.15 s that a run on numpy code
+    does not need; a broken installation fails where the numba code is first built)."""
+    from importlib.util import find_spec
+
     try:
-        import numba  # noqa: F401
-    except Exception:  # not installed, or broken (FreeCAD's Python has no numba)
+        return find_spec("numba") is not None
+    except (ImportError, ValueError):
         return False
-    return True
 
 
 #: code generation backends, fastest first; ``CADMOTION_BACKEND`` forces one
@@ -371,20 +516,26 @@ class GeneratedTemplate:
             setattr(self, fn, namespace[fn])
 
 
-def generated(template_name, parametrization="euler-parameters", backend=None):
+def generated(template_name, parametrization="euler-parameters", backend=None, instances=None):
     """The generated code of a template, from memory, the disk cache, or sympy (in that order).
 
     ``backend`` None (the default) with numba available and ``$CADMOTION_BACKEND`` unset: the
     numba code when it has been compiled before (its ``.ready`` marker is in the cache folder),
     else a :class:`StagedTemplate` that runs the numpy code now, without waiting for numba, and
     has the numba code compiled by a background process when this one exits (:mod:`.warmup`),
-    for the next run. An explicit backend is that backend, compiled in this process if need be.
+    for the next run — except for a group of at most :data:`LOOP_MAX` ``instances`` (the joints
+    of this type in the model), which gets the numpy code: its Python loop over so few
+    instances costs less than importing numba and loading its machine code (≈ 0.5 s for the
+    slider-crank's four templates). An explicit backend is that backend, compiled in this
+    process if need be.
     """
     if backend is None:
         backend = default_backend()
-        if backend == "numba" and not os.environ.get("CADMOTION_BACKEND") and not numba_ready(template_name,
-                                                                                              parametrization):
-            return _staged(template_name, parametrization)
+        if backend == "numba" and not os.environ.get("CADMOTION_BACKEND"):
+            if instances is not None and instances <= LOOP_MAX:
+                backend = "numpy"
+            elif not numba_ready(template_name, parametrization):
+                return _staged(template_name, parametrization)
     key = (template_name, parametrization, backend)
     with _LOCK:
         if key in _MEMORY:
@@ -447,7 +598,7 @@ def _checked(text):
 
 # ----------------------------------------------------------------------------- numpy first, numba when ready
 
-def _numba_path(template_name, parametrization):
+def numba_path(template_name, parametrization):
     """Where the numba source of a template is (or will be) in the cache folder."""
     digest = _key(template_name, parametrization)
     return cache_dir() / f"{template_name}-{parametrization}-numba-{digest}.py"
@@ -464,7 +615,7 @@ def _numba_version():
 
 def ready_marker(template_name, parametrization):
     """The file that says the numba code of a template was compiled into numba's cache."""
-    return _numba_path(template_name, parametrization).with_suffix(".ready")
+    return numba_path(template_name, parametrization).with_suffix(".ready")
 
 
 def numba_ready(template_name, parametrization):
@@ -473,15 +624,24 @@ def numba_ready(template_name, parametrization):
     The marker only decides which backend to start on: numba itself checks its cached
     machine code against the source file and recompiles stale or damaged entries.
     """
+    return marker_ready(ready_marker(template_name, parametrization))
+
+
+def marker_ready(marker):
+    """True when the ready ``marker`` file holds this numba's version (garbage or another version: False)."""
     try:
-        return ready_marker(template_name, parametrization).read_text().strip() == _numba_version()
+        return marker.read_text().strip() == _numba_version()
     except (OSError, UnicodeDecodeError):
         return False
 
 
 def mark_ready(template_name, parametrization):
     """Write the ready marker (atomically); False when the cache folder is not writable."""
-    marker = ready_marker(template_name, parametrization)
+    return write_marker(ready_marker(template_name, parametrization))
+
+
+def write_marker(marker):
+    """Write a ready marker holding this numba's version (atomically); False when it cannot be written."""
     try:
         fd, tmp = tempfile.mkstemp(dir=marker.parent, suffix=".tmp")
         with os.fdopen(fd, "w") as fh:
@@ -498,21 +658,26 @@ WARMUP_LOCK_AGE = 600
 
 def warming(template_name, parametrization):
     """True while a warm-up process holds the template's lock (younger than WARMUP_LOCK_AGE)."""
+    return marker_busy(ready_marker(template_name, parametrization))
+
+
+def marker_busy(marker):
+    """True while a warm-up process holds the lock beside ``marker`` (younger than WARMUP_LOCK_AGE)."""
     import time
 
     try:
-        age = time.time() - ready_marker(template_name, parametrization).with_suffix(".lock").stat().st_mtime
+        age = time.time() - marker.with_suffix(".lock").stat().st_mtime
     except OSError:
         return False
     return age < WARMUP_LOCK_AGE
 
 
 class StagedTemplate:
-    """The numpy functions of a template, now; its numba code (``compiled``) on request.
+    """The numpy functions of a template, run while its numba code is compiled in the background.
 
     Same attributes and signatures as :class:`GeneratedTemplate`, so the kinematic solvers
-    run on it unchanged (the two backends agree to rounding). Compiled dynamics, which
-    needs numba functions, asks for ``compiled`` and so compiles in this process as before.
+    run on it unchanged (the two backends agree to rounding). Compiled dynamics binds the
+    numba code itself (:mod:`cadmotion.kernel.dynamics.fast`), once it has been compiled.
     """
 
     backend = "numpy"
@@ -528,13 +693,17 @@ class StagedTemplate:
         for fn in ("phi", "jac", "phit", "gamma", "angles", "measures"):
             setattr(self, fn, getattr(numpy_code, fn))
 
-    @property
-    def compiled(self):
-        """The numba :class:`GeneratedTemplate` (derived and compiled here if not cached)."""
-        return generated(self.name, self.parametrization, "numba")
-
 
 _PENDING = set()
+_PENDING_MODULES = set()
+
+
+def _request_warmup():
+    """Start the background warm-up when this process exits (once; under _LOCK)."""
+    if not _PENDING and not _PENDING_MODULES:
+        import atexit
+
+        atexit.register(_start_warmup)
 
 
 def _staged(template_name, parametrization):
@@ -547,24 +716,34 @@ def _staged(template_name, parametrization):
             staged = _MEMORY.setdefault(key, staged)
     if os.environ.get("CADMOTION_WARMUP", "1") != "0":
         with _LOCK:
-            if not _PENDING:
-                import atexit
-
-                atexit.register(_start_warmup)
+            _request_warmup()
             _PENDING.add((template_name, parametrization))
     return staged
 
 
+def request_module_warmup(path):
+    """Have the background warm-up compile the generated module at ``path`` (a compiled
+    right-hand side of :mod:`cadmotion.kernel.dynamics.fast`, which this run did not wait for);
+    its ready marker is ``path`` with the suffix ``.ready``. Off with ``CADMOTION_WARMUP=0``."""
+    if os.environ.get("CADMOTION_WARMUP", "1") != "0":
+        with _LOCK:
+            _request_warmup()
+            _PENDING_MODULES.add(str(path))
+
+
 def _start_warmup():
     """Start one background process compiling the numba code of the templates this process
-    ran on numpy (:mod:`.warmup`); it outlives this process and writes only to the cache."""
+    ran on numpy, then the compiled right-hand sides it did not wait for (:mod:`.warmup`); it
+    outlives this process and writes only to the cache."""
     import subprocess
     import sys
 
-    items = sorted(item for item in _PENDING if not numba_ready(*item) and not warming(*item))
+    items = [f"{n}:{p}" for n, p in sorted(_PENDING) if not numba_ready(n, p) and not warming(n, p)]
+    markers = [(path, Path(path).with_suffix(".ready")) for path in sorted(_PENDING_MODULES)]
+    items += [f"module:{path}" for path, marker in markers if not marker_ready(marker) and not marker_busy(marker)]
     if not items:
         return
-    args = [sys.executable, "-m", "cadmotion.kernel.symbolic.warmup"] + [f"{n}:{p}" for n, p in items]
+    args = [sys.executable, "-m", "cadmotion.kernel.symbolic.warmup"] + items
     try:
         subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                          start_new_session=True, close_fds=True)

@@ -1,6 +1,8 @@
-"""Compile the numba code of joint templates into the cache, in the background, for later runs.
+"""Compile the numba code of joint templates (and of compiled right-hand sides) into the cache,
+in the background, for later runs.
 
     python -m cadmotion.kernel.symbolic.warmup revolute:euler-parameters prismatic:euler-parameters
+    python -m cadmotion.kernel.symbolic.warmup module:/path/to/cache/dynamics-<digest>.py
 
 :func:`cadmotion.kernel.symbolic.codegen.generated` starts this when a run had to start on
 the numpy code because the numba code was not compiled yet: the user's run does not wait
@@ -8,7 +10,10 @@ for numba, and the next run finds the machine code in numba's cache. For each
 ``TEMPLATE:PARAMETRIZATION`` it derives (or reads) the numba source, calls every function
 once on arrays of the kinematic solver's types (float64, C order, two axes; markers and
 parameters read-only) so numba
-compiles and caches them, then writes the template's ``.ready`` marker.
+compiles and caches them, then writes the template's ``.ready`` marker. For ``module:PATH``
+(written by a dynamics run that started on numpy,
+:func:`cadmotion.kernel.dynamics.fast.compile_module`) it compiles the module's entry points
+for the argument types the run passes, then writes ``PATH`` with the suffix ``.ready``.
 
 Two of these may run at once on one cache: numba and the marker replace files atomically,
 so the later one only repeats work. A template that fails to compile gets no marker (the
@@ -55,14 +60,14 @@ def compile_template(template_name, parametrization):
     return mark_ready(template_name, parametrization)
 
 
-def _locked(template_name, parametrization):
-    """Take the template's warm-up lock; None when another warm-up holds it."""
+def _locked(marker):
+    """Take the warm-up lock beside ready ``marker``; None when another warm-up holds it."""
     import os
 
-    from .codegen import ready_marker, warming
+    from .codegen import marker_busy
 
-    lock = ready_marker(template_name, parametrization).with_suffix(".lock")
-    if warming(template_name, parametrization):
+    lock = marker.with_suffix(".lock")
+    if marker_busy(marker):
         return None
     try:
         lock.parent.mkdir(parents=True, exist_ok=True)
@@ -74,19 +79,35 @@ def _locked(template_name, parametrization):
     return lock
 
 
+def _job(item):
+    """(ready marker, compile function) of one command-line item."""
+    from pathlib import Path
+
+    from .codegen import ready_marker
+
+    kind, _, rest = item.partition(":")
+    if kind == "module":  # a compiled right-hand side of cadmotion.kernel.dynamics.fast
+        from ..dynamics.fast import compile_module
+
+        path = Path(rest)
+        return path.with_suffix(".ready"), lambda: compile_module(path)
+    par = rest or "euler-parameters"
+    return ready_marker(kind, par), lambda: compile_template(kind, par)
+
+
 def main(argv=None):
-    """Compile the library code of the templates named in ``argv`` (``TEMPLATE[:PARAMETRIZATION]``
-    each), skipping those another process is compiling; returns the number that failed."""
+    """Compile the items named in ``argv``: ``TEMPLATE[:PARAMETRIZATION]`` (a joint template's
+    library code) or ``module:PATH`` (a generated dynamics module), skipping those another
+    process is compiling; returns the number that failed."""
     argv = sys.argv[1:] if argv is None else argv
     failures = 0
     for item in argv:
-        name, _, par = item.partition(":")
-        par = par or "euler-parameters"
-        lock = _locked(name, par)
+        marker, job = _job(item)
+        lock = _locked(marker)
         if lock is None:
             continue  # another process compiles it
         try:
-            ok = compile_template(name, par)
+            ok = job()
         except Exception:  # a background helper: a failure only means the runs stay on numpy
             ok = False
         finally:

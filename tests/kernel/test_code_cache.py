@@ -8,7 +8,9 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
+import numpy as np
 import pytest
 
 pytest.importorskip("numba")
@@ -134,3 +136,77 @@ def test_a_cache_folder_that_cannot_be_written_still_runs_and_says_so_once(tmp_p
     out = _probe_warnings(env)
     assert out["phi"][0] == pytest.approx([0.5**2 * 3 + 0.4**2 - 1], abs=1e-15)
     assert len(out["warnings"]) == 1 and "not writable" in out["warnings"][0] and "CADMOTION_CACHE" in out["warnings"][0]
+
+
+# ---------------------------------------------------------------------------- compiled dynamics (issue 15, item 2)
+
+PROBE_DYNAMICS = textwrap.dedent("""
+    import json, sys, warnings
+    import numpy as np
+    from cadmotion.importers import load
+    from cadmotion.kernel import compile_model
+    from cadmotion.kernel.dynamics import fast
+    from cadmotion.kernel.dynamics.forward import run
+    warnings.simplefilter("always")
+    with warnings.catch_warnings(record=True) as caught:
+        m, res = run(compile_model(load(sys.argv[1])), 1.0, 10, rtol=1e-10, atol=1e-10)
+    fns = [getattr(mod, f) for mod in fast._MODULES.values() for f in ("rhs", "project", "dop853")]
+    link2 = m.parts.index("link2")
+    print(json.dumps({"compiled": bool(fast._MODULES), "notes": res.notes,
+                      "compiled_here": sum(len(f.stats.cache_misses) for f in fns),
+                      "energy": m.extra["energy.total"].tolist(), "link2": m.position[:, link2].tolist(),
+                      "warnings": [str(w.message) for w in caught]}))
+""")
+DOUBLE_PENDULUM = Path(__file__).resolve().parents[2] / "samples" / "dynamics" / "double_pendulum.cadmotion.toml"
+
+
+def _dynamics_env(tmp_path, **extra):
+    env = _env(tmp_path, **extra)
+    env.pop("CADMOTION_DYNAMICS_FAST", None)  # the session's "compile" (tests/conftest.py): a user's default here
+    return env
+
+
+def _probe_dynamics(env):
+    proc = subprocess.run([sys.executable, "-c", PROBE_DYNAMICS, str(DOUBLE_PENDULUM)], capture_output=True,
+                          text=True, env=env)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _conserves_energy(out):
+    # released from rest, no forces but gravity: E(t) = E(0) = 0 J (to the integrator's 1e-10)
+    assert max(abs(e) for e in out["energy"]) < 1e-7
+
+
+def test_dynamics_in_an_empty_cache_runs_numpy_and_leaves_the_compiled_module_to_the_warm_up(tmp_path):
+    env = _dynamics_env(tmp_path)
+    first = _probe_dynamics(env)
+    assert not first["compiled"] and "DOP853 in the compiled loop" not in first["notes"]
+    _conserves_energy(first)
+    (module,) = (tmp_path / "codegen").glob("dynamics-*.py")
+    assert not module.with_suffix(".ready").exists()
+    assert not list((tmp_path / "numba").rglob("*.nbi"))  # nothing was compiled by the run
+    # the warm-up the run would start at exit, run here in the foreground
+    proc = subprocess.run([sys.executable, "-m", "cadmotion.kernel.symbolic.warmup", f"module:{module}"],
+                          capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert module.with_suffix(".ready").exists()
+    second = _probe_dynamics(env)
+    assert second["compiled"] and "DOP853 in the compiled loop" in second["notes"]
+    assert second["compiled_here"] == 0  # loaded from numba's cache, compiled for the types the run passes
+    _conserves_energy(second)
+    # the two paths integrate the same equations to 1e-10: the chaotic motion agrees at 1 s
+    assert np.max(np.abs(np.subtract(first["link2"], second["link2"]))) < 1e-7
+    # a marker from another numba version (or garbage) is not trusted: numpy again
+    module.with_suffix(".ready").write_bytes(b"\xff\x00 not a version")
+    assert not _probe_dynamics(env)["compiled"]
+
+
+def test_dynamics_with_a_cache_folder_that_cannot_be_written_runs_numpy_without_compiling(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    out = _probe_dynamics(_dynamics_env(tmp_path, CADMOTION_CACHE=str(blocker / "codegen")))
+    assert not out["compiled"]
+    _conserves_energy(out)
+    assert len(out["warnings"]) == 1 and "not writable" in out["warnings"][0]
+    assert not list((tmp_path / "numba").rglob("*.nbi"))

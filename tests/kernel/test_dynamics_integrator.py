@@ -435,7 +435,7 @@ def test_driver_decimals_are_data_not_code():
     from cadmotion.kernel.spec import TimeFunctionSpec
 
     def module(text):
-        return fast._module(Dynamics(_driven_pendulum(TimeFunctionSpec(expression=text))), None)[0]
+        return fast._module(Dynamics(_driven_pendulum(TimeFunctionSpec(expression=text))))
 
     assert module("0.3*sin(3.5*t)") is module("0.2*sin(1.5*t)")
     assert module("0.3*sin(3.5*t)") is not module("0.3*cos(3.5*t)")
@@ -509,7 +509,7 @@ def test_each_expression_form_has_its_own_compiled_module_and_decimals_are_data(
     from cadmotion.kernel.dynamics.equations import Dynamics
 
     def module(expression):
-        return fast._module(Dynamics(_torque_pendulum(build, expression)), None)[0]
+        return fast._module(Dynamics(_torque_pendulum(build, expression)))
 
     a, b = module("0.01*exp(-t)"), module("0.01*exp(-2*t)")
     assert a is not b and a.__name__ != b.__name__

@@ -4,14 +4,15 @@ For random body poses, velocities, marker frames and driver values:
 - Φq equals the central difference of Φ in q;
 - Φt equals the central difference of Φ in t (through f(t));
 - γ equals −d²Φ/dt² along q(t) = q + q̇ t (so q̈ = 0), by central differences;
-- the numpy and numba backends give the same numbers.
+- the numpy and numba backends give the same numbers, and so do the numpy code's Python loop
+  (few instances) and its whole-array statements (many).
 """
 
 import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
-from cadmotion.kernel.symbolic.codegen import BACKENDS, generated
+from cadmotion.kernel.symbolic.codegen import BACKENDS, LOOP_MAX, generated
 from cadmotion.kernel.symbolic.parametrization import get_parametrization
 from cadmotion.kernel.symbolic.templates import TEMPLATES
 
@@ -19,7 +20,7 @@ N = 3  # instances evaluated at once
 RNG = np.random.default_rng(7)
 
 
-def random_inputs(template, par):
+def random_inputs(template, par, N=N):
     nqb = par.nqb
     Q = np.zeros((N, template.n_slots * nqb))
     QD = RNG.normal(size=Q.shape)
@@ -76,6 +77,25 @@ def test_generated_derivatives_match_finite_differences(name, par):
         assert np.all(code.phit(Q, M, S, F, W) == 0)
     d2 = (phi_at(hs) - 2 * phi_at(0.0) + phi_at(-hs)) / hs**2
     np.testing.assert_allclose(code.gamma(Q, QD, M, S, F, W), -d2, atol=2e-4, rtol=1e-4, err_msg=f"{name} γ")
+
+
+@pytest.mark.parametrize("name", [name for name, par in CASES if par == "euler-parameters"])
+def test_few_instances_loop_and_many_use_whole_arrays_with_the_same_numbers(name):
+    """Up to LOOP_MAX instances the numpy code runs a Python loop of floats, beyond it whole-array
+    statements; an instance's numbers do not depend on which (to a few units of round-off)."""
+    template = TEMPLATES[name]
+    code = generated(name, "euler-parameters", "numpy")
+    Q, QD, M, S, F, W = random_inputs(template, get_parametrization("euler-parameters"), LOOP_MAX + 1)
+    few = slice(0, 3)
+    for fn in ("phi", "jac", "phit"):
+        many = getattr(code, fn)(Q, M, S, F, W)
+        np.testing.assert_allclose(many[few], getattr(code, fn)(Q[few], M[few], S[few], F[few], W[few]), rtol=1e-13,
+                                   atol=1e-13, err_msg=f"{name} {fn}")
+    np.testing.assert_allclose(code.gamma(Q, QD, M, S, F, W)[few],
+                               code.gamma(Q[few], QD[few], M[few], S[few], F[few], W[few]), rtol=1e-13, atol=1e-12)
+    for fn in ("angles", "measures"):
+        np.testing.assert_allclose(getattr(code, fn)(Q, M)[few], getattr(code, fn)(Q[few], M[few]), rtol=1e-13,
+                                   atol=1e-14, err_msg=f"{name} {fn}")
 
 
 @pytest.mark.skipif(not BACKENDS["numba"](), reason="numba not installed")

@@ -72,3 +72,17 @@ def test_a_second_run_of_a_model_finds_its_code_cached_and_does_not_import_sympy
     """
     assert "sympy" in _modules_after(run, env)        # the first run derives the joints' code and f', f''
     assert "sympy" not in _modules_after(run, env)    # the second reads them from the cache
+
+
+def test_a_small_model_runs_on_its_numpy_code_without_importing_numba_or_sympy_the_second_time(tmp_path):
+    """The slider-crank's joint groups (at most LOOP_MAX joints of a type) run the numpy code's
+    Python loop: cheaper than importing numba and loading machine code (issue 15, item 3)."""
+    env = dict(os.environ, CADMOTION_CACHE=str(tmp_path / "codegen"), NUMBA_CACHE_DIR=str(tmp_path / "numba"),
+               CADMOTION_WARMUP="0")
+    env.pop("CADMOTION_BACKEND", None)
+    run = f"""
+        from cadmotion.plugin.cli import main
+        assert main(["run", {str(SLIDER)!r}, "--steps", "4", "-q", "-o", {str(tmp_path / 'sc.csv')!r}]) == 0
+    """
+    assert "numba" not in _modules_after(run, env)
+    assert _modules_after(run, env).isdisjoint({"numba", "sympy"})
