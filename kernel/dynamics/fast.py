@@ -483,11 +483,12 @@ def _template_source(jit):
 
 def _module(dyn, baumgarte):
     from ..symbolic.codegen import cache_dir
-    from . import _dop853, _kernels
+    from . import _dop853, _kernels, tyres
 
     src, _ = _source(dyn)
     h = hashlib.sha256()
     for text in (src, repr(_structure(dyn)), inspect.getsource(_kernels), inspect.getsource(_dop853),
+                 inspect.getsource(tyres),
                  Path(__file__).read_text()):
         h.update(text.encode())
     for gr in dyn.groups:
@@ -622,6 +623,8 @@ class FastRHS:
         pj = np.array(pj, dtype=np.int64)
         bw = int(np.max(pi - pj)) if len(pi) else 0
         self.row_order = rows
+        from . import _kernels as K
+
         forces = dyn.forces
         mass = dyn.mass
         i64 = lambda a: np.ascontiguousarray(a, dtype=np.int64)  # noqa: E731
@@ -675,6 +678,12 @@ class FastRHS:
                    np.zeros(0), np.zeros(0))
         else:
             blt = (i64(bl["ia"]), i64(bl["ib"]), f64(bl["Ri"]), f64(bl["Rj"]), f64(bl["k"]), f64(bl["c"]))
+        ty = forces.tyres
+        if ty is None:
+            tyt = (np.zeros(0, np.int64), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros((0, K.N_PAR)),
+                   np.zeros((0, 1, 3)), np.zeros(0, np.int64), np.zeros((0, len(K.TYRE_OUTPUTS))))
+        else:
+            tyt = ty.arrays() + (np.zeros((ty.n, len(K.TYRE_OUTPUTS))),)
         a_, b_ = (self.baumgarte or (0.0, 0.0))
         P = _Packer()
         nmeas = len(model.joint_measures)
@@ -698,8 +707,7 @@ class FastRHS:
         values.update(zip(("ln_ia", "ln_ib", "ln_di", "ln_Ri", "ln_dj", "ln_F"), lnt))
         values.update(zip(("bu_ia", "bu_ib", "bu_da", "bu_db", "bu_Ra", "bu_Rb", "bu_Kt", "bu_Ct", "bu_Kr", "bu_Cr"),
                           but))
-        from . import _kernels as K
-
+        values.update(zip(("ty_b", "ty_dc", "ty_ax", "ty_par", "ty_bump", "ty_nb", "ty_out"), tyt))
         nrows = m
         work = dict(qf=np.zeros(7 * nb), qdf=np.zeros(7 * nb), A=np.zeros((nb, 3, 3)), rho=np.zeros((nb, 3)),
                     rc=np.zeros((nb, 3)), E=np.zeros((nb, 3, 4)), Jw=np.zeros((nb, 3, 3)), Jwinv=np.zeros((nb, 3, 3)),
