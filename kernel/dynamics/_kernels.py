@@ -15,7 +15,7 @@ import numba
 import numpy as np
 
 from ._frames import euler_rotation, frame_axes, relative_rotation_vector
-from .tyres import N_PAR, TYRE_OUTPUTS, tyre_forces
+from .tyres import tyre_forces
 
 _JIT = dict(cache=True, nogil=True, fastmath=False)
 # linear algebra kernels: allow reassociation of sums so LLVM can vectorise the reductions

@@ -624,6 +624,7 @@ class FastRHS:
         bw = int(np.max(pi - pj)) if len(pi) else 0
         self.row_order = rows
         from . import _kernels as K
+        from .tyres import N_PAR, TYRE_OUTPUTS
 
         forces = dyn.forces
         mass = dyn.mass
@@ -680,10 +681,10 @@ class FastRHS:
             blt = (i64(bl["ia"]), i64(bl["ib"]), f64(bl["Ri"]), f64(bl["Rj"]), f64(bl["k"]), f64(bl["c"]))
         ty = forces.tyres
         if ty is None:
-            tyt = (np.zeros(0, np.int64), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros((0, K.N_PAR)),
-                   np.zeros((0, 1, 3)), np.zeros(0, np.int64), np.zeros((0, len(K.TYRE_OUTPUTS))))
+            tyt = (np.zeros(0, np.int64), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros((0, N_PAR)),
+                   np.zeros((0, 1, 3)), np.zeros(0, np.int64), np.zeros((0, len(TYRE_OUTPUTS))))
         else:
-            tyt = ty.arrays() + (np.zeros((ty.n, len(K.TYRE_OUTPUTS))),)
+            tyt = ty.arrays() + (np.zeros((ty.n, len(TYRE_OUTPUTS))),)
         a_, b_ = (self.baumgarte or (0.0, 0.0))
         P = _Packer()
         nmeas = len(model.joint_measures)

@@ -321,7 +321,7 @@ def parse_tyre(f, number, where, model, nmov, A0, r0, com, gravity):
                                               ("E", Ec, Ec <= 1)) if not ok]
         if bad:
             raise err(f"`{key}` magic-formula coefficient(s) out of range: "
-                      + ", ".join(f"{name} = {v!r}" for name, v in bad),
+                      + ", ".join(f"{name} = {float(v)!r}" for name, v in bad),
                       hint="[B, C, D, E]: stiffness factor B > 0, shape factor 0 < C ≤ 2, peak friction "
                            "coefficient D > 0 (the peak force is D times the load), curvature factor E ≤ 1")
         coeffs += [Bc, Cc, Dc, Ec]
