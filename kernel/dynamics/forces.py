@@ -34,6 +34,10 @@ point on the first part to the point on the second, l its length, l̇ = u·(v_Pb
                             at large rotations too); params ``stiffness``, ``damping``,
                             ``rotational_stiffness``, ``rotational_damping`` (scalars or 3 values).
 
+``tyre``                    a wheel on the road (:mod:`.tyres`): point-follower contact with a
+                            vertical spring-damper, Pacejka's magic formula for the slip
+                            forces, rolling resistance; V = ½ k δ² while in contact.
+
 Declared contacts (``[[contacts]]``, :mod:`.contacts`) are evaluated with the elements: their
 force acts only while the shapes touch, their elastic energy is potential energy, their
 damping and friction non-conservative work; their tangent is differenced
