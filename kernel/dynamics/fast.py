@@ -580,6 +580,7 @@ class FastRHS:
         self.penalty = penalty
         module, _ = _module(dyn, baumgarte)
         self.rhs_fn = module.rhs
+        self.groups_fn = module.groups
         self.project_fn = module.project
         self.dop853_fn = module.dop853
         self.build()
@@ -780,10 +781,20 @@ class FastRHS:
 
     def singularity(self, t, y):
         """:func:`._kernels.singularity` at (t, y): how near a singular configuration y is."""
-        from ._kernels import singularity
+        from ._kernels import singularity, stage_kinematics
 
-        self(t, y)
-        return float(singularity(self.df, self.di, self.dd, self.ws))
+        # only the joint rows at (t, y): body kinematics and the constraint groups, not the forces
+        # and accelerations of a whole evaluation (the fixed-step loops probe every step); ``aux``
+        # keeps the by-products of the last evaluation, which the step's bookkeeping reads
+        if self._needs_update:
+            self._update(t)
+        aux = self.aux.copy()
+        y = np.ascontiguousarray(y, dtype=float)
+        stage_kinematics(y, self.df, self.di, self.ws)
+        self.groups_fn(t, y, self.df, self.di, self.dd, self.ws, False)
+        measure = float(singularity(self.df, self.di, self.dd, self.ws))
+        self.aux[:] = aux
+        return measure
 
     def project(self, t, y, tol, max_iter=5):
         """(y, changed): positions then velocities projected onto the joints (mass-weighted,

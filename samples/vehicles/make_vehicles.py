@@ -19,7 +19,7 @@ springs (6-D bushings) with telescopic dampers; four tyres. 15 moving parts, 18 
 Truck (``truck.cadmotion.toml``): a 4x2 tractor (chassis; front beam axle on leaf-spring bushings
 with two knuckles on kingpins, the left one's steering angle driven by a sinusoid (the slalom), a
 tie rod to the right; rear axle on bushings) and a two-axle semi-trailer on the fifth wheel (a
-spherical joint), its axles on bushings; twin rear tyres as one. 23 moving parts, 41 DOF.
+spherical joint), its axles on bushings; twin rear tyres as one. 16 moving parts, 41 DOF.
 
     python samples/vehicles/make_vehicles.py [--out-dir samples/vehicles]
 
