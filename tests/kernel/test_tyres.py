@@ -126,10 +126,13 @@ free_length = {l0}
     return compile_model(read_model_file(path))
 
 
-def test_the_static_deflection_is_the_load_over_the_stiffness(tmp_path):
-    """Dropped from touching the road, the wheel settles at δ = (m_axle + m_wheel) g / k."""
+@pytest.mark.parametrize("method", [dict(rtol=1e-10, atol=1e-12), dict(formulation="index3", dt=1e-3)],
+                         ids=["projection", "index3"])
+def test_the_static_deflection_is_the_load_over_the_stiffness(tmp_path, method):
+    """Dropped from touching the road, the wheel settles at δ = (m_axle + m_wheel) g / k (index-1 with
+    the compiled right-hand side, and index-3 generalised-α with the tyres' differenced tangent)."""
     model = rig(tmp_path, cart_fixed=True)
-    motion = simulate(model, t_end=1.5, steps=15, rtol=1e-10, atol=1e-12)
+    motion = simulate(model, t_end=1.5, steps=15, **method)
     delta = (M_AXLE + M_WHEEL) * G / K_T
     assert motion.extra["tyre.deflection"][-1] == pytest.approx(delta, rel=1e-8)
     assert motion.extra["tyre.normal_force"][-1] == pytest.approx((M_AXLE + M_WHEEL) * G, rel=1e-8)
