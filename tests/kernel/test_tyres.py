@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from scipy.integrate import solve_ivp
 
-from cadmotion.errors import MechanismError
+from cadmotion.errors import MechanismError, ModelFileError
 from cadmotion.importers.modelfile import read_model_file
 from cadmotion.kernel import compile_model
 from cadmotion.kernel.dynamics import simulate
@@ -242,3 +242,40 @@ def test_out_of_range_coefficients_are_errors_naming_the_tyre(tmp_path, extra, w
     with pytest.raises(MechanismError, match="'tyre'") as err:
         simulate(bad, t_end=0.01, steps=1)
     assert words in str(err.value)
+
+
+def test_a_tyre_in_a_millimetre_file_reads_its_lengths_in_millimetres(tmp_path):
+    """radius, center, road height and bumps follow `units`; stiffness, damping and the magic-formula
+    numbers stay SI; `road` takes only `height` and `bumps`."""
+    text = """
+units = "mm"
+[parts.ground]
+fixed = true
+[parts.wheel]
+mass = 10.0
+inertia = [0.5, 0.9, 0.5]
+[[forces]]
+name = "tyre"
+type = "tyre"
+parts = ["wheel"]
+center = [0, 850, 350]
+axis = [0, 1, 0]
+radius = 350
+stiffness = 3.5e5
+damping = 300
+longitudinal = [12, 1.65, 1.0, 0.1]
+lateral = [9, 1.35, 0.95, -0.5]
+road = { height = 10, bumps = [[12000, 60, 900]] }
+"""
+    path = tmp_path / "mm.cadmotion.toml"
+    path.write_text(text)
+    force = read_model_file(path).forces[0]
+    params = dict(force.params)
+    assert force.points[0] == pytest.approx((0.0, 0.85, 0.35))
+    assert params["radius"] == pytest.approx(0.35)
+    assert params["road_height"] == pytest.approx(0.01)
+    assert params["bumps"][0] == pytest.approx((12.0, 0.06, 0.9))
+    assert params["stiffness"] == 3.5e5 and params["lateral"] == (9.0, 1.35, 0.95, -0.5)
+    path.write_text(text.replace("height = 10,", "slope = 0.1,"))
+    with pytest.raises(ModelFileError, match="slope"):
+        read_model_file(path)
