@@ -13,8 +13,11 @@ spring-dampers at the lower arms' pivots, telescopic dampers, an anti-roll bar (
 axis along y, the left on the chassis, the right on the left with the bar's torsional rate
 between them, drop links as distance constraints to the lower arms); rack-and-pinion steering: the
 rack on a prismatic joint along y driven by a guided coordinate (``[[drivers]]``, 0 for a straight
-run), tie rods as distance constraints to the uprights' steering arms; rear rigid axle on two leaf
-springs (6-D bushings) with telescopic dampers; four tyres. 15 moving parts, 18 DOF.
+run; the pinion is not a part: its angle is the rack's travel over its radius, and an 8 mm pinion
+coupled by a ``rack-and-pinion`` joint reads as a near-singular configuration to the run's singularity
+probe, so the run crosses it by index-3 steps), tie rods as distance constraints to the uprights'
+steering arms; rear rigid axle on two leaf springs (6-D bushings) with telescopic dampers; four
+tyres. 15 moving parts, 18 DOF.
 
 Truck (``truck.cadmotion.toml``): a 4x2 tractor (chassis; front beam axle on leaf-spring bushings
 with two knuckles on kingpins, the left one's steering angle driven by a sinusoid (the slalom), a
