@@ -112,7 +112,9 @@ _CAM_KEYS = {"name", "type", "joints", "law", "profile", "follower", "radius", "
 _STOP_KEYS = ("limit_stiffness", "limit_exponent", "limit_restitution")
 _DRIVER_KEYS = {"name", "joint", "part", "coordinate", "expression", "table"}
 _FORCE_KEYS = {"name", "type", "parts", "points", "joint", "expression", "stiffness", "damping",
-               "free_length", "preload", "rotational_stiffness", "rotational_damping"}
+               "free_length", "preload", "rotational_stiffness", "rotational_damping",
+               "center", "axis", "radius", "longitudinal", "lateral", "rolling_resistance", "low_speed", "road"}
+_ROAD_KEYS = {"height", "bumps"}
 # force parameters in SI whatever `units` says (N/m, N s/m, N, N m/rad, N m s/rad); a bushing
 # takes one number or three (per axis of its frame) for each of them
 _FORCE_NUMBERS = ("stiffness", "damping", "preload", "rotational_stiffness", "rotational_damping")
@@ -683,8 +685,39 @@ def _force(ctx, k, entry):
             params.append((key, ctx.num(item, key, value)))
     if "free_length" in entry:
         params.append(("free_length", ctx.num(item, "free_length", entry["free_length"], length=True)))
+    params += _tyre_params(ctx, item, entry)
+    if "center" in entry:
+        if "points" in entry:
+            raise ctx.err(item, "give the wheel centre as `center` or as `points`, not both")
+        pts = (tuple(ctx.vec(item, "center", entry["center"])),)
     return ForceSpec(name=name, type=ftype, parts=tuple(entry.get("parts", ())), points=pts, joint=entry.get("joint"),
                      expression=entry.get("expression"), params=tuple(params), source=f"{ctx.source}: {item}")
+
+
+def _tyre_params(ctx, item, entry):
+    """The keys of a ``tyre`` force (:mod:`cadmotion.kernel.dynamics.tyres`): lengths (radius, road
+    height, bumps) in the file's unit, the rest as given (N/m, N s/m, magic-formula numbers, m/s)."""
+    params = []
+    if "axis" in entry:
+        params.append(("axis", tuple(ctx.vec(item, "axis", entry["axis"], length=False))))
+    if "radius" in entry:
+        params.append(("radius", ctx.num(item, "radius", entry["radius"], length=True)))
+    for key in ("longitudinal", "lateral"):
+        if key in entry:
+            params.append((key, tuple(ctx.vec(item, key, entry[key], n=4, length=False))))
+    for key in ("rolling_resistance", "low_speed"):
+        if key in entry:
+            params.append((key, ctx.num(item, key, entry[key])))
+    if "road" in entry:
+        road = entry["road"]
+        ctx.check_keys(f"{item} road", road, _ROAD_KEYS)
+        if "height" in road:
+            params.append(("road_height", ctx.num(item, "road.height", road["height"], length=True)))
+        bumps = road.get("bumps", [])
+        if not isinstance(bumps, list):
+            raise ctx.err(item, "`road.bumps` must be a list of [x, height, length]")
+        params.append(("bumps", tuple(tuple(ctx.vec(item, "road.bumps", b)) for b in bumps)))
+    return params
 
 
 def is_model_file(path):

@@ -15,6 +15,7 @@ import numba
 import numpy as np
 
 from ._frames import euler_rotation, frame_axes, relative_rotation_vector
+from .tyres import tyre_forces
 
 _JIT = dict(cache=True, nogil=True, fastmath=False)
 # linear algebra kernels: allow reassociation of sums so LLVM can vectorise the reductions
@@ -646,6 +647,8 @@ COMMON = [
     ("ln_const", "f", 2),
     ("bu_ia", "i", 1), ("bu_ib", "i", 1), ("bu_da", "f", 2), ("bu_db", "f", 2), ("bu_Ra", "f", 3), ("bu_Rb", "f", 3),
     ("bu_Kt", "f", 2), ("bu_Ct", "f", 2), ("bu_Kr", "f", 2), ("bu_Cr", "f", 2),
+    ("ty_b", "i", 1), ("ty_dc", "f", 2), ("ty_ax", "f", 2), ("ty_par", "f", 2), ("ty_bump", "f", 3), ("ty_nb", "i", 1),
+    ("ty_out", "w", 2),
 ]
 GROUP = [("gather", "i", 2), ("markers", "f", 2), ("params", "f", 2), ("bodies", "i", 2), ("F", "d", 2),
          ("ref", "d", 2), ("mpos", "i", 2),
@@ -668,6 +671,7 @@ I_AX_CONST = _I["ax_const"]  # (n_axis, m): the numbers of compiled torque expre
 I_LN = _I["ln_ia"]
 I_LN_CONST = _I["ln_const"]  # (n_line, m): the same for force expressions along joint axes
 I_BU = _I["bu_ia"]
+I_TY = _I["ty_b"]  # tyres (:mod:`.tyres`): wheel bodies, centres, axes, parameters, bumps, their counts, outputs
 
 
 @numba.njit(**_JIT)
@@ -709,6 +713,10 @@ def applied_forces(df, di, dd, ws, F, N):
                                 f2(df, di, I_BU + 2), f2(df, di, I_BU + 3), f3(df, di, I_BU + 4),
                                 f3(df, di, I_BU + 5), f2(df, di, I_BU + 6), f2(df, di, I_BU + 7),
                                 f2(df, di, I_BU + 8), f2(df, di, I_BU + 9))
+    if count(di, I_TY):
+        power += tyre_forces(A, f2(ws, di, I_RC), w, f2(ws, di, I_VC), F, N, i1(di, I_TY), f2(df, di, I_TY + 1),
+                             f2(df, di, I_TY + 2), f2(df, di, I_TY + 3), f3(df, di, I_TY + 4), i1(di, I_TY + 5),
+                             f2(ws, di, I_TY + 6))
     return power
 
 

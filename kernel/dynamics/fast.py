@@ -496,12 +496,13 @@ def _module_file(dyn):
     """(path, module name, source) of the model structure's generated module, the file written
     to the cache folder if missing (path None when the folder cannot be written)."""
     from ..symbolic.codegen import cache_dir
-    from . import _dop853, _kernels, _radau, force_jacobians
+    from . import _dop853, _kernels, _radau, force_jacobians, tyres
 
     src, _ = _source(dyn)
     h = hashlib.sha256()
     for text in (src, repr(_structure(dyn)), inspect.getsource(_kernels), inspect.getsource(_dop853),
                  inspect.getsource(_radau), inspect.getsource(force_jacobians),
+                 inspect.getsource(tyres),
                  Path(__file__).read_text()):
         h.update(text.encode())
     digest = h.hexdigest()[:20]
@@ -659,6 +660,7 @@ class FastRHS:
         self.penalty = penalty
         module = _module(dyn)
         self.rhs_fn = module.rhs
+        self.groups_fn = module.groups
         self.project_fn = module.project
         self.dop853_fn = module.dop853
         self.radau_fn = module.radau
@@ -703,6 +705,9 @@ class FastRHS:
         pj = np.array(pj, dtype=np.int64)
         bw = int(np.max(pi - pj)) if len(pi) else 0
         self.row_order = rows
+        from . import _kernels as K
+        from .tyres import N_PAR, TYRE_OUTPUTS
+
         forces = dyn.forces
         mass = dyn.mass
         i64 = lambda a: np.ascontiguousarray(a, dtype=np.int64)  # noqa: E731
@@ -756,6 +761,12 @@ class FastRHS:
                    np.zeros(0), np.zeros(0))
         else:
             blt = (i64(bl["ia"]), i64(bl["ib"]), f64(bl["Ri"]), f64(bl["Rj"]), f64(bl["k"]), f64(bl["c"]))
+        ty = forces.tyres
+        if ty is None:
+            tyt = (np.zeros(0, np.int64), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros((0, N_PAR)),
+                   np.zeros((0, 1, 3)), np.zeros(0, np.int64), np.zeros((0, len(TYRE_OUTPUTS))))
+        else:
+            tyt = ty.arrays() + (np.zeros((ty.n, len(TYRE_OUTPUTS))),)
         a_, b_ = (self.baumgarte or (0.0, 0.0))
         P = _Packer()
         nmeas = len(model.joint_measures)
@@ -779,8 +790,7 @@ class FastRHS:
         values.update(zip(("ln_ia", "ln_ib", "ln_di", "ln_Ri", "ln_dj", "ln_F"), lnt))
         values.update(zip(("bu_ia", "bu_ib", "bu_da", "bu_db", "bu_Ra", "bu_Rb", "bu_Kt", "bu_Ct", "bu_Kr", "bu_Cr"),
                           but))
-        from . import _kernels as K
-
+        values.update(zip(("ty_b", "ty_dc", "ty_ax", "ty_par", "ty_bump", "ty_nb", "ty_out"), tyt))
         nrows = m
         work = dict(qf=np.zeros(7 * nb), qdf=np.zeros(7 * nb), A=np.zeros((nb, 3, 3)), rho=np.zeros((nb, 3)),
                     rc=np.zeros((nb, 3)), E=np.zeros((nb, 3, 4)), Jw=np.zeros((nb, 3, 3)), Jwinv=np.zeros((nb, 3, 3)),
@@ -852,10 +862,20 @@ class FastRHS:
 
     def singularity(self, t, y):
         """:func:`._kernels.singularity` at (t, y): how near a singular configuration y is."""
-        from ._kernels import singularity
+        from ._kernels import singularity, stage_kinematics
 
-        self(t, y)
-        return float(singularity(self.df, self.di, self.dd, self.ws))
+        # only the joint rows at (t, y): body kinematics and the constraint groups, not the forces
+        # and accelerations of a whole evaluation (the fixed-step loops probe every step); ``aux``
+        # keeps the by-products of the last evaluation, which the step's bookkeeping reads
+        if self._needs_update:
+            self._update(t)
+        aux = self.aux.copy()
+        y = np.ascontiguousarray(y, dtype=float)
+        stage_kinematics(y, self.df, self.di, self.ws)
+        self.groups_fn(t, y, self.df, self.di, self.dd, self.ws, False)
+        measure = float(singularity(self.df, self.di, self.dd, self.ws))
+        self.aux[:] = aux
+        return measure
 
     def project(self, t, y, tol, max_iter=5):
         """(y, changed): positions then velocities projected onto the joints (mass-weighted,

@@ -34,6 +34,10 @@ point on the first part to the point on the second, l its length, l̇ = u·(v_Pb
                             at large rotations too); params ``stiffness``, ``damping``,
                             ``rotational_stiffness``, ``rotational_damping`` (scalars or 3 values).
 
+``tyre``                    a wheel on the road (:mod:`.tyres`): point-follower contact with a
+                            vertical spring-damper, Pacejka's magic formula for the slip
+                            forces, rolling resistance; V = ½ k δ² while in contact.
+
 Declared contacts (``[[contacts]]``, :mod:`.contacts`) are evaluated with the elements: their
 force acts only while the shapes touch, their elastic energy is potential energy, their
 damping and friction non-conservative work; their tangent is differenced
@@ -66,10 +70,11 @@ from ...errors import ExpressionError, MechanismError
 from ..expressions import parse_expression
 from ..model import frame_matrix
 from .mass import rotation
+from .tyres import TYRE_PARAMS, Tyres, parse_tyre
 
 __all__ = ["ForceElements", "FORCE_TYPES"]
 
-FORCE_TYPES = ("spring-damper", "rotational-spring-damper", "torque", "force", "bushing")
+FORCE_TYPES = ("spring-damper", "rotational-spring-damper", "torque", "force", "bushing", "tyre")
 _AXIS_TORQUE_JOINTS = ("revolute", "cylindrical", "screw", "planar")
 _AXIS_FORCE_JOINTS = ("prismatic", "cylindrical", "screw", "point-on-line")
 _TWO_PI = 2.0 * math.pi
@@ -80,6 +85,7 @@ _PARAMS = {
     "torque": (),
     "force": (),
     "bushing": ("stiffness", "damping", "rotational_stiffness", "rotational_damping"),
+    "tyre": TYRE_PARAMS,
 }
 _PARAM_HINTS = {
     "stiffness": "a stiffness is ≥ 0 (N/m, N m/rad for rotational elements); a negative spring rate makes the "
@@ -270,7 +276,7 @@ class ForceElements:
                     raise MechanismError(f"force {f.name!r} ({f.type}): point {k + 1} must be three finite numbers "
                                          f"(m, assembly frame), got {p!r}", where=where_of(f))
 
-        springs, axis_rot, ball_rot, axis_expr, line_expr, bushings = [], [], [], [], [], []
+        springs, axis_rot, ball_rot, axis_expr, line_expr, bushings, tyres = [], [], [], [], [], [], []
         seen = set()
         for f in spec.forces:
             if f.name in seen:
@@ -327,6 +333,8 @@ class ForceElements:
                 Cr = number(f, "rotational_damping", 0.0, nonneg=True, n=3)
                 bushings.append((f.name, b[0], b[1], body_point(b[0], Pa), body_point(b[1], Pb), Ra, Rb,
                                  Kt, Ct, Kr, Cr))
+            elif f.type == "tyre":
+                tyres.append(parse_tyre(f, number, where_of(f), model, mass.nmov, A0, r0, com, g))
             else:
                 raise MechanismError(f"force {f.name!r} has unknown type {f.type!r}", where=where_of(f),
                                      hint=f"known types: {', '.join(FORCE_TYPES)}")
@@ -379,7 +387,9 @@ class ForceElements:
                                 Rb=np.array([s[6] for s in bushings]), Kt=np.array([s[7] for s in bushings]),
                                 Ct=np.array([s[8] for s in bushings]), Kr=np.array([s[9] for s in bushings]),
                                 Cr=np.array([s[10] for s in bushings]))
-        self.empty = not (springs or ang or ball_rot or line_expr or bushings)
+        #: tyres on the road (:mod:`.tyres`), None without
+        self.tyres = Tyres(tyres) if tyres else None
+        self.empty = not (springs or ang or ball_rot or line_expr or bushings or tyres)
         #: whether the axis-angle references must follow the motion (angle-dependent elements)
         self.needs_refs = bool(axis_rot) or any(fn.uses_state for *_, fn in axis_expr)
         self.time_dependent = bool(axis_expr or line_expr)
@@ -577,6 +587,8 @@ class ForceElements:
             np.add.at(N, bu["ib"], _cross(Pb_off, F_b) + T_b)
             np.add.at(N, bu["ia"], -_cross(Pb - bs.rc[bu["ia"]], F_b) - T_b)
             power += power_b
+        if self.tyres is not None:
+            power += self.tyres.evaluate(bs, F, N)
         if self.contacts is not None:
             power += self.contacts.evaluate(bs, self.contact_state(refs), F, N)
         if self.stops is not None:
@@ -667,6 +679,8 @@ class ForceElements:
             fj.bushing_tangent(A, rc, w, vc, bu["ia"], bu["ib"], bu["da"], bu["db"], bu["Ra"], bu["Rb"], bu["Kt"],
                                bu["Ct"], bu["Kr"], bu["Cr"], Kb, Db)
             out.append((bu["ia"], bu["ib"], Kb, Db))
+        if self.tyres is not None:
+            out.append(self.tyres.tangent_blocks(bs))
         if self.contacts is not None:
             out.append(self.contacts.tangent_blocks(bs, self.contact_state(refs)))
         return out
@@ -740,6 +754,8 @@ class ForceElements:
             V += float(np.sum(0.5 * b["k"] * np.sum(phi * phi, 1)))
         if self.bushing is not None:
             V += self._bushing(bs, potential=True)
+        if self.tyres is not None:
+            V += self.tyres.potential(bs)
         if self.contacts is not None:
             V += self.contacts.potential(bs)
         if self.stops is not None:

@@ -181,6 +181,8 @@ class QForm:
                 self._ln_F[:] = lnF
             power = self._k.applied_forces(self.A, self.rc, self.w, self.vc, self.F, self.N, self.nmov, self.grav_f,
                                       *self._force_args)
+            if self.fe.tyres is not None:  # the same compiled loop as the other paths
+                power += self.fe.tyres.evaluate(self.bs, self.F, self.N)
         else:
             self.F[:] = 0.0
             self.N[:] = 0.0

@@ -25,6 +25,9 @@ limit), ``.limit_force`` (N m about, or N along, the joint axis; ≥ 0, the push
 range), ``.limit_penetration`` (rad or m past the limit, 0 inside); ``<joint>.angle.limit_*`` and
 ``<joint>.disp.limit_*`` for a cylindrical joint that limits both.
 
+Tyres (:mod:`.tyres`): ``<tyre>.normal_force`` (N), ``.longitudinal_force`` (N, along the heading),
+``.lateral_force`` (N), ``.slip_ratio`` (1), ``.slip_angle`` (rad), ``.deflection`` (m, 0 off the road).
+
 Redundant rows: λ is the minimum-norm solution over all rows (see
 :meth:`~.equations.Dynamics.full_multipliers`); the joints whose rows take part in a
 redundancy are listed, their reactions are not unique.
@@ -65,6 +68,10 @@ class FrameOutputs:
         for contacts in (dyn.forces.contacts, dyn.forces.contact_constraints):
             if contacts is not None:
                 names += [f"{name}.{c}" for name in contacts.names for c in CONTACT_OUTPUTS]
+        from .tyres import TYRE_OUTPUTS
+
+        if dyn.forces.tyres is not None:
+            names += [f"{name}.{c}" for name in dyn.forces.tyres.names for c in TYRE_OUTPUTS]
         from .stops import STOP_OUTPUTS
 
         for stops in (dyn.forces.stops, getattr(dyn.forces.contact_constraints, "limits", None)):
@@ -157,6 +164,11 @@ class FrameOutputs:
                 for c, values in constraints.limit_report(bs, dyn.forces.contact_modes(refs), lam_n).items():
                     for prefix, value in zip(constraints.limits.prefixes, values):
                         out[f"{prefix}.{c}"].append(float(value))
+        tyres = dyn.forces.tyres
+        if tyres is not None:
+            for c, values in tyres.report(bs).items():
+                for name, value in zip(tyres.names, values):
+                    out[f"{name}.{c}"].append(float(value))
         stops = dyn.forces.stops
         if stops is not None:
             for c, values in stops.report(bs, dyn.forces.stop_state(refs)).items():
