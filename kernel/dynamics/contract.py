@@ -65,13 +65,16 @@ import numpy as np
 import scipy.integrate as si
 
 from ...errors import SolverError
+from .integrators import REGISTRY
+from .integrators import names as integrator_names
 
 __all__ = ["Formulation", "DynamicsResult", "INTEGRATORS", "SCIPY_INTEGRATORS", "INDEX3_INTEGRATORS"]
 
-SCIPY_INTEGRATORS = ("RK23", "RK45", "DOP853", "Radau", "BDF", "LSODA")
-_EXPLICIT = ("RK23", "RK45", "DOP853", "RK4")
-INTEGRATORS = SCIPY_INTEGRATORS + ("RK4",)
-INDEX3_INTEGRATORS = ("generalized-alpha", "HHT")
+#: the integrators by family (:mod:`.integrators`): scipy's error-controlled OdeSolvers, the index-1
+#: ones (those and the fixed-step RK4), the index-3 Newton methods
+SCIPY_INTEGRATORS = integrator_names(family="scipy")
+INTEGRATORS = SCIPY_INTEGRATORS + integrator_names(family="fixed")
+INDEX3_INTEGRATORS = integrator_names(family="index3")
 #: the integrators with a compiled loop (:mod:`._dop853`, :mod:`._radau`)
 COMPILED_LOOPS = ("DOP853", "Radau")
 #: the formulations that hand the accepted velocities to the contacts (their impact speeds)
@@ -393,10 +396,10 @@ class Formulation:
         nt = len(times)
         # one-step methods take a projected state back (Radau's Newton starts from its last
         # stage values, still a valid guess); multistep ones (BDF, LSODA) keep their history
-        explicit = integrator in _EXPLICIT + ("Radau",)
+        explicit = REGISTRY[integrator].one_step
 
         extra = {}
-        if integrator in ("Radau", "BDF", "LSODA") and self.name in ("projection", "baumgarte",
+        if REGISTRY[integrator].jacobian and self.name in ("projection", "baumgarte",
                                                                      "augmented-lagrangian"):
             # the analytic Jacobian of ẏ (:mod:`.implicit`; None beyond its size limit: scipy
             # differences). Not for penalty (its constraint stiffness is not in it) nor

@@ -42,6 +42,7 @@ from ..system import AngleState
 from .equations import Dynamics
 from .contract import default_dt
 from .formulations import FORMULATIONS, get_formulation
+from .integrators import REGISTRY
 from .invariants import FIXED_STEP, Accuracy, Bodies, check_motion, free_system
 from .mass import cross, body_state
 from .outputs import FrameOutputs, lift_off_events, reactions_event
@@ -145,19 +146,8 @@ def prepare(model, t0=0.0):
     return dyn, q0, v0, angles, refs
 
 
-#: one line per integrator (``cadmotion formulations``)
-INTEGRATOR_SUMMARIES = {
-    "DOP853": "explicit Runge-Kutta of order 8 (Dormand-Prince), error control; compiled loop when the model allows",
-    "RK45": "explicit Runge-Kutta of order 5(4) (Dormand-Prince), error control",
-    "RK23": "explicit Runge-Kutta of order 3(2) (Bogacki-Shampine), error control",
-    "Radau": "implicit Runge-Kutta Radau IIA of order 5, error control: for stiff models; compiled loop with the "
-             "analytic Jacobian when the model allows",
-    "BDF": "implicit variable-order backward differentiation (orders 1-5), error control: for stiff models",
-    "LSODA": "Adams/BDF with automatic stiffness switching (ODEPACK), error control",
-    "RK4": "classical fixed-step Runge-Kutta of order 4, step --dt",
-    "generalized-alpha": "index-3 generalised-alpha (Chung-Hulbert, rho_inf 0.9), fixed step --dt, Newton per step",
-    "HHT": "index-3 Hilber-Hughes-Taylor alpha method, fixed step --dt, Newton per step",
-}
+#: one line per integrator (``cadmotion formulations``), from the registry (:mod:`.integrators`)
+INTEGRATOR_SUMMARIES = {n: i.summary for n, i in REGISTRY.items()}
 
 
 def describe_methods():

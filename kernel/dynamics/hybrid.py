@@ -30,6 +30,7 @@ from scipy.optimize import brentq
 
 from ...errors import SolverError
 from ..motion import Event
+from .contract import SCIPY_INTEGRATORS
 from .unilateral import CLOSED_SPEED, OPEN, SLIP, STATE_WIDTH, STICK
 
 __all__ = ["EventDriver", "TIME_TOL"]
@@ -232,7 +233,7 @@ class EventDriver:
     def run(self, times, y, integrator):
         """Integrate over ``times`` from y (resolved by :meth:`start`), recording the frames."""
         form, rec = self.form, self.rec
-        if integrator not in ("RK23", "RK45", "DOP853", "Radau", "BDF", "LSODA"):
+        if integrator not in SCIPY_INTEGRATORS:
             raise SolverError(f"unilateral contacts need an error-controlled integrator, not {integrator!r}",
                               hint="use DOP853 (the default), RK45, RK23, Radau, BDF or LSODA")
         cls = getattr(si, integrator)

@@ -102,18 +102,18 @@ from typing import List, Optional, Tuple
 import numpy as np
 
 from ..motion import Event
+from .integrators import REGISTRY, names
 from .mass import cross, rotation
 
 __all__ = ["Accuracy", "Bodies", "Invariant", "InvariantReport", "check_motion", "free_system", "ORDERS",
            "FIXED_STEP", "EXPLICIT", "STEP_FACTOR"]
 
 #: error exponent q of each integrator: the local error scales as h^q (see the module docstring)
-ORDERS = {"DOP853": 8, "RK45": 5, "RK23": 3, "Radau": 4, "BDF": 2, "LSODA": 2, "RK4": 5,
-          "generalized-alpha": 3, "HHT": 3}
+ORDERS = {n: i.error_order for n, i in REGISTRY.items()}
 #: integrators with a fixed step (no error control: the step's truncation error bounds a step)
-FIXED_STEP = ("RK4", "generalized-alpha", "HHT")
+FIXED_STEP = names(fixed_step=True)
 #: explicit integrators (their step is also bounded by stability on stiff models)
-EXPLICIT = ("RK23", "RK45", "DOP853", "RK4")
+EXPLICIT = names(explicit=True)
 #: the steps collapsed when a run takes more than this many times the steps it needs
 STEP_FACTOR = 100.0
 #: force element types that act as equal and opposite pairs conserving both momenta
