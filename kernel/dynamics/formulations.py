@@ -34,6 +34,7 @@ from ..linalg import RowSolver
 from .contract import INTEGRATORS, DynamicsResult, Formulation, _Failure
 from .index3 import Index3Formulation
 from .partitioning import PartitioningFormulation
+from .semirecursive import SemiRecursiveFormulation
 
 __all__ = ["Formulation", "DynamicsResult", "FORMULATIONS", "INTEGRATORS", "get_formulation"]
 
@@ -400,7 +401,8 @@ class AugmentedLagrangianFormulation(PenaltyFormulation):
 
 
 FORMULATIONS = {cls.name: cls for cls in (ProjectionFormulation, BaumgarteFormulation, PenaltyFormulation,
-                                           AugmentedLagrangianFormulation, Index3Formulation, PartitioningFormulation)}
+                                           AugmentedLagrangianFormulation, Index3Formulation, PartitioningFormulation,
+                                           SemiRecursiveFormulation)}
 
 
 def get_formulation(name):
