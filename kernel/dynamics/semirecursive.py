@@ -46,7 +46,7 @@ from scipy.sparse.linalg import splu
 from .contract import Formulation, _Failure
 from .index3 import Index3Formulation
 from .mass import cross, skew
-from .tree import TreeKinematics, build_tree, motion_cross
+from .tree import TreeKinematics, build_tree
 
 __all__ = ["SemiRecursiveFormulation", "SPARSE_LIMIT"]
 
@@ -89,6 +89,7 @@ class SemiRecursiveFormulation(Formulation):
         self._pairs = (K, L)
         self._path = sps.csr_matrix(path) if self.sparse else path
         self._pathT = self._path.T.tocsr() if self.sparse else path.T.copy()
+        kin.path = self._path
         self._zq_ref = kin.initial_zq(q0)
         nmov = self.dyn.nmov
         self._mass = self.dyn.mass.body_mass
@@ -107,8 +108,7 @@ class SemiRecursiveFormulation(Formulation):
         zq, zd = y[: tree.nzq], y[tree.nzq: tree.nzq + tree.nz]
         q, jp, jr, frames = kin.absolute(zq)
         b = kin.columns(frames, jr)
-        Zc = b * zd[:, None]
-        Z = self._path @ Zc  # (nmov, 6) [v_O, ω]
+        Z = kin.velocities(b, zd)  # (nmov, 6) [v_O, ω]
         rc = jr + np.einsum("bij,bj->bi", _rot(jp), self._com)
         v = np.empty_like(Z)
         v[:, 3:] = Z[:, 3:]
@@ -135,17 +135,9 @@ class SemiRecursiveFormulation(Formulation):
 
     def _dynamics_terms(self, ev, b, Z, rc, zd):
         """(M̄ (nz, nz), Q̄ (nz,), a_v (nv,)): generalised mass, forces and the bias Ṙ_v ż."""
-        kin, tree = self.kin, self.tree
+        tree = self.tree
         nmov = self.dyn.nmov
-        # Ṙ ż: ḃ_c = Z_F ×ₘ b_c, accumulated down the paths
-        ZF = np.zeros((tree.nz, 6))
-        par = kin.col_parent
-        m = (kin.col_frame == 0) & (par >= 0)
-        ZF[m] = Z[par[m]]
-        m = kin.col_frame == 1
-        ZF[m] = Z[kin.col_child[m]]
-        bd = motion_cross(ZF, b) * zd[:, None]
-        aZ = self._path @ bd
+        aZ = self.kin.bias(Z, b, zd)  # Ṙ ż
         w = Z[:, 3:]
         V = ev.v.reshape(nmov, 6)
         a = np.empty((nmov, 6))

@@ -49,9 +49,9 @@ import numpy as np
 
 from ...errors import MechanismError
 from ..rotations import matrix_to_quaternion
-from .mass import E_matrix, cross, rotation
+from .mass import E_matrix, cross
 
-__all__ = ["TREE_TYPES", "JointTree", "build_tree", "TreeKinematics", "describe_tree"]
+__all__ = ["TREE_TYPES", "JointTree", "build_tree", "TreeKinematics", "describe_tree", "motion_cross"]
 
 #: joint types with relative coordinates (position coordinates, velocity coordinates)
 TREE_TYPES = {"fixed": (0, 0), "revolute": (1, 1), "prismatic": (1, 1), "cylindrical": (2, 2),
@@ -306,6 +306,7 @@ class TreeKinematics:
 
     def __init__(self, model, tree, q0):
         self.model, self.tree = model, tree
+        self.path = tree.path  #: the accessibility matrix, dense or sparse (set by the formulation)
         nmov = len(tree.body_joint)
         self.nmov = nmov
         J = tree.joints
@@ -498,6 +499,20 @@ class TreeKinematics:
         b[~rot, :3] = u[~rot]
         return b
 
+    def velocities(self, b, zd):
+        """Z (nmov, 6) = R ż: every body's [v_O, ω] (m/s, rad/s, world) from the columns b (nz, 6)."""
+        return self.path @ (b * zd[:, None])
+
+    def bias(self, Z, b, zd):
+        """Ṙ ż (nmov, 6): the bodies' [v̇_O, ω̇] when z̈ = 0; ḃ_c = Z_F ×ₘ b_c summed down the paths."""
+        ZF = np.zeros((len(b), 6))
+        par = self.col_parent
+        m = (self.col_frame == PARENT) & (par >= 0)
+        ZF[m] = Z[par[m]]
+        m = self.col_frame == CHILD
+        ZF[m] = Z[self.col_child[m]]
+        return self.path @ (motion_cross(ZF, b) * zd[:, None])
+
     def rates(self, zq, zd):
         """ż_q (nzq,): the position coordinates' rates from the velocity coordinates ż (nz,)."""
         out = np.zeros(self.tree.nzq)
@@ -594,5 +609,3 @@ def motion_cross(Z, b):
     out[..., 3:] = cross(w, ba)
     return out
 
-
-__all__ += ["motion_cross", "rotation"]
