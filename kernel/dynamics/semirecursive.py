@@ -28,8 +28,8 @@ dense   a pivoted QR of C at every evaluation (the best dependent coordinates ea
 sparse  M̄ and C in their constant sparsity patterns; the dependent coordinates and the
         kept rows are chosen once (pivoted QR at the start), the column ordering of the square
         C_rd by SuperLU's COLAMD once, and each evaluation refactors C_rd in that fixed order
-        (``permc_spec="NATURAL"``); the choice is renewed after a step where the pivots of
-        C_rd have fallen below ``rcond`` times those of a fresh choice.
+        (``permc_spec="NATURAL"``); the choice is renewed after a step where the pivot ratio
+        of C_rd has fallen below ``rcond`` (default 0.1) times its value when it was chosen.
 
 Projection after every accepted step (all integrators; BDF and LSODA only at output frames, as
 the other formulations): Newton on Φ_c(z) = 0 by minimum-norm corrections of z, then
@@ -46,7 +46,7 @@ from scipy.sparse.linalg import splu
 from .contract import Formulation, _Failure
 from .index3 import Index3Formulation
 from .mass import cross, skew
-from .tree import TreeKinematics, build_tree
+from .tree import TreeKinematics, build_tree, qrot
 
 __all__ = ["SemiRecursiveFormulation", "SPARSE_LIMIT"]
 
@@ -73,6 +73,7 @@ class SemiRecursiveFormulation(Formulation):
         self.sparse = self.tree.nz > SPARSE_LIMIT if sparse is None else bool(sparse)
         self.crows = self.tree.closure_rows
         self._partition = None
+        self._quality = self._partition_quality = 1.0
 
     # ---------------------------------------------------------------- set-up
     def _setup(self, q0):
@@ -109,7 +110,7 @@ class SemiRecursiveFormulation(Formulation):
         q, jp, jr, frames = kin.absolute(zq)
         b = kin.columns(frames, jr)
         Z = kin.velocities(b, zd)  # (nmov, 6) [v_O, ω]
-        rc = jr + np.einsum("bij,bj->bi", _rot(jp), self._com)
+        rc = jr + qrot(jp, self._com)
         v = np.empty_like(Z)
         v[:, 3:] = Z[:, 3:]
         v[:, :3] = Z[:, :3] + cross(Z[:, 3:], rc)
@@ -213,7 +214,8 @@ class SemiRecursiveFormulation(Formulation):
     def _sparse_solver(self, C):
         """The same from the fixed partition: C_rd in its fixed column order, refactored."""
         part = self._partition
-        if part is None:
+        fresh = part is None
+        if fresh:
             part = self._renew(C)
         rows, dep, ind, perm = part
         if len(dep) == 0:
@@ -226,6 +228,9 @@ class SemiRecursiveFormulation(Formulation):
             raise _Failure("the closure Jacobian's dependent block is singular") from None
         self.nfactor += 1
         u = np.abs(lu.U.diagonal())
+        self._quality = float(u.min() / u.max()) if u.size and u.max() > 0 else 0.0
+        if fresh:
+            self._partition_quality = self._quality
         Ci = Cr[:, ind].toarray()
         Xp = -lu.solve(Ci)
         X = np.empty_like(Xp)
@@ -242,7 +247,7 @@ class SemiRecursiveFormulation(Formulation):
             lam[rows] = lu.solve(x[perm], trans="T")
             return lam
 
-        return dep, ind, X, (solve, solve_t, float(u.min() / u.max()) if u.size else 1.0)
+        return dep, ind, X, (solve, solve_t, self._quality)
 
     def _renew(self, C):
         rows, dep, ind, r = self._choose(C)
@@ -323,37 +328,39 @@ class SemiRecursiveFormulation(Formulation):
         return out
 
     # ---------------------------------------------------------------- projection
-    def _project(self, t, y, tol, max_iter):
-        """y projected onto Φ_c = 0 and C ż = −Φt_c when either violation exceeds tol; None if not."""
+    def _project(self, t, y, tol, max_iter, state=None):
+        """y projected onto Φ_c = 0 and C ż = −Φt_c when either violation exceeds tol; None if not.
+
+        ``state``: :meth:`_state` at y when the caller has it."""
         if not len(self.crows):
             return None
         tree, dyn = self.tree, self.dyn
         nzq, nz = tree.nzq, tree.nz
-        zq = self.kin.normalized(y[:nzq])
         rows = dyn.model_rows[self.crows]
+        zq, zd, q, v, b, _, rc = self._state(t, y) if state is None else state
         changed = False
         for _ in range(max_iter):
-            q = self.kin.absolute(zq)[0]
             phi = dyn.phi(q, t, self.angles)[rows]
             if np.max(np.abs(phi)) <= tol * (0.01 if changed else 1.0):
                 break
-            yy = np.concatenate([zq, np.zeros(nz), [0.0]])
-            _, _, _, _, b, _, rc = self._state(t, yy)
             ev = dyn.evaluate(q, np.zeros(dyn.nv), t, self.refs, with_gamma=False, with_forces=False)
             C = self._closure(ev, self._rv(b, rc))
             C = C.toarray() if sps.issparse(C) else C
             zq = self.kin.retract(zq, -np.linalg.lstsq(C, phi, rcond=None)[0])
             self.nfactor += 1
             changed = True
+            q, _, jr, frames = self.kin.absolute(zq)
+            b = self.kin.columns(frames, jr)
         y2 = y.copy()
-        y2[:nzq] = zq
-        zq_, zd, q, v, b, _, rc = self._state(t, y2)
+        if changed:
+            y2[:nzq] = zq
+            zq, zd, q, v, b, _, rc = self._state(t, y2)
         ev = dyn.evaluate(q, v, t, self.refs, with_gamma=False, with_forces=False)
         C = self._closure(ev, self._rv(b, rc))
-        C = C.toarray() if sps.issparse(C) else C
         r = C @ zd + ev.phit[self.crows]
         if np.max(np.abs(r)) > tol:
-            y2[nzq: nzq + nz] = zd - np.linalg.lstsq(C, r, rcond=None)[0]
+            C = C.toarray() if sps.issparse(C) else C
+            y2[nzq: nz + nzq] = zd - np.linalg.lstsq(C, r, rcond=None)[0]
             self.nfactor += 1
             changed = True
         if not changed:
@@ -366,26 +373,18 @@ class SemiRecursiveFormulation(Formulation):
 
     def accept(self, t, y):
         """After an accepted step: angle windings, the sparse partition's renewal, projection."""
-        q, v, _ = self.unpack(t, y)
-        self._update_windings(q, v=v)
+        state = self._state(t, y)
+        self._update_windings(state[2], v=state[3])
         self._zq_ref = y[: self.tree.nzq].copy()
         if self.sparse and self._partition is not None and len(self._partition[1]):
             self._check_partition(t, y)
-        return self._project(t, y, self._tol(), self.options["max_iter"])
+        return self._project(t, y, self._tol(), self.options["max_iter"], state)
 
     def _check_partition(self, t, y):
-        _, _, q, v, b, _, rc = self._state(t, y)
-        ev = self.dyn.evaluate(q, v, t, self.refs, with_gamma=False, with_forces=False)
-        C = self._closure(ev, self._rv(b, rc))
-        try:
-            quality = self._sparse_solver(C)[3][2]
-        except _Failure:
-            quality = 0.0
-        old = self._partition
-        self._partition = None
-        fresh = self._sparse_solver(C)[3][2]
-        if quality >= self.options["rcond"] * fresh:
-            self._partition = old
+        """Drop the sparse path's partition (chosen again at the next evaluation) when the pivots
+        of C_rd at the last evaluation fell below ``rcond`` times those at its choice."""
+        if self._quality < self.options["rcond"] * self._partition_quality:
+            self._partition = None
 
     def output_state(self, t, y):
         """The output frame's state, projected onto the closure (the integrator's state is kept)."""
@@ -404,12 +403,6 @@ class SemiRecursiveFormulation(Formulation):
         q, v, _ = self.unpack(t, y)
         ev = self.dyn.evaluate(q, v, t, self.refs, with_gamma=False, with_forces=False)
         return self.dyn.singularity(ev)
-
-
-def _rot(p):
-    from .mass import rotation
-
-    return rotation(p)
 
 
 def _spd_solve(A, b, t):

@@ -256,7 +256,7 @@ def describe_tree(tree):
 # ====================================================================== quaternion helpers
 def qmul(a, b):
     """Hamilton product a ⊗ b of quaternions (..., 4) [w, x, y, z]; A(a ⊗ b) = A(a) A(b)."""
-    out = np.empty(np.broadcast_shapes(a.shape, b.shape))
+    out = np.empty(a.shape if a.shape == b.shape else np.broadcast_shapes(a.shape, b.shape))
     aw, av = a[..., :1], a[..., 1:]
     bw, bv = b[..., :1], b[..., 1:]
     out[..., :1] = aw * bw - np.sum(av * bv, axis=-1, keepdims=True)
@@ -352,6 +352,9 @@ class TreeKinematics:
         self._by_type = {t: (np.array([k for k, tj in enumerate(J) if tj.type == t], int),
                              np.array([tj.zq_adr for tj in J if tj.type == t], int))
                          for t in list(TREE_TYPES) + ["free"]}
+        self._universal = len(self._by_type["universal"][0]) > 0
+        self._p0jc, self._r0jc = compose(self.p0, self.r0, self.p_jc, self.r_jc)
+        self._present = [(t, ka) for t, ka in self._by_type.items() if len(ka[0]) and t not in ("fixed", "free")]
         # column specification per velocity coordinate
         kinds, frames, axes, owners, where = [], [], [], [], []
         ez, ex, ey = np.eye(3)[2], np.eye(3)[0], np.eye(3)[1]
@@ -409,25 +412,24 @@ class TreeKinematics:
         pre_p = np.tile([1.0, 0, 0, 0], (nj, 1))
         pre_r = np.zeros((nj, 3))
         post_p = np.tile([1.0, 0, 0, 0], (nj, 1))
-        ix = self._by_type
-        k, a = ix["revolute"]
-        pre_p[k] = _qz(zq[a])
-        k, a = ix["prismatic"]
-        pre_r[k, 2] = zq[a]
-        k, a = ix["cylindrical"]
-        pre_p[k] = _qz(zq[a])
-        pre_r[k, 2] = zq[a + 1]
-        k, a = ix["spherical"]
-        if len(k):
-            P = zq[a[:, None] + np.arange(4)]
-            pre_p[k] = P / np.linalg.norm(P, axis=1)[:, None]
-        k, a = ix["universal"]
-        pre_p[k] = _qz(zq[a])
-        post_p[k] = _qz(zq[a + 1])
-        k, a = ix["planar"]
-        pre_p[k] = _qz(zq[a + 2])
-        pre_r[k, 0] = zq[a]
-        pre_r[k, 1] = zq[a + 1]
+        for t, (k, a) in self._present:
+            if t == "revolute":
+                pre_p[k] = _qz(zq[a])
+            elif t == "prismatic":
+                pre_r[k, 2] = zq[a]
+            elif t == "cylindrical":
+                pre_p[k] = _qz(zq[a])
+                pre_r[k, 2] = zq[a + 1]
+            elif t == "spherical":
+                P = zq[a[:, None] + np.arange(4)]
+                pre_p[k] = P / np.linalg.norm(P, axis=1)[:, None]
+            elif t == "universal":
+                pre_p[k] = _qz(zq[a])
+                post_p[k] = _qz(zq[a + 1])
+            elif t == "planar":
+                pre_p[k] = _qz(zq[a + 2])
+                pre_r[k, 0] = zq[a]
+                pre_r[k, 1] = zq[a + 1]
         return pre_p, pre_r, post_p
 
     def poses(self, zq):
@@ -437,9 +439,12 @@ class TreeKinematics:
         # X_P_C = X_P_Mi Pre X0 Post X_Mj_C
         p, r = compose(self.p_pi, self.r_pi, pre_p, pre_r)
         p_pre, r_pre = p, r  # X_P_(Mi after Pre)
-        p, r = compose(p, r, self.p0, self.r0)
-        p, r = compose(p, r, post_p, np.zeros_like(pre_r))
-        p, r = compose(p, r, self.p_jc, self.r_jc)
+        if self._universal:
+            p, r = compose(p, r, self.p0, self.r0)
+            p, r = compose(p, r, post_p, np.zeros_like(pre_r))
+            p, r = compose(p, r, self.p_jc, self.r_jc)
+        else:
+            p, r = compose(p, r, self._p0jc, self._r0jc)
         free = self.is_free
         k, a = self._by_type["free"]
         if len(k):
@@ -602,7 +607,7 @@ class TreeKinematics:
 
 def motion_cross(Z, b):
     """Z ×ₘ b for spatial motions [lin; ang] (..., 6)."""
-    out = np.empty(np.broadcast_shapes(Z.shape, b.shape))
+    out = np.empty(b.shape)
     v, w = Z[..., :3], Z[..., 3:]
     bl, ba = b[..., :3], b[..., 3:]
     out[..., :3] = cross(w, bl) + cross(v, ba)
