@@ -34,6 +34,7 @@ from ..linalg import RowSolver
 from .contract import INTEGRATORS, DynamicsResult, Formulation, _Failure
 from .index3 import Index3Formulation
 from .partitioning import PartitioningFormulation
+from .recursive import RecursiveFormulation
 from .semirecursive import SemiRecursiveFormulation
 
 __all__ = ["Formulation", "DynamicsResult", "FORMULATIONS", "INTEGRATORS", "get_formulation"]
@@ -402,7 +403,7 @@ class AugmentedLagrangianFormulation(PenaltyFormulation):
 
 FORMULATIONS = {cls.name: cls for cls in (ProjectionFormulation, BaumgarteFormulation, PenaltyFormulation,
                                            AugmentedLagrangianFormulation, Index3Formulation, PartitioningFormulation,
-                                           SemiRecursiveFormulation)}
+                                           SemiRecursiveFormulation, RecursiveFormulation)}
 
 
 def get_formulation(name):

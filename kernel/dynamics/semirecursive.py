@@ -69,7 +69,7 @@ class SemiRecursiveFormulation(Formulation):
         super().__init__(dyn, **kw)
         self.tree = build_tree(self.model, dyn.groups)
         self.kin = None
-        sparse = self.options["sparse"]
+        sparse = self.options.get("sparse")
         self.sparse = self.tree.nz > SPARSE_LIMIT if sparse is None else bool(sparse)
         self.crows = self.tree.closure_rows
         self._partition = None
@@ -369,7 +369,8 @@ class SemiRecursiveFormulation(Formulation):
         return y2
 
     def _tol(self):
-        return self.options["tol"] if self.options["tol"] is not None else float(np.max(self.atol))
+        tol = self.options.get("tol")
+        return tol if tol is not None else float(np.max(self.atol))
 
     def accept(self, t, y):
         """After an accepted step: angle windings, the sparse partition's renewal, projection."""
@@ -400,8 +401,8 @@ class SemiRecursiveFormulation(Formulation):
 
     def singular_measure(self, t, y):
         """:meth:`.equations.Dynamics.singularity` at the absolute state of y."""
-        q, v, _ = self.unpack(t, y)
-        ev = self.dyn.evaluate(q, v, t, self.refs, with_gamma=False, with_forces=False)
+        q = self.kin.absolute(y[: self.tree.nzq])[0]  # a kinematic measure: the velocities play no part
+        ev = self.dyn.evaluate(q, np.zeros(self.dyn.nv), t, self.refs, with_gamma=False, with_forces=False)
         return self.dyn.singularity(ev)
 
 
