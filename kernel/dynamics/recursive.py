@@ -71,7 +71,7 @@ class RecursiveFormulation(SemiRecursiveFormulation):
         zdd = sla.cho_solve(L, Qz, check_finite=False)
         power = ev.power
         if len(self.crows):
-            C = self._closure(ev, self._rv(b, rc))
+            C = self._closure(ev, b, rc)
             phit = ev.phit[self.crows]
             alpha, beta = float(self.options["alpha"]), float(self.options["beta"])
             phi = dyn.phi(q, t, self.angles)[dyn.model_rows[self.crows]]

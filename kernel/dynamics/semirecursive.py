@@ -22,7 +22,8 @@ State y = [z (nzq), ż (nz), W]. At every evaluation, from (z, ż):
 M̄ is built from the composite inertias of the subtrees (M̄[k, l] = b_kᵀ Mc_l b_l for k on the
 path to l), Q̄ from the body forces accumulated down the paths: no nv × nz product.
 
-Linear algebra (option ``sparse``: None chooses by size, :data:`SPARSE_LIMIT`):
+Linear algebra (option ``sparse``: None chooses by size and structure, :data:`SPARSE_LIMIT`,
+:data:`SPARSE_DENSITY`):
 
 dense   a pivoted QR of C at every evaluation (the best dependent coordinates each time).
 sparse  M̄ and C in their constant sparsity patterns; the dependent coordinates and the
@@ -50,8 +51,11 @@ from .tree import TreeKinematics, build_tree, qrot
 
 __all__ = ["SemiRecursiveFormulation", "SPARSE_LIMIT"]
 
-#: relative velocity coordinates beyond which the sparse path is used (``sparse=None``)
+#: ``sparse=None`` takes the sparse path beyond this many relative velocity coordinates when the
+#: generalised mass matrix M̄ is at most :data:`SPARSE_DENSITY` full (a wide, shallow tree; a chain's
+#: M̄ is full and stays dense: benchmarks/relative.py)
 SPARSE_LIMIT = 60
+SPARSE_DENSITY = 0.2
 #: relative pivot below which a closure equation is redundant (pivoted QR of C)
 RANK_TOL = 1e-9
 
@@ -70,7 +74,11 @@ class SemiRecursiveFormulation(Formulation):
         self.tree = build_tree(self.model, dyn.groups)
         self.kin = None
         sparse = self.options.get("sparse")
-        self.sparse = self.tree.nz > SPARSE_LIMIT if sparse is None else bool(sparse)
+        if sparse is None:
+            path = self.tree.path
+            density = np.count_nonzero((path.T @ path) > 0) / max(self.tree.nz, 1) ** 2
+            sparse = self.tree.nz > SPARSE_LIMIT and density <= SPARSE_DENSITY
+        self.sparse = bool(sparse)
         self.crows = self.tree.closure_rows
         self._partition = None
         self._quality = self._partition_quality = 1.0
@@ -88,6 +96,8 @@ class SemiRecursiveFormulation(Formulation):
         above = (size[:, None] > size[None, :]) | (idx[:, None] <= idx[None, :])
         K, L = np.nonzero((cover > 0) & (cover == size[None, :]) & above)
         self._pairs = (K, L)
+        self._above = np.zeros((nz, nz), bool)
+        self._above[K, L] = True
         self._path = sps.csr_matrix(path) if self.sparse else path
         self._pathT = self._path.T.tocsr() if self.sparse else path.T.copy()
         kin.path = self._path
@@ -101,6 +111,15 @@ class SemiRecursiveFormulation(Formulation):
         self._rv_cols = np.repeat(cc, 6)
         self._rv_bodies, self._rv_c = bb, cc
         self._nv = 6 * nmov
+        # the parts the closure equations touch, and their columns of Jv (the constant pattern)
+        cols = []
+        for gr in self.dyn.groups:
+            m = gr["moving"]
+            cols.append(gr["C"][m][np.isin(gr["R"][m], self.crows)])
+        cols = np.unique(np.concatenate(cols)) if cols else np.zeros(0, int)
+        self._cbodies = np.unique(cols // 6)
+        self._ccols = (6 * self._cbodies[:, None] + np.arange(6)[None, :]).reshape(-1)
+        self._cpath = path[self._cbodies]
 
     # ---------------------------------------------------------------- kinematics
     def _state(self, t, y):
@@ -127,12 +146,16 @@ class SemiRecursiveFormulation(Formulation):
         R[self._rv_rows, self._rv_cols] = blocks.reshape(-1)
         return R
 
-    def _closure(self, ev, Rv):
-        """C = Jc R_v (dense (m, nz) or CSR) of the closure rows."""
-        Jc = ev.J[self.crows]
-        if self.sparse:
-            return sps.csr_matrix(Jc) @ Rv
-        return Jc @ Rv
+    def _closure(self, ev, b, rc):
+        """C = Jc R_v (dense (m, nz), or CSR on the sparse path) of the closure rows: only the
+        rows of R_v of the parts the closure equations touch are formed."""
+        B, cols = self._cbodies, self._ccols
+        Jc = ev.J[self.crows][:, cols]
+        Jc = Jc.toarray() if sps.issparse(Jc) else Jc
+        R = self._cpath[:, :, None] * b[None, :, :]  # (parts, nz, 6): [v_O; ω] per column
+        R[..., :3] += cross(R[..., 3:], rc[B][:, None, :])  # → [v_c; ω]
+        C = Jc @ R.transpose(0, 2, 1).reshape(6 * len(B), -1)
+        return sps.csr_matrix(C) if self.sparse else C
 
     def _dynamics_terms(self, ev, b, Z, rc, zd):
         """(M̄ (nz, nz), Q̄ (nz,), a_v (nv,)): generalised mass, forces and the bias Ṙ_v ż."""
@@ -162,17 +185,16 @@ class SemiRecursiveFormulation(Formulation):
         Mb[:, 3:, 3:] = Ib - mass[:, None, None] * (S @ S)
         Mc = (self._pathT @ Mb.reshape(nmov, 36)).reshape(-1, 6, 6)
         W = np.einsum("cij,cj->ci", Mc, b)
-        K, L = self._pairs
-        vals = np.einsum("pi,pi->p", b[K], W[L])
         nz = tree.nz
         if self.sparse:
+            K, L = self._pairs
+            vals = np.einsum("pi,pi->p", b[K], W[L])
             off = K != L
             Mz = sps.csc_matrix((np.concatenate([vals, vals[off]]), (np.concatenate([K, L[off]]),
                                                                      np.concatenate([L, K[off]]))), shape=(nz, nz))
-        else:
-            Mz = np.zeros((nz, nz))
-            Mz[K, L] = vals
-            Mz[L, K] = vals
+        else:  # all products at once, then the path relation picks b_kᵀ Mc_l b_l with l below k
+            G = b @ W.T
+            Mz = np.where(self._above, G, np.where(self._above.T, G.T, 0.0))
         return Mz, Qz, a.reshape(-1)
 
     # ---------------------------------------------------------------- second transformation
@@ -292,11 +314,10 @@ class SemiRecursiveFormulation(Formulation):
         dyn = self.dyn
         ev = dyn.evaluate(q, v, t, self.refs)
         Mz, Qz, a = self._dynamics_terms(ev, b, Z, rc, zd)
-        Rv = self._rv(b, rc)
         out = np.empty_like(y)
         out[: tree.nzq] = self.kin.rates(zq, zd)
         if len(self.crows):
-            C = self._closure(ev, Rv)
+            C = self._closure(ev, b, rc)
             Jc = ev.J[self.crows]
             c = ev.gamma[self.crows] - Jc @ a
             dep, ind, X, (solve, solve_t, _) = (self._sparse_solver if self.sparse else self._dense_solver)(C)
@@ -344,7 +365,7 @@ class SemiRecursiveFormulation(Formulation):
             if np.max(np.abs(phi)) <= tol * (0.01 if changed else 1.0):
                 break
             ev = dyn.evaluate(q, np.zeros(dyn.nv), t, self.refs, with_gamma=False, with_forces=False)
-            C = self._closure(ev, self._rv(b, rc))
+            C = self._closure(ev, b, rc)
             C = C.toarray() if sps.issparse(C) else C
             zq = self.kin.retract(zq, -np.linalg.lstsq(C, phi, rcond=None)[0])
             self.nfactor += 1
@@ -356,7 +377,7 @@ class SemiRecursiveFormulation(Formulation):
             y2[:nzq] = zq
             zq, zd, q, v, b, _, rc = self._state(t, y2)
         ev = dyn.evaluate(q, v, t, self.refs, with_gamma=False, with_forces=False)
-        C = self._closure(ev, self._rv(b, rc))
+        C = self._closure(ev, b, rc)
         r = C @ zd + ev.phit[self.crows]
         if np.max(np.abs(r)) > tol:
             C = C.toarray() if sps.issparse(C) else C
