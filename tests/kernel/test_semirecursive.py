@@ -383,3 +383,31 @@ def test_recursive_baumgarte_terms_hold_the_redundant_four_bar_closed(four_bar):
         E = motion.extra["energy.total"]
         assert np.max(np.abs(E - E[0])) / abs(E[0]) < 1e-4
     assert gaps[10.0] < 1e-7 and gaps[10.0] < 0.1 * gaps[0.0], gaps
+
+
+def test_a_free_tumbling_body_keeps_its_energy_and_angular_momentum():
+    """A part without joints gets a free base: torque-free rotation about the intermediate axis
+    (unstable) conserves T and the angular momentum J ω (world) while the body flips."""
+    data = {"gravity": [0, 0, -9.81],
+            "parts": {"box": {"position": [0.1, 0.2, 0.3], "orientation": [0.9, 0.1, 0.3, 0.2], "mass": 2.0,
+                              "com": [0.05, 0, 0], "inertia": [0.01, 0.02, 0.03]}},
+            "initial_velocity": {"box": {"velocity": [1.0, 0.0, 2.0], "angular_velocity": [0.1, 5.0, 0.1]}}}
+    model = compile_model(parse_model(data, source="free box (test)"))
+    assert build_tree(model).free == ("box",)
+    m = simulate(model, 2.0, 20, formulation=FORM, rtol=1e-11, atol=1e-11)
+    assert m.complete, m.message
+    assert energy_drift(m) < 1e-8
+    p = model.spec.part("box")
+    L = []
+    for k, t in enumerate(m.time):
+        R = m.pose("box", t)[:3, :3]
+        L.append(R @ np.asarray(p.inertia) @ R.T @ m.angular_velocity[k, 0])  # J ω, world
+    L = np.array(L)
+    assert np.max(np.abs(L - L[0])) < 1e-8 * np.linalg.norm(L[0])
+    assert np.max(np.abs(m.angular_velocity[:, 0, 1])) > 4.0  # it does tumble about the intermediate axis
+    # the centre of mass flies on the parabola of its initial velocity
+    c = np.array([m.pose("box", t)[:3, :3] @ p.com + m.pose("box", t)[:3, 3] for t in m.time])
+    c0 = c[0]
+    v0 = m.velocity[0, 0] + np.cross(m.angular_velocity[0, 0], c0 - m.pose("box", 0.0)[:3, 3])
+    expect = c0 + np.outer(m.time, v0) + 0.5 * np.outer(m.time ** 2, [0, 0, -9.81])
+    assert np.max(np.abs(c - expect)) < 1e-8
