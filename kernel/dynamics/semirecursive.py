@@ -53,8 +53,9 @@ __all__ = ["SemiRecursiveFormulation", "SPARSE_LIMIT"]
 
 #: ``sparse=None`` takes the sparse path beyond this many relative velocity coordinates when the
 #: generalised mass matrix M̄ is at most :data:`SPARSE_DENSITY` full (a wide, shallow tree; a chain's
-#: M̄ is full and stays dense: benchmarks/relative.py)
-SPARSE_LIMIT = 60
+#: M̄ is full and stays dense). Below it scipy's per-call overhead makes the sparse path slower: the
+#: dense one was faster on every model of benchmarks/relative.py (up to 299 coordinates)
+SPARSE_LIMIT = 300
 SPARSE_DENSITY = 0.2
 #: relative pivot below which a closure equation is redundant (pivoted QR of C)
 RANK_TOL = 1e-9

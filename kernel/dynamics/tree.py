@@ -385,9 +385,8 @@ class TreeKinematics:
         sph = [(k, tj.zq_adr, tj.z_adr) for k, tj in enumerate(J) if tj.type == "spherical"]
         fre = [(k, tj.zq_adr + 3, tj.z_adr + 3) for k, tj in enumerate(J) if tj.type == "free"]
         self.quat_blocks = sph + fre
-        self.quat_zq = np.array([a for _, a, _ in self.quat_blocks], int).reshape(-1)
-        self.quat_z = np.array([b for _, _, b in self.quat_blocks], int).reshape(-1)
-        self.quat_is_free = np.array([k in {j for j, _, _ in fre} for k, _, _ in self.quat_blocks], bool)
+        self._qidx = np.array([a for _, a, _ in self.quat_blocks], int).reshape(-1, 1) + np.arange(4)
+        self._widx = np.array([c for _, _, c in self.quat_blocks], int).reshape(-1, 1) + np.arange(3)
         scalar_q, scalar_z = [], []
         for tj in J:
             if tj.type in ("revolute", "prismatic", "cylindrical", "universal", "planar"):
@@ -522,28 +521,31 @@ class TreeKinematics:
         """ż_q (nzq,): the position coordinates' rates from the velocity coordinates ż (nz,)."""
         out = np.zeros(self.tree.nzq)
         out[self.scalar_q] = zd[self.scalar_z]
-        for k, (_, a, c) in enumerate(self.quat_blocks):
-            p = zq[a: a + 4] / np.linalg.norm(zq[a: a + 4])
-            out[a: a + 4] = 0.5 * E_matrix(p).T @ zd[c: c + 3]
+        if len(self.quat_blocks):
+            P = zq[self._qidx]
+            P = P / np.linalg.norm(P, axis=1)[:, None]
+            out[self._qidx] = 0.5 * np.einsum("bji,bj->bi", E_matrix(P), zd[self._widx])
         return out
 
     def retract(self, zq, dz):
         """zq moved by the velocity-space increment dz (nz,) (rotations for the quaternions)."""
         out = zq.copy()
         out[self.scalar_q] += dz[self.scalar_z]
-        for _, a, c in self.quat_blocks:
-            w = dz[c: c + 3]
-            ang = np.linalg.norm(w)
-            dq = np.array([1.0, 0, 0, 0]) if ang == 0 else np.r_[np.cos(0.5 * ang), np.sin(0.5 * ang) * w / ang]
-            p = qmul(dq, zq[a: a + 4])
-            out[a: a + 4] = p / np.linalg.norm(p)
+        if len(self.quat_blocks):
+            w = dz[self._widx]
+            ang = np.linalg.norm(w, axis=1)
+            safe = np.where(ang > 0, ang, 1.0)
+            dq = np.concatenate([np.cos(0.5 * ang)[:, None], (np.sin(0.5 * ang) / safe)[:, None] * w], axis=1)
+            P = qmul(dq, zq[self._qidx])
+            out[self._qidx] = P / np.linalg.norm(P, axis=1)[:, None]
         return out
 
     def normalized(self, zq):
         """zq with unit quaternion blocks."""
         out = zq.copy()
-        for _, a, _ in self.quat_blocks:
-            out[a: a + 4] /= np.linalg.norm(out[a: a + 4])
+        if len(self.quat_blocks):
+            P = out[self._qidx]
+            out[self._qidx] = P / np.linalg.norm(P, axis=1)[:, None]
         return out
 
     # ---------------------------------------------------------------- inverse map
