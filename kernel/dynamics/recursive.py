@@ -40,7 +40,7 @@ class RecursiveFormulation(SemiRecursiveFormulation):
     """Recursive Newton–Euler on the tree, cut joints by multipliers and Baumgarte; see the module docstring."""
 
     name = "recursive"
-    summary = ("relative coordinates on the joint graph's spanning tree by recursive Newton-Euler, the cut "
+    summary = ("Relative coordinates on the joint graph's spanning tree by Newton-Euler passes, the cut "
                "joints' closure equations by Lagrange multipliers with Baumgarte stabilisation (alpha, beta)")
     defaults = {"alpha": 10.0, "beta": 10.0}
 

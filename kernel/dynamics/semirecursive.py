@@ -65,8 +65,8 @@ class SemiRecursiveFormulation(Formulation):
     """Semi-recursive relative coordinates, double velocity transformation; see the module docstring."""
 
     name = "semi-recursive"
-    summary = ("relative coordinates on the joint graph's spanning tree, cut joints closing the loops, "
-               "double velocity transformation to the independent velocities (dense or sparse)")
+    summary = ("Relative coordinates on the joint graph's spanning tree, cut joints closing the loops, double "
+               "velocity transformation to the independent velocities, projection (dense or sparse)")
     defaults = {"tol": None, "max_iter": 8, "sparse": None, "rcond": 0.1}
     crossing_formulation = Index3Formulation
 
