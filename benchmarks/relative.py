@@ -1,7 +1,7 @@
 """Absolute against relative coordinates (issue 17): the slider-crank and a generated loop of N pairs.
 
 Per model, for the absolute formulation ``projection`` (compiled right-hand side when numba is
-there) and ``semi-recursive`` on its dense and its sparse path:
+there), ``semi-recursive`` on its dense and its sparse path, and ``recursive``:
 
 - ``eval``: the median wall time of one evaluation of the state derivative ẏ (the integrator's
   call, at the initial state; ``CM_EVALS`` calls, default 200);
@@ -47,7 +47,7 @@ except ModuleNotFoundError:  # pragma: no cover - Python < 3.11
 SAMPLES = Path(__file__).resolve().parents[1] / "samples" / "dynamics"
 EVALS = int(os.environ.get("CM_EVALS", "200"))
 METHODS = (("absolute", "projection", None), ("semi-recursive dense", "semi-recursive", {"sparse": False}),
-           ("semi-recursive sparse", "semi-recursive", {"sparse": True}))
+           ("semi-recursive sparse", "semi-recursive", {"sparse": True}), ("recursive", "recursive", None))
 
 
 def closed_chain(n):
