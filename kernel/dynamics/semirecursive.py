@@ -47,7 +47,7 @@ from scipy.sparse.linalg import splu
 from .contract import Formulation, _Failure
 from .index3 import Index3Formulation
 from .mass import cross, skew
-from .tree import TreeKinematics, build_tree, qrot
+from .tree import TreeKinematics, build_tree
 
 __all__ = ["SemiRecursiveFormulation", "SPARSE_LIMIT"]
 
@@ -130,7 +130,7 @@ class SemiRecursiveFormulation(Formulation):
         q, jp, jr, frames = kin.absolute(zq)
         b = kin.columns(frames, jr)
         Z = kin.velocities(b, zd)  # (nmov, 6) [v_O, ω]
-        rc = jr + qrot(jp, self._com)
+        rc = jr + np.einsum("bij,bj->bi", frames["R"], self._com)
         v = np.empty_like(Z)
         v[:, 3:] = Z[:, 3:]
         v[:, :3] = Z[:, :3] + cross(Z[:, 3:], rc)

@@ -49,7 +49,7 @@ import numpy as np
 
 from ...errors import MechanismError
 from ..rotations import matrix_to_quaternion
-from .mass import E_matrix, cross
+from .mass import E_matrix, cross, rotation
 
 __all__ = ["TREE_TYPES", "JointTree", "build_tree", "TreeKinematics", "describe_tree", "motion_cross"]
 
@@ -287,6 +287,49 @@ def invert(p, r):
     return pc, -qrot(pc, r)
 
 
+def _mv(A, x):
+    """A x for stacks of matrices (n, 3, 3) and vectors (n, 3)."""
+    return np.einsum("nij,nj->ni", A, x)
+
+
+def _rz(theta):
+    """Rz(θ) (n, 3, 3) for angles θ (n,)."""
+    c, s = np.cos(theta), np.sin(theta)
+    R = np.zeros(np.shape(theta) + (3, 3))
+    R[..., 0, 0] = R[..., 1, 1] = c
+    R[..., 0, 1] = -s
+    R[..., 1, 0] = s
+    R[..., 2, 2] = 1.0
+    return R
+
+
+def _quaternion_map():
+    """(T (9, 16), c (16,)): K = 4 q qᵀ of a rotation matrix R as R.reshape(9) @ T + c."""
+    T, c = np.zeros((3, 3, 4, 4)), np.zeros((4, 4))
+    c[:] = np.diag([1.0, 1.0, 1.0, 1.0])
+    for i, sign in enumerate(([1, 1, 1], [1, -1, -1], [-1, 1, -1], [-1, -1, 1])):
+        for j in range(3):
+            T[j, j, i, i] = sign[j]
+    for (i, j), terms in {(0, 1): ((2, 1, 1), (1, 2, -1)), (0, 2): ((0, 2, 1), (2, 0, -1)),
+                          (0, 3): ((1, 0, 1), (0, 1, -1)), (1, 2): ((0, 1, 1), (1, 0, 1)),
+                          (1, 3): ((0, 2, 1), (2, 0, 1)), (2, 3): ((1, 2, 1), (2, 1, 1))}.items():
+        for a, b, sign in terms:
+            T[a, b, i, j] = T[a, b, j, i] = sign
+    return T.reshape(9, 16), c.reshape(16)
+
+
+_QT, _QC = _quaternion_map()
+
+
+def _quaternions(R):
+    """Unit quaternions (n, 4) of rotation matrices (n, 3, 3) (Shepperd: the row of K = 4 q qᵀ
+    with the largest diagonal entry, so never dividing by a small number)."""
+    K = (R.reshape(-1, 9) @ _QT + _QC).reshape(-1, 4, 4)
+    k = np.argmax(K[:, [0, 1, 2, 3], [0, 1, 2, 3]], axis=1)
+    q = K[np.arange(len(K)), k]
+    return q / np.linalg.norm(q, axis=1)[:, None]
+
+
 def _qz(theta):
     out = np.zeros(np.shape(theta) + (4,))
     out[..., 0] = np.cos(0.5 * theta)
@@ -398,82 +441,87 @@ class TreeKinematics:
                 scalar_z += range(tj.z_adr, tj.z_adr + 3)
         self.scalar_q = np.array(scalar_q, int)
         self.scalar_z = np.array(scalar_z, int)
-        # pointer-jumping levels for the composition of the poses along the paths
-        # the body quaternions' signs as the model gives them (a composition may give −p)
-        self.sign = np.ones(nmov)
-        jp = self.poses(self.initial_zq(q0))[0]
-        self.sign = np.where(np.sum(jp * pw[:nmov], axis=1) < 0, -1.0, 1.0)
+        # the same poses as rotation matrices (the compositions of :meth:`poses`)
+        self.R_pi, self.R_cj, self.R_jc = rotation(p_pi), rotation(p_cj), rotation(self.p_jc)
+        self.R0, self.R_root = rotation(self.p0), rotation(self.p_root)
+        self.R0jc = rotation(self._p0jc)
+        #: the body quaternions' signs follow the last poses computed (the model's q0 at first)
+        self._p_ref = pw[:nmov].copy()
 
     # ---------------------------------------------------------------- positions
     def _pre_post(self, zq):
-        """Per joint Pre(z) (p, r) and Post(z) (p) of X(z) = Pre X0 Post."""
+        """Per joint Pre(z) (R, r) and Post(z) (R) of X(z) = Pre X0 Post, rotation matrices."""
         nj = self.nj
-        pre_p = np.tile([1.0, 0, 0, 0], (nj, 1))
-        pre_r = np.zeros((nj, 3))
-        post_p = np.tile([1.0, 0, 0, 0], (nj, 1))
+        R_pre = np.tile(np.eye(3), (nj, 1, 1))
+        r_pre = np.zeros((nj, 3))
+        R_post = R_pre.copy() if self._universal else None
         for t, (k, a) in self._present:
             if t == "revolute":
-                pre_p[k] = _qz(zq[a])
+                R_pre[k] = _rz(zq[a])
             elif t == "prismatic":
-                pre_r[k, 2] = zq[a]
+                r_pre[k, 2] = zq[a]
             elif t == "cylindrical":
-                pre_p[k] = _qz(zq[a])
-                pre_r[k, 2] = zq[a + 1]
+                R_pre[k] = _rz(zq[a])
+                r_pre[k, 2] = zq[a + 1]
             elif t == "spherical":
                 P = zq[a[:, None] + np.arange(4)]
-                pre_p[k] = P / np.linalg.norm(P, axis=1)[:, None]
+                R_pre[k] = rotation(P / np.linalg.norm(P, axis=1)[:, None])
             elif t == "universal":
-                pre_p[k] = _qz(zq[a])
-                post_p[k] = _qz(zq[a + 1])
+                R_pre[k] = _rz(zq[a])
+                R_post[k] = _rz(zq[a + 1])
             elif t == "planar":
-                pre_p[k] = _qz(zq[a + 2])
-                pre_r[k, 0] = zq[a]
-                pre_r[k, 1] = zq[a + 1]
-        return pre_p, pre_r, post_p
+                R_pre[k] = _rz(zq[a + 2])
+                r_pre[k, 0] = zq[a]
+                r_pre[k, 1] = zq[a + 1]
+        return R_pre, r_pre, R_post
 
     def poses(self, zq):
         """Body poses from the relative coordinates: (p (nmov, 4), r (nmov, 3)) of every moving
-        part's frame (world), and the per-joint world frames used by :meth:`columns`."""
-        pre_p, pre_r, post_p = self._pre_post(zq)
+        part's frame (world; p continues the sign of the last poses), and the per-joint world
+        frames used by :meth:`columns` (``frames["R"]``: the parts' rotation matrices)."""
+        R_pre, r_pre, R_post = self._pre_post(zq)
         # X_P_C = X_P_Mi Pre X0 Post X_Mj_C
-        p, r = compose(self.p_pi, self.r_pi, pre_p, pre_r)
-        p_pre, r_pre = p, r  # X_P_(Mi after Pre)
+        Rpp = self.R_pi @ R_pre
+        rpp = self.r_pi + _mv(self.R_pi, r_pre)  # X_P_(Mi after Pre)
         if self._universal:
-            p, r = compose(p, r, self.p0, self.r0)
-            p, r = compose(p, r, post_p, np.zeros_like(pre_r))
-            p, r = compose(p, r, self.p_jc, self.r_jc)
+            R = Rpp @ self.R0 @ R_post @ self.R_jc
+            r = rpp + _mv(Rpp, self.r0 + _mv(self.R0, _mv(R_post, self.r_jc)))
         else:
-            p, r = compose(p, r, self._p0jc, self._r0jc)
+            R = Rpp @ self.R0jc
+            r = rpp + _mv(Rpp, self._r0jc)
         free = self.is_free
         k, a = self._by_type["free"]
         if len(k):
             P = zq[a[:, None] + 3 + np.arange(4)]
-            p[k] = P / np.linalg.norm(P, axis=1)[:, None]
+            R[k] = rotation(P / np.linalg.norm(P, axis=1)[:, None])
             r[k] = zq[a[:, None] + np.arange(3)]
         # joints hanging from ground: prepend the ground part's pose
         g = (self.parent < 0) & ~free
         if np.any(g):
-            p[g], r[g] = compose(self.p_root[g], self.r_root[g], p[g], r[g])
+            r[g] = self.r_root[g] + _mv(self.R_root[g], r[g])
+            R[g] = self.R_root[g] @ R[g]
         # compose along the paths: X_W_C = X_W_P X_P_C (pointer jumping over the tree)
         nmov = self.nmov
-        jp, jr = np.empty((nmov, 4)), np.empty((nmov, 3))
-        jp[self.child], jr[self.child] = p, r
+        JR, jr = np.empty((nmov, 3, 3)), np.empty((nmov, 3))
+        JR[self.child], jr[self.child] = R, r
         anc = np.full(nmov, -1, int)
         anc[self.child] = self.parent
         while np.any(anc >= 0):
             m = anc >= 0
             a = anc[m]
-            jp[m], jr[m] = compose(jp[a], jr[a], jp[m], jr[m])
+            jr[m] = jr[a] + _mv(JR[a], jr[m])
+            JR[m] = JR[a] @ JR[m]
             anc[m] = anc[a]
-        jp *= self.sign[:, None]
+        jp = _quaternions(JR)
+        jp[np.sum(jp * self._p_ref, axis=1) < 0] *= -1.0
+        self._p_ref = jp
         # world frames per joint: parent's pose (root pose for ground), Mi after Pre
         par = self.parent
-        pP = np.where((par >= 0)[:, None], jp[np.maximum(par, 0)], self.p_root)
+        RP = np.where((par >= 0)[:, None, None], JR[np.maximum(par, 0)], self.R_root)
         rP = np.where((par >= 0)[:, None], jr[np.maximum(par, 0)], self.r_root)
-        frames = dict(pP=pP, rP=rP, pC=jp[self.child], rC=jr[self.child])
-        frames["pMi"], frames["rMi"] = compose(pP, rP, self.p_pi, self.r_pi)
-        frames["pPre"], frames["rPre"] = compose(pP, rP, p_pre, r_pre)
-        frames["pMj"], frames["rMj"] = compose(frames["pC"], frames["rC"], self.p_cj, self.r_cj)
+        RC, rC = JR[self.child], jr[self.child]
+        frames = dict(R=JR, RMi=RP @ self.R_pi, rMi=rP + _mv(RP, self.r_pi), RPre=RP @ Rpp, rPre=rP + _mv(RP, rpp),
+                      RMj=RC @ self.R_cj, rMj=rC + _mv(RC, self.r_cj))
         return jp, jr, frames
 
     def absolute(self, zq):
@@ -486,16 +534,16 @@ class TreeKinematics:
         """The columns b_c (nz, 6) = [lin; ang] in world axes (see the module docstring)."""
         ref = self.col_ref
         j = self.col_joint
-        p_axis = np.empty((len(j), 4))
+        Rax = np.empty((len(j), 3, 3))
         pt = np.zeros((len(j), 3))
-        for key, pk, rk in (("i", "pMi", "rMi"), ("j", "pMj", "rMj"), ("pre", "pPre", "rPre")):
+        for key, Rk, rk in (("i", "RMi", "rMi"), ("j", "RMj", "rMj"), ("pre", "RPre", "rPre")):
             m = ref == key
-            p_axis[m] = frames[pk][j[m]]
+            Rax[m] = frames[Rk][j[m]]
             pt[m] = frames[rk][j[m]]
         w = ref == "w"
-        p_axis[w] = [1.0, 0, 0, 0]
+        Rax[w] = np.eye(3)
         pt[w] = jr[self.col_child[w]]
-        u = qrot(p_axis, self.col_axis)
+        u = _mv(Rax, self.col_axis)
         b = np.zeros((len(j), 6))
         rot = self.col_kind == ROT
         b[rot, :3] = cross(pt[rot], u[rot])
