@@ -90,6 +90,8 @@ class RecursiveFormulation(SemiRecursiveFormulation):
         """λ on the kept rows from S λ = C_r z̈₀ − c_r, S = C_r M̄⁻¹ C_rᵀ."""
         for attempt in range(2):
             rows = self._kept_rows(C)
+            if not len(rows):  # every closure equation redundant
+                return np.zeros(0), rows
             Cr = C[rows]
             X = sla.cho_solve(L, Cr.T, check_finite=False)
             S = Cr @ X

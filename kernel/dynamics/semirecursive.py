@@ -83,6 +83,7 @@ class SemiRecursiveFormulation(Formulation):
         self.crows = self.tree.closure_rows
         self._partition = None
         self._quality = self._partition_quality = 1.0
+        self._c_scale = 0.0
 
     # ---------------------------------------------------------------- set-up
     def _setup(self, q0):
@@ -106,7 +107,7 @@ class SemiRecursiveFormulation(Formulation):
         nmov = self.dyn.nmov
         self._mass = self.dyn.mass.body_mass
         self._com = self.dyn.mass.body_com
-        # sparse pattern of R_v: (body row 6b+i, column c) where path[b, c]
+        # the pattern of R_v: (body row 6b+i, column c) where path[b, c]
         bb, cc = np.nonzero(path)
         self._rv_rows = (6 * bb[:, None] + np.arange(6)[None, :]).reshape(-1)
         self._rv_cols = np.repeat(cc, 6)
@@ -124,7 +125,9 @@ class SemiRecursiveFormulation(Formulation):
 
     # ---------------------------------------------------------------- kinematics
     def _state(self, t, y):
-        """(zq, zd, q, v, b, Z, aux) at the state y."""
+        """(zq, zd, q, v, b, Z, rc) at the state y: the relative coordinates and velocities, the
+        absolute ones (q, v), the columns b (nz, 6), the bodies' Z (nmov, 6) and their centres of
+        mass rc (nmov, 3), m."""
         tree, kin = self.tree, self.kin
         zq, zd = y[: tree.nzq], y[tree.nzq: tree.nzq + tree.nz]
         q, jp, jr, frames = kin.absolute(zq)
@@ -137,12 +140,10 @@ class SemiRecursiveFormulation(Formulation):
         return zq, zd, q, v.reshape(-1), b, Z, rc
 
     def _rv(self, b, rc):
-        """R_v (nv, nz): dense, or CSR on the sparse path."""
+        """R_v (nv, nz), dense: v = R_v ż (for the least-squares ż of given velocities)."""
         bb, cc = self._rv_bodies, self._rv_c
         blocks = b[cc].copy()
         blocks[:, :3] += cross(blocks[:, 3:], rc[bb])
-        if self.sparse:
-            return sps.csr_matrix((blocks.reshape(-1), (self._rv_rows, self._rv_cols)), shape=(self._nv, self.tree.nz))
         R = np.zeros((self._nv, self.tree.nz))
         R[self._rv_rows, self._rv_cols] = blocks.reshape(-1)
         return R
@@ -155,7 +156,10 @@ class SemiRecursiveFormulation(Formulation):
         Jc = Jc.toarray() if sps.issparse(Jc) else Jc
         R = self._cpath[:, :, None] * b[None, :, :]  # (parts, nz, 6): [v_O; ω] per column
         R[..., :3] += cross(R[..., 3:], rc[B][:, None, :])  # → [v_c; ω]
-        C = Jc @ R.transpose(0, 2, 1).reshape(6 * len(B), -1)
+        Rt = R.transpose(0, 2, 1).reshape(6 * len(B), -1)
+        C = Jc @ Rt
+        # the size of C's entries before cancellation: a pivot of round-off below it is a zero
+        self._c_scale = float(np.max(np.abs(Jc), initial=0.0) * np.max(np.abs(Rt), initial=0.0))
         return sps.csr_matrix(C) if self.sparse else C
 
     def _dynamics_terms(self, ev, b, Z, rc, zd):
@@ -183,7 +187,7 @@ class SemiRecursiveFormulation(Formulation):
         Mb[:, 0, 0] = Mb[:, 1, 1] = Mb[:, 2, 2] = mass
         Mb[:, :3, 3:] = -mass[:, None, None] * S
         Mb[:, 3:, :3] = mass[:, None, None] * S
-        Mb[:, 3:, 3:] = Ib - mass[:, None, None] * (S @ S)
+        Mb[:, 3:, 3:] = Ib - mass[:, None, None] * np.einsum("bij,bjk->bik", S, S)
         Mc = (self._pathT @ Mb.reshape(nmov, 36)).reshape(-1, 6, 6)
         W = np.einsum("cij,cj->ci", Mc, b)
         nz = tree.nz
@@ -206,21 +210,26 @@ class SemiRecursiveFormulation(Formulation):
         if Cd.shape[0] == 0:
             return np.zeros(0, int), np.zeros(0, int), np.arange(nz), 0
         _, R, P = sla.qr(Cd, mode="economic", pivoting=True)
-        d = np.abs(np.diag(R))
-        r = int(np.sum(d > RANK_TOL * max(d[0], 1e-300))) if d.size else 0
+        r = self._rank(np.abs(np.diag(R)))
         dep = np.sort(P[:r])
         _, _, P2 = sla.qr(Cd[:, dep].T, mode="economic", pivoting=True)
         rows = np.sort(P2[:r])
         return rows, dep, np.setdiff1d(np.arange(nz), dep), r
 
+    def _rank(self, d):
+        """The rank of C from the pivots d of its pivoted QR: those above :data:`RANK_TOL` times the
+        largest, and above RANK_TOL times C's scale before cancellation (all-redundant closures)."""
+        if not d.size:
+            return 0
+        return int(np.sum(d > RANK_TOL * max(d[0], self._c_scale, 1e-300)))
+
     def _dense_solver(self, C):
-        """(dep, ind, X = −C_d⁻¹ C_i, solve_d(c) = C_d⁻¹ c (least squares over all rows), Q1, R11)."""
-        nz = self.tree.nz
-        if C.shape[0] == 0:
-            return np.zeros(0, int), np.arange(nz), np.zeros((0, nz)), None
+        """(dep, ind, X = −C_d⁻¹ C_i, (solve, solve_t, pivot ratio)) from a pivoted QR of C:
+        solve(c) = C_d⁻¹ c (least squares over all rows), solve_t(x) the minimum-norm λ of
+        C_dᵀ λ = x."""
         Q, R, P = sla.qr(C, mode="economic", pivoting=True)
         d = np.abs(np.diag(R))
-        r = int(np.sum(d > RANK_TOL * max(d[0], 1e-300))) if d.size else 0
+        r = self._rank(d)
         dep, ind = P[:r], P[r:]
         R11 = R[:r, :r]
         X = -sla.solve_triangular(R11, R[:r, r:], check_finite=False)
@@ -241,8 +250,8 @@ class SemiRecursiveFormulation(Formulation):
         if fresh:
             part = self._renew(C)
         rows, dep, ind, perm = part
-        if len(dep) == 0:
-            return dep, ind, np.zeros((0, len(ind))), None
+        if len(dep) == 0:  # every closure equation redundant: nothing is dependent
+            return dep, ind, np.zeros((0, len(ind))), (lambda c: np.zeros(0), lambda x: np.zeros(C.shape[0]), 1.0)
         Cr = C[rows]
         Crd = Cr[:, dep][:, perm].tocsc()
         try:
@@ -297,9 +306,7 @@ class SemiRecursiveFormulation(Formulation):
         zq = self.kin.relative(q, self._zq_ref)
         y = np.concatenate([zq, np.zeros(self.tree.nz), [work]])
         _, _, _, _, b, _, rc = self._state(t, y)
-        Rv = self._rv(b, rc)
-        Rd = Rv.toarray() if sps.issparse(Rv) else Rv
-        zd = np.linalg.lstsq(Rd, v, rcond=None)[0]
+        zd = np.linalg.lstsq(self._rv(b, rc), v, rcond=None)[0]
         y[self.tree.nzq: self.tree.nzq + self.tree.nz] = zd
         return y
 

@@ -287,6 +287,12 @@ def invert(p, r):
     return pc, -qrot(pc, r)
 
 
+def _mm(A, B):
+    """A B for stacks of 3 × 3 matrices (n, 3, 3) (einsum's own loop: a stacked ``@`` makes a
+    BLAS call per matrix)."""
+    return np.einsum("nij,njk->nik", A, B)
+
+
 def _mv(A, x):
     """A x for stacks of matrices (n, 3, 3) and vectors (n, 3)."""
     return np.einsum("nij,nj->ni", A, x)
@@ -481,13 +487,13 @@ class TreeKinematics:
         frames used by :meth:`columns` (``frames["R"]``: the parts' rotation matrices)."""
         R_pre, r_pre, R_post = self._pre_post(zq)
         # X_P_C = X_P_Mi Pre X0 Post X_Mj_C
-        Rpp = self.R_pi @ R_pre
+        Rpp = _mm(self.R_pi, R_pre)
         rpp = self.r_pi + _mv(self.R_pi, r_pre)  # X_P_(Mi after Pre)
         if self._universal:
-            R = Rpp @ self.R0 @ R_post @ self.R_jc
+            R = _mm(_mm(Rpp, self.R0), _mm(R_post, self.R_jc))
             r = rpp + _mv(Rpp, self.r0 + _mv(self.R0, _mv(R_post, self.r_jc)))
         else:
-            R = Rpp @ self.R0jc
+            R = _mm(Rpp, self.R0jc)
             r = rpp + _mv(Rpp, self._r0jc)
         free = self.is_free
         k, a = self._by_type["free"]
@@ -499,7 +505,7 @@ class TreeKinematics:
         g = (self.parent < 0) & ~free
         if np.any(g):
             r[g] = self.r_root[g] + _mv(self.R_root[g], r[g])
-            R[g] = self.R_root[g] @ R[g]
+            R[g] = _mm(self.R_root[g], R[g])
         # compose along the paths: X_W_C = X_W_P X_P_C (pointer jumping over the tree)
         nmov = self.nmov
         JR, jr = np.empty((nmov, 3, 3)), np.empty((nmov, 3))
@@ -510,7 +516,7 @@ class TreeKinematics:
             m = anc >= 0
             a = anc[m]
             jr[m] = jr[a] + _mv(JR[a], jr[m])
-            JR[m] = JR[a] @ JR[m]
+            JR[m] = _mm(JR[a], JR[m])
             anc[m] = anc[a]
         jp = _quaternions(JR)
         jp[np.sum(jp * self._p_ref, axis=1) < 0] *= -1.0
@@ -520,8 +526,8 @@ class TreeKinematics:
         RP = np.where((par >= 0)[:, None, None], JR[np.maximum(par, 0)], self.R_root)
         rP = np.where((par >= 0)[:, None], jr[np.maximum(par, 0)], self.r_root)
         RC, rC = JR[self.child], jr[self.child]
-        frames = dict(R=JR, RMi=RP @ self.R_pi, rMi=rP + _mv(RP, self.r_pi), RPre=RP @ Rpp, rPre=rP + _mv(RP, rpp),
-                      RMj=RC @ self.R_cj, rMj=rC + _mv(RC, self.r_cj))
+        frames = dict(R=JR, RMi=_mm(RP, self.R_pi), rMi=rP + _mv(RP, self.r_pi), RPre=_mm(RP, Rpp),
+                      rPre=rP + _mv(RP, rpp), RMj=_mm(RC, self.R_cj), rMj=rC + _mv(RC, self.r_cj))
         return jp, jr, frames
 
     def absolute(self, zq):

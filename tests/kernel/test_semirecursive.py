@@ -414,3 +414,22 @@ def test_a_free_tumbling_body_keeps_its_energy_and_angular_momentum():
     v0 = m.velocity[0, 0] + np.cross(m.angular_velocity[0, 0], c0 - m.pose("box", 0.0)[:3, 3])
     expect = c0 + np.outer(m.time, v0) + 0.5 * np.outer(m.time ** 2, [0, 0, -9.81])
     assert np.max(np.abs(c - expect)) < 1e-8
+
+
+@pytest.mark.parametrize("formulation, options", [(FORM, {"sparse": False}), (FORM, {"sparse": True}),
+                                                  ("recursive", None)], ids=["dense", "sparse", "recursive"])
+def test_a_duplicated_joint_closes_a_loop_of_only_redundant_equations(formulation, options):
+    """The double pendulum with its elbow given twice: the cut twin's 5 closure equations are all
+    redundant (rank 0 up to round-off), and the motion is the plain double pendulum's: E = 0 J and
+    the P3 reference's minimal-coordinate motion, here against the tree without the twin."""
+    data = tomllib.loads((SAMPLES / "double_pendulum.cadmotion.toml").read_text())
+    twin = dict(data["joints"][1], name="elbow_twin")
+    plain = compile_model(parse_model(data, source="double pendulum (test)"))
+    data["joints"].append(twin)
+    model = compile_model(parse_model(data, source="double pendulum with a twin elbow (test)"))
+    assert build_tree(model).cut == ("elbow_twin",)
+    m = simulate(model, 0.5, 5, formulation=formulation, rtol=1e-10, atol=1e-10, options=options)
+    ref = simulate(plain, 0.5, 5, formulation=FORM, rtol=1e-10, atol=1e-10)
+    assert m.complete, m.message
+    assert np.max(np.abs(m.position - ref.position)) < 1e-8
+    assert np.max(np.abs(m.extra["energy.total"])) < 1e-8
