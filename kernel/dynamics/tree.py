@@ -380,7 +380,7 @@ class TreeKinematics:
         self.p_pi, self.r_pi = p_pi, r_pi
         self.p_cj, self.r_cj = p_cj, r_cj
         self.p_jc, self.r_jc = invert(p_cj, r_cj)  # X_Mj_C
-        # X0 = X_Mi_Mj at q0 (a flipped joint: Mi is the child's marker of the spec's second part)
+        # X0 = X_Mi_Mj at q0 (Mi the parent's marker: the spec's second one for a flipped joint)
         Q = np.concatenate([q0, model.q_fixed]).reshape(-1, 7)
         pw = Q[:, 3:] / np.linalg.norm(Q[:, 3:], axis=1)[:, None]
         rw = Q[:, :3]
