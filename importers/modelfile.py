@@ -99,7 +99,7 @@ __all__ = ["read_model_file", "parse_model", "UNITS", "joint_frame"]
 UNITS = {"m": 1.0, "mm": 1e-3, "cm": 1e-2, "in": 0.0254}
 
 _TOP_KEYS = {"units", "gravity", "step", "parts", "joints", "drivers", "forces", "contacts", "initial_velocity",
-             "simulation", "check", "name", "unreferenced_parts", "density", "material"}
+             "simulation", "check", "name", "unreferenced_parts", "density", "material", "formulation"}
 _PART_KEYS = {"fixed", "position", "orientation", "mass", "com", "inertia", "color", "density", "material"}
 #: distance joints measured from a line of the first part (``origin``, ``axis``) to a point of the second
 _LINE_DISTANCE_TYPES = ("point-line-distance", "line-line-distance", "rev-rev-distance")
@@ -120,6 +120,8 @@ _ROAD_KEYS = {"height", "bumps"}
 _FORCE_NUMBERS = ("stiffness", "damping", "preload", "rotational_stiffness", "rotational_damping")
 _SIM_KEYS = {"t_end", "steps", "t_start"}
 _CHECK_KEYS = {"clearance", "near", "joint_clearance", "check_jointed", "ignore"}
+#: ``[formulation]``: the relative-coordinate formulations' choices (:mod:`cadmotion.kernel.dynamics.tree`)
+_FORMULATION_KEYS = {"cut"}
 
 
 def read_model_file(path):
@@ -250,6 +252,8 @@ def parse_model(data, source="<model>", base_dir="."):
 
     if "check" in data:
         settings.update(_check_settings(ctx, data["check"]))
+    if "formulation" in data:
+        settings.update(_formulation_settings(ctx, data["formulation"]))
 
     cad = None
     step_parts = {}
@@ -327,6 +331,23 @@ def parse_model(data, source="<model>", base_dir="."):
                          forces=tuple(forces), contacts=tuple(contacts), gravity=gravity,
                          initial_velocities=tuple(init_v),
                          name=str(name), source=source, cad=cad, settings=tuple(settings.items()))
+
+
+def _formulation_settings(ctx, table):
+    """``[formulation]``: ``cut = ["joint", ...]``, the joints the spanning tree of the
+    relative-coordinate formulations must cut (setting ``formulation.cut``; the kernel checks
+    that each is a joint in a loop)."""
+    item = "[formulation]"
+    if not isinstance(table, dict):
+        raise ctx.err("formulation", "`formulation` must be a table: [formulation] cut = [\"joint\", ...]")
+    ctx.check_keys(item, table, _FORMULATION_KEYS)
+    out = {}
+    if "cut" in table:
+        cut = table["cut"]
+        if not isinstance(cut, list) or not all(isinstance(c, str) for c in cut):
+            raise ctx.err(item, f"`cut` must be a list of joint names, got {cut!r}")
+        out["formulation.cut"] = tuple(cut)
+    return out
 
 
 def _check_settings(ctx, table):

@@ -40,6 +40,8 @@ class CheckReport:
     redundant: List[str] = field(default_factory=list)
     redundant_joints: List[str] = field(default_factory=list)
     relaxations: List[str] = field(default_factory=list)
+    #: the spanning tree and the cut joints of the relative-coordinate formulations (text lines)
+    tree: List[str] = field(default_factory=list)
     assembly: Dict = field(default_factory=dict)
     motion: Dict = field(default_factory=dict)
     ranges: Dict[str, List[float]] = field(default_factory=dict)
@@ -80,6 +82,7 @@ class CheckReport:
             lines.append(f"redundant equations ({len(self.redundant)}): {', '.join(self.redundant)}")
             for text in self.relaxations:
                 lines.append(f"  to remove them: {text}")
+        lines += self.tree
         if self.assembly:
             a = self.assembly
             state = "assembles" if a.get("success") else "does NOT assemble"
@@ -259,6 +262,7 @@ def check(source, t_end=None, steps=None, *, parametrization="euler-parameters",
     the file (:class:`~cadmotion.errors.CadmotionError`) propagate.
     """
     from ..kernel import AngleState, assemble, mobility
+    from ..kernel.dynamics.tree import build_tree, describe_tree
     from .run_analysis import run_analysis, time_span
 
     spec, model = _load(source, parametrization, drive)
@@ -272,6 +276,12 @@ def check(source, t_end=None, steps=None, *, parametrization="euler-parameters",
     report.redundant, report.redundant_joints = mob.redundant, mob.redundant_joints
     if mob.redundant:
         report.relaxations = suggest_relaxations(spec, parametrization)
+    try:
+        report.tree = describe_tree(build_tree(model))
+    except CadmotionError as exc:  # a bad [formulation] cut
+        report.status = "error"
+        report.messages.append(str(exc))
+        return report
     if not asm.success:
         report.status = "cannot-assemble"
         report.messages.append(asm.message)

@@ -32,7 +32,8 @@ __all__ = ["main", "build_parser", "EXIT_INVARIANT", "FORMULATION_NAMES", "INTEG
 from .run_analysis import EXIT_INTERRUPTED, EXIT_INVARIANT, EXIT_STOPPED  # noqa: E402,F401
 #: the registries' names, for ``--help`` without importing the kernel (a test keeps them equal
 #: to :data:`cadmotion.kernel.dynamics.FORMULATIONS` and the integrators the formulations run)
-FORMULATION_NAMES = ("projection", "baumgarte", "penalty", "augmented-lagrangian", "index3", "partitioning")
+FORMULATION_NAMES = ("projection", "baumgarte", "penalty", "augmented-lagrangian", "index3", "partitioning",
+                     "semi-recursive", "recursive")
 INTEGRATOR_NAMES = ("DOP853", "RK45", "RK23", "Radau", "BDF", "LSODA", "RK4", "generalized-alpha", "HHT")
 #: events a run may have many of (impacts and switches of unilateral contacts): the summary lists this
 #: many of each kind and counts the rest (``--json`` and ``--report`` list them all)

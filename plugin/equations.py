@@ -104,4 +104,10 @@ def describe_equations(model, joint=None, latex=False):
 
         names = [n for g in model.groups if g.kind != "normalize" for n in g.names]
         raise MechanismError(f"no joint or driver called {joint!r}", hint=f"known: {', '.join(names)}")
+    if joint is None:
+        from ..kernel.dynamics.tree import build_tree, describe_tree
+
+        out.append("== relative coordinates (formulation semi-recursive): the tree joints' equations hold "
+                   "identically, the cut joints' are the closure equations")
+        out += ["  " + line for line in describe_tree(build_tree(model))]
     return "\n".join(out)

@@ -34,6 +34,8 @@ from ..linalg import RowSolver
 from .contract import INTEGRATORS, SINGULAR_ZONE_MAX, DynamicsResult, Formulation, _Failure
 from .index3 import Index3Formulation
 from .partitioning import PartitioningFormulation
+from .recursive import RecursiveFormulation
+from .semirecursive import SemiRecursiveFormulation
 
 __all__ = ["Formulation", "DynamicsResult", "FORMULATIONS", "INTEGRATORS", "get_formulation"]
 
@@ -432,7 +434,8 @@ class AugmentedLagrangianFormulation(PenaltyFormulation):
 
 
 FORMULATIONS = {cls.name: cls for cls in (ProjectionFormulation, BaumgarteFormulation, PenaltyFormulation,
-                                           AugmentedLagrangianFormulation, Index3Formulation, PartitioningFormulation)}
+                                           AugmentedLagrangianFormulation, Index3Formulation, PartitioningFormulation,
+                                           SemiRecursiveFormulation, RecursiveFormulation)}
 
 
 def get_formulation(name):

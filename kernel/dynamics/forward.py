@@ -321,7 +321,7 @@ def run(model, t_end=1.0, steps=100, *, formulation=None, integrator=None, rtol=
 
 #: formulations whose constraints hold only approximately (their reactions may work through the
 #: velocity violation, see :mod:`.invariants`)
-APPROXIMATE_CONSTRAINTS = ("baumgarte", "penalty", "augmented-lagrangian")
+APPROXIMATE_CONSTRAINTS = ("baumgarte", "penalty", "augmented-lagrangian", "recursive")
 _TIGHTENED = re.compile(r"tolerances tightened to ([0-9.eE+-]+)")
 _CROSSING = re.compile(r"by (\d+) index-3")
 

@@ -80,9 +80,9 @@ def test_every_formulation_agrees_with_the_reference(p1, name):
         assert abs(a - b) <= 1e3 * tol * (1 + abs(b))
 
 
-def test_formulation_registry_lists_all_six():
+def test_formulation_registry_lists_all_eight():
     assert set(FORMULATIONS) == {"baumgarte", "projection", "penalty", "augmented-lagrangian", "index3",
-                                 "partitioning"}
+                                 "partitioning", "semi-recursive", "recursive"}
 
 
 def test_double_pendulum_tip_and_energy():

@@ -290,3 +290,16 @@ def test_free_dof_minimal_is_refused_for_a_dynamic_or_inverse_run(tmp_path, caps
     model.write_text(BALL_ON_CRANK)
     assert main(["run", str(model), "--analysis", "inverse", "--free-dof", "minimal", "-q"]) == 1
     assert "--free-dof minimal applies to the kinematic analysis" in capsys.readouterr().err
+
+
+def test_check_and_equations_print_the_spanning_tree_and_the_cut_joint(capsys):
+    """The four-bar's loop is cut at D (all four revolutes have 5 equations; D comes last)."""
+    four_bar = ROOT / "samples" / "four_bar.cadmotion.toml"
+    assert main(["equations", str(four_bar)]) == 0
+    out = capsys.readouterr().out
+    assert "spanning tree: 3 joint(s), 3 relative coordinate(s), depth 3" in out
+    assert "B (revolute): crank -> coupler, 1 coordinate(s)" in out
+    assert "cut joints (closure equations): D" in out
+    main(["check", str(four_bar), "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert data["tree"][-1] == "cut joints (closure equations): D"

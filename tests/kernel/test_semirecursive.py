@@ -1,0 +1,435 @@
+"""The spanning tree, the relative coordinates and the semi-recursive formulation (issue 17).
+
+Kinematics: on a chain with every tree joint type and a floating part, the kernel's own joint
+equations hold identically at any relative coordinates, and the velocities Z = R ż and the bias
+Ṙ ż agree with central differences of the poses (h = 1e-5: O(h²) ≈ 1e-10, bound 1e-7).
+
+Dynamics, against references that do not come from cadmotion: the peers' P1 slider-crank crank
+angles and P2 closed-chain vertex, the P3 double-pendulum tip, the IFToMM N-four-bar through its
+singular passages (the 1-DOF Lagrange reduction of test_singular_passages.py), conservation of
+energy and the closure gaps measured from the output poses.
+"""
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cadmotion.errors import MechanismError, ModelFileError
+from cadmotion.importers import load
+from cadmotion.importers.modelfile import parse_model
+from cadmotion.kernel import compile_model
+from cadmotion.kernel.dynamics import simulate
+from cadmotion.kernel.dynamics.forward import prepare, run
+from cadmotion.kernel.dynamics.mass import E_matrix
+from cadmotion.kernel.dynamics.tree import TreeKinematics, build_tree
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # pragma: no cover - Python < 3.11
+    import tomli as tomllib
+
+SAMPLES = Path(__file__).resolve().parents[2] / "samples" / "dynamics"
+FORM = "semi-recursive"
+
+
+def sample(name):
+    return compile_model(load(SAMPLES / f"{name}.cadmotion.toml"))
+
+
+def energy_drift(m):
+    E = m.extra["energy.total"] - m.extra["work.nonconservative"]
+    return float(np.max(np.abs(E - E[0])))
+
+
+# ---------------------------------------------------------------------------- every tree joint type
+ALL_TYPES = """
+gravity = [0, 0, -9.81]
+[parts.ground]
+fixed = true
+[parts.b1]
+position = [0.1, 0, 0]
+mass = 1.0
+com = [0.05, 0.02, 0]
+inertia = [0.01, 0.02, 0.025]
+[parts.b2]
+position = [0.3, 0.1, 0]
+orientation = [0.9238795325112867, 0, 0, 0.3826834323650898]
+mass = 1.5
+com = [0, 0.1, 0]
+inertia = [0.01, 0.02, 0.025]
+[parts.b3]
+position = [0.5, 0.2, 0.1]
+mass = 0.7
+inertia = [0.01, 0.02, 0.025]
+[parts.b4]
+position = [0.7, 0.2, 0.2]
+orientation = [0.9238795325112867, 0.3826834323650898, 0, 0]
+mass = 1.2
+com = [0.1, 0, 0]
+inertia = [0.01, 0.02, 0.025]
+[parts.b5]
+position = [0.9, 0.3, 0.2]
+mass = 0.9
+com = [0, 0, 0.05]
+inertia = [0.01, 0.02, 0.025]
+[parts.b6]
+position = [1.1, 0.3, 0.4]
+mass = 1.1
+inertia = [0.01, 0.02, 0.025]
+[parts.b7]
+position = [1.3, 0.5, 0.4]
+mass = 0.5
+inertia = [0.01, 0.02, 0.025]
+[parts.b8]
+position = [1.5, 0.5, 0.0]
+orientation = [0.8, 0.0, 0.6, 0.0]
+mass = 0.5
+inertia = [0.01, 0.02, 0.025]
+[[joints]]
+name = "rev"
+type = "revolute"
+parts = ["ground", "b1"]
+origin = [0.1, 0, 0]
+axis = [0, 0, 1]
+[[joints]]
+name = "pri"
+type = "prismatic"
+parts = ["b2", "b1"]
+origin = [0.2, 0.05, 0]
+axis = [1, 0, 0]
+[[joints]]
+name = "cyl"
+type = "cylindrical"
+parts = ["b2", "b3"]
+origin = [0.4, 0.15, 0.05]
+axis = [0, 1, 0]
+[[joints]]
+name = "sph"
+type = "spherical"
+parts = ["b3", "b4"]
+origin = [0.6, 0.2, 0.15]
+[[joints]]
+name = "uni"
+type = "universal"
+parts = ["b4", "b5"]
+origin = [0.8, 0.25, 0.2]
+axis = [1, 0, 0]
+axis2 = [0, 1, 0]
+[[joints]]
+name = "pla"
+type = "planar"
+parts = ["b5", "b6"]
+origin = [1.0, 0.3, 0.3]
+axis = [0, 0, 1]
+[[joints]]
+name = "weld"
+type = "fixed"
+parts = ["b6", "b7"]
+origin = [1.2, 0.4, 0.4]
+[[joints]]
+name = "rope"
+type = "distance"
+parts = ["b7", "b8"]
+points = [[1.3, 0.5, 0.4], [1.5, 0.5, 0.0]]
+"""
+
+
+@pytest.fixture(scope="module")
+def chain():
+    model = compile_model(parse_model(tomllib.loads(ALL_TYPES), source="all types (test)"))
+    dyn, q0, v0, angles, refs = prepare(model)
+    tree = build_tree(model, dyn.groups)
+    return model, dyn, q0, angles, tree, TreeKinematics(model, tree, q0)
+
+
+def test_every_part_is_spanned_and_the_floating_one_gets_a_free_base(chain):
+    model, dyn, q0, angles, tree, kin = chain
+    assert [tj.type for tj in tree.joints] == ["revolute", "prismatic", "cylindrical", "spherical", "universal",
+                                               "planar", "fixed", "free"]
+    assert tree.free == ("b8",) and tree.cut == ("rope",)
+    assert tree.nz == 1 + 1 + 2 + 3 + 2 + 3 + 0 + 6 and tree.nzq == tree.nz + 2  # two quaternions
+    assert len(tree.closure_rows) == 1  # the rope's distance equation
+
+
+def test_the_tree_joints_hold_at_any_relative_coordinates(chain):
+    model, dyn, q0, angles, tree, kin = chain
+    z0 = kin.initial_zq(q0)
+    assert np.max(np.abs(kin.absolute(z0)[0] - q0)) < 1e-14
+    rng = np.random.default_rng(7)
+    for _ in range(5):
+        zq = kin.retract(z0, rng.normal(size=tree.nz))
+        q = kin.absolute(zq)[0]
+        phi = dyn.phi(q, 0.0, angles)[dyn.model_rows]
+        assert np.max(np.abs(phi[tree.tree_rows])) < 1e-13
+        assert np.max(np.abs(kin.relative(q, z0) - zq)) < 1e-12  # the inverse map
+
+
+def _Z_of(kin, zq, zd):
+    q, jp, jr, frames = kin.absolute(zq)
+    b = kin.columns(frames, jr)
+    return q, b, kin.velocities(b, zd)
+
+
+def test_velocities_and_bias_are_the_derivatives_of_the_poses(chain):
+    model, dyn, q0, angles, tree, kin = chain
+    rng = np.random.default_rng(3)
+    zq = kin.retract(kin.initial_zq(q0), rng.normal(size=tree.nz))
+    zd = rng.normal(size=tree.nz)
+    q, b, Z = _Z_of(kin, zq, zd)
+    h = 1e-5
+    (qp, _, Zp), (qm, _, Zm) = (_Z_of(kin, kin.retract(zq, s * h * zd), zd) for s in (1, -1))
+    Qp, Qm, Q = qp.reshape(-1, 7), qm.reshape(-1, 7), q.reshape(-1, 7)
+    w = 2 * np.einsum("bij,bj->bi", E_matrix(Q[:, 3:]), (Qp[:, 3:] - Qm[:, 3:]) / (2 * h))
+    v_origin = (Qp[:, :3] - Qm[:, :3]) / (2 * h) - np.cross(w, Q[:, :3])  # velocity of the point at O
+    assert np.max(np.abs(Z[:, 3:] - w)) < 1e-7
+    assert np.max(np.abs(Z[:, :3] - v_origin)) < 1e-7
+    # along z(t) = z + t ż with ż constant (z̈ = 0): Ż = Ṙ ż
+    assert np.max(np.abs(kin.bias(Z, b, zd) - (Zp - Zm) / (2 * h))) < 1e-6
+
+
+# ---------------------------------------------------------------------------- dynamics against references
+def test_slider_crank_p1_crank_angles():
+    m = simulate(sample("slider_crank_torque"), times=[0.0, 0.5, 1.0, 1.5, 2.0], formulation=FORM,
+                 rtol=1e-11, atol=1e-11)
+    assert m.complete, m.message
+    ref = [-3.87235715, 0.72673009, -3.72818191, 0.57401363]  # ../shared/peers/reference/p1.py
+    angle = math.pi / 4 + m.coordinate("crank_pivot.angle")[1:]
+    assert np.max(np.abs(angle - ref)) < 1e-7  # the reference has 8 decimals
+    assert np.max(m.extra["violation.position"]) < 1e-9
+
+
+@pytest.mark.parametrize("formulation", [FORM, "recursive"])
+def test_double_pendulum_p3_tip_and_energy(formulation):
+    m = simulate(sample("double_pendulum"), 10.0, 10, formulation=formulation, rtol=1e-12, atol=1e-12)
+    assert m.complete, m.message
+    tip = (m.pose("link2", 10.0) @ np.array([1.0, 0, 0, 1]))[:2]
+    assert np.hypot(*(tip - [-1.655867425, -0.528445484])) < 5e-7  # chaotic: measured 4e-8
+    assert np.max(np.abs(m.extra["energy.total"])) < 1e-8  # E(0) = 0 J
+    assert np.max(m.extra["violation.position"]) < 1e-12  # a tree: nothing to violate
+
+
+@pytest.fixture(scope="module")
+def four_bar():
+    return sample("four_bar")
+
+
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
+def test_redundant_planar_four_bar_in_3d_keeps_energy_and_closure(four_bar, sparse):
+    """Built in 3-D with four revolutes: the cut joint's 5 closure equations have rank 2."""
+    motion, res = run(four_bar, 3.0, 30, formulation=FORM, rtol=1e-10, atol=1e-10, options={"sparse": sparse})
+    assert res.success, res.message
+    E = motion.extra["energy.total"]
+    assert np.max(np.abs(E - E[0])) / abs(E[0]) < 1e-8
+    # the cut joint D: the rocker's pivot stays at the ground point (0.4, 0, 0) m
+    for k in range(motion.nt):
+        assert np.linalg.norm(motion.pose("rocker", motion.time[k])[:3, 3] - [0.4, 0, 0]) < 1e-9
+
+
+def test_the_cut_joint_has_its_reaction_and_the_momentum_balance_holds(four_bar):
+    """Σ m (a_c − g) of the links = the ground joints' reactions + the spring's pull (200 N/m,
+    free length 0.1 m, from (0.55, 0.35, 0) m to the rocker's point C), at every frame."""
+    m = simulate(four_bar, 0.5, 10, formulation=FORM, rtol=1e-10, atol=1e-10)
+    assert set(f"D.f{c}" for c in "xyz") <= set(m.extra)
+    g = np.array([0, -9.81, 0])
+    total = np.zeros((m.nt, 3))
+    for part in ("crank", "coupler", "rocker"):
+        p = four_bar.spec.part(part)
+        b = m.part_index(part)
+        com = np.array([m.pose(part, t)[:3, :3] @ p.com for t in m.time])
+        w, al = m.angular_velocity[:, b], m.angular_acceleration[:, b]
+        a_c = m.acceleration[:, b] + np.cross(al, com) + np.cross(w, np.cross(w, com))
+        total += p.mass * (a_c - g)
+    # the ground joints A and D carry it all; their reactions act on the second part (the links)
+    F = sum(np.stack([m.extra[f"{j}.f{c}"] for c in "xyz"], axis=1) for j in ("A", "D"))
+    rocker = four_bar.spec.part("rocker")
+    R0 = np.array(four_bar.spec.part("rocker").orientation)
+    X0 = np.eye(4)
+    w0, v0 = R0[0], R0[1:]
+    X0[:3, :3] = (2 * w0 * w0 - 1) * np.eye(3) + 2 * (np.outer(v0, v0) + w0 * np.array(
+        [[0, -v0[2], v0[1]], [v0[2], 0, -v0[0]], [-v0[1], v0[0], 0]]))
+    X0[:3, 3] = rocker.position
+    c_local = np.linalg.solve(X0, [0.40376085448652643, 0.24997171034645338, 0.0, 1.0])
+    for k, t in enumerate(m.time):
+        d = (m.pose("rocker", t) @ c_local)[:3] - [0.55, 0.35, 0.0]
+        F[k] += -200.0 * (np.linalg.norm(d) - 0.1) * d / np.linalg.norm(d)
+    assert np.max(np.abs(F - total)) < 1e-6 * np.max(np.abs(total))
+
+
+@pytest.mark.parametrize("integrator", ["RK4", "RK45", "Radau", "BDF", "LSODA"])
+def test_every_integrator_runs_the_four_bar(four_bar, integrator):
+    motion, res = run(four_bar, 0.5, 5, formulation=FORM, integrator=integrator, rtol=1e-9, atol=1e-9, dt=2e-3)
+    assert res.success, res.message
+    E = motion.extra["energy.total"]
+    assert np.max(np.abs(E - E[0])) / abs(E[0]) < 1e-5
+    assert np.max(motion.extra["violation.position"]) < 1e-8
+
+
+def test_closed_chain_falls_like_the_peers_p2():
+    m = simulate(sample("closed_chain"), t_end=1.0, steps=4, formulation=FORM, rtol=1e-10, atol=1e-10)
+    assert m.complete, m.message
+    assert abs(m.pose("link10", 1.0)[1, 3] - (-8.5494426)) < 2e-7  # the peers' P2 N = 20 vertex
+    assert energy_drift(m) < 1e-7 * np.max(m.extra["energy.kinetic"])
+
+
+@pytest.mark.parametrize("formulation", [FORM, "recursive"])
+def test_n_four_bar_passes_its_singular_configurations(formulation):
+    """Three singular passages in 3 s against the 1-DOF reduction 3 θ̈ + 34.335 cos θ = 0."""
+    from scipy.integrate import solve_ivp
+
+    model = sample("n_four_bar")
+    motion, res = run(model, 3.0, 30, formulation=formulation, rtol=1e-8, atol=1e-8)
+    assert res.success, res.message
+    sol = solve_ivp(lambda _, y: [y[1], -34.335 / 3.0 * np.cos(y[0])], (0.0, 3.0), [np.pi / 2, -1.0],
+                    method="DOP853", rtol=1e-13, atol=1e-13)
+    th = sol.y[0, -1]
+    i = model.body_index("rod0")
+    w, z = res.q[-1][7 * i + 3], res.q[-1][7 * i + 6]
+    th_run = np.arctan2(2 * w * z, w * w - z * z)
+    assert np.hypot(np.cos(th_run) - np.cos(th), np.sin(th_run) - np.sin(th)) < 1e-4  # measured 1.6e-5, 4.5e-6
+    assert np.max(np.abs(motion.extra["energy.total"] - 35.835)) < 1e-4  # measured 1.2e-5, 3.7e-6
+    assert sum("singular configuration crossed" in n for n in res.notes) == 3
+
+
+def test_flyball_governor_keeps_its_axial_momentum():
+    """No torque about z (gravity along z, springs and hinges internal): L_z is constant."""
+    model = sample("flyball_governor")
+    m = simulate(model, 0.05, 5, formulation=FORM, rtol=1e-9, atol=1e-9)
+    assert m.complete, m.message
+    L = np.zeros(m.nt)
+    for p in model.spec.parts:
+        if p.fixed:
+            continue
+        b = m.part_index(p.name)
+        I = np.asarray(p.inertia, float)
+        I = I if I.shape == (3, 3) else np.diag(I)
+        for k in range(m.nt):
+            X = m.pose(p.name, m.time[k])
+            rho = X[:3, :3] @ np.asarray(p.com, float)
+            w = m.angular_velocity[k, b]
+            vc = m.velocity[k, b] + np.cross(w, rho)
+            rc = X[:3, 3] + rho
+            L[k] += p.mass * np.cross(rc, vc)[2] + (X[:3, :3] @ I @ X[:3, :3].T @ w)[2]
+    assert np.max(np.abs(L - L[0])) < 1e-7 * abs(L[0])
+
+
+# ---------------------------------------------------------------------------- bad input
+FOUR_BAR_TEXT = (SAMPLES / "four_bar.cadmotion.toml").read_text()
+
+
+def _with_cut(cut):
+    data = tomllib.loads(FOUR_BAR_TEXT)
+    data["formulation"] = {"cut": cut}
+    return compile_model(parse_model(data, source="four_bar (test)"))
+
+
+def test_the_cut_override_chooses_the_cut_joint():
+    model = _with_cut(["B"])
+    tree = build_tree(model)
+    assert tree.cut == ("B",) and {tj.name for tj in tree.joints} == {"A", "C", "D"}
+    m = simulate(model, 0.5, 5, formulation=FORM, rtol=1e-10, atol=1e-10)
+    ref = simulate(compile_model(parse_model(tomllib.loads(FOUR_BAR_TEXT))), 0.5, 5, formulation=FORM,
+                   rtol=1e-10, atol=1e-10)
+    assert np.max(np.abs(m.position - ref.position)) < 1e-8  # the same motion whichever joint is cut
+
+
+@pytest.mark.parametrize("cut, words", [
+    (["nowhere"], "'nowhere', which is not a joint"),
+])
+def test_a_cut_that_is_not_a_joint_is_an_error(cut, words):
+    with pytest.raises(MechanismError) as err:
+        build_tree(_with_cut(cut))
+    assert words in str(err.value)
+
+
+def test_a_cut_joint_outside_a_loop_is_an_error_naming_it():
+    text = (SAMPLES / "double_pendulum.cadmotion.toml").read_text()
+    data = tomllib.loads(text)
+    data["formulation"] = {"cut": ["elbow"]}
+    model = compile_model(parse_model(data, source="double_pendulum (test)"))
+    with pytest.raises(MechanismError) as err:
+        simulate(model, 0.1, 1, formulation=FORM)
+    assert "'elbow' is not in a loop" in str(err.value) and "'link2'" in str(err.value)
+
+
+def test_a_bad_formulation_table_is_a_model_file_error():
+    data = tomllib.loads(FOUR_BAR_TEXT)
+    data["formulation"] = {"cut": "A"}
+    with pytest.raises(ModelFileError) as err:
+        parse_model(data, source="four_bar (test)")
+    assert "[formulation]" in str(err.value) and "list of joint names" in str(err.value)
+    data["formulation"] = {"cuts": ["A"]}
+    with pytest.raises(ModelFileError) as err:
+        parse_model(data, source="four_bar (test)")
+    assert "'cuts'" in str(err.value)
+
+
+# ---------------------------------------------------------------------------- recursive (multipliers, Baumgarte)
+def test_recursive_slider_crank_p1_crank_angles():
+    m = simulate(sample("slider_crank_torque"), times=[0.0, 0.5, 1.0, 1.5, 2.0], formulation="recursive",
+                 rtol=1e-11, atol=1e-11)
+    assert m.complete, m.message
+    angle = math.pi / 4 + m.coordinate("crank_pivot.angle")[1:]
+    assert np.max(np.abs(angle - [-3.87235715, 0.72673009, -3.72818191, 0.57401363])) < 1e-7
+
+
+def test_recursive_baumgarte_terms_hold_the_redundant_four_bar_closed(four_bar):
+    """With α = β = 10 1/s the cut joint's gap stays at the integration error; without them (α = β = 0)
+    the drift of the closure is left to grow, and the constant energy holds either way."""
+    gaps = {}
+    for ab in (10.0, 0.0):
+        motion, res = run(four_bar, 1.5, 15, formulation="recursive", integrator="RK4", dt=2e-3,
+                          options={"alpha": ab, "beta": ab})
+        assert res.success, res.message
+        gaps[ab] = max(np.linalg.norm(motion.pose("rocker", t)[:3, 3] - [0.4, 0, 0]) for t in motion.time)
+        E = motion.extra["energy.total"]
+        assert np.max(np.abs(E - E[0])) / abs(E[0]) < 1e-4
+    assert gaps[10.0] < 1e-7 and gaps[10.0] < 0.1 * gaps[0.0], gaps
+
+
+def test_a_free_tumbling_body_keeps_its_energy_and_angular_momentum():
+    """A part without joints gets a free base: torque-free rotation about the intermediate axis
+    (unstable) conserves T and the angular momentum J ω (world) while the body flips."""
+    data = {"gravity": [0, 0, -9.81],
+            "parts": {"box": {"position": [0.1, 0.2, 0.3], "orientation": [0.9, 0.1, 0.3, 0.2], "mass": 2.0,
+                              "com": [0.05, 0, 0], "inertia": [0.01, 0.02, 0.03]}},
+            "initial_velocity": {"box": {"velocity": [1.0, 0.0, 2.0], "angular_velocity": [0.1, 5.0, 0.1]}}}
+    model = compile_model(parse_model(data, source="free box (test)"))
+    assert build_tree(model).free == ("box",)
+    m = simulate(model, 2.0, 20, formulation=FORM, rtol=1e-11, atol=1e-11)
+    assert m.complete, m.message
+    assert energy_drift(m) < 1e-8
+    p = model.spec.part("box")
+    L = []
+    for k, t in enumerate(m.time):
+        R = m.pose("box", t)[:3, :3]
+        L.append(R @ np.asarray(p.inertia) @ R.T @ m.angular_velocity[k, 0])  # J ω, world
+    L = np.array(L)
+    assert np.max(np.abs(L - L[0])) < 1e-8 * np.linalg.norm(L[0])
+    assert np.max(np.abs(m.angular_velocity[:, 0, 1])) > 4.0  # it does tumble about the intermediate axis
+    # the centre of mass flies on the parabola of its initial velocity
+    c = np.array([m.pose("box", t)[:3, :3] @ p.com + m.pose("box", t)[:3, 3] for t in m.time])
+    c0 = c[0]
+    v0 = m.velocity[0, 0] + np.cross(m.angular_velocity[0, 0], c0 - m.pose("box", 0.0)[:3, 3])
+    expect = c0 + np.outer(m.time, v0) + 0.5 * np.outer(m.time ** 2, [0, 0, -9.81])
+    assert np.max(np.abs(c - expect)) < 1e-8
+
+
+@pytest.mark.parametrize("formulation, options", [(FORM, {"sparse": False}), (FORM, {"sparse": True}),
+                                                  ("recursive", None)], ids=["dense", "sparse", "recursive"])
+def test_a_duplicated_joint_closes_a_loop_of_only_redundant_equations(formulation, options):
+    """The double pendulum with its elbow given twice: the cut twin's 5 closure equations are all
+    redundant (rank 0 up to round-off), and the motion is the plain double pendulum's: E = 0 J and
+    the P3 reference's minimal-coordinate motion, here against the tree without the twin."""
+    data = tomllib.loads((SAMPLES / "double_pendulum.cadmotion.toml").read_text())
+    twin = dict(data["joints"][1], name="elbow_twin")
+    plain = compile_model(parse_model(data, source="double pendulum (test)"))
+    data["joints"].append(twin)
+    model = compile_model(parse_model(data, source="double pendulum with a twin elbow (test)"))
+    assert build_tree(model).cut == ("elbow_twin",)
+    m = simulate(model, 0.5, 5, formulation=formulation, rtol=1e-10, atol=1e-10, options=options)
+    ref = simulate(plain, 0.5, 5, formulation=FORM, rtol=1e-10, atol=1e-10)
+    assert m.complete, m.message
+    assert np.max(np.abs(m.position - ref.position)) < 1e-8
+    assert np.max(np.abs(m.extra["energy.total"])) < 1e-8
