@@ -30,7 +30,7 @@ from scipy.optimize import brentq
 
 from ...errors import SolverError
 from ..motion import Event
-from .contract import SCIPY_INTEGRATORS
+from .integrators import names as integrator_names
 from .unilateral import CLOSED_SPEED, OPEN, SLIP, STATE_WIDTH, STICK
 
 __all__ = ["EventDriver", "TIME_TOL"]
@@ -233,7 +233,7 @@ class EventDriver:
     def run(self, times, y, integrator):
         """Integrate over ``times`` from y (resolved by :meth:`start`), recording the frames."""
         form, rec = self.form, self.rec
-        if integrator not in SCIPY_INTEGRATORS:
+        if integrator not in integrator_names(family="scipy"):
             raise SolverError(f"unilateral contacts need an error-controlled integrator, not {integrator!r}",
                               hint="use DOP853 (the default), RK45, RK23, Radau, BDF or LSODA")
         cls = getattr(si, integrator)
