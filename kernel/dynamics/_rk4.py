@@ -10,10 +10,9 @@ round-off. The whole loop runs in compiled code; it applies when nothing in ẏ 
 
 Units: t, dt and h in s; the state y = [q, v, W] in m, 1 (Euler parameters), m/s, rad/s and J.
 
-:func:`rk4` is a template (listed in :data:`TEMPLATES`): :mod:`.fast` compiles its source
-inside each model structure's generated module, where ``rhs``, ``groups``, ``windings``,
-``strides_singular`` and ``project`` are that module's functions (the last two the
-templates of :mod:`._dop853`).
+:func:`rk4` and :func:`probe_step` are templates (:data:`TEMPLATES`): :mod:`.fast` compiles their source
+inside each model structure's generated module, where ``rhs``, ``groups``, ``windings`` and
+``project`` are that module's functions (the last the template of :mod:`._dop853`).
 """
 
 import math
@@ -21,14 +20,45 @@ import math
 import numpy as np
 
 from . import _kernels as K
-from ._dop853 import DONE, NAN_STATE, NOT_FINITE, S_K, S_NFEV, S_NPROJECT, S_NSTEPS, S_T, S_T_EVAL, S_T_FAIL, SINGULAR
+from ._dop853 import (DONE, NAN_STATE, NOT_FINITE, PROBES, S_K, S_NFEV, S_NPROJECT, S_NSTEPS, S_T, S_T_EVAL,
+                      S_T_FAIL, SINGULAR, strided)
 
 #: ``stats`` slot of the last step size h (s) taken or tried (the stats array is
 #: :data:`._radau.N_STATS` long; slots 7 and 8 are Radau's Jacobian and LU counts)
 S_STEP = 7
 
-# the model's compiled functions, bound in the generated module that compiles the template
-rhs = groups = windings = strides_singular = project = None
+# the model's compiled functions, bound in the generated module that compiles the templates
+rhs = groups = windings = project = None
+
+
+def probe_step(t, h, y, y_new, f, f_new, s, tmp, df, di, dd, ws):
+    """s[j] = √(:func:`._kernels.singularity`) at the :data:`._dop853.PROBES` of the step from
+    (t, y) to (t + h, y_new) (template), the states from the cubic Hermite interpolant of y,
+    f = ẏ(t), y_new, f_new = ẏ(t + h), as :func:`._dop853.strides_singular` takes them; s[0]
+    is kept if it is ≥ 0 (the measure at y, known from the step before). The ends are y and
+    y_new themselves (the interpolant's value there), so the workspace is left with y_new's
+    kinematics and joint rows (its violations ``aux[0:3]`` cleared)."""
+    n = y.shape[0]
+    last = len(PROBES) - 1
+    for j in range(len(PROBES)):
+        if j == 0 and s[0] >= 0.0:
+            continue
+        p = PROBES[j]
+        if j == 0:
+            state = y
+        elif j == last:
+            state = y_new
+        else:
+            h00 = 2.0 * p ** 3 - 3.0 * p ** 2 + 1.0
+            h10 = p ** 3 - 2.0 * p ** 2 + p
+            h01 = -2.0 * p ** 3 + 3.0 * p ** 2
+            h11 = p ** 3 - p ** 2
+            for i in range(n):
+                tmp[i] = h00 * y[i] + h10 * h * f[i] + h01 * y_new[i] + h11 * h * f_new[i]
+            state = tmp
+        K.stage_kinematics(state, df, di, ws)
+        groups(t + p * h, state, df, di, dd, ws, False)
+        s[j] = math.sqrt(max(K.singularity(df, di, dd, ws), 0.0))
 
 
 def rk4(t, y0, times, dt, ptol, max_iter, zone, df, di, dd, ws, Y, DD, stats, y_end):
@@ -42,7 +72,9 @@ def rk4(t, y0, times, dt, ptol, max_iter, zone, df, di, dd, ws, Y, DD, stats, y_
     at the projected state, as the Python loop does).
 
     With ``zone`` > 0 (closed loops), a step that passes through a singular configuration's
-    zone (``strides_singular``) stops the loop at its start, and an output time whose state is
+    zone (:func:`probe_step` and :func:`._dop853.strided`, the test of
+    :func:`._dop853.strides_singular`, the last probe of a step reused as the first of the next
+    when no projection moved the state) stops the loop at its start, and an output time whose state is
     in the zone (the measure :func:`._kernels.singularity` below ``zone``) stops it there, with
     status SINGULAR: the state is in ``y_end``, ``stats[S_T]`` is its time and
     ``stats[S_STEP]`` the step h (the caller crosses the singular configuration and restarts).
@@ -63,6 +95,8 @@ def rk4(t, y0, times, dt, ptol, max_iter, zone, df, di, dd, ws, Y, DD, stats, y_
     t_fail = t
     t_eval = t
     h = 0.0
+    s = np.empty(len(PROBES))
+    s[0] = -1.0  # the measure at y is not known yet
     f, ok = rhs(t, y, df, di, dd, ws)  # the first stage of the first step
     nfev += 1
     if not ok:
@@ -110,14 +144,14 @@ def rk4(t, y0, times, dt, ptol, max_iter, zone, df, di, dd, ws, Y, DD, stats, y_
             if zone > 0.0:
                 aux = K.f1(ws, di, K.I_AUX)
                 violation_v, violation_q = aux[0], aux[1]
-                if strides_singular(t, h, y, y_new, f, f_new, zone, tmp, df, di, dd, ws):
+                probe_step(t, h, y, y_new, f, f_new, s, tmp, df, di, dd, ws)
+                if strided(s, math.sqrt(zone)):
                     status = SINGULAR  # stop at the start of the step: the crossing takes it from there
                     break
-                # the probes used the workspace: back to y_new's kinematics, joint rows and measures
-                # (what the bookkeeping reads), and its evaluation's violations
-                K.stage_kinematics(y_new, df, di, ws)
-                groups(t_new, y_new, df, di, dd, ws, False)
+                # the last probe left y_new's kinematics, joint rows and measures in the workspace
+                # (what the bookkeeping reads); its evaluation's violations back
                 aux[0], aux[1] = violation_v, violation_q
+                s[0] = s[len(PROBES) - 1]  # the next step starts at y_new
             nsteps += 1
             t = t_new
             # bookkeeping at the accepted state (the workspace holds the evaluation at y_new)
@@ -129,6 +163,7 @@ def rk4(t, y0, times, dt, ptol, max_iter, zone, df, di, dd, ws, Y, DD, stats, y_
                     changed = project(t, y_new, df, di, dd, ws, ptol, max_iter)
                     if changed:
                         nproject += 1
+                        s[0] = -1.0
             for j in range(n):
                 y[j] = y_new[j]
             if changed:
@@ -165,8 +200,8 @@ def rk4(t, y0, times, dt, ptol, max_iter, zone, df, di, dd, ws, Y, DD, stats, y_
     return status
 
 
-#: compiled inside each generated module (it calls the model's ``rhs``, ``groups``, ``windings`` and the
-#: templates ``strides_singular`` and ``project`` of :mod:`._dop853`)
-TEMPLATES = (rk4,)
+#: compiled inside each generated module (they call the model's ``rhs``, ``groups``, ``windings`` and the
+#: template ``project`` of :mod:`._dop853`)
+TEMPLATES = (probe_step, rk4)
 #: names the template uses from this module (the rest come from :data:`._dop853.HELPERS`)
 HELPERS = ("S_STEP",)
