@@ -594,7 +594,8 @@ def _rk4(mdl, t_end, steps, dt, compiled, formulation="projection"):
 def test_compiled_rk4_takes_the_steps_of_the_python_rk4_loop(case, build):
     """The compiled loop against the Python loop of ``Formulation._run_rk4`` on the same compiled
     right-hand side: the same steps (each output interval cut alike), projections and angle
-    bookkeeping, so the same states to round-off (measured: equal to the last bit)."""
+    bookkeeping, so the same states to round-off (measured: equal to the last bit on the
+    slider-crank and the van)."""
     make, formulation, t_end, dt = RK4_CASES[case]
     mdl = make(build)
     a, ra = _rk4(mdl, t_end, 20, dt, True, formulation)
