@@ -5,7 +5,9 @@ there), ``semi-recursive`` on its dense and its sparse path, and ``recursive``:
 
 - ``eval``: the median wall time of one evaluation of the state derivative ẏ (the integrator's
   call, at the initial state; ``CM_EVALS`` calls, default 200);
-- ``per s``: the wall time per simulated second of a fixed-step RK4 run at h = 1 ms
+- ``per s``: the wall time per simulated second of a fixed-step RK4 run at h = 1 ms (``absolute``:
+  the compiled RK4 loop of ``kernel/dynamics/_rk4.py``; ``absolute, Python RK4 loop``: the same
+  right-hand side stepped by the Python loop, option ``compiled_loop = false``)
   (``--t-sim`` simulated seconds, default 1 s; the integrator's projections and the output
   frames included), and the final position difference from the absolute run (m).
 
@@ -18,7 +20,8 @@ equations of rank 2 in the relative coordinates); and one evaluation on the 40-p
 BLAS is pinned to one thread (as ``lattice.py``). The machine is shared: the load average is
 printed with the figures.
 
-    python benchmarks/relative.py [--n 10 20 50 100 200 300] [--t-sim 1.0] [--skip-runs]
+    python benchmarks/relative.py [--n 10 20 50 100 200 300] [--t-sim 1.0] [--skip-runs] [--method absolute ...]
+    python benchmarks/relative.py --n --no-lattice --t-sim 60 --method absolute --method "absolute, Python RK4 loop"
 """
 import os
 
@@ -46,7 +49,8 @@ except ModuleNotFoundError:  # pragma: no cover - Python < 3.11
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples" / "dynamics"
 EVALS = int(os.environ.get("CM_EVALS", "200"))
-METHODS = (("absolute", "projection", None), ("semi-recursive dense", "semi-recursive", {"sparse": False}),
+METHODS = (("absolute", "projection", None), ("absolute, Python RK4 loop", "projection", {"compiled_loop": False}),
+           ("semi-recursive dense", "semi-recursive", {"sparse": False}),
            ("semi-recursive sparse", "semi-recursive", {"sparse": True}), ("recursive", "recursive", None))
 
 
@@ -84,17 +88,17 @@ def run_time(model, formulation, options, t_sim):
     return wall / t_sim, res.q[-1]
 
 
-def table(label, model, t_sim, runs):
+def table(label, model, t_sim, runs, methods):
     print(f"\n{label}: {model.nq // 7} moving parts")
     ref_q = None
-    for name, formulation, options in METHODS:
+    for name, formulation, options in methods:
         e = eval_time(model, formulation, options)
         line = f"  {name:24s} eval {1e6 * e:9.1f} us"
         if runs:
             per_s, q = run_time(model, formulation, options, t_sim)
             diff = "" if ref_q is None else f", |dq| vs absolute {np.max(np.abs(q - ref_q)):.1e}"
             ref_q = q if ref_q is None else ref_q
-            line += f"   per simulated s (RK4, 1 ms) {per_s:8.2f} s{diff}"
+            line += f"   per simulated s (RK4, 1 ms) {per_s:8.3f} s{diff}"
         print(line, flush=True)
 
 
@@ -104,14 +108,20 @@ def main(argv=None):
     ap.add_argument("--t-sim", type=float, default=1.0)
     ap.add_argument("--run-n-max", type=int, default=50, help="largest N also run (not only evaluated)")
     ap.add_argument("--skip-runs", action="store_true")
+    ap.add_argument("--method", action="append", choices=[m[0] for m in METHODS],
+                    help="repeatable; default: all (the first given is the |dq| reference)")
+    ap.add_argument("--no-lattice", action="store_true", help="skip the plate lattice's evaluations")
     args = ap.parse_args(argv)
+    methods = [m for name in args.method for m in METHODS if m[0] == name] if args.method else METHODS
     print(f"load average before: {os.getloadavg()[0]:.2f} (2 cores shared); medians of {EVALS} evaluations")
     table("slider-crank, torque 0.01 exp(-t)", compile_model(load(SAMPLES / "slider_crank_torque.cadmotion.toml")),
-          args.t_sim, not args.skip_runs)
+          args.t_sim, not args.skip_runs, methods)
     for n in args.n:
-        table(f"closed chain N = {n}", closed_chain(n), args.t_sim, not args.skip_runs and n <= args.run_n_max)
-    table("plate lattice (a wide tree of spherical joints, rotational spring-dampers)",
-          compile_model(load(SAMPLES / "plate_lattice.cadmotion.toml")), args.t_sim, False)
+        table(f"closed chain N = {n}", closed_chain(n), args.t_sim, not args.skip_runs and n <= args.run_n_max,
+              methods)
+    if not args.no_lattice:
+        table("plate lattice (a wide tree of spherical joints, rotational spring-dampers)",
+              compile_model(load(SAMPLES / "plate_lattice.cadmotion.toml")), args.t_sim, False, methods)
     print(f"\nload average after: {os.getloadavg()[0]:.2f}")
 
 

@@ -20,9 +20,12 @@ cadmotion has):
 (b) ``wall_per_simulated_s``: the whole ``run`` of 5 s (RK4, dt = 1 ms, the sample's output frames:
     assembly, consistent velocities, the integration, reactions, energies, the self-checks),
     median of ``PEERS_REPEAT`` runs after a warm-up, divided by 5 s; ``loop_per_simulated_s`` only
-    the evaluations (evaluations × eval time).
+    the evaluations (evaluations × eval time). ``loop``: ``compiled`` (the RK4 loop of
+    :mod:`cadmotion.kernel.dynamics._rk4`, one compiled call for the run, where the formulation has
+    it) or ``python`` (the Python RK4 loop, option ``compiled_loop = false``); both by default,
+    one after the other in the same process.
 
-    python benchmarks/vehicle.py [--formulation projection] [--t-end 5]     # ~1 min warm
+    python benchmarks/vehicle.py [--formulation projection] [--t-end 5] [--loop compiled]    # ~1 min warm
 
 BLAS is pinned to one thread (as the peers' harness does). Prints one JSON line per sample and
 formulation; the first run of a model structure on a machine compiles it (minutes, not timed).
@@ -80,11 +83,12 @@ def state_at(model, dyn, motion, k):
     return np.concatenate([q, np.array(v), [0.0]])
 
 
-def bench(name, formulation, t_end):
+def bench(name, formulation, t_end, loop="compiled"):
     spec = read_model_file(SAMPLES[name])
     model = compile_model(spec)
     steps = int(round(t_end / dict(spec.settings).get("t_end", t_end) * dict(spec.settings).get("steps", 250)))
-    kw = dict(formulation=formulation, integrator="RK4", dt=DT)
+    options = {"compiled_loop": loop == "compiled"} if "compiled_loop" in AVAILABLE[formulation].defaults else None
+    kw = dict(formulation=formulation, integrator="RK4", dt=DT, options=options)
     t0 = time.perf_counter()
     run(model, 0.01, 1, **kw)  # load (or compile, the first time on a machine) the compiled code
     build = time.perf_counter() - t0
@@ -94,7 +98,8 @@ def bench(name, formulation, t_end):
         motion, res = run(model, t_end, steps, **kw)
         walls.append(time.perf_counter() - t0)
     wall = float(np.median(walls))
-    out = dict(benchmark="vehicle", sample=name, formulation=formulation, integrator="RK4", dt=DT, t_end=t_end,
+    out = dict(benchmark="vehicle", sample=name, formulation=formulation, integrator="RK4",
+               loop="compiled" if "RK4 in the compiled loop" in res.notes else "python", dt=DT, t_end=t_end,
                bodies=len(model.body_names) - 1, wall_s=wall, wall_times_s=walls, wall_per_simulated_s=wall / t_end,
                n_steps=res.nsteps, n_rhs_evals=res.nfev, complete=motion.complete,
                invariants_broken=[c.name for c in res.invariants.broken], build_time_s=build,
@@ -131,11 +136,16 @@ def main(argv=None):
     parser.add_argument("--formulation", action="append", help="repeatable; default: those of FORMULATIONS present")
     parser.add_argument("--sample", action="append", choices=sorted(SAMPLES))
     parser.add_argument("--t-end", type=float, default=5.0)
+    parser.add_argument("--loop", action="append", choices=("compiled", "python"),
+                        help="RK4 loop, repeatable; default: both")
     args = parser.parse_args(argv)
     formulations = args.formulation or [f for f in FORMULATIONS if f in AVAILABLE]
     for name in args.sample or ("van", "truck"):
         for formulation in formulations:
-            print(json.dumps(bench(name, formulation, args.t_end)), flush=True)
+            for loop in args.loop or ("compiled", "python"):
+                if loop == "compiled" and "compiled_loop" not in AVAILABLE[formulation].defaults:
+                    continue  # no compiled loop: its Python loop is the "python" line
+                print(json.dumps(bench(name, formulation, args.t_end, loop)), flush=True)
 
 
 if __name__ == "__main__":

@@ -27,11 +27,13 @@ with index-3 generalised-α steps and hands back; the run's notes list the cross
 the penalty matrix is then solved in Schur-complement form, (S + I/α) λ = Jv M⁻¹ f + r with
 S = Jv M⁻¹ Jvᵀ in band storage, which gives the same v̇ by the Woodbury identity and keeps the
 cost linear in a chain's length) and ``compiled_loop`` (default True:
-with ``DOP853``, the whole integration loop — steps, step-size control, dense output,
-projections and angle bookkeeping — runs compiled (:mod:`._dop853`) when nothing in ẏ is
-evaluated in Python (drivers' time functions and torque/force expressions are compiled). The compiled
-loop is scipy's DOP853 (same coefficients, initial step, error norm and step-size control), so
-it takes the same steps up to round-off and the results are those of the scipy driver.
+with ``DOP853``, ``Radau`` or ``RK4``, the whole integration loop — steps, step-size control, dense
+output, projections, angle bookkeeping and the watch for singular configurations — runs compiled
+(:mod:`._dop853`, :mod:`._radau`, :mod:`._rk4`) when nothing in ẏ is evaluated in Python (drivers'
+time functions and torque/force expressions are compiled). The compiled DOP853 loop is scipy's
+DOP853 (same coefficients, initial step, error norm and step-size control), so it takes the same
+steps up to round-off and the results are those of the scipy driver; the compiled RK4 loop takes
+the steps of the Python one (:meth:`Formulation._run_rk4`).
 
 Contract (subclasses of :class:`Formulation`, like scipy's ``OdeSolver``)
 ------------------------------------------------------------------------
@@ -50,7 +52,7 @@ ODE formulations implement ``initial_state(t, q, v) -> y``, ``rhs(t, y) -> ẏ``
 ``accept(t, y) -> y or None`` (after each accepted step; may return a corrected state)
 and ``unpack(t, y) -> (q, v, work)``; the base class ``solve`` drives the integrators.
 The last state component is always the non-conservative work W (J), Ẇ = P_nc.
-An index-1 formulation opts in to the compiled DOP853 loop by the option ``compiled_loop``;
+An index-1 formulation opts in to the compiled loops by the option ``compiled_loop``;
 its ``accept`` must then be what the loop does in compiled code: the angle bookkeeping,
 then the projection given by ``_step_projection() -> (tol, max_iter) or None``.
 """
@@ -75,8 +77,8 @@ __all__ = ["Formulation", "DynamicsResult", "INTEGRATORS", "SCIPY_INTEGRATORS", 
 SCIPY_INTEGRATORS = integrator_names(family="scipy")
 INTEGRATORS = SCIPY_INTEGRATORS + integrator_names(family="fixed")
 INDEX3_INTEGRATORS = integrator_names(family="index3")
-#: the integrators with a compiled loop (:mod:`._dop853`, :mod:`._radau`)
-COMPILED_LOOPS = ("DOP853", "Radau")
+#: the integrators with a compiled loop (:mod:`._dop853`, :mod:`._radau`, :mod:`._rk4`)
+COMPILED_LOOPS = ("DOP853", "Radau", "RK4")
 #: the formulations that hand the accepted velocities to the contacts (their impact speeds)
 _CONTACT_STATE_FORMULATIONS = ("projection", "baumgarte", "penalty", "augmented-lagrangian")
 
@@ -326,10 +328,10 @@ class Formulation:
         try:
             if driver is not None:
                 driver.run(times, y, integrator)
+            elif self.runs_compiled(integrator, times, rtol, atol):
+                self._run_compiled(times, y, rec, rtol, atol, integrator, dt)
             elif integrator == "RK4":
                 self._run_rk4(times, y, rec, dt)
-            elif self.runs_compiled(integrator, times, rtol, atol):
-                self._run_compiled(times, y, rec, rtol, atol, integrator)
             else:
                 self._run_scipy(times, y, rec, integrator, rtol, atol)
         except _Stop:
@@ -345,8 +347,8 @@ class Formulation:
         return integrator in COMPILED_LOOPS and self._compiled_loop_applies(times, rtol, atol, integrator)
 
     def _compiled_loop_applies(self, times, rtol, atol, integrator="DOP853"):
-        """True when :meth:`_run_compiled` can replace scipy's ``integrator`` (one of
-        :data:`COMPILED_LOOPS`; index-1 formulations)."""
+        """True when :meth:`_run_compiled` can replace scipy's ``integrator`` or the Python RK4
+        loop (one of :data:`COMPILED_LOOPS`; index-1 formulations)."""
         return False
 
     def _run_rk4(self, times, y, rec, dt):

@@ -15,9 +15,10 @@ integrator templates and this module — editing any of them selects a new file 
 imported as a module so numba can cache its machine code beside it. The numbers of a model
 (geometry, masses, stiffness) are arguments, not constants, so models of the same structure
 share the compiled code. Besides ``rhs`` the module holds ``windings`` (the angle references
-follow an accepted state), ``project`` (projection onto the joints) and ``dop853``, the
-integration loop of :mod:`._dop853` compiled around this model's ``rhs``
-(:meth:`FastRHS.dop853`; used when no input of ẏ is evaluated in Python).
+follow an accepted state), ``project`` (projection onto the joints) and the integration loops
+``dop853``, ``radau`` and ``rk4`` of :mod:`._dop853`, :mod:`._radau` and :mod:`._rk4` compiled
+around this model's ``rhs`` (:meth:`FastRHS.dop853`, :meth:`FastRHS.radau`, :meth:`FastRHS.rk4`;
+used when no input of ẏ is evaluated in Python).
 
 Torque expressions τ(t, q, qd) (``torque`` force elements) and force expressions F(t, q, qd)
 along joint axes (``force`` elements) are compiled into the module too: the parsed, whitelisted
@@ -401,11 +402,12 @@ def _accessor(kind, ndim, k):
 
 def _source(dyn):
     """Source of the per-structure module: ``groups``, the loop over the constraint groups,
-    ``rhs``, ``windings`` and the templates of :mod:`._dop853` (everything else is in the
-    generic, separately cached :mod:`._kernels` and :mod:`._dop853`)."""
+    ``rhs``, ``windings`` and the templates of :mod:`._dop853`, :mod:`._radau` and :mod:`._rk4`
+    (everything else is in the generic, separately cached :mod:`._kernels` and :mod:`._dop853`)."""
     from . import _dop853 as D
     from . import _kernels as K
     from . import _radau as R
+    from . import _rk4 as R4
 
     lines = []
     names = {"qf", "qdf", "B", "bdot", "Jc", "gam", "pt", "ph", "aux", "row_map", "sizes"}
@@ -451,6 +453,7 @@ def _source(dyn):
         "from cadmotion.kernel.dynamics import _kernels as K",
         f"from cadmotion.kernel.dynamics._dop853 import {', '.join(D.HELPERS)}",
         f"from cadmotion.kernel.dynamics._radau import {', '.join(R.HELPERS)}",
+        f"from cadmotion.kernel.dynamics._rk4 import {', '.join(R4.HELPERS)}",
         "",
         "# the constraint groups' templates, whose generated numba functions fast.py binds below before the first call",
         f"TEMPLATES = {tuple(gr['g'].template for gr in dyn.groups)!r}",
@@ -488,20 +491,21 @@ def _template_source(jit):
     """The integrator templates' source (inspect tokenises it: ~20 ms, so once per process)."""
     from . import _dop853 as D
     from . import _radau as R
+    from . import _rk4 as R4
 
-    return "".join(jit + inspect.getsource(fn) for fn in D.TEMPLATES + R.TEMPLATES)
+    return "".join(jit + inspect.getsource(fn) for fn in D.TEMPLATES + R.TEMPLATES + R4.TEMPLATES)
 
 
 def _module_file(dyn):
     """(path, module name, source) of the model structure's generated module, the file written
     to the cache folder if missing (path None when the folder cannot be written)."""
     from ..symbolic.codegen import cache_dir
-    from . import _dop853, _kernels, _radau, force_jacobians, tyres
+    from . import _dop853, _kernels, _radau, _rk4, force_jacobians, tyres
 
     src, _ = _source(dyn)
     h = hashlib.sha256()
     for text in (src, repr(_structure(dyn)), inspect.getsource(_kernels), inspect.getsource(_dop853),
-                 inspect.getsource(_radau), inspect.getsource(force_jacobians),
+                 inspect.getsource(_radau), inspect.getsource(_rk4), inspect.getsource(force_jacobians),
                  inspect.getsource(tyres),
                  Path(__file__).read_text()):
         h.update(text.encode())
@@ -583,6 +587,7 @@ def _entry_types():
     return {"rhs": (f, a1) + data,
             "project": (f, a1) + data + (f, i),
             "dop853": (f, a1, a1, f, f, f, i, f) + data + (a2, a2, a1, a1),
+            "rk4": (f, a1, a1, f, f, i, f) + data + (a2, a2, a1, a1),
             "singularity": data}
 
 
@@ -664,6 +669,7 @@ class FastRHS:
         self.project_fn = module.project
         self.dop853_fn = module.dop853
         self.radau_fn = module.radau
+        self.rk4_fn = module.rk4
         self.build()
 
     def build(self):
@@ -906,16 +912,23 @@ class FastRHS:
         references after the step that reached frame k (give it to :meth:`restore`);
         ``stats`` as documented in :func:`._dop853.dop853`.
         """
-        return self._loop(self.dop853_fn, times, y0, rtol, atol, project_tol, max_iter, meas_ref, zone)
+        return self._loop(self.dop853_fn, times, y0, (float(rtol), float(atol)), project_tol, max_iter, meas_ref, zone)
 
     def radau(self, times, y0, rtol, atol, project_tol=None, max_iter=5, meas_ref=None, zone=0.0):
         """As :meth:`dop853`, by the compiled Radau IIA loop (:mod:`._radau`, the method, Newton
         iteration and step control of ``scipy.integrate.Radau``, iterating with the compiled
         analytic Jacobian); ``stats`` also holds the Jacobian evaluations and LU
         factorisations (``_radau.S_NJEV``, ``_radau.S_NLU``)."""
-        return self._loop(self.radau_fn, times, y0, rtol, atol, project_tol, max_iter, meas_ref, zone)
+        return self._loop(self.radau_fn, times, y0, (float(rtol), float(atol)), project_tol, max_iter, meas_ref, zone)
 
-    def _loop(self, fn, times, y0, rtol, atol, project_tol, max_iter, meas_ref, zone):
+    def rk4(self, times, y0, dt, project_tol=None, max_iter=5, meas_ref=None, zone=0.0):
+        """As :meth:`dop853`, by the compiled fixed-step RK4 loop (:mod:`._rk4`, the steps of
+        :meth:`.contract.Formulation._run_rk4`: each output interval in equal steps of at most
+        ``dt`` s); the status is never ``STEP_COLLAPSE``, and ``stats[_rk4.S_STEP]`` is the last
+        step h (s)."""
+        return self._loop(self.rk4_fn, times, y0, (float(dt),), project_tol, max_iter, meas_ref, zone)
+
+    def _loop(self, fn, times, y0, method_args, project_tol, max_iter, meas_ref, zone):
         from ._radau import N_STATS
 
         times = np.ascontiguousarray(times, dtype=float)
@@ -931,7 +944,7 @@ class FastRHS:
         stats = np.zeros(N_STATS)
         ptol = -1.0 if project_tol is None else float(project_tol)
         y_end = np.empty_like(y0)
-        status = fn(float(times[0]), y0, times, float(rtol), float(atol), ptol, int(max_iter), float(zone), self.df,
+        status = fn(float(times[0]), y0, times, *method_args, ptol, int(max_iter), float(zone), self.df,
                     self.di, self.dd, self.ws, Y, snaps, stats, y_end)
         return int(status), Y, snaps, stats, y_end
 

@@ -119,19 +119,24 @@ class _IndexOne(Formulation):
 
             if self.name not in self._ANALYTIC_JACOBIAN or self.dyn.nv > MAX_NV:  # dense Newton matrices
                 return False
+        # RK4 reads no tolerance (only the singular-configuration zone does, as in the Python loop)
+        tolerances = integrator == "RK4" or (np.ndim(rtol) == 0 and np.ndim(atol) == 0 and np.isfinite(rtol)
+                                             and atol >= 0)
         return bool(self.options.get("compiled_loop", False) and fast is not None and fast.self_contained
-                    and np.ndim(rtol) == 0 and np.ndim(atol) == 0 and np.isfinite(rtol) and atol >= 0
-                    and times[-1] > times[0] and np.all(np.diff(times) >= 0))
+                    and tolerances and times[-1] > times[0] and np.all(np.diff(times) >= 0))
 
-    def _run_compiled(self, times, y0, rec, rtol, atol, integrator="DOP853"):
-        """DOP853 or Radau in one compiled loop (:meth:`.fast.FastRHS.dop853`,
-        :meth:`.fast.FastRHS.radau`): the steps, projections and angle bookkeeping of
-        :meth:`_run_scipy` without returning to Python per step."""
+    def _run_compiled(self, times, y0, rec, rtol, atol, integrator="DOP853", dt=None):
+        """DOP853, Radau or RK4 (step ``dt`` s, None: :func:`.contract.default_dt`) in one compiled
+        loop (:meth:`.fast.FastRHS.dop853`, :meth:`.fast.FastRHS.radau`, :meth:`.fast.FastRHS.rk4`):
+        the steps, projections, angle bookkeeping and singular-configuration watch of
+        :meth:`_run_scipy` (:meth:`_run_rk4`) without returning to Python per step."""
         from . import _dop853 as D
         from . import _radau as R
+        from . import _rk4 as R4
+        from .contract import default_dt
 
         eps100 = 100 * np.finfo(float).eps
-        if rtol < eps100:  # as scipy's validate_tol
+        if integrator != "RK4" and rtol < eps100:  # as scipy's validate_tol
             import warnings
 
             warnings.warn(f"At least one element of `rtol` is too small. Setting `rtol = np.maximum(rtol, {eps100})`.",
@@ -140,7 +145,13 @@ class _IndexOne(Formulation):
         ptol, max_iter = self._step_projection() or (None, 0)
         rec.notes.append(f"{integrator} in the compiled loop"
                          + (" with the compiled analytic Jacobian" if integrator == "Radau" else ""))
-        loop = self._fast.radau if integrator == "Radau" else self._fast.dop853
+        if integrator == "RK4":
+            h_target = dt if dt else default_dt(times)  # the whole run's, as the Python loop
+
+            def loop(part, y, rtol, atol, ptol, max_iter, meas_ref, zone):
+                return self._fast.rk4(part, y, h_target, ptol, max_iter, meas_ref=meas_ref, zone=zone)
+        else:
+            loop = self._fast.radau if integrator == "Radau" else self._fast.dop853
         k0 = 0  # times[k0] is the start of the current compiled run
         last_fallback = -np.inf
         while True:
@@ -150,7 +161,7 @@ class _IndexOne(Formulation):
                                                   zone=self.singular_zone if self.dyn.has_loops else 0.0)
             self.nfev += int(stats[D.S_NFEV])
             # one factorisation of S per compiled evaluation, two per Jacobian (its evaluation, its mobility)
-            self.nfactor += int(stats[D.S_NFEV]) + 2 * int(stats[R.S_NJEV])
+            self.nfactor += int(stats[D.S_NFEV]) + (2 * int(stats[R.S_NJEV]) if integrator == "Radau" else 0)
             self.nproject += int(stats[D.S_NPROJECT])
             rec.nsteps += int(stats[D.S_NSTEPS])
             for j in range(1, int(stats[D.S_K])):
@@ -171,12 +182,22 @@ class _IndexOne(Formulation):
             mref = self._fast.restore(self._fast.dd.copy())  # the references at the stop
             if len(self.model.joint_measures):
                 self._meas_ref = mref
-            t_x, y_x, k = self._cross_singular(t_stop, y_end, rec, times, k)
+            # the RK4 loop's crossing steps are at most its own (as :meth:`_run_rk4`)
+            h_hint = float(stats[R4.S_STEP]) if integrator == "RK4" else np.inf
+            t_x, y_x, k = self._cross_singular(t_stop, y_end, rec, times, k, h_hint)
             if k >= len(times):
                 return
             times = np.concatenate([[t_x], times[k:]])
             k0, y0 = 0, y_x
         t_fail, t_eval = stats[D.S_T_FAIL], stats[D.S_T_EVAL]
+        if integrator == "RK4":  # the Python RK4 loop's messages
+            if status == D.NOT_FINITE:
+                rec.fail(t_fail, f"the equations of motion could not be solved near t = {t_fail:.6g} s: the "
+                                 f"accelerations are not finite at t = {t_eval:.6g} s")
+            elif status == D.NAN_STATE:
+                rec.fail(t_fail, f"the solution became NaN/inf at t = {t_fail:.6g} s (the step dt = "
+                                 f"{stats[R4.S_STEP]:.3g} s is too large for this model, or the model is unstable)")
+            return
         if status == D.NOT_FINITE:
             rec.fail(t_fail, f"the equations of motion could not be solved after t = {t_fail:.6g} s: the accelerations "
                              f"are not finite at t = {t_eval:.6g} s")

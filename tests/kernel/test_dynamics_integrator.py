@@ -563,3 +563,118 @@ def test_a_failed_evaluation_stops_the_loop_and_keeps_the_frames_before(monkeypa
     assert not m.complete and m.nt == 3
     assert "not finite" in m.message and "t = 0.2 s" in m.message
     assert [e for e in m.events if e.kind == "failed"]
+
+
+# ---------------------------------------------------------------- the compiled RK4 loop (_rk4.py)
+RK4_COMPILED = "RK4 in the compiled loop"
+VEHICLES = Path(__file__).resolve().parents[2] / "samples" / "vehicles"
+
+RK4_CASES = {
+    # name: (model, formulation, t_end (s), dt (s))
+    "spinning pendulum, torque of t, q, qd": (lambda build: _torque_pendulum(build, TORQUE), "projection", 2.0, 1e-3),
+    "spinning pendulum, torque of t, q, qd, baumgarte": (lambda build: _torque_pendulum(build, TORQUE), "baumgarte",
+                                                         2.0, 1e-3),
+    # closed loops: the singular-configuration watch probes every step
+    "four-bar (redundant rows)": (lambda build: model("four_bar"), "projection", 2.0, 1e-3),
+    "slider-crank, torque of t (P1)": (lambda build: model("slider_crank_torque"), "projection", 2.0, 1e-3),
+    # tyres, bushings, torsion bars, a driven rack: the issue-17 sample
+    "van": (lambda build: compile_model(read_model_file(VEHICLES / "van.cadmotion.toml")), "projection", 0.2, 1e-3),
+}
+
+
+def _rk4(mdl, t_end, steps, dt, compiled, formulation="projection"):
+    m, res = run(mdl, t_end, steps, formulation=formulation, integrator="RK4", dt=dt, rtol=1e-10, atol=1e-10,
+                 options={"compiled_loop": compiled})
+    assert m.complete, m.message
+    assert (RK4_COMPILED in res.notes) == compiled
+    return m, res
+
+
+@pytest.mark.parametrize("case", sorted(RK4_CASES))
+def test_compiled_rk4_takes_the_steps_of_the_python_rk4_loop(case, build):
+    """The compiled loop against the Python loop of ``Formulation._run_rk4`` on the same compiled
+    right-hand side: the same steps (each output interval cut alike), projections and angle
+    bookkeeping, so the same states to round-off (measured: equal to the last bit on the
+    slider-crank and the van)."""
+    make, formulation, t_end, dt = RK4_CASES[case]
+    mdl = make(build)
+    a, ra = _rk4(mdl, t_end, 20, dt, True, formulation)
+    b, rb = _rk4(mdl, t_end, 20, dt, False, formulation)
+    assert ra.nsteps == rb.nsteps == round(t_end / dt) and ra.nproject == rb.nproject
+    np.testing.assert_allclose(a.position, b.position, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(a.quaternion, b.quaternion, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(a.velocity, b.velocity, rtol=0, atol=1e-10)
+    for ca, cb in zip(a.joint_coordinates, b.joint_coordinates):  # angles continuous over the turns alike
+        np.testing.assert_allclose(ca.values, cb.values, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(a.extra["energy.total"], b.extra["energy.total"], rtol=0, atol=1e-10)
+
+
+def test_compiled_rk4_error_on_the_double_pendulum_falls_as_h4():
+    """Global error of the rod angles at t = 1 s against the minimal-coordinate Lagrange solution
+    (scipy DOP853 at 1e-13) for h = 8, 4, 2 ms: each halving of h divides it by 2⁴ = 16
+    (accepted 11 to 21: the projections after the steps are at 1e-12, below the errors)."""
+    mdl = model("double_pendulum")
+    ref = _double_pendulum_lagrange(1.0, np.linspace(0.0, 1.0, 5))
+    err = []
+    for dt in (8e-3, 4e-3, 2e-3):
+        m, _ = run(mdl, 1.0, 4, integrator="RK4", dt=dt, rtol=1e-12, atol=1e-12)
+        assert m.complete and m.message == "", m.message
+        err.append(np.max(np.abs(_rod_angles(m) - ref)))
+    ratios = np.array(err[:-1]) / np.array(err[1:])
+    assert np.all((ratios > 11) & (ratios < 21)), (err, ratios)
+    assert err[-1] < 1e-7, err
+
+
+def _toy_rk4(rhs=_toy_rhs):
+    """The RK4 template compiled with the toy right-hand side (and the _dop853 templates it calls,
+    unused here: no projection, no singular-configuration watch)."""
+    from cadmotion.kernel.dynamics import _dop853 as D
+    from cadmotion.kernel.dynamics import _rk4 as R4
+
+    ns = {}
+    exec("import math\nimport numba\nimport numpy as np\nfrom cadmotion.kernel.dynamics import _kernels as K\n"
+         f"from cadmotion.kernel.dynamics._dop853 import {', '.join(D.HELPERS)}\n"
+         f"from cadmotion.kernel.dynamics._rk4 import {', '.join(R4.HELPERS)}\n", ns)
+    for fn in D.TEMPLATES + R4.TEMPLATES:
+        exec("@numba.njit\n" + inspect.getsource(fn), ns)
+    ns.update(rhs=rhs, windings=_no_windings, groups=_no_groups)
+
+    def solve(times, dt):
+        times = np.asarray(times, float)
+        Y = np.zeros((len(times), 3))
+        Y[0] = _toy_exact(0.0)
+        stats = np.zeros(9)
+        z = np.zeros(1)
+        status = ns["rk4"](times[0], Y[0].copy(), times, dt, -1.0, 0, 0.0, z, np.zeros(8, np.int64), z, z, Y,
+                           np.zeros((len(times), 1)), stats, np.zeros(3))
+        return status, Y, stats
+
+    return solve, D, R4
+
+
+def test_rk4_template_is_the_classical_method_of_order_4():
+    """On the toy ODE with its closed form: every output interval is cut into ⌈Δt / dt⌉ equal steps
+    (4 evaluations each, the first stage reused from the step before), and the global error at
+    t = 2 s falls by 2⁴ per halving of dt (ratios 14 to 18: the h⁵ term still shows at 0.1 s)."""
+    solve, D, R4 = _toy_rk4()
+    times = [0.0, 0.25, 0.3, 2.0]  # 0.25 s: ⌈2.5⌉ = 3 steps of 1/12 s at dt = 0.1 s
+    err = []
+    for dt in (0.1, 0.05, 0.025):
+        status, Y, stats = solve(times, dt)
+        steps = sum(math.ceil((b - a) / dt - 1e-9) for a, b in zip(times[:-1], times[1:]))
+        assert status == D.DONE and stats[D.S_K] == len(times) and stats[D.S_NSTEPS] == steps
+        assert stats[D.S_NFEV] == 1 + 4 * steps and stats[D.S_T] == 2.0
+        assert stats[R4.S_STEP] == pytest.approx(1.7 / math.ceil(1.7 / dt - 1e-9), rel=1e-15)
+        err.append(np.max(np.abs(Y[-1] - _toy_exact(2.0))))
+    ratios = np.array(err[:-1]) / np.array(err[1:])
+    assert np.all((ratios > 14) & (ratios < 18)), (err, ratios)
+
+
+def test_rk4_template_stops_with_the_failing_step():
+    """An evaluation that is not finite (the toy rhs after t = 0.7 s) ends the loop with
+    NOT_FINITE, the frames before it filled and the start of the failed step reported."""
+    solve, D, R4 = _toy_rk4(_toy_rhs_failing)
+    status, Y, stats = solve(np.linspace(0.0, 1.0, 11), 0.05)
+    assert status == D.NOT_FINITE
+    assert stats[D.S_K] == 7 and 0.65 <= stats[D.S_T_FAIL] <= 0.7 < stats[D.S_T_EVAL]
+    np.testing.assert_allclose(Y[6], _toy_exact(0.6), rtol=0, atol=1e-6)

@@ -1,0 +1,207 @@
+"""Compiled fixed-step RK4 driver of the fast index-1 right-hand side (see :mod:`.fast`).
+
+The classical Runge–Kutta method of order 4, stepped exactly as the Python loop of
+:meth:`.contract.Formulation._run_rk4`: each output interval [t_k−1, t_k] is cut into
+m = ⌈(t_k − t_k−1) / dt⌉ equal steps h ≤ dt, the last of which ends on t_k itself, and
+after each step the formulation's bookkeeping runs (angle references, joint-measure
+continuity, optional projection onto the joints), so both give the same states up to
+round-off. The whole loop runs in compiled code; it applies when nothing in ẏ needs Python
+(:attr:`.fast.FastRHS.self_contained`), as the DOP853 loop of :mod:`._dop853`.
+
+Units: t, dt and h in s; the state y = [q, v, W] in m, 1 (Euler parameters), m/s, rad/s and J.
+
+:func:`rk4` and :func:`probe_step` are templates (:data:`TEMPLATES`): :mod:`.fast` compiles their source
+inside each model structure's generated module, where ``rhs``, ``groups``, ``windings`` and
+``project`` are that module's functions (the last the template of :mod:`._dop853`).
+"""
+
+import math
+
+import numpy as np
+
+from . import _kernels as K
+from ._dop853 import (DONE, NAN_STATE, NOT_FINITE, PROBES, S_K, S_NFEV, S_NPROJECT, S_NSTEPS, S_T, S_T_EVAL,
+                      S_T_FAIL, SINGULAR, strided)
+
+#: ``stats`` slot of the last step size h (s) taken or tried (the stats array is
+#: :data:`._radau.N_STATS` long; slots 7 and 8 are Radau's Jacobian and LU counts)
+S_STEP = 7
+
+# the model's compiled functions, bound in the generated module that compiles the templates
+rhs = groups = windings = project = None
+
+
+def probe_step(t, h, y, y_new, f, f_new, s, tmp, df, di, dd, ws):
+    """s[j] = √(:func:`._kernels.singularity`) at the :data:`._dop853.PROBES` of the step from
+    (t, y) to (t + h, y_new) (template), the states from the cubic Hermite interpolant of y,
+    f = ẏ(t), y_new, f_new = ẏ(t + h), as :func:`._dop853.strides_singular` takes them; s[0]
+    is kept if it is ≥ 0 (the measure at y, known from the step before). The ends are y and
+    y_new themselves (the interpolant's value there), so the workspace is left with y_new's
+    kinematics and joint rows (its violations ``aux[0:3]`` cleared)."""
+    n = y.shape[0]
+    last = len(PROBES) - 1
+    for j in range(len(PROBES)):
+        if j == 0 and s[0] >= 0.0:
+            continue
+        p = PROBES[j]
+        if j == 0:
+            state = y
+        elif j == last:
+            state = y_new
+        else:
+            h00 = 2.0 * p ** 3 - 3.0 * p ** 2 + 1.0
+            h10 = p ** 3 - 2.0 * p ** 2 + p
+            h01 = -2.0 * p ** 3 + 3.0 * p ** 2
+            h11 = p ** 3 - p ** 2
+            for i in range(n):
+                tmp[i] = h00 * y[i] + h10 * h * f[i] + h01 * y_new[i] + h11 * h * f_new[i]
+            state = tmp
+        K.stage_kinematics(state, df, di, ws)
+        groups(t + p * h, state, df, di, dd, ws, False)
+        s[j] = math.sqrt(max(K.singularity(df, di, dd, ws), 0.0))
+
+
+def rk4(t, y0, times, dt, ptol, max_iter, zone, df, di, dd, ws, Y, DD, stats, y_end):
+    """Integrate ẏ = rhs(t, y) from (times[0], y0) to times[-1] by fixed RK4 steps of at most
+    ``dt`` (s); fill the output frames (template).
+
+    ``rhs(t, y, df, di, dd, ws) -> (ẏ, ok)`` is the model's compiled right-hand side; after each
+    step ``windings(y, df, di, dd, ws)`` updates the continuity references in ``dd`` (it reads
+    the workspace of the evaluation at that y), then ``project`` projects y onto the joints
+    when ``ptol`` ≥ 0 and that evaluation saw a violation above it (ẏ is then evaluated again
+    at the projected state, as the Python loop does).
+
+    With ``zone`` > 0 (closed loops), a step that passes through a singular configuration's
+    zone (:func:`probe_step` and :func:`._dop853.strided`, the test of
+    :func:`._dop853.strides_singular`, the last probe of a step reused as the first of the next
+    when no projection moved the state) stops the loop at its start, and an output time whose state is
+    in the zone (the measure :func:`._kernels.singularity` below ``zone``) stops it there, with
+    status SINGULAR: the state is in ``y_end``, ``stats[S_T]`` is its time and
+    ``stats[S_STEP]`` the step h (the caller crosses the singular configuration and restarts).
+
+    Frame k ≥ 1 gets ``Y[k]`` (the state at times[k], a step end) and ``DD[k]`` (a copy of
+    ``dd``: the references after that step). Returns the status (DONE, NOT_FINITE, NAN_STATE,
+    SINGULAR); ``stats`` gets the time reached, evaluations, steps, projections, frames filled,
+    the start time of the failed step (NOT_FINITE) or the time of the non-finite state
+    (NAN_STATE), the time of the failing evaluation and the step h.
+    """
+    n = y0.shape[0]
+    nt = times.shape[0]
+    y = y0.copy()
+    y_new = np.empty(n)
+    tmp = np.empty(n)
+    nfev, nsteps, nproject, k = 0, 0, 0, 1
+    status = DONE
+    t_fail = t
+    t_eval = t
+    h = 0.0
+    s = np.empty(len(PROBES))
+    s[0] = -1.0  # the measure at y is not known yet
+    f, ok = rhs(t, y, df, di, dd, ws)  # the first stage of the first step
+    nfev += 1
+    if not ok:
+        status = NOT_FINITE
+    while status == DONE and k < nt:
+        t0, t1 = t, times[k]
+        m = max(1, int(math.ceil((t1 - t0) / dt - 1e-9)))
+        h = (t1 - t0) / m
+        for i in range(m):
+            for j in range(n):
+                tmp[j] = y[j] + 0.5 * h * f[j]
+            t_eval = t + 0.5 * h
+            k2, ok = rhs(t_eval, tmp, df, di, dd, ws)
+            nfev += 1
+            if not ok:
+                break
+            for j in range(n):
+                tmp[j] = y[j] + 0.5 * h * k2[j]
+            k3, ok = rhs(t_eval, tmp, df, di, dd, ws)
+            nfev += 1
+            if not ok:
+                break
+            for j in range(n):
+                tmp[j] = y[j] + h * k3[j]
+            t_eval = t + h
+            k4, ok = rhs(t_eval, tmp, df, di, dd, ws)
+            nfev += 1
+            if not ok:
+                break
+            finite = True
+            for j in range(n):
+                y_new[j] = y[j] + (h / 6.0) * (f[j] + 2.0 * k2[j] + 2.0 * k3[j] + k4[j])
+                if not math.isfinite(y_new[j]):
+                    finite = False
+            t_new = t1 if i == m - 1 else t0 + (i + 1) * h
+            if not finite:
+                status = NAN_STATE
+                t_fail = t_new
+                break
+            t_eval = t_new
+            f_new, ok = rhs(t_new, y_new, df, di, dd, ws)  # the next step's first stage if not projected
+            nfev += 1
+            if not ok:
+                break
+            if zone > 0.0:
+                aux = K.f1(ws, di, K.I_AUX)
+                violation_v, violation_q = aux[0], aux[1]
+                probe_step(t, h, y, y_new, f, f_new, s, tmp, df, di, dd, ws)
+                if strided(s, math.sqrt(zone)):
+                    status = SINGULAR  # stop at the start of the step: the crossing takes it from there
+                    break
+                # the last probe left y_new's kinematics, joint rows and measures in the workspace
+                # (what the bookkeeping reads); its evaluation's violations back
+                aux[0], aux[1] = violation_v, violation_q
+                s[0] = s[len(PROBES) - 1]  # the next step starts at y_new
+            nsteps += 1
+            t = t_new
+            # bookkeeping at the accepted state (the workspace holds the evaluation at y_new)
+            windings(y_new, df, di, dd, ws)
+            changed = False
+            if ptol >= 0.0:
+                aux = K.f1(ws, di, K.I_AUX)
+                if aux[0] > ptol or aux[1] > ptol:
+                    changed = project(t, y_new, df, di, dd, ws, ptol, max_iter)
+                    if changed:
+                        nproject += 1
+                        s[0] = -1.0
+            for j in range(n):
+                y[j] = y_new[j]
+            if changed:
+                t_eval = t
+                f, ok = rhs(t, y, df, di, dd, ws)
+                nfev += 1
+                if not ok:
+                    break
+            else:
+                f = f_new
+        if not ok:  # an evaluation in the step from t was not finite
+            status = NOT_FINITE
+            t_fail = t
+            break
+        if status != DONE:
+            break
+        Y[k, :] = y
+        DD[k, :] = dd
+        k += 1
+        # the workspace holds the evaluation at y
+        if zone > 0.0 and k < nt and K.singularity(df, di, dd, ws) < zone:
+            status = SINGULAR
+            break
+    for j in range(n):
+        y_end[j] = y[j]
+    stats[S_T] = t
+    stats[S_NFEV] = nfev
+    stats[S_NSTEPS] = nsteps
+    stats[S_NPROJECT] = nproject
+    stats[S_K] = k
+    stats[S_T_FAIL] = t_fail
+    stats[S_T_EVAL] = t_eval
+    stats[S_STEP] = h
+    return status
+
+
+#: compiled inside each generated module (they call the model's ``rhs``, ``groups``, ``windings`` and the
+#: template ``project`` of :mod:`._dop853`)
+TEMPLATES = (probe_step, rk4)
+#: names the template uses from this module (the rest come from :data:`._dop853.HELPERS`)
+HELPERS = ("S_STEP",)
