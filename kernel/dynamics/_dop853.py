@@ -53,6 +53,21 @@ rhs = groups = windings = None
 
 
 @numba.njit(**_JIT)
+def finish(y, y_end, stats, t, nfev, nsteps, nproject, k, t_fail, t_eval):
+    """The end of a compiled loop (DOP853, Radau, RK4): the last state into ``y_end``, the time and the
+    counters into ``stats`` (layout ``S_*``)."""
+    for i in range(y.shape[0]):
+        y_end[i] = y[i]
+    stats[S_T] = t
+    stats[S_NFEV] = nfev
+    stats[S_NSTEPS] = nsteps
+    stats[S_NPROJECT] = nproject
+    stats[S_K] = k
+    stats[S_T_FAIL] = t_fail
+    stats[S_T_EVAL] = t_eval
+
+
+@numba.njit(**_JIT)
 def rms(x, scale):
     """Root mean square of x / scale (scipy's ``norm``)."""
     s = 0.0
@@ -329,15 +344,7 @@ def dop853(t, y0, times, rtol, atol, ptol, max_iter, zone, df, di, dd, ws, Y, DD
         if zone > 0.0 and K.singularity(df, di, dd, ws) < zone:
             status = SINGULAR
             break
-    for i in range(n):
-        y_end[i] = y[i]
-    stats[S_T] = t
-    stats[S_NFEV] = nfev
-    stats[S_NSTEPS] = nsteps
-    stats[S_NPROJECT] = nproject
-    stats[S_K] = k
-    stats[S_T_FAIL] = t_fail
-    stats[S_T_EVAL] = t_eval
+    finish(y, y_end, stats, t, nfev, nsteps, nproject, k, t_fail, t_eval)
     return status
 
 
@@ -388,4 +395,5 @@ TEMPLATES = (initial_step, dense_output, strides_singular, project, dop853)
 #: names the templates use from this module
 HELPERS = ("A", "B", "C", "D", "E3", "E5", "N_STAGES", "SAFETY", "MIN_FACTOR", "MAX_FACTOR", "ERROR_EXPONENT",
            "TIME_EPS", "DONE", "NOT_FINITE", "STEP_COLLAPSE", "NAN_STATE", "SINGULAR", "S_T", "S_NFEV", "S_NSTEPS",
-           "S_NPROJECT", "S_K", "S_T_FAIL", "S_T_EVAL", "rms", "stage_state", "interpolate", "PROBES", "strided")
+           "S_NPROJECT", "S_K", "S_T_FAIL", "S_T_EVAL", "finish", "rms", "stage_state", "interpolate", "PROBES",
+           "strided")

@@ -40,8 +40,7 @@ import numpy as np
 
 from . import _kernels as K
 from . import force_jacobians as FJ
-from ._dop853 import (DONE, NAN_STATE, NOT_FINITE, S_K, S_NFEV, S_NPROJECT, S_NSTEPS, S_T, S_T_EVAL, S_T_FAIL,
-                      SINGULAR, STEP_COLLAPSE, TIME_EPS, rms)
+from ._dop853 import DONE, NAN_STATE, NOT_FINITE, SINGULAR, STEP_COLLAPSE, TIME_EPS, finish, rms
 
 _JIT = dict(cache=True, nogil=True)
 
@@ -705,15 +704,7 @@ def radau(t, y0, times, rtol, atol, ptol, max_iter, zone, df, di, dd, ws, Y, DD,
         if zone > 0.0 and K.singularity(df, di, dd, ws) < zone:
             status = SINGULAR
             break
-    for i in range(n):
-        y_end[i] = y[i]
-    stats[S_T] = t
-    stats[S_NFEV] = nfev
-    stats[S_NSTEPS] = nsteps
-    stats[S_NPROJECT] = nproject
-    stats[S_K] = k
-    stats[S_T_FAIL] = t_fail
-    stats[S_T_EVAL] = t_eval
+    finish(y, y_end, stats, t, nfev, nsteps, nproject, k, t_fail, t_eval)
     stats[S_NJEV] = njev
     stats[S_NLU] = nlu
     return status

@@ -20,8 +20,7 @@ import math
 import numpy as np
 
 from . import _kernels as K
-from ._dop853 import (DONE, NAN_STATE, NOT_FINITE, PROBES, S_K, S_NFEV, S_NPROJECT, S_NSTEPS, S_T, S_T_EVAL,
-                      S_T_FAIL, SINGULAR, strided)
+from ._dop853 import DONE, NAN_STATE, NOT_FINITE, PROBES, SINGULAR, finish, strided
 
 #: ``stats`` slot of the last step size h (s) taken or tried (the stats array is
 #: :data:`._radau.N_STATS` long; slots 7 and 8 are Radau's Jacobian and LU counts)
@@ -187,15 +186,7 @@ def rk4(t, y0, times, dt, ptol, max_iter, zone, df, di, dd, ws, Y, DD, stats, y_
         if zone > 0.0 and k < nt and K.singularity(df, di, dd, ws) < zone:
             status = SINGULAR
             break
-    for j in range(n):
-        y_end[j] = y[j]
-    stats[S_T] = t
-    stats[S_NFEV] = nfev
-    stats[S_NSTEPS] = nsteps
-    stats[S_NPROJECT] = nproject
-    stats[S_K] = k
-    stats[S_T_FAIL] = t_fail
-    stats[S_T_EVAL] = t_eval
+    finish(y, y_end, stats, t, nfev, nsteps, nproject, k, t_fail, t_eval)
     stats[S_STEP] = h
     return status
 
