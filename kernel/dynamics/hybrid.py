@@ -73,12 +73,13 @@ class EventDriver:
         return ev, self.cc.solve(self.dyn, ev, vd0, self.state)
 
     def _pass_limit(self, t, y):
-        """The largest step (s) from (t, y) that carries no point through a finite shape unseen."""
+        """The largest step (s) from (t, y) that carries no point through a finite shape unseen (for a
+        new solver; a running one takes it from :meth:`kinds`)."""
         from .mass import body_state
 
         form = self.form
         bs = body_state(form.model, self.dyn.mass, y[: form.nq], y[form.nq: form.nq + form.nv])
-        return self.cc.pass_limit(bs, self.state)
+        return self.cc.pass_limit(*self.cc.gaps(bs, self.state), self.state)
 
     def _kinetic(self, t, y):
         form = self.form
@@ -89,7 +90,8 @@ class EventDriver:
 
     # ------------------------------------------------------------------ switching functions
     def kinds(self, t, y):
-        """The switching functions for a step from (t, y), list of (kind, index), and their values there."""
+        """The switching functions for a step from (t, y), list of (kind, index), their values there, and
+        the largest step that carries no point through a finite shape unseen."""
         cc = self.cc
         solution = self._solution(t, y)
         ev, (vd, fc, power, lam_n, f_t) = solution
@@ -105,7 +107,7 @@ class EventDriver:
                     out.append(("reversal", i))
         for o in cc.friction_margins(self.state, lam_n, f_t):
             out.append(("cone", o))
-        return out, self.values(t, y, out, solution)
+        return out, self.values(t, y, out, solution), cc.pass_limit(g, gd, vt, self.state)
 
     def values(self, t, y, kinds, solution=None):
         """The switching functions' values at (t, y) (``solution``: :meth:`_solution` there, if known)."""
@@ -252,9 +254,8 @@ class EventDriver:
         same_instant, last_switch = 0, None
         while k < nt:
             t0, y0 = solver.t, solver.y.copy()
-            kinds, v0 = self.kinds(t0, y0)
             # a step must not carry a point through a finite shape and out again unseen
-            solver.max_step = self._pass_limit(t0, y0)
+            kinds, v0, solver.max_step = self.kinds(t0, y0)
             try:
                 message = solver.step()
             except (np.linalg.LinAlgError, FloatingPointError, ValueError) as exc:

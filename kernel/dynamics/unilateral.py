@@ -267,20 +267,20 @@ class UnilateralContacts(Contacts):
         t1, t2 = _tangents(n)
         return n, -delta, x, vr, self.point_jacobians(bs, x, idx), c, t1, t2
 
-    def pass_limit(self, bs, state):
+    def pass_limit(self, g, gd, vt, state):
         """The largest step (s) in which no open point can pass right through a finite shape (a sphere,
         a box) it approaches without its gap being negative at the step's end, where the switch is
         looked for: half the gap plus the sphere's radius over the relative speed (a plane's
-        half-space cannot be passed); inf when no open point is apart from a finite shape."""
+        half-space cannot be passed); inf when no open point is apart from a finite shape. ``g``,
+        ``gd``, ``vt``: the gaps, their rates and the slip velocities of :meth:`gaps`."""
         m = self.np
         if not m:
             return np.inf
-        _, delta, _, dd, vt = self.geometry(bs)
-        apart = (self.modes(state)[:m] == OPEN) & ~self.plane[:m] & (delta[:m] < 0)
+        apart = (self.modes(state)[:m] == OPEN) & ~self.plane[:m] & (g[:m] > 0)
         if not np.any(apart):
             return np.inf
-        speed = np.hypot(dd[:m], np.linalg.norm(vt[:m], axis=1))[apart]
-        travel = self.Rs[:m][apart] - delta[:m][apart]
+        speed = np.hypot(gd[:m], np.linalg.norm(vt[:m], axis=1))[apart]
+        travel = self.Rs[:m][apart] + g[:m][apart]
         return float(np.min(0.5 * travel / np.maximum(speed, 1e-300)))
 
     def gaps(self, bs, state):
