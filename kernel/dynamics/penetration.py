@@ -80,6 +80,7 @@ def resolve_initial_penetration(model, t0=0.0, *, margin=MARGIN, max_iter=30):
     change allowed by the joints separates.
     """
     from ..kinematics import assemble
+    from ..model import _readonly
     from ..system import AngleState, System
     from .equations import Dynamics
     from .mass import body_state
@@ -106,20 +107,19 @@ def resolve_initial_penetration(model, t0=0.0, *, margin=MARGIN, max_iter=30):
     system = System(model)
     h = 1e-7
     delta = delta0
-    held = delta0 > -margin  # the points brought to touch: they end exactly ``margin`` apart
+    held = np.zeros(len(delta0), bool)  # the points brought to touch: they end exactly ``margin`` apart
     for _ in range(max_iter):
         held |= delta > -margin
-        near = held
         if not np.any(delta > TOUCH_TOL) and np.all(np.abs(delta[held] + margin) <= HOLD_TOL):
             break
-        G = np.empty((int(near.sum()), model.nq))
+        G = np.empty((int(held.sum()), model.nq))
         for j in range(model.nq):
             dq = np.zeros(model.nq)
             dq[j] = h
-            G[:, j] = (depth(q + dq)[near] - depth(q - dq)[near]) / (2 * h)
+            G[:, j] = (depth(q + dq)[held] - depth(q - dq)[held]) / (2 * h)
         J = system.jacobian_dense(q, t0, angles)
         A = np.vstack([J, G])
-        b = np.concatenate([np.zeros(len(J)), -(delta[near] + margin)])
+        b = np.concatenate([np.zeros(len(J)), -(delta[held] + margin)])
         q = q + np.linalg.lstsq(A, b, rcond=None)[0]
         asm = assemble(model, q, t0, angles)
         if not asm.success:
@@ -139,10 +139,4 @@ def resolve_initial_penetration(model, t0=0.0, *, margin=MARGIN, max_iter=30):
     for i in np.flatnonzero(delta0 > TOUCH_TOL):
         name, parts = labels[i]
         first[name] = Separation(name, parts, max(float(delta0[i]), first[name].depth if name in first else 0.0))
-    return dataclasses.replace(model, q0=_readonly(q)), list(first.values())
-
-
-def _readonly(a):
-    a = np.array(a, float)
-    a.setflags(write=False)
-    return a
+    return dataclasses.replace(model, q0=_readonly(np.asarray(q, float))), list(first.values())
