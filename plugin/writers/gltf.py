@@ -18,10 +18,10 @@ Layout of the file
   part a ``translation`` (VEC3) and a ``rotation`` (VEC4, x, y, z, w, sign-continuous)
   channel with LINEAR interpolation. Parts whose pose never changes get a fixed node
   transform and no channel.
-- Contacts of a dynamic run that are active at some frame get a marker node each after the
-  parts (``contact <name>``, a small red cube, :func:`.scene.contact_tracks`): a LINEAR
-  ``translation`` channel on the contact's point and a STEP ``scale`` channel, 1 while the
-  contact is active and 0 while it is not.
+- Contacts of a dynamic run that are active at some frame, or have an impact, get a marker node
+  each after the parts (``contact <name>``, a small red cube, :func:`.scene.contact_tracks`): a
+  LINEAR ``translation`` channel on the contact's point and a STEP ``scale`` channel, 1 while the
+  contact is active and at the frame nearest each impact, else 0.
 - The binary buffer holds all mesh data first, then the keyframes. The file therefore
   grows with the number of frames by exactly ``nt * (4 + 28 * n_moving + 24 * n_markers)``
   bytes of keyframe data (plus a few bytes of JSON numbers).

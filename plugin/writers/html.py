@@ -5,8 +5,8 @@ No network access is needed or made: the page embeds its own small renderer
 2-D canvas painter's-algorithm fallback when WebGL is unavailable), the meshes and the
 keyframes (base64 float32 in a JSON block) and the plots as inline SVG.
 
-Contacts active at some frame of a dynamic run are marked by a small red cube on the contact's
-point, shown while the contact is active.
+Contacts of a dynamic run are marked by a small red cube on the contact's point, shown while the
+contact is active and at the frame nearest each of its impacts.
 
 Controls: Play/Pause (or the space bar), a time scrubber, a speed selector; drag to orbit,
 wheel to zoom, double-click to reset the view. ``?renderer=2d`` forces the fallback.

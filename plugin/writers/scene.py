@@ -63,7 +63,8 @@ class Scene:
     marker_mesh : index into ``meshes`` of the marker (a small cube), or -1 without markers
     marker_position : ndarray, shape (nt, nm, 3), m, assembly frame: each contact's point
         (outputs ``<contact>.point_x/y/z``)
-    marker_visible : ndarray, shape (nt, nm), bool: the contact is active at the frame
+    marker_visible : ndarray, shape (nt, nm), bool: the contact is active at the frame, or the
+        frame is the one nearest one of its impacts (:func:`contact_tracks`)
     """
 
     name: str
@@ -274,7 +275,7 @@ def contact_tracks(motion):
 
 
 def _with_contact_markers(scene, motion):
-    """``scene`` with a marker per contact that is active at some frame (see :func:`contact_tracks`)."""
+    """``scene`` with a marker per contact shown at some frame (see :func:`contact_tracks`)."""
     names, points, active = contact_tracks(motion)
     if not names:
         return scene
