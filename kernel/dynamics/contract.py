@@ -401,11 +401,11 @@ class Formulation:
         explicit = REGISTRY[integrator].one_step
 
         extra = {}
-        if REGISTRY[integrator].jacobian and self.name in ("projection", "baumgarte",
-                                                                     "augmented-lagrangian"):
+        from . import implicit
+
+        if REGISTRY[integrator].jacobian and self.name in implicit.FORMULATIONS:
             # the analytic Jacobian of ẏ (:mod:`.implicit`; None beyond its size limit: scipy
-            # differences). Not for penalty (its constraint stiffness is not in it) nor
-            # partitioning (another state layout)
+            # differences)
             from .implicit import rhs_jacobian
 
             jac = rhs_jacobian(self)

@@ -108,16 +108,13 @@ class _IndexOne(Formulation):
         """(tol, max_iter) of the projection onto the joints after accepted steps, or None."""
         return None
 
-    #: the formulations whose Newton matrix for Radau is the analytic Jacobian of :mod:`.implicit`
-    #: (penalty's constraint stiffness is not in it)
-    _ANALYTIC_JACOBIAN = ("projection", "baumgarte", "augmented-lagrangian")
-
     def _compiled_loop_applies(self, times, rtol, atol, integrator="DOP853"):
         fast = self._fast
         if integrator == "Radau":
-            from .implicit import MAX_NV
+            from .implicit import FORMULATIONS, MAX_NV
 
-            if self.name not in self._ANALYTIC_JACOBIAN or self.dyn.nv > MAX_NV:  # dense Newton matrices
+            # the Newton matrix is the analytic Jacobian of :mod:`.implicit`, dense
+            if self.name not in FORMULATIONS or self.dyn.nv > MAX_NV:
                 return False
         # RK4 reads no tolerance (only the singular-configuration zone does, as in the Python loop)
         tolerances = integrator == "RK4" or (np.ndim(rtol) == 0 and np.ndim(atol) == 0 and np.isfinite(rtol)

@@ -25,10 +25,13 @@ import numpy as np
 
 from .mass import rate_map, skew, velocity_map
 
-__all__ = ["rhs_jacobian", "MAX_NV"]
+__all__ = ["rhs_jacobian", "MAX_NV", "FORMULATIONS"]
 
 #: the largest model (velocities) given a dense Jacobian
 MAX_NV = 600
+#: the formulations whose state and equations this Jacobian is of (not penalty: its constraint
+#: stiffness is not in it; not partitioning: another state layout)
+FORMULATIONS = ("projection", "baumgarte", "augmented-lagrangian")
 
 
 def rhs_jacobian(form):
