@@ -24,13 +24,11 @@ __all__ = ["propose_contacts", "fitted_primitive"]
 
 def _part_shape_at(part, X):
     """``part``'s shape moved to the pose X (4x4, m): the geometry in the assembly frame."""
-    from OCP.gp import gp_Trsf
     from OCP.TopLoc import TopLoc_Location
 
-    T = gp_Trsf()
-    R, p = X[:3, :3], X[:3, 3]
-    T.SetValues(R[0, 0], R[0, 1], R[0, 2], p[0], R[1, 0], R[1, 1], R[1, 2], p[1], R[2, 0], R[2, 1], R[2, 2], p[2])
-    return part.shape.Moved(TopLoc_Location(T))
+    from .interference.geometry import trsf
+
+    return part.shape.Moved(TopLoc_Location(trsf(X[:3, :3], X[:3, 3])))
 
 
 def _bounding_box(shape):
