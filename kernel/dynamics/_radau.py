@@ -316,20 +316,24 @@ def assemble_jacobian(df, di, dd, ws, Jvv, Jvq, G):
 
 @numba.njit(**_JIT)
 def _product(A, B, out):
-    """out = −A B, skipping the columns of B that are zero (the elements touch few bodies)."""
+    """out = −A B, skipping the rows of B that are zero (the elements touch few bodies); the
+    inner loop runs along rows (contiguous)."""
     n, k = A.shape
-    for j in range(B.shape[1]):
+    m = B.shape[1]
+    out[:, :] = 0.0
+    for l in range(k):
         used = False
-        for l in range(k):
+        for j in range(m):
             if B[l, j] != 0.0:
                 used = True
                 break
+        if not used:
+            continue
         for i in range(n):
-            acc = 0.0
-            if used:
-                for l in range(k):
-                    acc += A[i, l] * B[l, j]
-            out[i, j] = -acc
+            a = A[i, l]
+            if a != 0.0:
+                for j in range(m):
+                    out[i, j] -= a * B[l, j]
 
 
 @numba.njit(**_JIT)
@@ -362,25 +366,25 @@ def mobility(df, di, dd, ws):
             if b >= 0:
                 for l in range(6):
                     Y[r, 6 * b + l] += X[r, s, l]
-    for i in range(m):
+    for i in range(m):  # row by row, the inner loops along rows (contiguous)
         if dropped[i]:
             Y[i, :] = 0.0
             continue
         k0 = i - bw if i - bw > 0 else 0
-        d = Lb[i, 0]
+        for k in range(k0, i):
+            a = Lb[i, i - k]
+            if a != 0.0:
+                for j in range(nv):
+                    Y[i, j] -= a * Y[k, j]
+        d = 1.0 / Lb[i, 0]
         for j in range(nv):
-            s = Y[i, j]
-            for k in range(k0, i):
-                s -= Lb[i, i - k] * Y[k, j]
-            Y[i, j] = s / d
-    for i in range(nv):
-        for j in range(i, nv):
-            acc = 0.0
-            for r in range(m):
-                acc += Y[r, i] * Y[r, j]
-            mob[i, j] -= acc
-            if j != i:
-                mob[j, i] -= acc
+            Y[i, j] *= d
+    for r in range(m):
+        for i in range(nv):
+            a = Y[r, i]
+            if a != 0.0:
+                for j in range(nv):
+                    mob[i, j] -= a * Y[r, j]
     return mob
 
 
