@@ -144,10 +144,10 @@ def newton_solve(c, LU, piv, Jvq, Bq, nq, r, x):
     ic = 1.0 / c
     xv = np.empty(nv, dtype=x.dtype)
     for i in range(nv):
-        s = r[nq + i]
+        s = r[0] * 0.0
         for j in range(nq):
-            s += Jvq[i, j] * r[j] * ic
-        xv[i] = s
+            s += Jvq[i, j] * r[j]
+        xv[i] = r[nq + i] + s * ic
     lu_solve(LU, piv, xv)
     nmov = nv // 6
     for b in range(nmov):
