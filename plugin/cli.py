@@ -319,9 +319,7 @@ def _ran_line(result, args, motion):
     if result.dt is not None:
         how += f", dt {result.dt:.3g} s"
     else:
-        rtol = args.rtol if args.rtol is not None else _default("rtol")
-        atol = args.atol if args.atol is not None else _default("atol")
-        how += f", rtol {rtol:.3g}, atol {atol:.3g}"
+        how += f", rtol {_tolerance(result, args, 'rtol'):.3g}, atol {_tolerance(result, args, 'atol'):.3g}"
     return (f"{result.formulation} / {how}: {result.nsteps} steps, {result.nfev} evaluations, "
             f"{result.nfactor} factorisations, {result.nproject} projections")
 
@@ -345,8 +343,7 @@ def _run_report(args, model, motion, result, written, status, code):
     if result is not None:
         data.update(formulation=result.formulation, integrator=result.integrator,
                     compiled_loop=any("compiled loop" in n for n in result.notes),
-                    rtol=args.rtol if args.rtol is not None else _default("rtol"),
-                    atol=args.atol if args.atol is not None else _default("atol"), dt=args.dt,
+                    rtol=_tolerance(result, args, "rtol"), atol=_tolerance(result, args, "atol"), dt=args.dt,
                     accept_violations=bool(args.accept_violations),
                     counters=dict(steps=int(result.nsteps), evaluations=int(result.nfev),
                                   factorisations=int(result.nfactor), projections=int(result.nproject)),
@@ -360,10 +357,15 @@ def _run_report(args, model, motion, result, written, status, code):
     return data
 
 
-def _default(name):
-    """The kernel's default tolerance ``rtol`` or ``atol``."""
+def _tolerance(result, args, name):
+    """The tolerance ``rtol`` or ``atol`` the run went at: the result's (the automatic choice may
+    pick its own), else the flag's, else the kernel's default."""
     from ..kernel.dynamics import forward
 
+    if getattr(result, name, None) is not None:
+        return getattr(result, name)
+    if getattr(args, name) is not None:
+        return getattr(args, name)
     return {"rtol": forward.DEFAULT_RTOL, "atol": forward.DEFAULT_ATOL}[name]
 
 

@@ -144,10 +144,10 @@ def newton_solve(c, LU, piv, Jvq, Bq, nq, r, x):
     ic = 1.0 / c
     xv = np.empty(nv, dtype=x.dtype)
     for i in range(nv):
-        s = r[nq + i]
+        s = r[0] * 0.0
         for j in range(nq):
-            s += Jvq[i, j] * r[j] * ic
-        xv[i] = s
+            s += Jvq[i, j] * r[j]
+        xv[i] = r[nq + i] + s * ic
     lu_solve(LU, piv, xv)
     nmov = nv // 6
     for b in range(nmov):
@@ -263,9 +263,13 @@ def tangent(df, di, dd, ws, Kf, Df):
 @numba.njit(**_JIT)
 def assemble_jacobian(df, di, dd, ws, Jvv, Jvq, G):
     """J_vv (nv, nv), J_vq (nv, nq) and G = J_vq B (nv, nv) from the workspace of an evaluation
-    at (t, y) (see the module docstring)."""
+    at (t, y) (see the module docstring).
+
+    With P M⁻¹ K = MK: J_vv = −P M⁻¹ D, J_vq = −MK C and G = −MK (C B), both per body
+    (C_b = [[I, −2 [ρ] E], [0, 2 E]], v_b = C_b q̇_b; C_b B_b is the identity for unit Euler
+    parameters, formed here so that G is J_vq B to round-off for any state)."""
     sizes = K.i1(di, K.I_SIZES)
-    nq, nmov = sizes[0], sizes[1]
+    nmov = sizes[1]
     nv = 6 * nmov
     Kf = np.empty((nv, nv))
     Df = np.empty((nv, nv))
@@ -273,10 +277,14 @@ def assemble_jacobian(df, di, dd, ws, Jvv, Jvq, G):
     E_ = K.f3(ws, di, K.I_E)
     rho = K.f2(ws, di, K.I_RHO)
     Bq = K.f3(ws, di, K.I_B)
-    # K C: C_b = [[I, −2 [ρ] E], [0, 2 E]] per body (v_b = C_b q̇_b)
-    KC = np.zeros((nv, nq))
+    mob = mobility(df, di, dd, ws)
+    _product(mob, Df, Jvv)
+    MK = np.empty((nv, nv))
+    _product(mob, Kf, MK)
+    Cb = np.zeros((6, 7))
+    CB = np.empty((6, 6))
     for b in range(nmov):
-        Cb = np.zeros((6, 7))
+        Cb[:, :] = 0.0
         for i in range(3):
             Cb[i, i] = 1.0
         S = FJ._skew(rho[b, 0], rho[b, 1], rho[b, 2])
@@ -287,47 +295,53 @@ def assemble_jacobian(df, di, dd, ws, Jvv, Jvq, G):
                     acc += S[i, k] * E_[b, k, j]
                 Cb[i, 3 + j] = -2.0 * acc
                 Cb[3 + i, 3 + j] = 2.0 * E_[b, i, j]
+        for i in range(6):
+            for j in range(6):
+                acc = 0.0
+                for k in range(7):
+                    acc += Cb[i, k] * Bq[b, k, j]
+                CB[i, j] = acc
         for r in range(nv):
             for j in range(7):
                 acc = 0.0
                 for l in range(6):
-                    acc += Kf[r, 6 * b + l] * Cb[l, j]
-                KC[r, 7 * b + j] = acc
-    mob = mobility(df, di, dd, ws)
-    _product(mob, Df, Jvv)
-    _product(mob, KC, Jvq)
-    for i in range(nv):
-        for b in range(nmov):
-            for l in range(6):
+                    acc += MK[r, 6 * b + l] * Cb[l, j]
+                Jvq[r, 7 * b + j] = acc
+            for j in range(6):
                 acc = 0.0
-                for k in range(7):
-                    acc += Jvq[i, 7 * b + k] * Bq[b, k, l]
-                G[i, 6 * b + l] = acc
+                for l in range(6):
+                    acc += MK[r, 6 * b + l] * CB[l, j]
+                G[r, 6 * b + j] = acc
 
 
 @numba.njit(**_JIT)
 def _product(A, B, out):
-    """out = −A B, skipping the columns of B that are zero (the elements touch few bodies)."""
+    """out = −A B, skipping the rows of B that are zero (the elements touch few bodies); the
+    inner loop runs along rows (contiguous)."""
     n, k = A.shape
-    for j in range(B.shape[1]):
+    m = B.shape[1]
+    out[:, :] = 0.0
+    for l in range(k):
         used = False
-        for l in range(k):
+        for j in range(m):
             if B[l, j] != 0.0:
                 used = True
                 break
+        if not used:
+            continue
         for i in range(n):
-            acc = 0.0
-            if used:
-                for l in range(k):
-                    acc += A[i, l] * B[l, j]
-            out[i, j] = -acc
+            a = A[i, l]
+            if a != 0.0:
+                for j in range(m):
+                    out[i, j] -= a * B[l, j]
 
 
 @numba.njit(**_JIT)
 def mobility(df, di, dd, ws):
     """The constrained mobility P M⁻¹ = M⁻¹ − M⁻¹ Jvᵀ S⁻¹ Jv M⁻¹ (nv, nv) (the map from an
-    applied force to v̇) from the workspace of an evaluation (S through its band Cholesky,
-    redundant rows dropped)."""
+    applied force to v̇) from the workspace of an evaluation: with S = L Lᵀ its band Cholesky
+    (redundant rows dropped) and Y = L⁻¹ Jv M⁻¹, one forward substitution over the columns
+    of Jv M⁻¹ that are not zero, P M⁻¹ = M⁻¹ − Yᵀ Y (symmetric)."""
     sizes = K.i1(di, K.I_SIZES)
     nmov, m, bw = sizes[1], sizes[3], sizes[4]
     nv = 6 * nmov
@@ -345,23 +359,32 @@ def mobility(df, di, dd, ws):
     X, Lb, dropped, _ = K._factor(df, di, dd, ws)  # X = Jc M⁻¹ per row and slot
     rb = K.i2(di, K.I_RB)
     ns = rb.shape[1]
-    Xd = np.zeros((m, nv))  # Jv M⁻¹, dense
+    Y = np.zeros((m, nv))  # Jv M⁻¹, dense; then L⁻¹ Jv M⁻¹ in place
     for r in range(m):
         for s in range(ns):
             b = rb[r, s]
             if b >= 0:
                 for l in range(6):
-                    Xd[r, 6 * b + l] += X[r, s, l]
-    col = np.empty(m)
-    for j in range(nv):
-        for r in range(m):
-            col[r] = Xd[r, j]
-        z = K.band_solve(Lb, m, bw, col, dropped)  # S⁻¹ Jv M⁻¹ e_j
+                    Y[r, 6 * b + l] += X[r, s, l]
+    for i in range(m):  # row by row, the inner loops along rows (contiguous)
+        if dropped[i]:
+            Y[i, :] = 0.0
+            continue
+        k0 = i - bw if i - bw > 0 else 0
+        for k in range(k0, i):
+            a = Lb[i, i - k]
+            if a != 0.0:
+                for j in range(nv):
+                    Y[i, j] -= a * Y[k, j]
+        d = 1.0 / Lb[i, 0]
+        for j in range(nv):
+            Y[i, j] *= d
+    for r in range(m):
         for i in range(nv):
-            acc = 0.0
-            for r in range(m):
-                acc += Xd[r, i] * z[r]
-            mob[i, j] -= acc
+            a = Y[r, i]
+            if a != 0.0:
+                for j in range(nv):
+                    mob[i, j] -= a * Y[r, j]
     return mob
 
 

@@ -138,6 +138,8 @@ class DynamicsResult:
     notes : remarks on the run (e.g. "DOP853 in the compiled loop")
     dt : the step asked of a fixed-step integrator (s; the run may halve it), None for an
          adaptive one (set by :func:`.forward.run`)
+    rtol, atol : the tolerances the run was given (set by :func:`.forward.run`; the automatic
+         choice may pick its own)
     """
 
     t: np.ndarray
@@ -156,6 +158,8 @@ class DynamicsResult:
     nproject: int = 0
     notes: List[str] = field(default_factory=list)
     dt: float = None
+    rtol: float = None
+    atol: float = None
     #: Events of the run itself (impacts and contact switches of unilateral contacts), in time order
     events: list = field(default_factory=list)
 

@@ -226,9 +226,10 @@ def simulate(model, t_end=1.0, steps=100, *, formulation=None, integrator=None, 
     formulation : a name from :data:`FORMULATIONS`. None with ``integrator``, ``rtol``,
         ``atol`` and ``options`` all None (a tolerance asks for an error-controlled
         integrator): the method that fits the model (:func:`.stiffness.default_method`):
-        ``index3`` / ``generalized-alpha`` (step ``dt`` if given, else the estimate's) when
-        the model is stiff for the output interval, else ``projection`` / ``DOP853``; the
-        choice and its reason are a note of the run. None otherwise: ``projection``.
+        ``projection`` / ``Radau`` at rtol = atol = 1e-8 where Radau runs in the compiled loop,
+        else ``index3`` / ``generalized-alpha`` (step ``dt`` if given, else the estimate's),
+        when the model is stiff for the output interval, else ``projection`` / ``DOP853``;
+        the choice and its reason are a note of the run. None otherwise: ``projection``.
     integrator : ``DOP853``, ``RK45``, ``RK23``, ``Radau``, ``BDF``, ``LSODA`` or the fixed-step
         ``RK4``; for ``index3``: ``generalized-alpha`` or ``HHT``. None: the formulation's
         default (DOP853; generalized-alpha for index3). A pair the formulation does not run
@@ -269,8 +270,9 @@ def run(model, t_end=1.0, steps=100, *, formulation=None, integrator=None, rtol=
         atol=None, dt=None, t_start=0.0, options=None, times=None):
     """:func:`simulate`, returning (Motion, :class:`~.formulations.DynamicsResult`) (counters included).
 
-    The result also carries ``integrator`` (the one that ran, never None), ``formulation``
-    and ``invariants``, the :class:`~.invariants.InvariantReport` of the run.
+    The result also carries ``integrator`` (the one that ran, never None), ``formulation``,
+    ``rtol`` and ``atol`` (the tolerances it ran at) and ``invariants``, the
+    :class:`~.invariants.InvariantReport` of the run.
     """
     if times is None:
         if steps < 1:
@@ -294,6 +296,8 @@ def run(model, t_end=1.0, steps=100, *, formulation=None, integrator=None, rtol=
             form = None
         if dt is None and choice.dt is not None:
             dt = choice.dt
+        if choice.rtol is not None:
+            rtol, atol = choice.rtol, choice.atol
     cls = get_formulation(formulation or DEFAULT_FORMULATION)
     integrator = integrator or cls.default_integrator
     cls.check_integrator(integrator)
@@ -306,6 +310,7 @@ def run(model, t_end=1.0, steps=100, *, formulation=None, integrator=None, rtol=
     if choice is not None:
         result.notes.insert(0, f"{cls.name} / {integrator} chosen for the model: {choice.reason}")
     result.formulation, result.integrator = cls.name, integrator
+    result.rtol, result.atol = rtol, atol
     if integrator in FIXED_STEP:
         result.dt = float(dt) if dt is not None else default_dt(times)
     motion = to_motion(dyn, result, formulation=cls.name, integrator=integrator)

@@ -43,6 +43,12 @@ __all__ = ["StiffnessEstimate", "MethodChoice", "stiffness_estimate", "default_m
 EXPLICIT_STABILITY = 3.0
 #: the largest model (degrees of freedom) whose eigenvalues are computed densely
 MAX_DOF = 1500
+#: the tolerances of the stiff choice, Radau in the compiled loop (relative; absolute in m, rad-like, m/s, rad/s,
+#: J): the absolute one is the relative one rather than the explicit default's 1e-10, which on the joints'
+#: near-zero velocity components asks for steps well below what the invariants need (A05, 10 s: 2,188 steps
+#: instead of 3,890; L_z to 1e-9, the energy never rising, the symmetry to 5e-10, the positions within 5e-9 m
+#: of DOP853 at rtol 1e-10)
+STIFF_RTOL, STIFF_ATOL = 1e-8, 1e-8
 
 
 @dataclass
@@ -74,13 +80,16 @@ class StiffnessEstimate:
 
 @dataclass
 class MethodChoice:
-    """Formulation, integrator and step (s, None: the formulation's default) for a model."""
+    """Formulation, integrator and step (s, None: the formulation's default) for a model, and
+    the tolerances (rtol, atol) the choice runs at (None: the caller's defaults)."""
 
     formulation: str
     integrator: str
     dt: float
     reason: str
     estimate: StiffnessEstimate
+    rtol: float = None
+    atol: float = None
 
 
 def linearised_system(dyn, q, v, t, refs):
@@ -181,11 +190,11 @@ def stiffness_estimate(dyn, q, v, t, refs, times, *, threshold=100.0):
 
 def default_method(dyn, q, v, t, refs, times, *, threshold=100.0, compiled_radau=False):
     """The formulation, integrator and step that fit the model. When it is stiff:
-    ``projection`` / ``Radau`` if ``compiled_radau`` (the caller's word that Radau runs in
-    the compiled loop with the analytic Jacobian, :mod:`._radau`: error-controlled, it keeps
-    the invariants to the tolerance), else ``index3`` / ``generalized-alpha`` with the
-    estimate's step (fixed steps, second order); when it is not, ``projection`` / ``DOP853``
-    (dt None). Returns a :class:`MethodChoice` whose ``reason`` says why."""
+    ``projection`` / ``Radau`` at :data:`STIFF_RTOL`, :data:`STIFF_ATOL` if ``compiled_radau``
+    (the caller's word that Radau runs in the compiled loop with the analytic Jacobian,
+    :mod:`._radau`: error-controlled, it keeps the invariants to the tolerance), else
+    ``index3`` / ``generalized-alpha`` with the estimate's step (fixed steps, second order);
+    when it is not, ``projection`` / ``DOP853`` (dt None). Returns a :class:`MethodChoice` whose ``reason`` says why."""
     est = stiffness_estimate(dyn, q, v, t, refs, times, threshold=threshold)
     if dyn.forces.contact_constraints is not None:
         # impacts and switches are events of the projection formulation's explicit steps
@@ -206,8 +215,8 @@ def default_method(dyn, q, v, t, refs, times, *, threshold=100.0, compiled_radau
         return MethodChoice("projection", "DOP853", None, reason, est)
     if est.stiff and compiled_radau:
         return MethodChoice("projection", "Radau", None,
-                            est.reason + " (Radau IIA compiled with the model, iterating with the analytic Jacobian)",
-                            est)
+                            est.reason + " (Radau IIA compiled with the model, iterating with the analytic Jacobian, "
+                            f"rtol {STIFF_RTOL:g}, atol {STIFF_ATOL:g})", est, STIFF_RTOL, STIFF_ATOL)
     if est.stiff:
         return MethodChoice("index3", "generalized-alpha", est.dt,
                             est.reason + f" (index3 / generalized-alpha, dt = {est.dt:.3g} s)", est)

@@ -84,6 +84,20 @@ def test_dynamic_run_reports_what_ran_and_what_was_checked(tmp_path, capsys):
     assert "checked: energy:" in err and "not checked: momentum" in err
 
 
+@pytest.mark.skipif(not __import__("cadmotion.kernel.dynamics.fast", fromlist=["available"]).available(),
+                    reason="the stiff choice is Radau only where it runs compiled")
+def test_the_stiff_choice_reports_the_tolerances_it_ran_at(capsys):
+    """No tolerance given on a stiff model: the summary and the report say rtol = atol = 1e-8, the
+    automatic Radau's own, not the explicit default's 1e-10."""
+    code, out, err = run_cli([ROOT / "samples" / "dynamics" / "flyball_governor.cadmotion.toml", "--analysis",
+                              "dynamic", "--t-end", 1, "--steps", 10, "--json"], capsys)
+    assert code == 0, err
+    report = json.loads(out)
+    assert (report["formulation"], report["integrator"]) == ("projection", "Radau")
+    assert report["rtol"] == 1e-8 and report["atol"] == 1e-8
+    assert "ran: projection / Radau (compiled loop), rtol 1e-08, atol 1e-08:" in err
+
+
 def test_index3_summary_names_the_integrator_that_ran(capsys):
     code, out, err = run_cli([PENDULUM, "--analysis", "dynamic", "--t-end", 1, "--steps", 10, "--formulation",
                               "index3", "--json"], capsys)
