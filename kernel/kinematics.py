@@ -49,6 +49,7 @@ import scipy.sparse as sps
 
 from ..errors import AssemblyError, DrivingError, SingularityError
 from .analysis import rank_info
+from .kinematics_fast import CHUNK, RCOND_MARGIN, compiled_frames
 from .linalg import RowSolver, WeightedRowSolver
 from .motion import Event, JointCoordinate, Motion
 from .system import AngleState, System
@@ -420,9 +421,31 @@ def kinematics(model, t_end=1.0, steps=100, *, t_start=0.0, times=None, tol=1e-1
     Q[0], Qd[0], Qdd[0] = state
     measures = np.zeros((nt, len(model.joint_measures)))
     measures[0] = system.joint_measures(q)
+    compiled = compiled_frames(model, system, times, free)
     done = 1
     message = ""
-    for k in range(1, nt):
+    k = 1
+    while k < nt:
+        if compiled is not None:  # as many frames as the compiled loop does, then one of the stepper's
+            end = min(nt, k + CHUNK)
+            try:
+                k_new = compiled.run(k, end, times, Q, Qd, Qdd, measures, stepper.rows, angles, tol, max_iter,
+                                     stepper.polish_iter, RCOND_MARGIN * singular_rcond)
+            except KeyboardInterrupt:  # Ctrl-C: keep the frames before this call
+                message = f"interrupted at t = {times[k - 1]:.6g} s; the frames before are complete"
+                events.append(Event("interrupted", float(times[k - 1]), message))
+                break
+            if progress is not None:
+                for j in range(k, k_new):
+                    progress(j, nt)
+            if k_new > k:
+                done = k_new
+                state = (Q[k_new - 1].copy(), Qd[k_new - 1].copy(), Qdd[k_new - 1].copy())
+                prev = (times[k_new - 2], Qdd[k_new - 2].copy(), times[k_new - 1]) if k_new >= 2 else None
+                stepper.resume(state[0], times[k_new - 1], angles, prev)
+            k = k_new
+            if k == end:
+                continue
         try:
             state = stepper.advance(times[k - 1], state, times[k], angles, events)
         except KeyboardInterrupt:  # Ctrl-C: keep the frames computed so far
@@ -440,6 +463,7 @@ def kinematics(model, t_end=1.0, steps=100, *, t_start=0.0, times=None, tol=1e-1
         done = k + 1
         if progress is not None:
             progress(k, nt)
+        k += 1
     return _motion(model, times[:done], Q[:done], Qd[:done], Qdd[:done], measures[:done], events,
                    complete=done == nt, message=message)
 
@@ -603,6 +627,14 @@ class _Stepper:
         if np.abs(J @ x - b).max() > 1e3 * np.finfo(float).eps * scale * J.shape[1]:
             return solver.solve(b)
         return x
+
+    def resume(self, q, t, angles, prev):
+        """Go on from the accepted pose ``q`` at ``t`` (s) that the compiled frame loop
+        reached: the factorisation there, and ``prev`` = (t0, q̈ at t0, t) of the step before
+        (or None) for the predictor's jerk."""
+        self.solver = self._factor(self.system.jacobian_auto(q, t, angles))
+        self._J_at = None
+        self._prev = prev
 
     #: chord iterations past ``tol`` towards round-off (see :meth:`_position`)
     polish_iter = 3

@@ -102,6 +102,11 @@ class System:
             self._F_values[gi] = F
         return F
 
+    def time_values(self, gi, t):
+        """(n, 3) values f, f', f'' of group ``gi``'s time functions at t (s) (zeros for a
+        group without any)."""
+        return self._F(gi, self.model.groups[gi], t)
+
     def _W(self, gi, g, Q, angles):
         if not self._has_angles[gi]:
             return self._zeros_W[gi]
