@@ -275,7 +275,8 @@ def all_rows(J, QR, tau, use_qr, LU, piv, rows, b, x, tmp):
     rows_solve(LU, piv, rows, b, x, tmp)
 
 
-def frames(times, k0, k1, Q, Qd, Qdd, Meas, rows, D, tol, max_iter, polish_iter, rcond_min, stats):
+def frames(times, k0, k1, Q, Qd, Qdd, Meas, rows, D, tol, max_iter, polish_iter, rcond_min, t_prev, qdd_prev,
+           stats):
     """Frames k0 … k1 − 1 of a driven kinematic analysis (template; the steps of
     ``_Stepper.advance`` of :mod:`.kinematics` without its step splitting).
 
@@ -283,8 +284,10 @@ def frames(times, k0, k1, Q, Qd, Qdd, Meas, rows, D, tol, max_iter, polish_iter,
     entry; Meas (nt, n_measures) the raw joint measures (rad or m); ``rows`` the kept rows
     of Φq (square, nq of them); D the model's data (see :mod:`.kinematics_fast`), its angle
     references those of frame k0 − 1 and left at the last frame done. A frame is computed by
-    the predictor q* = q + h q̇ + h²/2 q̈ + h³/6 q⃛, Newton on Φ(q, t) = 0 (chord steps,
-    refactorised when they slow down, polished towards round-off), Φq q̇ = −Φt and
+    the predictor q* = q + h q̇ + h²/2 q̈ + h³/6 q⃛ (q⃛ from the accelerations of the last
+    two poses: for frame k0, q̈ ``qdd_prev`` at ``t_prev`` (s; NaN: none) and frame k0 − 1),
+    Newton on Φ(q, t) = 0 (chord steps, refactorised when they slow down, polished towards
+    round-off), Φq q̇ = −Φt and
     Φq q̈ = γ. Returns the first frame not done: k1, or the frame where the Newton
     iteration failed, landed far from the predictor (another branch) or the kept rows'
     reciprocal condition number fell below ``rcond_min`` — the numpy stepper then takes
@@ -316,10 +319,12 @@ def frames(times, k0, k1, Q, Qd, Qdd, Meas, rows, D, tol, max_iter, polish_iter,
         step = 0.0
         for i in range(nq):
             q_pred[i] = Q[k - 1, i] + h * Qd[k - 1, i] + 0.5 * h * h * Qdd[k - 1, i]
-        if k >= 2 and times[k - 2] < t0:  # the jerk from the last two accelerations
-            c = h * h * h / 6.0 / (t0 - times[k - 2])
+        before = qdd_prev if k == k0 else Qdd[k - 2]
+        tb = t_prev if k == k0 else times[k - 2]
+        if tb < t0:  # the jerk from the last two accelerations
+            c = h * h * h / 6.0 / (t0 - tb)
             for i in range(nq):
-                q_pred[i] += c * (Qdd[k - 1, i] - Qdd[k - 2, i])
+                q_pred[i] += c * (Qdd[k - 1, i] - before[i])
         for i in range(nq):
             step = max(step, abs(q_pred[i] - Q[k - 1, i]))
         # position: chord Newton from the predictor (``_Stepper._position``)

@@ -425,12 +425,15 @@ def kinematics(model, t_end=1.0, steps=100, *, t_start=0.0, times=None, tol=1e-1
     done = 1
     message = ""
     k = 1
+    behind = False  # has the compiled loop moved on from the stepper's state?
     while k < nt:
         if compiled is not None:  # as many frames as the compiled loop does, then one of the stepper's
             end = min(nt, k + CHUNK)
+            # the step before frame k − 1, for the predictor: the compiled loop's or the stepper's (a sub-step)
+            prev = (times[k - 2], Qdd[k - 2]) if behind else stepper.previous(times[k - 1])
             try:
                 k_new = compiled.run(k, end, times, Q, Qd, Qdd, measures, stepper.rows, angles, tol, max_iter,
-                                     stepper.polish_iter, RCOND_MARGIN * singular_rcond)
+                                     stepper.polish_iter, RCOND_MARGIN * singular_rcond, prev)
             except KeyboardInterrupt:  # Ctrl-C: keep the frames before this call
                 message = f"interrupted at t = {times[k - 1]:.6g} s; the frames before are complete"
                 events.append(Event("interrupted", float(times[k - 1]), message))
@@ -438,14 +441,15 @@ def kinematics(model, t_end=1.0, steps=100, *, t_start=0.0, times=None, tol=1e-1
             if progress is not None:
                 for j in range(k, k_new):
                     progress(j, nt)
-            if k_new > k:
-                done = k_new
-                state = (Q[k_new - 1].copy(), Qd[k_new - 1].copy(), Qdd[k_new - 1].copy())
-                prev = (times[k_new - 2], Qdd[k_new - 2].copy(), times[k_new - 1]) if k_new >= 2 else None
-                stepper.resume(state[0], times[k_new - 1], angles, prev)
-            k = k_new
+            behind = behind or k_new > k
+            k = done = k_new
             if k == end:
                 continue
+            if behind:  # the stepper takes frame k from the compiled loop's last pose
+                behind = False
+                state = (Q[k - 1].copy(), Qd[k - 1].copy(), Qdd[k - 1].copy())
+                prev = (times[k - 2], Qdd[k - 2].copy(), times[k - 1]) if k >= 2 else None
+                stepper.resume(state[0], times[k - 1], angles, prev)
         try:
             state = stepper.advance(times[k - 1], state, times[k], angles, events)
         except KeyboardInterrupt:  # Ctrl-C: keep the frames computed so far
@@ -636,6 +640,13 @@ class _Stepper:
         self._J_at = None
         self._prev = prev
 
+    def previous(self, t):
+        """(t0 (s), q̈ at t0) of the accepted step t0 -> ``t`` that the predictor's jerk uses, or None."""
+        prev = self._prev
+        if prev is not None and prev[2] == t and prev[0] < t:
+            return prev[0], prev[1]
+        return None
+
     #: chord iterations past ``tol`` towards round-off (see :meth:`_position`)
     polish_iter = 3
 
@@ -784,10 +795,11 @@ class _Stepper:
 def _motion(model, times, Q, Qd, Qdd, measures, events, complete=True, message=""):
     nt = len(times)
     pos, quat, vel, om, acc, al = _quantities(model, Q, Qd, Qdd)
-    # keep quaternion sign continuous (q and −q are the same rotation)
-    for k in range(1, nt):
-        flip = np.einsum("bi,bi->b", quat[k], quat[k - 1]) < 0
-        quat[k, flip] *= -1
+    # keep quaternion sign continuous (q and −q are the same rotation): frame k's sign is
+    # frame k − 1's times the sign of their dot product, a running product over the frames
+    if nt > 1:
+        turn = np.where(np.einsum("kbi,kbi->kb", quat[1:], quat[:-1]) < 0, -1.0, 1.0)
+        quat[1:] *= np.cumprod(turn, axis=0)[..., None]
     order = [model.body_index(p.name) for p in model.spec.parts]
     pos, quat, vel, om, acc, al = (a[:, order] for a in (pos, quat, vel, om, acc, al))
     coords = []

@@ -36,6 +36,7 @@ numpy splines), and free degrees of freedom moved minimally (``free_dof="minimal
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import inspect
@@ -60,6 +61,7 @@ CHUNK = 256
 
 _LOCK = threading.Lock()
 _MODULES = {}
+_FILES = {}  # (cache folder, parametrisation, structure) -> what _module_file returns
 #: data of the generated functions per constraint group: (name, dtype and dimensions)
 _GROUP = (("gather", "i2"), ("markers", "f2"), ("params", "f2"), ("F", "f3"), ("ref", "f2"), ("flat", "i1"),
           ("mpos", "i2"))
@@ -78,7 +80,6 @@ def _source(model):
     ``accept_all``, ``measures_all`` over the constraint groups, and the template
     :func:`._kinematics_kernels.frames`. D[0] is q_fixed, D[1] [nc, first row of each group],
     then :data:`_GROUP`'s arrays per group."""
-    from . import _kinematics_kernels as K
     from .symbolic.codegen import numba_path
 
     par = model.parametrization.name
@@ -132,8 +133,16 @@ def _source(model):
             + "    out = np.empty(D[1][0])\n" + "\n".join(fns["gamma"]) + "\n    return out\n")
     src += jit + "def accept_all(q, D):\n" + qf + "\n".join(fns["accept"]) + "\n    return 0\n"
     src += jit + "def measures_all(q, D, out):\n" + qf + "\n".join(fns["measures"]) + "\n    return 0\n"
-    src += "".join(jit + inspect.getsource(fn) for fn in K.TEMPLATES)
-    return src
+    return src + _template_source()
+
+
+@functools.lru_cache(maxsize=None)
+def _template_source():
+    """The source of :data:`._kinematics_kernels.TEMPLATES` (inspect tokenises it: ~10 ms, so once per process)."""
+    from . import _kinematics_kernels as K
+
+    jit = "\n\n@numba.njit(cache=True, nogil=True)\n"
+    return "".join(jit + inspect.getsource(fn) for fn in K.TEMPLATES)
 
 
 def _module_file(model):
@@ -142,12 +151,16 @@ def _module_file(model):
     from . import _kinematics_kernels
     from .symbolic.codegen import cache_dir
 
+    folder = cache_dir()
+    key = (str(folder), model.parametrization.name, _structure(model))
+    hit = _FILES.get(key)
+    if hit is not None and (hit[0] is None or hit[0].is_file()):
+        return hit
     src = _source(model)
     h = hashlib.sha256()
     for text in (src, Path(_kinematics_kernels.__file__).read_text(), Path(__file__).read_text()):
         h.update(text.encode())
     digest = h.hexdigest()[:20]
-    folder = cache_dir()
     path = folder / f"kinematics-{digest}.py"
     try:
         if not path.is_file():
@@ -158,7 +171,8 @@ def _module_file(model):
             os.replace(tmp, path)
     except OSError:
         path = None
-    return path, f"cadmotion_kinematics_{digest}", src
+    _FILES[key] = (path, f"cadmotion_kinematics_{digest}", src)
+    return _FILES[key]
 
 
 def _load(path, name, src):
@@ -199,7 +213,7 @@ def _signature(layout):
     f, i = types.float64, types.int64
     a1, a2 = arrays["f1"], arrays["f2"]
     data = types.Tuple([arrays[code] for code in layout])
-    return (a1, i, i, a2, a2, a2, a2, arrays["i1"], data, f, i, i, f, a1)
+    return (a1, i, i, a2, a2, a2, a2, arrays["i1"], data, f, i, i, f, f, a1, a1)
 
 
 def compile_module(path):
@@ -243,6 +257,7 @@ def compiled_frames(model, system, times, free=0):
         if not marker_ready(path.with_suffix(".ready")):
             request_module_warmup(path)
             return None
+        return CompiledFrames(model, system, _load(path, *_module_file(model)[1:]), times)
     return CompiledFrames(model, system, _load(*_module_file(model)), times)
 
 
@@ -258,6 +273,7 @@ class CompiledFrames:
 
         self.module = module
         self.stats = np.zeros(2)
+        self._no_qdd = np.zeros(model.nq)
         f64 = lambda a: np.array(a, dtype=np.float64, order="C")  # noqa: E731 - writable C copies, one numba type
         i64 = lambda a: np.array(a, dtype=np.int64, order="C")  # noqa: E731
         rows0 = [int(g.row[0]) for g in model.groups]
@@ -281,16 +297,20 @@ class CompiledFrames:
             data += [i64(g.gather), f64(g.markers), f64(g.params.reshape(g.n, -1)), F, ref, i64(g.jac_flat), mpos]
         self.data = tuple(data)
 
-    def run(self, k0, k1, times, Q, Qd, Qdd, measures, rows, angles, tol, max_iter, polish_iter, rcond_min):
+    def run(self, k0, k1, times, Q, Qd, Qdd, measures, rows, angles, tol, max_iter, polish_iter, rcond_min,
+            prev=None):
         """Frames k0 … k1 − 1 into Q, Qd, Qdd (nt, nq) and ``measures`` (nt, n_measures),
         from the state of frame k0 − 1 and the angle references ``angles`` (an
-        :class:`~.system.AngleState`, left at the last frame done); returns the first frame
-        not done (k1 when all were)."""
+        :class:`~.system.AngleState`, left at the last frame done); ``prev`` (t0 (s), q̈ at
+        t0) is the step before frame k0 − 1 for the predictor's jerk, None for none.
+        Returns the first frame not done (k1 when all were)."""
+        t_prev, qdd_prev = (np.nan, self._no_qdd) if prev is None else (float(prev[0]), np.array(prev[1], float))
         for gi, ref in self._refs.items():
             if ref.size:
                 ref[:] = angles.ref[gi]
         k = self.module.frames(times, int(k0), int(k1), Q, Qd, Qdd, measures, np.array(rows, dtype=np.int64),
-                               self.data, float(tol), int(max_iter), int(polish_iter), float(rcond_min), self.stats)
+                               self.data, float(tol), int(max_iter), int(polish_iter), float(rcond_min), t_prev,
+                               qdd_prev, self.stats)
         for gi, ref in self._refs.items():
             if ref.size:
                 angles.ref[gi] = ref.copy()
