@@ -36,10 +36,10 @@ numpy splines), and free degrees of freedom moved minimally (``free_dof="minimal
 
 from __future__ import annotations
 
+import ast
 import functools
 import hashlib
 import importlib.util
-import inspect
 import os
 import sys
 import tempfile
@@ -51,7 +51,7 @@ import numpy as np
 __all__ = ["compiled_frames", "CompiledFrames", "compile_module", "MIN_FRAMES", "RCOND_MARGIN"]
 
 #: frames from which a run uses the compiled step (when it is compiled; see the module docstring)
-MIN_FRAMES = 400
+MIN_FRAMES = 800
 #: the compiled loop hands a frame to the numpy stepper when the kept rows' reciprocal
 #: condition number is below this multiple of ``singular_rcond`` (its exact 1-norm value is
 #: never above LAPACK's estimate, so the numpy stepper would not have stopped on a frame it keeps)
@@ -136,19 +136,27 @@ def _source(model):
     return src + _template_source()
 
 
+#: the file of :mod:`._kinematics_kernels`, read as text: importing it imports numba (≈ 0.5 s),
+#: which a run that does not use the compiled step must not pay
+_KERNELS = Path(__file__).with_name("_kinematics_kernels.py")
+
+
 @functools.lru_cache(maxsize=None)
 def _template_source():
-    """The source of :data:`._kinematics_kernels.TEMPLATES` (inspect tokenises it: ~10 ms, so once per process)."""
-    from . import _kinematics_kernels as K
-
+    """The source of the template functions of :mod:`._kinematics_kernels` (its ``TEMPLATES``),
+    taken from the file's syntax tree without importing it; once per process."""
+    text = _KERNELS.read_text()
+    tree = ast.parse(text)
+    names = next(node.value for node in tree.body if isinstance(node, ast.Assign)
+                 and any(isinstance(t, ast.Name) and t.id == "TEMPLATES" for t in node.targets))
+    functions = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
     jit = "\n\n@numba.njit(cache=True, nogil=True)\n"
-    return "".join(jit + inspect.getsource(fn) for fn in K.TEMPLATES)
+    return "".join(jit + ast.get_source_segment(text, functions[e.id]) + "\n" for e in names.elts)
 
 
 def _module_file(model):
     """(path, module name, source) of the structure's module, the file written to the cache
     folder if missing (path None when the folder cannot be written)."""
-    from . import _kinematics_kernels
     from .symbolic.codegen import cache_dir
 
     folder = cache_dir()
@@ -158,7 +166,7 @@ def _module_file(model):
         return hit
     src = _source(model)
     h = hashlib.sha256()
-    for text in (src, Path(_kinematics_kernels.__file__).read_text(), Path(__file__).read_text()):
+    for text in (src, _KERNELS.read_text(), Path(__file__).read_text()):
         h.update(text.encode())
     digest = h.hexdigest()[:20]
     path = folder / f"kinematics-{digest}.py"

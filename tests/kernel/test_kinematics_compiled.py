@@ -227,7 +227,10 @@ def test_short_runs_and_structures_not_compiled_yet_stay_on_numpy(monkeypatch):
     monkeypatch.undo()
     monkeypatch.delenv("CADMOTION_BACKEND", raising=False)
     monkeypatch.delenv("CADMOTION_KINEMATICS_FAST", raising=False)
-    assert kinematics_fast.compile_module(path)  # what the warm-up runs; writes the ready marker
+    from cadmotion.kernel.symbolic import warmup
+
+    assert warmup.main([f"module:{path}"]) == 0  # the background warm-up's job: compile, write the ready marker
+    assert path.with_suffix(".ready").is_file()
     assert isinstance(compiled_frames(model, system, long), CompiledFrames)
     monkeypatch.setenv("CADMOTION_BACKEND", "numpy")  # no numba (FreeCAD's Python): never compiled
     assert compiled_frames(model, system, long) is None
