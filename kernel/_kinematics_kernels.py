@@ -9,7 +9,7 @@ least-squares velocities and accelerations of a redundant mechanism (as geqrf/or
 
 :func:`frames` is a template: :mod:`.kinematics_fast` compiles its source inside each model
 structure's generated module, where ``phi_all``, ``jac_all``, ``phit_all``, ``gamma_all``,
-``accept_all`` and ``measures_all`` evaluate that model's constraint groups.
+and ``accept_all`` evaluate that model's constraint groups.
 """
 
 import math
@@ -24,7 +24,7 @@ S_PHI, S_LU = 0, 1
 N_STATS = 2
 
 # the model's compiled functions, bound in the generated module that compiles the template
-phi_all = jac_all = phit_all = gamma_all = accept_all = measures_all = None
+phi_all = jac_all = phit_all = gamma_all = accept_all = None
 
 
 @numba.njit(**_JIT)
@@ -85,15 +85,6 @@ def add_entries(values, flat, J):
     for i in range(flat.shape[0]):
         if flat[i] >= 0:
             Jf[flat[i]] += v[i]
-
-
-@numba.njit(**_JIT)
-def put_measures(values, pos, out):
-    """out[pos[i, c]] = values[i, c] where pos[i, c] ≥ 0 (the joint measures of one group)."""
-    for i in range(pos.shape[0]):
-        for c in range(pos.shape[1]):
-            if pos[i, c] >= 0:
-                out[pos[i, c]] = values[i, c]
 
 
 @numba.njit(**_JIT)
@@ -275,13 +266,13 @@ def all_rows(J, QR, tau, use_qr, LU, piv, rows, b, x, tmp):
     rows_solve(LU, piv, rows, b, x, tmp)
 
 
-def frames(times, k0, k1, Q, Qd, Qdd, Meas, rows, D, tol, max_iter, polish_iter, rcond_min, t_prev, qdd_prev,
+def frames(times, k0, k1, Q, Qd, Qdd, rows, D, tol, max_iter, polish_iter, rcond_min, t_prev, qdd_prev,
            stats):
     """Frames k0 … k1 − 1 of a driven kinematic analysis (template; the steps of
     ``_Stepper.advance`` of :mod:`.kinematics` without its step splitting).
 
     Q, Qd, Qdd (nt, nq): q (m, unit quaternions), q̇, q̈ per frame, filled up to k0 − 1 on
-    entry; Meas (nt, n_measures) the raw joint measures (rad or m); ``rows`` the kept rows
+    entry; ``rows`` the kept rows
     of Φq (square, nq of them); D the model's data (see :mod:`.kinematics_fast`), its angle
     references those of frame k0 − 1 and left at the last frame done. A frame is computed by
     the predictor q* = q + h q̇ + h²/2 q̈ + h³/6 q⃛ (q⃛ from the accelerations of the last
@@ -407,7 +398,6 @@ def frames(times, k0, k1, Q, Qd, Qdd, Meas, rows, D, tol, max_iter, polish_iter,
         if not finite:
             return k
         Q[k] = q
-        measures_all(q, D, Meas[k])
         k += 1
     return k
 

@@ -419,8 +419,6 @@ def kinematics(model, t_end=1.0, steps=100, *, t_start=0.0, times=None, tol=1e-1
     Qdd = np.zeros((nt, nq))
     state = stepper.derivatives(q, times[0], angles)
     Q[0], Qd[0], Qdd[0] = state
-    measures = np.zeros((nt, len(model.joint_measures)))
-    measures[0] = system.joint_measures(q)
     compiled = compiled_frames(model, system, times, free)
     done = 1
     message = ""
@@ -432,7 +430,7 @@ def kinematics(model, t_end=1.0, steps=100, *, t_start=0.0, times=None, tol=1e-1
             # the step before frame k − 1, for the predictor: the compiled loop's or the stepper's (a sub-step)
             prev = (times[k - 2], Qdd[k - 2]) if behind else stepper.previous(times[k - 1])
             try:
-                k_new = compiled.run(k, end, times, Q, Qd, Qdd, measures, stepper.rows, angles, tol, max_iter,
+                k_new = compiled.run(k, end, times, Q, Qd, Qdd, stepper.rows, angles, tol, max_iter,
                                      stepper.polish_iter, RCOND_MARGIN * singular_rcond, prev)
             except KeyboardInterrupt:  # Ctrl-C: keep the frames before this call
                 message = f"interrupted at t = {times[k - 1]:.6g} s; the frames before are complete"
@@ -463,12 +461,12 @@ def kinematics(model, t_end=1.0, steps=100, *, t_start=0.0, times=None, tol=1e-1
             else:
                 break
         Q[k], Qd[k], Qdd[k] = state
-        measures[k] = system.joint_measures(state[0])
         done = k + 1
         if progress is not None:
             progress(k, nt)
         k += 1
-    return _motion(model, times[:done], Q[:done], Qd[:done], Qdd[:done], measures[:done], events,
+    measures = system.joint_measures_frames(Q[:done])
+    return _motion(model, times[:done], Q[:done], Qd[:done], Qdd[:done], measures, events,
                    complete=done == nt, message=message)
 
 

@@ -5,7 +5,7 @@ For a driven mechanism small enough for dense algebra (nq ≤ :data:`.linalg.DEN
 the whole frame loop — predictor, Newton on Φ(q, t) = 0 on the kept rows (chord steps,
 refactorised when they slow, polished towards round-off), Φq q̇ = −Φt and Φq q̈ = γ (over
 all rows by least squares when redundant rows were dropped and they are consistent), the
-angle references and the joint measures — runs in numba (:func:`._kinematics_kernels.frames`),
+angle references — runs in numba (:func:`._kinematics_kernels.frames`),
 calling the joint templates' generated numba functions. What it does not handle it hands
 back: a frame whose Newton iteration fails, lands far from the predictor, or whose kept rows
 come near a singular pose (reciprocal condition number below :data:`RCOND_MARGIN` times the
@@ -14,7 +14,7 @@ the step and reports lock-ups, branch jumps and singular poses as it always does
 compiled loop resumes after it.
 
 The module is generated per *model structure* (the constraint groups' templates, which are
-driven, have angles or joint measures, and the parametrisation; not their numbers or
+driven or have angles, and the parametrisation; not their numbers or
 instance counts), written to the code cache under a name that hashes its source, the
 templates' generated files, :mod:`._kinematics_kernels` and this module, and imported from
 there so numba caches its machine code beside it. As for the compiled dynamics
@@ -63,21 +63,17 @@ _LOCK = threading.Lock()
 _MODULES = {}
 _FILES = {}  # (cache folder, parametrisation, structure) -> what _module_file returns
 #: data of the generated functions per constraint group: (name, dtype and dimensions)
-_GROUP = (("gather", "i2"), ("markers", "f2"), ("params", "f2"), ("F", "f3"), ("ref", "f2"), ("flat", "i1"),
-          ("mpos", "i2"))
+_GROUP = (("gather", "i2"), ("markers", "f2"), ("params", "f2"), ("F", "f3"), ("ref", "f2"), ("flat", "i1"))
 
 
 def _structure(model):
-    """Per constraint group: (template, driven, has angles, has joint measures)."""
-    from .symbolic.templates import TEMPLATES
-
-    return tuple((g.template, bool(g.functions), g.n_angles > 0,
-                  g.kind == "joint" and len(TEMPLATES[g.template].measures) > 0) for g in model.groups)
+    """Per constraint group: (template, driven, has angles)."""
+    return tuple((g.template, bool(g.functions), g.n_angles > 0) for g in model.groups)
 
 
 def _source(model):
     """Source of the structure's module: ``phi_all``, ``jac_all``, ``phit_all``, ``gamma_all``,
-    ``accept_all``, ``measures_all`` over the constraint groups, and the template
+    ``accept_all`` over the constraint groups, and the template
     :func:`._kinematics_kernels.frames`. D[0] is q_fixed, D[1] [nc, first row of each group],
     then :data:`_GROUP`'s arrays per group."""
     from .symbolic.codegen import numba_path
@@ -85,11 +81,11 @@ def _source(model):
     par = model.parametrization.name
     structure = _structure(model)
     layout = ["f1", "i1"] + [kind for _ in structure for _, kind in _GROUP]
-    files = tuple(numba_path(template, par).name for template, _, _, _ in structure)
-    fns = {name: [] for name in ("phi", "jac", "phit", "gamma", "accept", "measures")}
-    for k, (template, timed, has_angles, has_measures) in enumerate(structure):
+    files = tuple(numba_path(template, par).name for template, _, _ in structure)
+    fns = {name: [] for name in ("phi", "jac", "phit", "gamma", "accept")}
+    for k, (template, timed, has_angles) in enumerate(structure):
         b = 2 + k * len(_GROUP)
-        gather, M, S, F, ref, flat, mpos = (f"D[{b + j}]" for j in range(len(_GROUP)))
+        gather, M, S, F, ref, flat = (f"D[{b + j}]" for j in range(len(_GROUP)))
         Fk = f"{F}[kt]" if timed else f"{F}[0]"
         load = [f"    Q = K.gather(qf, {gather})",
                 f"    W = K.winding(angles_{k}(Q, {M}), {ref})" if has_angles else "    W = np.zeros((Q.shape[0], 0))"]
@@ -102,8 +98,6 @@ def _source(model):
                                 f"D[1][{k + 1}], out)"]
         if has_angles:
             fns["accept"] += [f"    K.unwrap(angles_{k}(K.gather(qf, {gather}), {M}), {ref})"]
-        if has_measures:
-            fns["measures"] += [f"    K.put_measures(measures_{k}(K.gather(qf, {gather}), {M}), {mpos}, out)"]
     jit = "\n\n@numba.njit(cache=True, nogil=True)\n"
     qf = "    qf = K.full(q, D[0])\n"
     head = [
@@ -120,7 +114,7 @@ def _source(model):
         f"TEMPLATE_FILES = {files!r}",
         f"LAYOUT = {tuple(layout)!r}",
     ]
-    head += [f"jac_{k} = gamma_{k} = phit_{k} = phi_{k} = angles_{k} = measures_{k} = None"
+    head += [f"jac_{k} = gamma_{k} = phit_{k} = phi_{k} = angles_{k} = None"
              for k in range(len(structure))]
     src = "\n".join(head) + "\n"
     src += jit + "def phi_all(q, kt, D):\n" + qf + "    out = np.empty(D[1][0])\n" + "\n".join(fns["phi"])
@@ -132,7 +126,6 @@ def _source(model):
     src += (jit + "def gamma_all(q, qd, kt, D):\n" + qf + "    qdf = K.full(qd, np.zeros(D[0].shape[0]))\n"
             + "    out = np.empty(D[1][0])\n" + "\n".join(fns["gamma"]) + "\n    return out\n")
     src += jit + "def accept_all(q, D):\n" + qf + "\n".join(fns["accept"]) + "\n    return 0\n"
-    src += jit + "def measures_all(q, D, out):\n" + qf + "\n".join(fns["measures"]) + "\n    return 0\n"
     return src + _template_source()
 
 
@@ -206,7 +199,7 @@ def _load(path, name, src):
 
         for k, template in enumerate(module.TEMPLATES):
             code = generated(template, module.PARAMETRIZATION, "numba")
-            for fn in ("jac", "gamma", "phit", "phi", "angles", "measures"):
+            for fn in ("jac", "gamma", "phit", "phi", "angles"):
                 setattr(module, f"{fn}_{k}", getattr(code, fn))
         _MODULES[name] = module
         return module
@@ -221,7 +214,7 @@ def _signature(layout):
     f, i = types.float64, types.int64
     a1, a2 = arrays["f1"], arrays["f2"]
     data = types.Tuple([arrays[code] for code in layout])
-    return (a1, i, i, a2, a2, a2, a2, arrays["i1"], data, f, i, i, f, f, a1, a1)
+    return (a1, i, i, a2, a2, a2, arrays["i1"], data, f, i, i, f, f, a1, a1)
 
 
 def compile_module(path):
@@ -277,8 +270,6 @@ class CompiledFrames:
     """
 
     def __init__(self, model, system, module, times):
-        from .symbolic.templates import TEMPLATES
-
         self.module = module
         self.stats = np.zeros(2)
         self._no_qdd = np.zeros(model.nq)
@@ -286,37 +277,28 @@ class CompiledFrames:
         i64 = lambda a: np.array(a, dtype=np.int64, order="C")  # noqa: E731
         rows0 = [int(g.row[0]) for g in model.groups]
         data = [f64(model.q_fixed), i64([model.nc] + rows0)]
-        positions = {}
-        for n, (_, kind, gi, inst) in enumerate(model.joint_measures):
-            positions[(gi, inst, kind)] = n
         self._refs = {}
         for gi, g in enumerate(model.groups):
             if g.functions:
                 F = f64([system.time_values(gi, t) for t in times])
             else:
                 F = np.zeros((1, g.n, 3))
-            kinds = TEMPLATES[g.template].measures
-            mpos = np.full((g.n, max(len(kinds), 1)), -1, dtype=np.int64)
-            for i in range(g.n):
-                for c, kind in enumerate(kinds):
-                    mpos[i, c] = positions.get((gi, i, kind), -1)
             ref = np.zeros((g.n, g.n_angles))
             self._refs[gi] = ref
-            data += [i64(g.gather), f64(g.markers), f64(g.params.reshape(g.n, -1)), F, ref, i64(g.jac_flat), mpos]
+            data += [i64(g.gather), f64(g.markers), f64(g.params.reshape(g.n, -1)), F, ref, i64(g.jac_flat)]
         self.data = tuple(data)
 
-    def run(self, k0, k1, times, Q, Qd, Qdd, measures, rows, angles, tol, max_iter, polish_iter, rcond_min,
-            prev=None):
-        """Frames k0 … k1 − 1 into Q, Qd, Qdd (nt, nq) and ``measures`` (nt, n_measures),
-        from the state of frame k0 − 1 and the angle references ``angles`` (an
-        :class:`~.system.AngleState`, left at the last frame done); ``prev`` (t0 (s), q̈ at
-        t0) is the step before frame k0 − 1 for the predictor's jerk, None for none.
+    def run(self, k0, k1, times, Q, Qd, Qdd, rows, angles, tol, max_iter, polish_iter, rcond_min, prev=None):
+        """Frames k0 … k1 − 1 into Q, Qd, Qdd (nt, nq), from the state of frame k0 − 1 and the
+        angle references ``angles`` (an :class:`~.system.AngleState`, left at the last frame
+        done); ``prev`` (t0 (s), q̈ at t0) is the step before frame k0 − 1 for the predictor's
+        jerk, None for none.
         Returns the first frame not done (k1 when all were)."""
         t_prev, qdd_prev = (np.nan, self._no_qdd) if prev is None else (float(prev[0]), np.array(prev[1], float))
         for gi, ref in self._refs.items():
             if ref.size:
                 ref[:] = angles.ref[gi]
-        k = self.module.frames(times, int(k0), int(k1), Q, Qd, Qdd, measures, np.array(rows, dtype=np.int64),
+        k = self.module.frames(times, int(k0), int(k1), Q, Qd, Qdd, np.array(rows, dtype=np.int64),
                                self.data, float(tol), int(max_iter), int(polish_iter), float(rcond_min), t_prev,
                                qdd_prev, self.stats)
         for gi, ref in self._refs.items():
