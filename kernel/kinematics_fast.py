@@ -74,8 +74,9 @@ def _structure(model):
 def _source(model):
     """Source of the structure's module: ``phi_all``, ``jac_all``, ``phit_all``, ``gamma_all``,
     ``accept_all`` over the constraint groups, and the template
-    :func:`._kinematics_kernels.frames`. D[0] is q_fixed, D[1] [nc, first row of each group],
-    then :data:`_GROUP`'s arrays per group."""
+    :func:`._kinematics_kernels.frames`. D[0] is q_fixed, D[1] [nc, first row of each group,
+    the frame of F[0]], then :data:`_GROUP`'s arrays per group (F: the drivers' f, f′, f″ at
+    the frames of one call)."""
     from .symbolic.codegen import numba_path
 
     par = model.parametrization.name
@@ -86,7 +87,7 @@ def _source(model):
     for k, (template, timed, has_angles) in enumerate(structure):
         b = 2 + k * len(_GROUP)
         gather, M, S, F, ref, flat = (f"D[{b + j}]" for j in range(len(_GROUP)))
-        Fk = f"{F}[kt]" if timed else f"{F}[0]"
+        Fk = f"{F}[kt - D[1][{len(structure) + 1}]]" if timed else f"{F}[0]"
         load = [f"    Q = K.gather(qf, {gather})",
                 f"    W = K.winding(angles_{k}(Q, {M}), {ref})" if has_angles else "    W = np.zeros((Q.shape[0], 0))"]
         args = f"Q, {M}, {S}, {Fk}, W"
@@ -258,31 +259,29 @@ def compiled_frames(model, system, times, free=0):
         if not marker_ready(path.with_suffix(".ready")):
             request_module_warmup(path)
             return None
-        return CompiledFrames(model, system, _load(path, *_module_file(model)[1:]), times)
-    return CompiledFrames(model, system, _load(*_module_file(model)), times)
+        return CompiledFrames(model, system, _load(path, *_module_file(model)[1:]))
+    return CompiledFrames(model, system, _load(*_module_file(model)))
 
 
 class CompiledFrames:
-    """The model's data for the compiled frame loop, and the loop (see the module docstring).
+    """The model's data for the compiled frame loop, and the loop (see the module docstring)."""
 
-    ``times`` (nt,) are the run's output times (s): the drivers' f, f′, f″ are evaluated at
-    every one of them once, here.
-    """
-
-    def __init__(self, model, system, module, times):
+    def __init__(self, model, system, module):
         self.module = module
+        self.system = system
         self.stats = np.zeros(2)
         self._no_qdd = np.zeros(model.nq)
         f64 = lambda a: np.array(a, dtype=np.float64, order="C")  # noqa: E731 - writable C copies, one numba type
         i64 = lambda a: np.array(a, dtype=np.int64, order="C")  # noqa: E731
         rows0 = [int(g.row[0]) for g in model.groups]
-        data = [f64(model.q_fixed), i64([model.nc] + rows0)]
+        self._sizes = i64([model.nc] + rows0 + [0])
+        data = [f64(model.q_fixed), self._sizes]
         self._refs = {}
+        self._timed = {}  # group -> its drivers' f, f′, f″ at the frames of a call
         for gi, g in enumerate(model.groups):
+            F = np.zeros((CHUNK + 1 if g.functions else 1, g.n, 3))
             if g.functions:
-                F = f64([system.time_values(gi, t) for t in times])
-            else:
-                F = np.zeros((1, g.n, 3))
+                self._timed[gi] = F
             ref = np.zeros((g.n, g.n_angles))
             self._refs[gi] = ref
             data += [i64(g.gather), f64(g.markers), f64(g.params.reshape(g.n, -1)), F, ref, i64(g.jac_flat)]
@@ -292,8 +291,13 @@ class CompiledFrames:
         """Frames k0 … k1 − 1 into Q, Qd, Qdd (nt, nq), from the state of frame k0 − 1 and the
         angle references ``angles`` (an :class:`~.system.AngleState`, left at the last frame
         done); ``prev`` (t0 (s), q̈ at t0) is the step before frame k0 − 1 for the predictor's
-        jerk, None for none.
+        jerk, None for none; at most :data:`CHUNK` frames a call.
         Returns the first frame not done (k1 when all were)."""
+        k1 = min(k1, k0 + CHUNK)
+        self._sizes[-1] = k0 - 1
+        for gi, F in self._timed.items():
+            for j, t in enumerate(times[k0 - 1: k1]):
+                F[j] = self.system.time_values(gi, t)
         t_prev, qdd_prev = (np.nan, self._no_qdd) if prev is None else (float(prev[0]), np.array(prev[1], float))
         for gi, ref in self._refs.items():
             if ref.size:
