@@ -19,10 +19,6 @@ import numpy as np
 
 _JIT = dict(cache=True, nogil=True)
 
-#: what :func:`frames` returns in ``stats`` (floats): Φ evaluations, Φq factorisations
-S_PHI, S_LU = 0, 1
-N_STATS = 2
-
 # the model's compiled functions, bound in the generated module that compiles the template
 phi_all = jac_all = phit_all = gamma_all = accept_all = None
 
@@ -266,8 +262,7 @@ def all_rows(J, QR, tau, use_qr, LU, piv, rows, b, x, tmp):
     rows_solve(LU, piv, rows, b, x, tmp)
 
 
-def frames(times, k0, k1, Q, Qd, Qdd, rows, D, tol, max_iter, polish_iter, rcond_min, t_prev, qdd_prev,
-           stats):
+def frames(times, k0, k1, Q, Qd, Qdd, rows, D, tol, max_iter, polish_iter, rcond_min, t_prev, qdd_prev):
     """Frames k0 … k1 − 1 of a driven kinematic analysis (template; the steps of
     ``_Stepper.advance`` of :mod:`.kinematics` without its step splitting).
 
@@ -282,8 +277,7 @@ def frames(times, k0, k1, Q, Qd, Qdd, rows, D, tol, max_iter, polish_iter, rcond
     Φq q̈ = γ. Returns the first frame not done: k1, or the frame where the Newton
     iteration failed, landed far from the predictor (another branch) or the kept rows'
     reciprocal condition number fell below ``rcond_min`` — the numpy stepper then takes
-    that frame, splitting the step and reporting events as it does. ``stats`` counts Φ
-    evaluations and factorisations (:data:`S_PHI`, :data:`S_LU`)."""
+    that frame, splitting the step and reporting events as it does."""
     nq = Q.shape[1]
     eps = 2.220446049250313e-16
     # the factorisation at the accepted pose of frame k0 − 1
@@ -300,7 +294,6 @@ def frames(times, k0, k1, Q, Qd, Qdd, rows, D, tol, max_iter, polish_iter, rcond
     trial = np.empty(nq)
     q_pred = np.empty(nq)
     jac_all(Q[k0 - 1], k0 - 1, D, J)
-    stats[S_LU] += 1.0
     if not lu_factor(J, rows, LU, piv) >= rcond_min:
         return k0
     k = k0
@@ -326,7 +319,6 @@ def frames(times, k0, k1, Q, Qd, Qdd, rows, D, tol, max_iter, polish_iter, rcond
         norm = np.inf
         for it in range(max_iter):
             phi = phi_all(q, k, D)
-            stats[S_PHI] += 1.0
             norm = max_abs_rows(phi, rows)
             if not np.isfinite(norm):
                 break
@@ -338,7 +330,6 @@ def frames(times, k0, k1, Q, Qd, Qdd, rows, D, tol, max_iter, polish_iter, rcond
                     break
                 jac_all(q, k, D, J)
                 lu_factor(J, rows, LU, piv)
-                stats[S_LU] += 1.0
                 fresh = True
             else:
                 fresh = False
@@ -361,14 +352,12 @@ def frames(times, k0, k1, Q, Qd, Qdd, rows, D, tol, max_iter, polish_iter, rcond
             for i in range(nq):
                 trial[i] = q[i] - x[i]
             phi_t = phi_all(trial, k, D)
-            stats[S_PHI] += 1.0
             norm_t = max_abs_rows(phi_t, rows)
             if not norm_t < 0.25 * norm:
                 if fresh or norm < 1e3 * eps:
                     break
                 jac_all(q, k, D, J)
                 lu_factor(J, rows, LU, piv)
-                stats[S_LU] += 1.0
                 fresh = True
                 continue
             q[:] = trial
@@ -380,7 +369,6 @@ def frames(times, k0, k1, Q, Qd, Qdd, rows, D, tol, max_iter, polish_iter, rcond
         if jump > max(0.5 * step, 1e3 * tol):
             return k
         jac_all(q, k, D, J)
-        stats[S_LU] += 1.0
         if not lu_factor(J, rows, LU, piv) >= rcond_min:  # near a singular pose: the numpy stepper decides
             return k
         accept_all(q, D)

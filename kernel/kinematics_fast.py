@@ -24,10 +24,11 @@ compiles it for the next run. ``CADMOTION_KINEMATICS_FAST=compile`` (or
 ``CADMOTION_BACKEND=numba``) compiles in the run; ``CADMOTION_KINEMATICS_FAST=0`` never
 uses the compiled step.
 
-It pays for long runs only: loading numba and the module's machine code costs a run about
-0.3 s, which a run of fewer than :data:`MIN_FRAMES` frames does not win back (the numpy
-step of a small model takes ≈ 1.5 ms a frame, the compiled one ≈ 0.1 ms). Shorter runs stay
-on numpy and ask for no warm-up.
+It pays for long runs only: importing numba and loading the module's machine code costs a
+process about 0.5 s of CPU, as much as ≈ 1,000 frames of the slider-crank on the numpy
+stepper (≈ 0.5 ms a frame, the compiled step ≈ 0.05 ms; ``benchmarks/kinematics.py
+--break-even``). Runs of fewer than :data:`MIN_FRAMES` frames stay on numpy and ask for no
+warm-up.
 
 Not covered (the numpy stepper runs every frame): models without numba, with more than
 DENSE_LIMIT coordinates (the sparse numpy path is linear in N), cam pairs (their laws are
@@ -51,7 +52,7 @@ import numpy as np
 __all__ = ["compiled_frames", "CompiledFrames", "compile_module", "MIN_FRAMES", "RCOND_MARGIN"]
 
 #: frames from which a run uses the compiled step (when it is compiled; see the module docstring)
-MIN_FRAMES = 800
+MIN_FRAMES = 1500
 #: the compiled loop hands a frame to the numpy stepper when the kept rows' reciprocal
 #: condition number is below this multiple of ``singular_rcond`` (its exact 1-norm value is
 #: never above LAPACK's estimate, so the numpy stepper would not have stopped on a frame it keeps)
@@ -106,8 +107,7 @@ def _source(model):
         "import numba",
         "import numpy as np",
         "from cadmotion.kernel import _kinematics_kernels as K",
-        "from cadmotion.kernel._kinematics_kernels import S_LU, S_PHI, all_rows, lu_factor, max_abs_rows, "
-        "qr_factor, rows_solve",
+        "from cadmotion.kernel._kinematics_kernels import all_rows, lu_factor, max_abs_rows, qr_factor, rows_solve",
         "",
         "# the groups' templates, whose generated numba functions kinematics_fast binds before the first call",
         f"TEMPLATES = {tuple(s[0] for s in structure)!r}",
@@ -215,7 +215,7 @@ def _signature(layout):
     f, i = types.float64, types.int64
     a1, a2 = arrays["f1"], arrays["f2"]
     data = types.Tuple([arrays[code] for code in layout])
-    return (a1, i, i, a2, a2, a2, arrays["i1"], data, f, i, i, f, f, a1, a1)
+    return (a1, i, i, a2, a2, a2, arrays["i1"], data, f, i, i, f, f, a1)
 
 
 def compile_module(path):
@@ -269,7 +269,6 @@ class CompiledFrames:
     def __init__(self, model, system, module):
         self.module = module
         self.system = system
-        self.stats = np.zeros(2)
         self._no_qdd = np.zeros(model.nq)
         f64 = lambda a: np.array(a, dtype=np.float64, order="C")  # noqa: E731 - writable C copies, one numba type
         i64 = lambda a: np.array(a, dtype=np.int64, order="C")  # noqa: E731
@@ -304,7 +303,7 @@ class CompiledFrames:
                 ref[:] = angles.ref[gi]
         k = self.module.frames(times, int(k0), int(k1), Q, Qd, Qdd, np.array(rows, dtype=np.int64),
                                self.data, float(tol), int(max_iter), int(polish_iter), float(rcond_min), t_prev,
-                               qdd_prev, self.stats)
+                               qdd_prev)
         for gi, ref in self._refs.items():
             if ref.size:
                 angles.ref[gi] = ref.copy()
