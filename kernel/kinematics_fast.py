@@ -25,8 +25,8 @@ compiles it for the next run. ``CADMOTION_KINEMATICS_FAST=compile`` (or
 uses the compiled step.
 
 It pays for long runs only: importing numba and loading the module's machine code costs a
-process about 0.5 s of CPU, as much as ≈ 1,000 frames of the slider-crank on the numpy
-stepper (≈ 0.5 ms a frame, the compiled step ≈ 0.05 ms; ``benchmarks/kinematics.py
+process about 0.5 s of CPU, as much as ≈ 1,200 frames of the slider-crank on the numpy
+stepper (≈ 0.44 ms a frame, the compiled step ≈ 0.08 ms; ``benchmarks/kinematics.py
 --break-even``). Runs of fewer than :data:`MIN_FRAMES` frames stay on numpy and ask for no
 warm-up.
 
