@@ -8,6 +8,9 @@ Equations, at every output time t_k:
     velocity      Φq q̇ = −Φt
     acceleration  Φq q̈ = γ
 
+Long runs of small models take these steps in one compiled call per 256 frames
+(:mod:`.kinematics_fast`); a frame it hands back is taken by the numpy stepper here.
+
 Redundant rows of Φq (a planar linkage built in 3-D) are found once, at the assembled
 pose, and left out of the solves; they stay satisfied because they are combinations of
 the kept rows. The position iteration reuses the last factorisation (chord Newton)
