@@ -234,3 +234,12 @@ def test_short_runs_and_structures_not_compiled_yet_stay_on_numpy(monkeypatch):
     assert isinstance(compiled_frames(model, system, long), CompiledFrames)
     monkeypatch.setenv("CADMOTION_BACKEND", "numpy")  # no numba (FreeCAD's Python): never compiled
     assert compiled_frames(model, system, long) is None
+
+
+def test_progress_hears_of_every_frame_once_and_in_order(compiled):
+    # the compiled loop runs 256 frames a call; the callback still gets each frame, as on numpy
+    model = compile_model(load(SAMPLES / "slider_crank.cadmotion.toml"))
+    heard = []
+    m = kinematics(model, t_end=2.0, steps=600, progress=lambda k, nt: heard.append((k, nt)))
+    assert m.complete and sum(compiled) == 600
+    assert heard == [(k, 601) for k in range(1, 601)]
