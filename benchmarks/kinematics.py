@@ -9,6 +9,12 @@
    N − 3 joints driven (all but three a third of the loop apart): time per frame against N
    (goal: linear, ≤ 10 ms per frame at N = 1000).
 3. Compile time of an N-joint model, cold (first in process) and warm.
+4. ``--break-even``: where the compiled kinematic step (kernel/kinematics_fast.py) starts to
+   pay for a small model: the slider-crank for n frames in a new process each, timed from
+   before the ``kinematics`` call (so loading numba and the compiled module's machine code
+   counts) and for the whole process (wall and CPU), numpy stepper (``CADMOTION_KINEMATICS_FAST=0``) and
+   compiled step (``=compile``, its machine code already cached) alternately, medians;
+   ``CADMOTION_BACKEND`` is unset there, as for a user.
 
 BLAS is pinned to one thread (``OPENBLAS_NUM_THREADS=1`` etc., as the other benchmarks) unless
 the variables are already set: the first threaded LAPACK call of a process starts OpenBLAS's
@@ -23,7 +29,9 @@ for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import argparse  # noqa: E402
 import math  # noqa: E402
+import resource  # noqa: E402
 import statistics  # noqa: E402
+import subprocess  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -63,11 +71,58 @@ def median_time(fn, repeat):
     return statistics.median(times), out
 
 
+#: one kinematic run of a model file for n frames: prints the seconds of the call and of the process
+_ONE_RUN = """
+import sys, time
+from cadmotion.importers import load
+from cadmotion.kernel import compile_model, kinematics
+model = compile_model(load(sys.argv[1]))
+t0 = time.perf_counter()
+kinematics(model, t_end=2.0, steps=int(sys.argv[2]))
+print(time.perf_counter() - t0)
+"""
+
+
+def break_even(repeat, frames=(200, 500, 1000, 1500, 3000)):
+    """Seconds of the slider-crank's kinematics for n frames in a new process, numpy stepper
+    against the compiled step (see the module docstring, item 4)."""
+    model_file = str(ROOT / "samples" / "slider_crank.cadmotion.toml")
+    env = {k: v for k, v in os.environ.items() if k != "CADMOTION_BACKEND"}
+    modes = {"numpy": "0", "compiled": "compile"}
+
+    def once(mode, n):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        out = subprocess.run([sys.executable, "-c", _ONE_RUN, model_file, str(n)], capture_output=True, text=True,
+                             env=dict(env, CADMOTION_KINEMATICS_FAST=modes[mode]), check=True).stdout
+        wall = time.perf_counter() - t0
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        return float(out.split()[-1]), wall, cpu
+
+    for mode in modes:  # compile (or load) once, outside the timings
+        once(mode, 10)
+    print("slider-crank in a new process: kinematics call s / whole process s (its CPU s), medians of", repeat)
+    print(f"{'frames':>7} {'numpy':>22} {'compiled':>22}")
+    for n in frames:
+        runs = {mode: [] for mode in modes}
+        for _ in range(repeat):
+            for mode in modes:
+                runs[mode].append(once(mode, n))
+        cells = [f"{statistics.median(c for c, _, _ in r):.3f} / {statistics.median(w for _, w, _ in r):.2f} "
+                 f"({statistics.median(u for _, _, u in r):.2f})" for r in runs.values()]
+        print(f"{n:>7} {cells[0]:>22} {cells[1]:>22}", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--break-even", action="store_true", help="only item 4 of the module docstring")
     args = ap.parse_args()
     repeat = 1 if args.quick else 3
+    if args.break_even:
+        break_even(repeat)
+        return
     from cadmotion.importers import load
     from cadmotion.kernel import compile_model, kinematics
     from cadmotion.kernel.symbolic.codegen import default_backend

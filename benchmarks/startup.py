@@ -40,7 +40,10 @@ SAMPLES = ROOT / "samples"
 #: name -> (arguments after ``cadmotion``, output file names); outputs are put in the run's folder
 COMMANDS = {
     "slider-crank": (["run", str(SAMPLES / "slider_crank.cadmotion.toml"), "-q", "-o", "{out}/sc.csv"],
-                     "cadmotion run samples/slider_crank.cadmotion.toml -o sc.csv (101 frames)"),
+                     "cadmotion run samples/slider_crank.cadmotion.toml -o sc.csv (201 frames)"),
+    "slider-crank-3000": (["run", str(SAMPLES / "slider_crank.cadmotion.toml"), "-q", "--steps", "3000", "-o",
+                           "{out}/sc3000.csv"],
+                          "cadmotion run samples/slider_crank.cadmotion.toml --steps 3000 -o sc.csv (3,001 frames)"),
     "double-pendulum": (["run", str(SAMPLES / "dynamics" / "double_pendulum.cadmotion.toml"), "-q",
                          "--analysis", "dynamic", "-o", "{out}/dp.csv"],
                         "cadmotion run samples/dynamics/double_pendulum.cadmotion.toml --analysis dynamic -o dp.csv"),

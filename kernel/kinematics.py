@@ -8,6 +8,9 @@ Equations, at every output time t_k:
     velocity      Φq q̇ = −Φt
     acceleration  Φq q̈ = γ
 
+Long runs of small models take these steps in one compiled call per 256 frames
+(:mod:`.kinematics_fast`); a frame it hands back is taken by the numpy stepper here.
+
 Redundant rows of Φq (a planar linkage built in 3-D) are found once, at the assembled
 pose, and left out of the solves; they stay satisfied because they are combinations of
 the kept rows. The position iteration reuses the last factorisation (chord Newton)
@@ -49,6 +52,7 @@ import scipy.sparse as sps
 
 from ..errors import AssemblyError, DrivingError, SingularityError
 from .analysis import rank_info
+from .kinematics_fast import CHUNK, RCOND_MARGIN, compiled_frames
 from .linalg import RowSolver, WeightedRowSolver
 from .motion import Event, JointCoordinate, Motion
 from .system import AngleState, System
@@ -418,11 +422,35 @@ def kinematics(model, t_end=1.0, steps=100, *, t_start=0.0, times=None, tol=1e-1
     Qdd = np.zeros((nt, nq))
     state = stepper.derivatives(q, times[0], angles)
     Q[0], Qd[0], Qdd[0] = state
-    measures = np.zeros((nt, len(model.joint_measures)))
-    measures[0] = system.joint_measures(q)
+    compiled = compiled_frames(model, system, times, free)
     done = 1
     message = ""
-    for k in range(1, nt):
+    k = 1
+    behind = False  # has the compiled loop moved on from the stepper's state?
+    while k < nt:
+        if compiled is not None:  # as many frames as the compiled loop does, then one of the stepper's
+            end = min(nt, k + CHUNK)
+            # the step before frame k − 1, for the predictor: the compiled loop's or the stepper's (a sub-step)
+            prev = (times[k - 2], Qdd[k - 2]) if behind else stepper.previous(times[k - 1])
+            try:
+                k_new = compiled.run(k, end, times, Q, Qd, Qdd, stepper.rows, angles, tol, max_iter,
+                                     stepper.polish_iter, RCOND_MARGIN * singular_rcond, prev)
+            except KeyboardInterrupt:  # Ctrl-C: keep the frames before this call
+                message = f"interrupted at t = {times[k - 1]:.6g} s; the frames before are complete"
+                events.append(Event("interrupted", float(times[k - 1]), message))
+                break
+            if progress is not None:
+                for j in range(k, k_new):
+                    progress(j, nt)
+            behind = behind or k_new > k
+            k = done = k_new
+            if k == end:
+                continue
+            if behind:  # the stepper takes frame k from the compiled loop's last pose
+                behind = False
+                state = (Q[k - 1].copy(), Qd[k - 1].copy(), Qdd[k - 1].copy())
+                prev = (times[k - 2], Qdd[k - 2].copy(), times[k - 1]) if k >= 2 else None
+                stepper.resume(state[0], times[k - 1], angles, prev)
         try:
             state = stepper.advance(times[k - 1], state, times[k], angles, events)
         except KeyboardInterrupt:  # Ctrl-C: keep the frames computed so far
@@ -436,11 +464,12 @@ def kinematics(model, t_end=1.0, steps=100, *, t_start=0.0, times=None, tol=1e-1
             else:
                 break
         Q[k], Qd[k], Qdd[k] = state
-        measures[k] = system.joint_measures(state[0])
         done = k + 1
         if progress is not None:
             progress(k, nt)
-    return _motion(model, times[:done], Q[:done], Qd[:done], Qdd[:done], measures[:done], events,
+        k += 1
+    measures = system.joint_measures_frames(Q[:done])
+    return _motion(model, times[:done], Q[:done], Qd[:done], Qdd[:done], measures, events,
                    complete=done == nt, message=message)
 
 
@@ -604,6 +633,21 @@ class _Stepper:
             return solver.solve(b)
         return x
 
+    def resume(self, q, t, angles, prev):
+        """Go on from the accepted pose ``q`` at ``t`` (s) that the compiled frame loop
+        reached: the factorisation there, and ``prev`` = (t0, q̈ at t0, t) of the step before
+        (or None) for the predictor's jerk."""
+        self.solver = self._factor(self.system.jacobian_auto(q, t, angles))
+        self._J_at = None
+        self._prev = prev
+
+    def previous(self, t):
+        """(t0 (s), q̈ at t0) of the accepted step t0 -> ``t`` that the predictor's jerk uses, or None."""
+        prev = self._prev
+        if prev is not None and prev[2] == t and prev[0] < t:
+            return prev[0], prev[1]
+        return None
+
     #: chord iterations past ``tol`` towards round-off (see :meth:`_position`)
     polish_iter = 3
 
@@ -752,10 +796,11 @@ class _Stepper:
 def _motion(model, times, Q, Qd, Qdd, measures, events, complete=True, message=""):
     nt = len(times)
     pos, quat, vel, om, acc, al = _quantities(model, Q, Qd, Qdd)
-    # keep quaternion sign continuous (q and −q are the same rotation)
-    for k in range(1, nt):
-        flip = np.einsum("bi,bi->b", quat[k], quat[k - 1]) < 0
-        quat[k, flip] *= -1
+    # keep quaternion sign continuous (q and −q are the same rotation): frame k's sign is
+    # frame k − 1's times the sign of their dot product, a running product over the frames
+    if nt > 1:
+        turn = np.where(np.einsum("kbi,kbi->kb", quat[1:], quat[:-1]) < 0, -1.0, 1.0)
+        quat[1:] *= np.cumprod(turn, axis=0)[..., None]
     order = [model.body_index(p.name) for p in model.spec.parts]
     pos, quat, vel, om, acc, al = (a[:, order] for a in (pos, quat, vel, om, acc, al))
     coords = []

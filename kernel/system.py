@@ -102,6 +102,11 @@ class System:
             self._F_values[gi] = F
         return F
 
+    def time_values(self, gi, t):
+        """(n, 3) values f, f', f'' of group ``gi``'s time functions at t (s) (zeros for a
+        group without any)."""
+        return self._F(gi, self.model.groups[gi], t)
+
     def _W(self, gi, g, Q, angles):
         if not self._has_angles[gi]:
             return self._zeros_W[gi]
@@ -199,6 +204,20 @@ class System:
         for gi, (positions, inst, col) in self._measure_plan().items():
             g = self.model.groups[gi]
             out[positions] = g.code.measures(qf[g.gather], g.markers)[inst, col]
+        return out
+
+    def joint_measures_frames(self, Q):
+        """:meth:`joint_measures` of every row of ``Q`` (nt, nq): shape (nt, n_measures), one
+        generated-code call per group for all frames."""
+        nt = Q.shape[0]
+        QF = np.concatenate([Q, np.broadcast_to(self._q_fixed, (nt, len(self._q_fixed)))], axis=1)
+        out = np.empty((nt, len(self.model.joint_measures)))
+        for gi, (positions, inst, col) in self._measure_plan().items():
+            g = self.model.groups[gi]
+            G = QF[:, g.gather].reshape(nt * g.n, -1)
+            M = np.tile(g.markers, (nt, 1))
+            M.flags.writeable = False  # the model's markers are read-only: the same array type for numba
+            out[:, positions] = g.code.measures(G, M).reshape(nt, g.n, -1)[:, inst, col]
         return out
 
     def _measure_plan(self):

@@ -12,7 +12,8 @@ once on arrays of the kinematic solver's types (float64, C order, two axes; mark
 parameters read-only) so numba
 compiles and caches them, then writes the template's ``.ready`` marker. For ``module:PATH``
 (written by a dynamics run that started on numpy,
-:func:`cadmotion.kernel.dynamics.fast.compile_module`) it compiles the module's entry points
+:func:`cadmotion.kernel.dynamics.fast.compile_module`, or a kinematic run,
+:func:`cadmotion.kernel.kinematics_fast.compile_module`) it compiles the module's entry points
 for the argument types the run passes, then writes ``PATH`` with the suffix ``.ready``.
 
 Two of these may run at once on one cache: numba and the marker replace files atomically,
@@ -86,10 +87,13 @@ def _job(item):
     from .codegen import ready_marker
 
     kind, _, rest = item.partition(":")
-    if kind == "module":  # a compiled right-hand side of cadmotion.kernel.dynamics.fast
-        from ..dynamics.fast import compile_module
-
+    if kind == "module":  # a compiled right-hand side (dynamics.fast) or kinematic step (kinematics_fast)
         path = Path(rest)
+        if path.name.startswith("kinematics-"):
+            from ..kinematics_fast import compile_module
+        else:
+            from ..dynamics.fast import compile_module
+
         return path.with_suffix(".ready"), lambda: compile_module(path)
     par = rest or "euler-parameters"
     return ready_marker(kind, par), lambda: compile_template(kind, par)
