@@ -20,7 +20,8 @@ position can put the motion on a neighbouring branch (the IFToMM N-four-bar lost
 that way at tight tolerances). The driver watches the measure of
 :meth:`.equations.Dynamics.singularity` at every accepted step and at probes inside it; where a
 singular configuration is near or strided over, :meth:`Formulation._cross_singular` crosses it
-with index-3 generalised-α steps and hands back; the run's notes list the crossings.
+on the index-3 equations with the fifth-order BDF of :mod:`.crossing` (generalised-α where
+that fails) and hands back; the run's notes list the crossings.
 
 ``projection``, ``baumgarte``, ``penalty`` and ``augmented-lagrangian`` take the options
 ``fast`` (default True: the compiled right-hand side of :mod:`.fast` when numba is available;
@@ -94,7 +95,8 @@ SINGULAR_ZONE_MAX = 1e-2
 LOOP_TOL = 1e-8
 #: the crossing ends when the pivot ratio is back above SINGULAR_ZONE times this
 SINGULAR_EXIT = 4.0
-#: generalised-α steps per crossing chunk (the pivot ratio is checked between chunks)
+#: the fallback crossing (:meth:`Formulation._cross_alpha`): generalised-α steps per chunk
+#: (the pivot ratio is checked between chunks)
 CROSSING_CHUNK = 16
 #: crossing step h = CROSSING_STEP · sqrt(tol) s (second order: the error over a zone of
 #: duration T is about h² T times the motion's third derivative, below tol for A02)
@@ -180,9 +182,9 @@ class Formulation:
     integrators = INTEGRATORS
     #: the integrator used when none is named
     default_integrator = "DOP853"
-    #: the index-3 Formulation class whose generalised-α step crosses singular configurations
-    #: (:meth:`_cross_singular`); set by each family that crosses them, so that this contract
-    #: module never imports a formulation built on it
+    #: the index-3 Formulation class whose Newton iteration crosses singular configurations
+    #: (:meth:`_cross_singular`: BDF steps, generalised-α as the fallback); set by each family
+    #: that crosses them, so that this contract module never imports a formulation built on it
     crossing_formulation = None
 
     def __init__(self, dyn, *, angles, refs, **options):
@@ -506,6 +508,15 @@ class Formulation:
         by :meth:`_cross_singular` (index3 passes them by itself)."""
         return None
 
+    def singular_measure_at(self, t, q):
+        """The measure of :meth:`singular_measure` at the coordinates q (nq,): kinematic, of
+        Jv at q (:meth:`.equations.Dynamics.singularity`), 0 where it cannot be evaluated."""
+        try:
+            ev = self.dyn.evaluate(q, np.zeros(self.nv), t, self.refs, with_gamma=False, with_forces=False)
+            return self.dyn.singularity(ev)
+        except (_Failure, np.linalg.LinAlgError):
+            return 0.0
+
     def onto_joints(self, t, y):
         """y with positions and velocities projected onto the joints (the start of a crossing:
         a formulation that lets the constraints drift, e.g. Baumgarte's, must not hand the drift
@@ -614,8 +625,8 @@ class Formulation:
                     k += 1
                 if k >= nt:
                     break
-                w = self._singularity(t, self.state_from(t, q, v, work))
-                if w is None or (w > zone * SINGULAR_EXIT and w > w_prev):
+                w = self.singular_measure_at(t, q)
+                if w > zone * SINGULAR_EXIT and w > w_prev:
                     break
                 w_prev = w
             method = f"{steps} index-3 BDF{crossing.ORDER} steps of {h:.3g} s"
