@@ -573,7 +573,7 @@ class Formulation:
         by its predictor, so it stays on the branch the motion is on. The crossing steps by the
         fifth-order BDF of :mod:`.crossing` (constant step h = min(:data:`CROSSING_BDF_STEP` ·
         tol^(1/5), :data:`CROSSING_MAX_STEP`, output interval)) through the whole passage: until
-        the measure :meth:`singular_measure` rises above :attr:`singular_zone` ·
+        the measure :meth:`singular_measure_at` rises above :attr:`singular_zone` ·
         :data:`SINGULAR_EXIT` (or :data:`CROSSING_MAX_STEPS` steps); output frames inside are
         interpolated. Where its Newton iteration fails (a step landing on the singular
         configuration itself), the rest is crossed by generalised-α (:meth:`_cross_alpha`).

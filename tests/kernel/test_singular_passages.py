@@ -1,6 +1,6 @@
 """Dynamics through singular configurations (issue 13): the IFToMM N-four-bar (A02, N = 2).
 
-The parallelogram passes a flat, singular configuration every half turn, six in 10 s, where
+The parallelogram passes a flat, singular configuration every half turn, ten in 10 s, where
 the constraint Jacobian loses rank and a neighbouring branch crosses the motion's. The
 reference is independent of cadmotion: the 1-DOF reduction in the rods' angle θ (all three
 rods turn alike, the couplers translate): T = ½ (3 · mL²/3 + 2 m L²) θ̇² = 1.5 θ̇²,
