@@ -1,7 +1,7 @@
 """IFToMM A02, the N-four-bar through its singular configurations: every formulation, integrator
 and tolerance, against the exact solution.
 
-The model is ``samples/dynamics/n_four_bar.cadmotion.toml`` (N = 2: six flat, singular
+The model is ``samples/dynamics/n_four_bar.cadmotion.toml`` (N = 2: ten flat, singular
 configurations in 10 s). The reference is independent of cadmotion: the 1-DOF reduction
 3 θ̈ + 34.335 cos θ = 0 (θ the rods' angle, θ(0) = π/2, θ̇(0) = −1 rad/s) integrated by scipy's
 DOP853 at 1e-13; it reproduces the published B0(10 s) = (0.328458111541, 0.944518538179) m.

@@ -20,7 +20,8 @@ position can put the motion on a neighbouring branch (the IFToMM N-four-bar lost
 that way at tight tolerances). The driver watches the measure of
 :meth:`.equations.Dynamics.singularity` at every accepted step and at probes inside it; where a
 singular configuration is near or strided over, :meth:`Formulation._cross_singular` crosses it
-with index-3 generalised-α steps and hands back; the run's notes list the crossings.
+on the index-3 equations with the fifth-order BDF of :mod:`.crossing` (generalised-α where
+that fails) and hands back; the run's notes list the crossings.
 
 ``projection``, ``baumgarte``, ``penalty`` and ``augmented-lagrangian`` take the options
 ``fast`` (default True: the compiled right-hand side of :mod:`.fast` when numba is available;
@@ -94,7 +95,8 @@ SINGULAR_ZONE_MAX = 1e-2
 LOOP_TOL = 1e-8
 #: the crossing ends when the pivot ratio is back above SINGULAR_ZONE times this
 SINGULAR_EXIT = 4.0
-#: generalised-α steps per crossing chunk (the pivot ratio is checked between chunks)
+#: the fallback crossing (:meth:`Formulation._cross_alpha`): generalised-α steps per chunk
+#: (the pivot ratio is checked between chunks)
 CROSSING_CHUNK = 16
 #: crossing step h = CROSSING_STEP · sqrt(tol) s (second order: the error over a zone of
 #: duration T is about h² T times the motion's third derivative, below tol for A02)
@@ -109,6 +111,17 @@ CROSSING_MAX_STEP = 1e-3
 #: configuration a looser position leaves the branch undetermined, a tighter one is below
 #: the round-off of the iteration matrix's 1/(βh²) scaling at the short steps of tight tolerances
 CROSSING_NEWTON_TOL = 1e-10
+#: the BDF crossing's constant step h = CROSSING_BDF_STEP · tol^(1/5) s (fifth order: the error
+#: over the passage is about (ω h)^5 for a motion of angular frequency ω, below tol for A02)
+CROSSING_BDF_STEP = 0.1
+#: its Newton tolerance on the positions: CROSSING_BDF_NEWTON · tol, at least CROSSING_BDF_NEWTON_MIN m
+CROSSING_BDF_NEWTON = 1e-2
+CROSSING_BDF_NEWTON_MIN = 1e-14
+#: the states before the crossing that start the BDF are integrated at this fraction of tol
+CROSSING_BDF_HISTORY = 1e-2
+#: a crossing hands back after this many steps even inside the zone (the run goes on, and
+#: crosses again if it is still there)
+CROSSING_MAX_STEPS = 20000
 #: and at most this many Newton iterations a step (the first step also removes the drift the
 #: index-1 formulation left, e.g. Baumgarte's, which converges slowly near the singular configuration)
 CROSSING_NEWTON_ITER = 40
@@ -173,9 +186,9 @@ class Formulation:
     integrators = INTEGRATORS
     #: the integrator used when none is named
     default_integrator = "DOP853"
-    #: the index-3 Formulation class whose generalised-α step crosses singular configurations
-    #: (:meth:`_cross_singular`); set by each family that crosses them, so that this contract
-    #: module never imports a formulation built on it
+    #: the index-3 Formulation class whose Newton iteration crosses singular configurations
+    #: (:meth:`_cross_singular`: BDF steps, generalised-α as the fallback); set by each family
+    #: that crosses them, so that this contract module never imports a formulation built on it
     crossing_formulation = None
 
     def __init__(self, dyn, *, angles, refs, **options):
@@ -499,6 +512,15 @@ class Formulation:
         by :meth:`_cross_singular` (index3 passes them by itself)."""
         return None
 
+    def singular_measure_at(self, t, q):
+        """The measure of :meth:`singular_measure` at the coordinates q (nq,): kinematic, of
+        Jv at q (:meth:`.equations.Dynamics.singularity`), 0 where it cannot be evaluated."""
+        try:
+            ev = self.dyn.evaluate(q, np.zeros(self.nv), t, self.refs, with_gamma=False, with_forces=False)
+            return self.dyn.singularity(ev)
+        except (_Failure, np.linalg.LinAlgError):
+            return 0.0
+
     def onto_joints(self, t, y):
         """y with positions and velocities projected onto the joints (the start of a crossing:
         a formulation that lets the constraints drift, e.g. Baumgarte's, must not hand the drift
@@ -545,71 +567,133 @@ class Formulation:
 
     def _cross_singular(self, t, y, rec, times, k, h_hint=np.inf):
         """Cross a singular configuration (toggle, flat four-bar, branch point) from the state
-        y at t with the index-3 generalised-α method of :mod:`.index3`, then hand back.
+        y at t on the index-3 equations, then hand back; returns (t, y, k) after the crossing.
 
         Near a singular configuration the index-1 equations are ill-conditioned: the
         accelerations amplify any position error by 1/σ² (σ the smallest singular value of
         Jv), and a projection onto the joints at a slightly wrong position projects the
         velocity onto the tangent of a neighbouring branch, which drains the energy. The
         index-3 step instead solves Φ(q) = 0 together with the equations of motion, anchored
-        by the mass-weighted predictor q + h q̇ + …, so it stays on the branch the motion
-        is on. The crossing runs in chunks of :data:`CROSSING_CHUNK` steps of
-        h = min(:data:`CROSSING_STEP` · sqrt(tol), :data:`CROSSING_MAX_STEP`, h_hint, output
-        interval) until the pivot
-        measure is above :attr:`singular_zone` · :data:`SINGULAR_EXIT` or the run ends; output
-        frames inside are recorded as they are reached. Returns (t, y, k) after the crossing.
+        by its predictor, so it stays on the branch the motion is on. The crossing steps by the
+        fifth-order BDF of :mod:`.crossing` (constant step h = min(:data:`CROSSING_BDF_STEP` ·
+        tol^(1/5), :data:`CROSSING_MAX_STEP`, output interval)) through the whole passage: until
+        the measure :meth:`singular_measure_at` rises above :attr:`singular_zone` ·
+        :data:`SINGULAR_EXIT` (or :data:`CROSSING_MAX_STEPS` steps); output frames inside are
+        interpolated. Where its Newton iteration fails (a step landing on the singular
+        configuration itself), the rest is crossed by generalised-α (:meth:`_cross_alpha`).
         """
         Index3Formulation = self.crossing_formulation
         if Index3Formulation is None:
             raise SolverError(f"formulation {self.name!r} cannot cross the singular configuration at t = {t:.6g} s",
                               hint="set its crossing_formulation (see kernel/dynamics/contract.py)")
+        from . import crossing
+        from .mass import velocities_from_rates
+
         nt = len(times)
-        t_end = times[-1]
         tol = float(max(np.max(self.rtol), np.max(self.atol)))
         gaps = np.diff(times)
-        h = min(CROSSING_STEP * math.sqrt(tol), CROSSING_MAX_STEP, h_hint, float(np.max(gaps)) if len(gaps) else np.inf)
-        h = max(h, 1e-9 * max(1.0, t_end - times[0]))
-        q, v, work = self.unpack(t, self.onto_joints(t, y))
+        h = min(CROSSING_BDF_STEP * tol ** (1.0 / crossing.ORDER), CROSSING_MAX_STEP,
+                float(np.max(gaps)) if len(gaps) else np.inf)
+        y = self.onto_joints(t, y)
+        q, v, work = self.unpack(t, y)
         q, v = np.array(q, float), np.array(v, float)
         rows, redundant = self.dyn.rows.copy(), self.dyn.redundant.copy()
-        step = Index3Formulation(self.dyn, angles=self.angles, refs=self.refs, project_velocities=False,
-                                 tol=CROSSING_NEWTON_TOL, max_iter=CROSSING_NEWTON_ITER)
-        t_start, steps = t, 0
-        while True:
-            eps = 1e-12 * max(1.0, abs(t))
-            t_stop = min(t + CROSSING_CHUNK * h, t_end)
-            inner = [float(tk) for tk in times[k:] if tk < t_stop - eps]
-            for attempt in range(CROSSING_RETRIES + 1):
-                # a step that lands on the singular configuration itself leaves the Newton matrix
-                # singular whatever its size; a chunk of slightly shorter steps lands beside it
-                res = step.solve(np.array([t] + inner + [t_stop]), q, v, integrator="generalized-alpha",
-                                 atol=self.atol, rtol=self.rtol, dt=h * CROSSING_RETRY_FACTOR ** attempt)
-                steps += res.nsteps
-                if res.success:
+        step = Index3Formulation(self.dyn, angles=self.angles, refs=self.refs, max_iter=CROSSING_NEWTON_ITER)
+        t_start, steps, zone = t, 0, self.singular_zone
+        try:
+            ts, ys = crossing.history(self, t, y, h, crossing.ORDER, max(CROSSING_BDF_HISTORY * tol, 1e-13))
+            step.tol = max(CROSSING_BDF_NEWTON * tol, CROSSING_BDF_NEWTON_MIN)
+            step.prepare(t, q)
+            qs, qds = [], []
+            for tj, yj in zip(ts, ys):
+                qj, vj, _ = self.unpack(tj, yj)
+                qs.append(np.array(qj, float))
+                qds.append(self.dyn.qd(step._bs(qs[-1]), np.asarray(vj, float)))
+            bdf = crossing.BDFCrossing(step, h, ts, qs, qds, work)
+            w_prev = np.inf
+            while steps < CROSSING_MAX_STEPS:
+                t0, w0 = t, work
+                t, q, qd, work = bdf.advance()
+                steps += 1
+                v = velocities_from_rates(step._bs(q), qd, self.dyn.nmov)
+                step._update_windings(q)
+                self.continuous_measures(q, update=True)
+                while k < nt and times[k] <= t + 1e-12 * max(1.0, abs(t)):
+                    tk = float(times[k])
+                    if abs(tk - t) <= 1e-12 * max(1.0, abs(t)):
+                        rec.record(tk, self.state_from(tk, q, v, work))
+                    else:
+                        qk, qdk = bdf.interpolate(tk)
+                        vk = velocities_from_rates(step._bs(qk), qdk, self.dyn.nmov)
+                        rec.record(tk, self.state_from(tk, qk, vk, w0 + (work - w0) * (tk - t0) / (t - t0)))
+                    k += 1
+                if k >= nt:
                     break
-            if not res.success:
-                self.nfev += step.nfev
-                rec.nsteps += steps
-                rec.fail(res.t_fail, f"crossing the singular configuration near t = {t_start:.6g} s: {res.message}")
-            for j, tk in enumerate(inner, start=1):
-                rec.record(tk, self.state_from(tk, res.q[j], res.v[j], work + res.work[j]))
-                k += 1
-            t, q, v, work = t_stop, res.q[-1], res.v[-1], work + res.work[-1]
-            self.continuous_measures(q, update=True)
-            while k < nt and abs(times[k] - t) <= 1e-12 * max(1.0, abs(t)):
-                rec.record(times[k], self.state_from(t, q, v, work))
-                k += 1
-            if k >= nt:
-                break
-            w = self._singularity(t, self.state_from(t, q, v, work))
-            if w is None or w > self.singular_zone * SINGULAR_EXIT:
-                break
+                w = self.singular_measure_at(t, q)
+                if w > zone * SINGULAR_EXIT and w > w_prev:
+                    break
+                w_prev = w
+            method = f"{steps} index-3 BDF{crossing.ORDER} steps of {h:.3g} s"
+        except (_Failure, np.linalg.LinAlgError, FloatingPointError) as exc:
+            # the rest by generalised-α from the last state reached (its retries step beside the
+            # singular configuration itself)
+            rec.notes.append(f"BDF crossing stopped at t = {t:.6g} s ({exc}); generalised-α crossed on")
+            h_alpha = min(CROSSING_STEP * math.sqrt(tol), CROSSING_MAX_STEP, h_hint,
+                          float(np.max(gaps)) if len(gaps) else np.inf)
+            h_alpha = max(h_alpha, 1e-9 * max(1.0, times[-1] - times[0]))
+            t, q, v, work, k, n_alpha = self._cross_alpha(Index3Formulation, t, q, v, work, rec, times, k, h_alpha)
+            method = f"{steps} index-3 BDF{crossing.ORDER} steps of {h:.3g} s and {n_alpha} generalised-α steps " \
+                     f"of {h_alpha:.3g} s"
+            steps += n_alpha
         self.dyn.rows, self.dyn.redundant = rows, redundant
         self.nfev += step.nfev
         self.nfactor += step.nfactor
         rec.nsteps += steps
-        self.crossings.append((t_start, t, steps, h))
+        self.crossings.append((t_start, t, method))
         return t, self.state_from(t, q, v, work), k
+
+    def _cross_alpha(self, Index3Formulation, t, q, v, work, rec, times, k, h):
+        """Generalised-α steps of h (s) from (q, v, W) at t in chunks of :data:`CROSSING_CHUNK`
+        until the measure is above :attr:`singular_zone` · :data:`SINGULAR_EXIT` or the run
+        ends, output frames recorded as they are reached. Returns (t, q, v, W, k, steps)."""
+        nt = len(times)
+        t_end = times[-1]
+        step = Index3Formulation(self.dyn, angles=self.angles, refs=self.refs, project_velocities=False,
+                                 tol=CROSSING_NEWTON_TOL, max_iter=CROSSING_NEWTON_ITER)
+        t_start, steps = t, 0
+        try:
+            while True:
+                eps = 1e-12 * max(1.0, abs(t))
+                t_stop = min(t + CROSSING_CHUNK * h, t_end)
+                inner = [float(tk) for tk in times[k:] if tk < t_stop - eps]
+                for attempt in range(CROSSING_RETRIES + 1):
+                    # a step that lands on the singular configuration itself leaves the Newton matrix
+                    # singular whatever its size; a chunk of slightly shorter steps lands beside it
+                    res = step.solve(np.array([t] + inner + [t_stop]), q, v, integrator="generalized-alpha",
+                                     atol=self.atol, rtol=self.rtol, dt=h * CROSSING_RETRY_FACTOR ** attempt)
+                    steps += res.nsteps
+                    if res.success:
+                        break
+                if not res.success:
+                    rec.nsteps += steps
+                    rec.fail(res.t_fail, f"crossing the singular configuration near t = {t_start:.6g} s: {res.message}")
+                for j, tk in enumerate(inner, start=1):
+                    rec.record(tk, self.state_from(tk, res.q[j], res.v[j], work + res.work[j]))
+                    k += 1
+                t, q, v, work = t_stop, res.q[-1], res.v[-1], work + res.work[-1]
+                self.continuous_measures(q, update=True)
+                while k < nt and abs(times[k] - t) <= 1e-12 * max(1.0, abs(t)):
+                    rec.record(times[k], self.state_from(t, q, v, work))
+                    k += 1
+                if k >= nt:
+                    break
+                w = self._singularity(t, self.state_from(t, q, v, work))
+                if w is None or w > self.singular_zone * SINGULAR_EXIT:
+                    break
+        finally:
+            self.nfev += step.nfev
+            self.nfactor += step.nfactor
+        return t, q, v, work, k, steps
 
     def _counted_rhs(self, t, y):
         self.nfev += 1
@@ -682,5 +766,5 @@ class _Recorder:
 
 def _crossing_notes(form):
     """One note per singular configuration crossed by :meth:`Formulation._cross_singular`."""
-    return [f"singular configuration crossed from t = {t0:.6g} to {t1:.6g} s by {n} index-3 generalised-α steps "
-            f"of {h:.3g} s" for t0, t1, n, h in getattr(form, "crossings", ())]
+    return [f"singular configuration crossed from t = {t0:.6g} to {t1:.6g} s by {method}"
+            for t0, t1, method in getattr(form, "crossings", ())]

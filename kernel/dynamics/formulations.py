@@ -94,6 +94,12 @@ class _IndexOne(Formulation):
                                with_forces=False)
         return self.dyn.singularity(ev)
 
+    def singular_measure_at(self, t, q):
+        """The measure at the coordinates q (compiled when the fast path runs)."""
+        if self._fast is None:
+            return super().singular_measure_at(t, q)
+        return self._singularity(t, np.concatenate([q, np.zeros(self.nv + 1)]))
+
     def _evaluate(self, t, q, v):
         return self.dyn.evaluate(q, v, t, self.refs)
 

@@ -276,18 +276,12 @@ class Index3Formulation(Formulation):
         times = np.asarray(times, float)
         nt = len(times)
         rec = _Recorder(self, nt)
-        dyn = self.dyn
-        self.qf = QForm(dyn, self.refs)
-        if self.qf.compiled:
-            rec.notes.append("index3: compiled residual and Newton matrix")
         t = times[0]
         q = np.array(q0, float)
-        self.qf.kinematics(q, np.zeros(self.nq))
-        qd = dyn.qd(self._bs(q), np.asarray(v0, float))
-        J = self.system.jacobian_auto(q, t, self.angles)
-        self.rows = rank_info(J).independent
-        self._prepare_constraints()
-        self._norm_pos = self._norm_positions()
+        self.prepare(t, q)
+        if self.qf.compiled:
+            rec.notes.append("index3: compiled residual and Newton matrix")
+        qd = self.dyn.qd(self._bs(q), np.asarray(v0, float))
         qdd, lam = self._consistent_acc(q, qd, t)
         a = qdd.copy()
         work, power = 0.0, self._power
@@ -331,6 +325,17 @@ class Index3Formulation(Formulation):
         if self.nhalve:
             rec.notes.append(f"index3: the step was halved {self.nhalve} times (Newton failures)")
         return rec.result(self)
+
+    def prepare(self, t, q):
+        """Set up the residual and the constraint rows kept (independent at q) for steps from
+        the coordinates q (nq,) at t (s); :meth:`newton` also needs ``self.tol`` (m)."""
+        self.qf = QForm(self.dyn, self.refs)
+        self.qf.kinematics(q, np.zeros(self.nq))
+        J = self.system.jacobian_auto(q, t, self.angles)
+        self.rows = rank_info(J).independent
+        self._prepare_constraints()
+        self._norm_pos = self._norm_positions()
+        self._solve = None
 
     def unpack(self, t, y):
         """(q, v, W) of the last step: coordinates, velocities (m/s, rad/s) and non-conservative work (J)."""
@@ -456,21 +461,35 @@ class Index3Formulation(Formulation):
     # ------------------------------------------------------------------ step
     def _step(self, t, h, q0, qd0, qdd0, a0, lam0):
         am, af, gam, beta = self.coef
-        nq = self.nq
         t1 = t + h
         c_k = h * h * beta * (1 - af) / (1 - am)  # ∂q/∂q̈
         c_d = h * gam * (1 - af) / (1 - am)  # ∂q̇/∂q̈
-        bp = 1.0 / c_k
-        full = self.options["newton"] == "full"
-        lazy = self.options["jacobian"] == "lazy"
         # q = base_q + c_k q̈, q̇ = base_qd + c_d q̈
         ahat = (af * qdd0 - am * a0) / (1 - am)
         base_q = q0 + h * qd0 + h * h * ((0.5 - beta) * a0 + beta * ahat)
         base_qd = qd0 + h * ((1 - gam) * a0 + gam * ahat)
+        if self.options["jacobian"] != "lazy" or getattr(self, "_solve_h", None) != h:
+            self._solve = None
+        q1, qd1, qdd, lam, power = self.newton(t1, base_q, base_qd, c_k, c_d, qdd0, lam0)
+        self._solve_h = h
+        ahat_q = (1 - af) / (1 - am) * qdd
+        a1 = ahat + ahat_q
+        if self.options["project_velocities"] == "state":
+            qd1 = self._project_qd(q1, qd1, t1)
+        p1 = self._power_of(power, lam, q1, t1)  # forces of the last iterate (the work is O(h²) anyway)
+        return q1, qd1, qdd, a1, lam, p1
+
+    def newton(self, t1, base_q, base_qd, c_k, c_d, qdd0, lam0):
+        """Newton's method at t1 (s) on [M_q q̈ + Φqᵀ λ − Q_q; Φ/c_k] = 0 for (q̈, λ) with
+        q = base_q + c_k q̈ and q̇ = base_qd + c_d q̈ (c_k in s², c_d in s: the integration
+        formula's dependence on q̈; generalised-α's, or a BDF's), from the guess (q̈0, λ0).
+        Returns (q, q̇, q̈, λ, power of the force elements at the last iterate in W); raises
+        _Failure without convergence. The iteration matrix is kept while ``self._solve`` is set."""
+        nq = self.nq
+        bp = 1.0 / c_k
+        full = self.options["newton"] == "full"
         qdd = qdd0.copy()
         lam = lam0.copy()
-        if not lazy or getattr(self, "_solve_h", None) != h:
-            self._solve = None
         tol = self.tol
         rows = self.rows
         prev = np.inf
@@ -490,7 +509,6 @@ class Index3Formulation(Formulation):
                     S = self.qf.matrix(q1, qd1, t1, np.zeros(self.dyn.nmov), 0.0, 0.0, sparse=self.dyn.sparse,
                                        with_forces=False)
                 self._solve = self._factor(S, J)
-                self._solve_h = h
                 fresh = True
             dx = self._solve(-np.concatenate([R + Jr.T @ lam, bp * phi]))
             qdd += dx[:nq]
@@ -514,11 +532,4 @@ class Index3Formulation(Formulation):
             prev = err
         else:
             raise _Failure(f"no convergence in {self.options['max_iter']} iterations (last correction {err:.3g})")
-        ahat_q = (1 - af) / (1 - am) * qdd
-        a1 = ahat + ahat_q
-        q1 = base_q + c_k * qdd
-        qd1 = base_qd + c_d * qdd
-        if self.options["project_velocities"] == "state":
-            qd1 = self._project_qd(q1, qd1, t1)
-        p1 = self._power_of(power, lam, q1, t1)  # forces of the last iterate (the work is O(h²) anyway)
-        return q1, qd1, qdd, a1, lam, p1
+        return base_q + c_k * qdd, base_qd + c_d * qdd, qdd, lam, power
