@@ -67,7 +67,7 @@ class SemiRecursiveFormulation(Formulation):
     name = "semi-recursive"
     summary = ("Relative coordinates on the joint graph's spanning tree, cut joints closing the loops, double "
                "velocity transformation to the independent velocities, projection (dense or sparse)")
-    defaults = {"tol": None, "max_iter": 8, "sparse": None, "rcond": 0.1}
+    defaults = {"tol": None, "max_iter": 8, "sparse": None, "rcond": 0.1, "fast": True, "compiled_loop": True}
     crossing_formulation = Index3Formulation
 
     def __init__(self, dyn, **kw):
@@ -122,6 +122,10 @@ class SemiRecursiveFormulation(Formulation):
         self._cbodies = np.unique(cols // 6)
         self._ccols = (6 * self._cbodies[:, None] + np.arange(6)[None, :]).reshape(-1)
         self._cpath = path[self._cbodies]
+        if self.options.get("fast", False) and not self.sparse:
+            from .fast_tree import tree_fast
+
+            self._fast = tree_fast(self)
 
     # ---------------------------------------------------------------- kinematics
     def _state(self, t, y):
@@ -316,7 +320,15 @@ class SemiRecursiveFormulation(Formulation):
         return q, v, y[-1]
 
     def rhs(self, t, y):
-        """[ż_q, z̈, Ẇ] (see the module docstring)."""
+        """[ż_q, z̈, Ẇ] (see the module docstring; compiled by :mod:`.fast_tree` when it applies)."""
+        if self._fast is not None:
+            try:
+                out = self._fast(t, y)
+            except FloatingPointError:
+                raise _Failure(f"the reduced mass matrix is singular or the accelerations are not finite at "
+                               f"t = {t:.6g} s") from None
+            self.nfactor += 1
+            return out
         tree = self.tree
         zq, zd, q, v, b, Z, rc = self._state(t, y)
         dyn = self.dyn
@@ -408,6 +420,12 @@ class SemiRecursiveFormulation(Formulation):
         self._zq_ref = y[: self.tree.nzq].copy()
         if self.sparse and self._partition is not None and len(self._partition[1]):
             self._check_partition(t, y)
+        if self._fast is not None:
+            y2, changed = self._fast.project(t, y, self._tol(), self.options["max_iter"])
+            if not changed:
+                return None
+            self.nproject += 1
+            return y2
         return self._project(t, y, self._tol(), self.options["max_iter"], state)
 
     def _check_partition(self, t, y):
@@ -429,7 +447,9 @@ class SemiRecursiveFormulation(Formulation):
         return y if new is None else new
 
     def singular_measure(self, t, y):
-        """:meth:`.equations.Dynamics.singularity` at the absolute state of y."""
+        """:meth:`.equations.Dynamics.singularity` at the absolute state of y (compiled when the fast path runs)."""
+        if self._fast is not None:
+            return self._fast.singularity(t, y)
         q = self.kin.absolute(y[: self.tree.nzq])[0]  # a kinematic measure: the velocities play no part
         ev = self.dyn.evaluate(q, np.zeros(self.dyn.nv), t, self.refs, with_gamma=False, with_forces=False)
         return self.dyn.singularity(ev)

@@ -86,11 +86,13 @@ def _job(item):
     from .codegen import ready_marker
 
     kind, _, rest = item.partition(":")
-    if kind == "module":  # a compiled right-hand side of cadmotion.kernel.dynamics.fast
+    if kind == "module":  # a compiled right-hand side of cadmotion.kernel.dynamics.fast (or .fast_tree)
         from ..dynamics.fast import compile_module
+        from ..dynamics.fast_tree import PREFIX, compile_tree_module
 
         path = Path(rest)
-        return path.with_suffix(".ready"), lambda: compile_module(path)
+        compile_fn = compile_tree_module if path.name.startswith(PREFIX) else compile_module
+        return path.with_suffix(".ready"), lambda: compile_fn(path)
     par = rest or "euler-parameters"
     return ready_marker(kind, par), lambda: compile_template(kind, par)
 
