@@ -28,7 +28,8 @@ The functions of :data:`TEMPLATES` are compiled inside the tree module of a mode
 (:mod:`.fast_tree`), where ``groups``, ``expressions`` and ``KT`` (the index of the first
 tree array in the packed header) are that module's; there they are the ``rhs``, ``project``,
 ``strides_singular`` and ``probe_step`` that the integrator templates of :mod:`._dop853` and
-:mod:`._rk4` call, so the same loops step the tree state y = [z, ż, W].
+:mod:`._rk4` call, so the same loops step the tree state y = [z, ż, W] (and their measure of
+singular configurations is :func:`singularity`, the numpy formulation's).
 """
 
 import math
@@ -53,7 +54,7 @@ RANK_TOL = 1e-9
 #: (name, kind, ndim) of the tree's packed arrays, after the absolute module's (kinds as
 #: :data:`._kernels.COMMON`: 'f' model floats, 'i' model ints, 'w' workspace)
 TREE = [
-    ("t_sizes", "i", 1),  # nzq, nz, nj, nmov, closure rows, timed
+    ("t_sizes", "i", 1),  # nzq, nz, nj, nmov, closure rows, timed, redundant rows of Jv
     ("t_type", "i", 1), ("t_parent", "i", 1), ("t_child", "i", 1), ("t_zq", "i", 1), ("t_z", "i", 1),
     ("t_ncol", "i", 1),
     ("t_Rpi", "f", 3), ("t_rpi", "f", 2), ("t_R0", "f", 3), ("t_r0", "f", 2), ("t_Rjc", "f", 3), ("t_rjc", "f", 2),
@@ -668,6 +669,47 @@ def stage_rhs(t, y, df, di, dd, ws, kt):
     return out, ok
 
 
+@numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
+def singularity(di, dd, ws, kt):
+    """:meth:`.equations.Dynamics.singularity` of the joint rows in the workspace: the smallest
+    eigenvalue, after the redundant rows' zeros, of the Jacobi-scaled Jv W Jvᵀ over all rows,
+    W = diag(1, 1, 1, 1/ℓ², 1/ℓ², 1/ℓ²) per part (ℓ = ``stab[6]``). The numpy semi-recursive
+    formulation's measure (not the pivot ratio of :func:`._kernels.singularity`), so both paths
+    see the same singular configurations."""
+    Jc, rb = K.f3(ws, di, K.I_JC), K.i2(di, K.I_RB)
+    pi, pj, psi, psj = K.i1(di, K.I_PI), K.i1(di, K.I_PJ), K.i1(di, K.I_PSI), K.i1(di, K.I_PSJ)
+    m = rb.shape[0]
+    if m == 0:
+        return 1.0
+    ell = K.f1(dd, di, K.I_STAB)[6]
+    inv = 1.0 / (ell * ell)
+    S = np.zeros((m, m))
+    for p in range(pi.shape[0]):
+        i, j, si, sj = pi[p], pj[p], psi[p], psj[p]
+        acc = Jc[i, si, 0] * Jc[j, sj, 0] + Jc[i, si, 1] * Jc[j, sj, 1] + Jc[i, si, 2] * Jc[j, sj, 2]
+        acc += inv * (Jc[i, si, 3] * Jc[j, sj, 3] + Jc[i, si, 4] * Jc[j, sj, 4] + Jc[i, si, 5] * Jc[j, sj, 5])
+        S[i, j] += acc
+    live = np.zeros(m, np.int64)
+    n = 0
+    for i in range(m):
+        if S[i, i] > 0.0:
+            live[n] = i
+            n += 1
+    if n == 0:
+        return 1.0
+    A = np.empty((n, n))
+    for a in range(n):
+        for c in range(a + 1):
+            i, j = live[a], live[c]
+            v = S[i, j] if i >= j else S[j, i]
+            v /= math.sqrt(S[i, i] * S[j, j])
+            A[a, c] = v
+            A[c, a] = v
+    eig = np.linalg.eigvalsh(A)
+    r = K.i1(di, kt + T_SIZES)[6] - (m - n)
+    return eig[min(max(r, 0), n - 1)]
+
+
 # ---------------------------------------------------------------- projection
 @numba.njit(**_JIT)
 def closure_violation(di, ws, kt):
@@ -785,9 +827,9 @@ def project(t, y, df, di, dd, ws, tol, max_iter):
 
 
 def singular(t, y, df, di, dd, ws):
-    """:func:`._kernels.singularity` at the tree state y (template)."""
+    """:func:`singularity` at the tree state y (template)."""
     tree_state(t, y, df, di, dd, ws, False)
-    return K.singularity(df, di, dd, ws)
+    return singularity(di, dd, ws, KT)
 
 
 def _hermite(p, h, y, f, y_new, f_new, out):
@@ -828,4 +870,4 @@ def probe_step(t, h, y, y_new, f, f_new, s, tmp, df, di, dd, ws):
 #: ``strides_singular`` and ``probe_step`` they replace there
 TEMPLATES = (tree_state, rhs, project, singular, _hermite, strides_singular, probe_step)
 #: names the templates use from this module
-HELPERS = ("kinematics", "stage_rhs", "closure_violation", "position_step", "velocity_step", "T_YA")
+HELPERS = ("kinematics", "stage_rhs", "closure_violation", "position_step", "velocity_step", "singularity", "T_YA")

@@ -70,6 +70,12 @@ def _source(dyn):
     from . import _tree_kernels as T
 
     src, _ = fast._source(dyn)
+    # the integrator templates' watch for singular configurations reads the workspace's measure:
+    # in the tree module it is the numpy semi-recursive formulation's (:func:`._tree_kernels.singularity`)
+    call = "K.singularity(df, di, dd, ws)"
+    if call not in src:
+        raise ImportError(f"the integrator templates no longer call {call}: update fast_tree._source")
+    src = src.replace(call, "singularity(di, dd, ws, KT)")
     _, has_expressions = fast._expression_source(dyn)
     jit = "\n\n@numba.njit(cache=True, nogil=True)\n"
     head = ["", "", "# ---- the semi-recursive formulation's tree (cadmotion.kernel.dynamics.fast_tree)",
@@ -187,7 +193,7 @@ class FastTree(fast.FastRHS):
         qadr = [a for _, a, _ in kin.quat_blocks]
         wadr = [c for _, _, c in kin.quat_blocks]
         values = dict(
-            t_sizes=i64([tree.nzq, tree.nz, nj, nmov, len(crow), int(self.dyn.timed)]),
+            t_sizes=i64([tree.nzq, tree.nz, nj, nmov, len(crow), int(self.dyn.timed), len(self.dyn.redundant)]),
             t_type=i64([T.TYPE_CODES[tj.type] for tj in J]), t_parent=i64(kin.parent), t_child=i64(kin.child),
             t_zq=i64([tj.zq_adr for tj in J]), t_z=i64([tj.z_adr for tj in J]), t_ncol=i64(ncol),
             t_Rpi=kin.R_pi, t_rpi=kin.r_pi, t_R0=kin.R0, t_r0=kin.r0, t_Rjc=kin.R_jc, t_rjc=kin.r_jc,

@@ -428,6 +428,78 @@ class SemiRecursiveFormulation(Formulation):
             return y2
         return self._project(t, y, self._tol(), self.options["max_iter"], state)
 
+    def _compiled_loop_applies(self, times, rtol, atol, integrator="DOP853"):
+        """True when the compiled tree module runs the whole ``RK4`` or ``DOP853`` integration
+        (option ``compiled_loop``; nothing of ẏ evaluated in Python)."""
+        fast = self._fast
+        tolerances = integrator == "RK4" or (np.ndim(rtol) == 0 and np.ndim(atol) == 0 and np.isfinite(rtol)
+                                             and atol >= 0)
+        return bool(integrator in ("RK4", "DOP853") and self.options.get("compiled_loop", False)
+                    and fast is not None and fast.self_contained and tolerances and times[-1] > times[0]
+                    and np.all(np.diff(times) >= 0))
+
+    def _run_compiled(self, times, y0, rec, rtol, atol, integrator="DOP853", dt=None):
+        """RK4 (step ``dt`` s, None: :func:`.contract.default_dt`) or DOP853 in one compiled loop of
+        the tree module (:class:`.fast_tree.FastTree`): the steps, the projection onto the closure
+        after each, the angle bookkeeping and the watch for singular configurations (crossed by
+        :meth:`_cross_singular` between compiled runs), as the Python loops do them."""
+        from . import _dop853 as D
+        from . import _rk4 as R4
+        from .contract import default_dt
+
+        fast = self._fast
+        ptol, max_iter = self._tol(), int(self.options["max_iter"])
+        rec.notes.append(f"{integrator} in the compiled loop")
+        if integrator == "RK4":
+            h_target = dt if dt else default_dt(times)
+
+            def loop(part, y, meas, zone):
+                return fast.rk4(part, y, h_target, ptol, max_iter, meas_ref=meas, zone=zone)
+        else:
+            rtol = max(float(rtol), 100 * np.finfo(float).eps)
+
+            def loop(part, y, meas, zone):
+                return fast.dop853(part, y, rtol, atol, ptol, max_iter, meas_ref=meas, zone=zone)
+        k0 = 0
+        while True:
+            meas = self._meas_ref if len(self.model.joint_measures) else None
+            part = times[k0:]
+            status, Y, snaps, stats, y_end = loop(part, y0, meas, self.singular_zone if self.dyn.has_loops else 0.0)
+            self.nfev += int(stats[D.S_NFEV])
+            self.nfactor += int(stats[D.S_NFEV])
+            self.nproject += int(stats[D.S_NPROJECT])
+            rec.nsteps += int(stats[D.S_NSTEPS])
+            for j in range(1, int(stats[D.S_K])):
+                mref = fast.restore(snaps[j])
+                if meas is not None:
+                    self._meas_ref = mref
+                rec.record(part[j], Y[j])
+            self._zq_ref = y_end[: self.tree.nzq].copy()
+            if status != D.SINGULAR:
+                break
+            k = k0 + int(stats[D.S_K])
+            mref = fast.restore(fast.dd.copy())  # the references at the stop
+            if len(self.model.joint_measures):
+                self._meas_ref = mref
+            h_hint = float(stats[R4.S_STEP]) if integrator == "RK4" else np.inf
+            t_x, y_x, k = self._cross_singular(float(stats[D.S_T]), y_end, rec, times, k, h_hint)
+            if k >= len(times):
+                return
+            times = np.concatenate([[t_x], times[k:]])
+            k0, y0 = 0, y_x
+        t_fail, t_eval = stats[D.S_T_FAIL], stats[D.S_T_EVAL]
+        if status == D.NOT_FINITE:
+            rec.fail(t_fail, f"the equations of motion could not be solved near t = {t_fail:.6g} s: the reduced "
+                             f"mass matrix is singular or the accelerations are not finite at t = {t_eval:.6g} s")
+        elif status == D.NAN_STATE:
+            rec.fail(t_fail, f"the solution became NaN/inf at t = {t_fail:.6g} s" + (
+                f" (the step dt = {stats[R4.S_STEP]:.3g} s is too large for this model, or the model is unstable)"
+                if integrator == "RK4" else ""))
+        elif status == D.STEP_COLLAPSE:
+            rec.fail(t_fail, f"the integrator {integrator} failed after t = {t_fail:.6g} s: Required step size is less "
+                             "than spacing between numbers. (step size collapse: the model is stiff, singular or blows "
+                             "up)")
+
     def _check_partition(self, t, y):
         """Drop the sparse path's partition (chosen again at the next evaluation) when the pivots
         of C_rd at the last evaluation fell below ``rcond`` times those at its choice."""
