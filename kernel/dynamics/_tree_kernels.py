@@ -705,9 +705,81 @@ def singularity(di, dd, ws, kt):
             v /= math.sqrt(S[i, i] * S[j, j])
             A[a, c] = v
             A[c, a] = v
-    eig = np.linalg.eigvalsh(A)
     r = K.i1(di, kt + T_SIZES)[6] - (m - n)
-    return eig[min(max(r, 0), n - 1)]
+    return kth_eigenvalue(A, min(max(r, 0), n - 1))
+
+
+@numba.njit(cache=True, nogil=True)
+def kth_eigenvalue(A, k):
+    """The k-th smallest eigenvalue (0-based) of the symmetric matrix A (overwritten): Householder
+    reduction to tridiagonal form, then bisection on the Sturm sequence counts to round-off —
+    a few µs for the tens of rows of a mechanism, where LAPACK's full eigvalsh costs ten times more."""
+    n = A.shape[0]
+    d = np.empty(n)
+    e = np.zeros(n)
+    v = np.empty(n)
+    p = np.empty(n)
+    for c in range(n - 2):
+        nrm = 0.0
+        for i in range(c + 1, n):
+            nrm += A[i, c] * A[i, c]
+        nrm = math.sqrt(nrm)
+        d[c] = A[c, c]
+        if nrm == 0.0:
+            e[c] = 0.0
+            continue
+        alpha = -nrm if A[c + 1, c] >= 0.0 else nrm
+        e[c] = alpha
+        for i in range(c + 1, n):
+            v[i] = A[i, c]
+        v[c + 1] -= alpha
+        vn = 0.0
+        for i in range(c + 1, n):
+            vn += v[i] * v[i]
+        vn = math.sqrt(vn)
+        for i in range(c + 1, n):
+            v[i] /= vn
+        vp = 0.0
+        for i in range(c + 1, n):  # p = A22 v, then w = p − (vᵀ p) v; A22 ← A22 − 2 v wᵀ − 2 w vᵀ
+            acc = 0.0
+            for j in range(c + 1, n):
+                acc += A[i, j] * v[j]
+            p[i] = acc
+            vp += v[i] * acc
+        for i in range(c + 1, n):
+            p[i] -= vp * v[i]
+        for i in range(c + 1, n):
+            for j in range(c + 1, n):
+                A[i, j] -= 2.0 * (v[i] * p[j] + p[i] * v[j])
+    if n >= 2:
+        d[n - 2] = A[n - 2, n - 2]
+        e[n - 2] = A[n - 1, n - 2]
+    d[n - 1] = A[n - 1, n - 1]
+    lo, hi = d[0], d[0]
+    for i in range(n):  # Gershgorin bounds
+        rad = abs(e[i]) + (abs(e[i - 1]) if i > 0 else 0.0)
+        lo = min(lo, d[i] - rad)
+        hi = max(hi, d[i] + rad)
+    tiny = 1e-300
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if mid <= lo or mid >= hi or hi - lo <= 1e-15 * max(abs(lo), abs(hi), 1.0):
+            break
+        count = 0  # eigenvalues below mid
+        q = d[0] - mid
+        if q < 0.0:
+            count += 1
+        for i in range(1, n):
+            if q == 0.0:
+                q = tiny
+            q = d[i] - mid - e[i - 1] * e[i - 1] / q
+            if q < 0.0:
+                count += 1
+        if count > k:
+            hi = mid
+        else:
+            lo = mid
+    return 0.5 * (lo + hi)
 
 
 # ---------------------------------------------------------------- projection

@@ -392,6 +392,7 @@ class SemiRecursiveFormulation(Formulation):
             changed = True
             q, _, jr, frames = self.kin.absolute(zq)
             b = self.kin.columns(frames, jr)
+            rc = jr + np.einsum("bij,bj->bi", frames["R"], self._com)  # C's lever arms at the new pose
         y2 = y.copy()
         if changed:
             y2[:nzq] = zq
