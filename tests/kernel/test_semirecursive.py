@@ -253,15 +253,18 @@ def test_the_compiled_evaluation_equals_the_numpy_one_to_round_off(name, path):
 # ---------------------------------------------------------------------------- dynamics against references
 @pytest.mark.parametrize("integrator", ["DOP853", "RK4"])
 def test_slider_crank_p1_crank_angles(integrator, path):
-    """The crank torque 0.01·e^(−t) N m is compiled into the loop (DOP853 at 1e-11; RK4 at 0.1 ms:
-    its O(h⁴) error, bound 1e-7)."""
+    """The crank torque 0.01·e^(−t) N m is compiled into the loop (DOP853 at 1e-11; RK4 at 1 ms,
+    the issue's step: its O(h⁴) error measured 9e-9, bound 5e-8; on the compiled path only — the
+    Python RK4 loop runs the four-bar below)."""
+    if integrator == "RK4" and path == "numpy":
+        pytest.skip("2,000 numpy steps: the Python RK4 loop is covered by test_every_integrator_runs_the_four_bar")
     m, res = run(sample("slider_crank_torque"), 2.0, 4, formulation=FORM, rtol=1e-11, atol=1e-11,
-                 integrator=integrator, dt=1e-4)
+                 integrator=integrator, dt=1e-3)
     assert res.success, res.message
     assert (f"{integrator} in the compiled loop" in res.notes) == (path == "compiled")
     ref = [-3.87235715, 0.72673009, -3.72818191, 0.57401363]  # ../shared/peers/reference/p1.py
     angle = math.pi / 4 + m.coordinate("crank_pivot.angle")[1:]
-    assert np.max(np.abs(angle - ref)) < 1e-7  # the reference has 8 decimals
+    assert np.max(np.abs(angle - ref)) < (1e-7 if integrator == "DOP853" else 5e-8)  # the reference has 8 decimals
     assert np.max(m.extra["violation.position"]) < 1e-9
 
 
