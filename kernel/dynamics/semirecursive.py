@@ -35,6 +35,11 @@ sparse  M̄ and C in their constant sparsity patterns; the dependent coordinates
 Projection after every accepted step (all integrators; BDF and LSODA only at output frames, as
 the other formulations): Newton on Φ_c(z) = 0 by minimum-norm corrections of z, then
 ż onto C ż = −Φt_c, when the violation exceeds ``tol`` (default: atol).
+
+Compiled path (option ``fast``, default True; the dense path when numba is available and the
+model's module is compiled, :mod:`.fast_tree`): the same evaluation, projection and singularity
+measure in one compiled call each (equal to this module's to round-off), and with RK4 or DOP853
+the whole integration in the compiled loop (option ``compiled_loop``, default True).
 """
 
 from __future__ import annotations
