@@ -17,7 +17,8 @@ parts and coordinates for a fixed number of independent coordinates:
                  𝐑 = [−R11⁻¹ R12; I], s_d = R11⁻¹ Q1ᵀ c
     mass         M̄ x for any x by the same two passes (velocities R x, momenta of the parts at
                  the world origin summed over the subtrees, projected on the columns): 𝐑ᵀ M̄ 𝐑
-                 column by column and M̄ s, never M̄ itself
+                 column by column and M̄ s; beyond :data:`DENSE_LIMIT` independent coordinates
+                 M̄ from the subtrees' composite inertias (b_kᵀ Mc_l b_l), then 𝐑ᵀ (M̄ 𝐑)
     solve        Cholesky of 𝐑ᵀ M̄ 𝐑 (n_i × n_i), z̈_i, z̈_d = s + X z̈_i
 
 The model's absolute quantities (Jc, γ̂, Φ, Φt of the closure rows, the applied forces) come
@@ -50,6 +51,10 @@ TYPE_CODES = {"fixed": FIXED, "revolute": REVOLUTE, "prismatic": PRISMATIC, "cyl
 REF_CODES = {"i": 0, "j": 1, "pre": 2, "w": 3}
 #: relative pivot below which a closure equation is redundant (:data:`.semirecursive.RANK_TOL`)
 RANK_TOL = 1e-9
+#: beyond this many independent coordinates 𝐑ᵀ M̄ 𝐑 is reduced from M̄ assembled from the subtrees'
+#: composite inertias (O(n²) for a chain) instead of one recursive pass per column (O(n) each),
+#: and factorised by LAPACK instead of the loop Cholesky
+DENSE_LIMIT = 12
 
 #: (name, kind, ndim) of the tree's packed arrays, after the absolute module's (kinds as
 #: :data:`._kernels.COMMON`: 'f' model floats, 'i' model ints, 'w' workspace)
@@ -324,6 +329,59 @@ def mass_times(x, di, ws, kt, Jw, mass, out):
 
 
 @numba.njit(**_JIT)
+def composite_mass(di, ws, kt, Jw, mass):
+    """M̄ (nz, nz) = R_vᵀ M R_v: M̄[k, l] = b_kᵀ Mc_l b_l for k on the path to l, Mc_l the composite
+    spatial inertia at the world origin of the parts below l's joint (summed from the leaves)."""
+    sz = K.i1(di, kt + T_SIZES)
+    nz, nj, nmov = sz[1], sz[2], sz[3]
+    par, chi, za, ncol = K.i1(di, kt + T_PARENT), K.i1(di, kt + T_CHILD), K.i1(di, kt + T_Z), K.i1(di, kt + T_NCOL)
+    cjoint, bjoint = K.i1(di, kt + T_CJOINT), K.i1(di, kt + T_BJOINT)
+    b, rc = K.f2(ws, di, kt + T_B), K.f2(ws, di, kt + T_RC)
+    Mc = np.zeros((nmov, 6, 6))
+    for bd in range(nmov):
+        m = mass[bd]
+        r0, r1, r2 = rc[bd, 0], rc[bd, 1], rc[bd, 2]
+        rr = r0 * r0 + r1 * r1 + r2 * r2
+        for i in range(3):
+            Mc[bd, i, i] = m
+        # −m S and m S, S = skew(r_c)
+        Mc[bd, 0, 4], Mc[bd, 0, 5], Mc[bd, 1, 3] = m * r2, -m * r1, -m * r2
+        Mc[bd, 1, 5], Mc[bd, 2, 3], Mc[bd, 2, 4] = m * r0, m * r1, -m * r0
+        Mc[bd, 4, 0], Mc[bd, 5, 0], Mc[bd, 3, 1] = m * r2, -m * r1, -m * r2
+        Mc[bd, 5, 1], Mc[bd, 3, 2], Mc[bd, 4, 2] = m * r0, m * r1, -m * r0
+        r = (r0, r1, r2)
+        for i in range(3):  # J − m S S = J − m (r rᵀ − |r|² I)
+            for j in range(3):
+                Mc[bd, 3 + i, 3 + j] = Jw[bd, i, j] - m * r[i] * r[j] + (m * rr if i == j else 0.0)
+    for k in range(nj - 1, -1, -1):
+        if par[k] >= 0:
+            for i in range(6):
+                for j in range(6):
+                    Mc[par[k], i, j] += Mc[chi[k], i, j]
+    W = np.empty((nz, 6))
+    for col in range(nz):
+        c = chi[cjoint[col]]
+        for i in range(6):
+            acc = 0.0
+            for j in range(6):
+                acc += Mc[c, i, j] * b[col, j]
+            W[col, i] = acc
+    M = np.zeros((nz, nz))
+    for l in range(nz):
+        k = cjoint[l]
+        while k >= 0:
+            for col in range(za[k], za[k] + ncol[k]):
+                v = 0.0
+                for i in range(6):
+                    v += b[col, i] * W[l, i]
+                M[col, l] = v
+                M[l, col] = v
+            p = par[k]
+            k = bjoint[p] if p >= 0 else -1
+    return M
+
+
+@numba.njit(**_JIT)
 def _project_subtrees(P, b, par, chi, za, ncol, nj, nz, out):
     """out_c = b_cᵀ Σ_{parts below c} P (P (nmov, 6) summed from the leaves, in place)."""
     for k in range(nj - 1, -1, -1):
@@ -453,9 +511,28 @@ def _upper_solve(R, r, x):
 
 @numba.njit(**_JIT)
 def _cholesky_solve(A, x):
-    """x ← A⁻¹ x for symmetric positive definite A (overwritten by its factor); False if A is
-    not positive definite."""
+    """x ← A⁻¹ x for symmetric positive definite A (overwritten by its factor, up to
+    :data:`DENSE_LIMIT` rows; LAPACK's beyond); False if A is not positive definite."""
     n = A.shape[0]
+    if n > DENSE_LIMIT:
+        for j in range(n):
+            if not A[j, j] > 0.0:
+                return False
+        try:
+            L = np.linalg.cholesky(A)
+        except Exception:  # not positive definite
+            return False
+        for i in range(n):
+            s = x[i]
+            for k in range(i):
+                s -= L[i, k] * x[k]
+            x[i] = s / L[i, i]
+        for i in range(n - 1, -1, -1):
+            s = x[i]
+            for k in range(i + 1, n):
+                s -= L[k, i] * x[k]
+            x[i] = s / L[i, i]
+        return True
     for j in range(n):
         s = A[j, j]
         for k in range(j):
@@ -601,21 +678,37 @@ def stage_rhs(t, y, df, di, dd, ws, kt):
                 acc += Q[l, i] * cvec[l]
             s[i] = acc
         _upper_solve(R, r, s)
-        # 𝐑ᵀ M̄ 𝐑 and 𝐑ᵀ (Q̄ − M̄ s) by the recursive products
+        # 𝐑ᵀ M̄ 𝐑 and 𝐑ᵀ (Q̄ − M̄ s): by the recursive products, or from M̄ for many columns
         e = np.zeros(nz)
         me = np.empty(nz)
         Mbar = np.empty((ni, ni))
-        for j in range(ni):
-            e[:] = 0.0
-            e[perm[r + j]] = 1.0
-            for i in range(r):
-                e[perm[i]] = X[i, j]
-            mass_times(e, di, ws, kt, Jw, mass, me)
+        if ni > DENSE_LIMIT:
+            Mz = composite_mass(di, ws, kt, Jw, mass)
+            E = np.empty((nz, ni))  # M̄ 𝐑
+            for j in range(ni):
+                for row in range(nz):
+                    acc = Mz[row, perm[r + j]]
+                    for d in range(r):
+                        acc += Mz[row, perm[d]] * X[d, j]
+                    E[row, j] = acc
             for i in range(ni):
-                acc = me[perm[r + i]]
-                for d in range(r):
-                    acc += X[d, i] * me[perm[d]]
-                Mbar[i, j] = acc
+                for j in range(ni):
+                    acc = E[perm[r + i], j]
+                    for d in range(r):
+                        acc += X[d, i] * E[perm[d], j]
+                    Mbar[i, j] = acc
+        else:
+            for j in range(ni):
+                e[:] = 0.0
+                e[perm[r + j]] = 1.0
+                for i in range(r):
+                    e[perm[i]] = X[i, j]
+                mass_times(e, di, ws, kt, Jw, mass, me)
+                for i in range(ni):
+                    acc = me[perm[r + i]]
+                    for d in range(r):
+                        acc += X[d, i] * me[perm[d]]
+                    Mbar[i, j] = acc
         e[:] = 0.0
         for i in range(r):
             e[perm[i]] = s[i]
@@ -647,6 +740,10 @@ def stage_rhs(t, y, df, di, dd, ws, kt):
                 for i in range(r):
                     lam += Q[l, i] * u[i]
                 power += lam * pt[crow[l]]
+    elif nz > DENSE_LIMIT:
+        Mbar = composite_mass(di, ws, kt, Jw, mass)
+        zdd[:] = Qz
+        ok = _cholesky_solve(Mbar, zdd)
     else:
         Mbar = np.empty((nz, nz))
         e = np.zeros(nz)

@@ -219,11 +219,12 @@ def _numpy_and_compiled(model):
     return out
 
 
-@pytest.mark.parametrize("name", ["all types", "four_bar", "n_four_bar"])
+@pytest.mark.parametrize("name", ["all types", "four_bar", "n_four_bar", "closed_chain"])
 def test_the_compiled_evaluation_equals_the_numpy_one_to_round_off(name, path):
     """ẏ, the projection onto the closure and the singularity measure at perturbed states (every
     tree joint type and a free base with a distance closure; the redundant four-bar's rank-2
-    closure; the N-four-bar's redundant loops near its singular configurations)."""
+    closure; the N-four-bar's redundant loops near its singular configurations; the closed chain of
+    20 links, whose 17 independent coordinates take the composite-inertia path)."""
     if path == "numpy":
         pytest.skip("compares the two paths")
     model = (compile_model(parse_model(tomllib.loads(ALL_TYPES), source="all types (test)")) if name == "all types"
