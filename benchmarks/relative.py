@@ -1,7 +1,8 @@
 """Absolute against relative coordinates (issue 17): the slider-crank and a generated loop of N pairs.
 
 Per model, for the absolute formulation ``projection`` (compiled right-hand side when numba is
-there), ``semi-recursive`` on its dense and its sparse path, and ``recursive``:
+there), ``semi-recursive`` compiled (``kernel/dynamics/fast_tree.py``: its evaluation and the
+compiled RK4 loop) and on its numpy dense and sparse paths, and ``recursive``:
 
 - ``eval``: the median wall time of one evaluation of the state derivative ẏ (the integrator's
   call, at the initial state; ``CM_EVALS`` calls, default 200);
@@ -17,16 +18,19 @@ N revolute pairs written by ``samples/dynamics/make_closed_chain.py`` (N − 3 D
 equations of rank 2 in the relative coordinates); and one evaluation on the 40-plate lattice
 (``samples/dynamics/plate_lattice``: spherical joints, a wide tree whose M̄ is sparse).
 
-BLAS is pinned to one thread (as ``lattice.py``). The machine is shared: the load average is
-printed with the figures.
+BLAS is pinned to one thread (as ``lattice.py``); compiled modules are compiled in the run when not
+cached (``CADMOTION_DYNAMICS_FAST=compile``). The machine is shared: the load average is printed
+with the figures.
 
     python benchmarks/relative.py [--n 10 20 50 100 200 300] [--t-sim 1.0] [--skip-runs] [--method absolute ...]
     python benchmarks/relative.py --n --no-lattice --t-sim 60 --method absolute --method "absolute, Python RK4 loop"
+    python benchmarks/relative.py --n --no-lattice --t-sim 60 --method absolute --method "semi-recursive compiled"
 """
 import os
 
 for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_v, "1")
+os.environ.setdefault("CADMOTION_DYNAMICS_FAST", "compile")
 
 import argparse  # noqa: E402
 import importlib.util  # noqa: E402
@@ -50,7 +54,8 @@ except ModuleNotFoundError:  # pragma: no cover - Python < 3.11
 SAMPLES = Path(__file__).resolve().parents[1] / "samples" / "dynamics"
 EVALS = int(os.environ.get("CM_EVALS", "200"))
 METHODS = (("absolute", "projection", None), ("absolute, Python RK4 loop", "projection", {"compiled_loop": False}),
-           ("semi-recursive dense", "semi-recursive", {"sparse": False}),
+           ("semi-recursive compiled", "semi-recursive", {"sparse": False}),
+           ("semi-recursive dense", "semi-recursive", {"sparse": False, "fast": False}),
            ("semi-recursive sparse", "semi-recursive", {"sparse": True}), ("recursive", "recursive", None))
 
 

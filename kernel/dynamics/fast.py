@@ -823,6 +823,8 @@ class FastRHS:
                           F=np.zeros((g.n, 3)), ref=np.zeros((g.n, g.n_angles)), mpos=pos, **_time_function_data(g))
             for name, kind, ndim in K.GROUP:
                 P.add(f"{name}_{k}", kind, arrays[name])
+        for name, kind, a in self._extra_arrays():  # a subclass's own (the tree of :mod:`.fast_tree`)
+            P.add(name, kind, a)
         self.df, self.di, self.dd, self.ws, views = P.pack()
         self.aux = views["aux"]
         for k, gr in enumerate(dyn.groups):
@@ -843,6 +845,10 @@ class FastRHS:
         #: nothing in ẏ is evaluated in Python (drivers' time functions, torque or force
         #: expressions not compiled into the module): the compiled integrator loop applies
         self.self_contained = not (self._timed or python_exprs)
+
+    def _extra_arrays(self):
+        """[(name, kind, array)] packed after the groups' arrays (none here)."""
+        return []
 
     def _update(self, t):
         for F, fns in self._timed:

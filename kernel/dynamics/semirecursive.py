@@ -35,6 +35,11 @@ sparse  M̄ and C in their constant sparsity patterns; the dependent coordinates
 Projection after every accepted step (all integrators; BDF and LSODA only at output frames, as
 the other formulations): Newton on Φ_c(z) = 0 by minimum-norm corrections of z, then
 ż onto C ż = −Φt_c, when the violation exceeds ``tol`` (default: atol).
+
+Compiled path (option ``fast``, default True; the dense path when numba is available and the
+model's module is compiled, :mod:`.fast_tree`): the same evaluation, projection and singularity
+measure in one compiled call each (equal to this module's to round-off), and with RK4 or DOP853
+the whole integration in the compiled loop (option ``compiled_loop``, default True).
 """
 
 from __future__ import annotations
@@ -67,7 +72,7 @@ class SemiRecursiveFormulation(Formulation):
     name = "semi-recursive"
     summary = ("Relative coordinates on the joint graph's spanning tree, cut joints closing the loops, double "
                "velocity transformation to the independent velocities, projection (dense or sparse)")
-    defaults = {"tol": None, "max_iter": 8, "sparse": None, "rcond": 0.1}
+    defaults = {"tol": None, "max_iter": 8, "sparse": None, "rcond": 0.1, "fast": True, "compiled_loop": True}
     crossing_formulation = Index3Formulation
 
     def __init__(self, dyn, **kw):
@@ -122,6 +127,10 @@ class SemiRecursiveFormulation(Formulation):
         self._cbodies = np.unique(cols // 6)
         self._ccols = (6 * self._cbodies[:, None] + np.arange(6)[None, :]).reshape(-1)
         self._cpath = path[self._cbodies]
+        if self.options.get("fast", False) and not self.sparse:
+            from .fast_tree import tree_fast
+
+            self._fast = tree_fast(self)
 
     # ---------------------------------------------------------------- kinematics
     def _state(self, t, y):
@@ -316,7 +325,15 @@ class SemiRecursiveFormulation(Formulation):
         return q, v, y[-1]
 
     def rhs(self, t, y):
-        """[ż_q, z̈, Ẇ] (see the module docstring)."""
+        """[ż_q, z̈, Ẇ] (see the module docstring; compiled by :mod:`.fast_tree` when it applies)."""
+        if self._fast is not None:
+            try:
+                out = self._fast(t, y)
+            except FloatingPointError:
+                raise _Failure(f"the reduced mass matrix is singular or the accelerations are not finite at "
+                               f"t = {t:.6g} s") from None
+            self.nfactor += 1
+            return out
         tree = self.tree
         zq, zd, q, v, b, Z, rc = self._state(t, y)
         dyn = self.dyn
@@ -380,6 +397,7 @@ class SemiRecursiveFormulation(Formulation):
             changed = True
             q, _, jr, frames = self.kin.absolute(zq)
             b = self.kin.columns(frames, jr)
+            rc = jr + np.einsum("bij,bj->bi", frames["R"], self._com)  # C's lever arms at the new pose
         y2 = y.copy()
         if changed:
             y2[:nzq] = zq
@@ -408,7 +426,85 @@ class SemiRecursiveFormulation(Formulation):
         self._zq_ref = y[: self.tree.nzq].copy()
         if self.sparse and self._partition is not None and len(self._partition[1]):
             self._check_partition(t, y)
+        if self._fast is not None:
+            y2, changed = self._fast.project(t, y, self._tol(), self.options["max_iter"])
+            if not changed:
+                return None
+            self.nproject += 1
+            return y2
         return self._project(t, y, self._tol(), self.options["max_iter"], state)
+
+    def _compiled_loop_applies(self, times, rtol, atol, integrator="DOP853"):
+        """True when the compiled tree module runs the whole ``RK4`` or ``DOP853`` integration
+        (option ``compiled_loop``; nothing of ẏ evaluated in Python)."""
+        fast = self._fast
+        tolerances = integrator == "RK4" or (np.ndim(rtol) == 0 and np.ndim(atol) == 0 and np.isfinite(rtol)
+                                             and atol >= 0)
+        return bool(integrator in ("RK4", "DOP853") and self.options.get("compiled_loop", False)
+                    and fast is not None and fast.self_contained and tolerances and times[-1] > times[0]
+                    and np.all(np.diff(times) >= 0))
+
+    def _run_compiled(self, times, y0, rec, rtol, atol, integrator="DOP853", dt=None):
+        """RK4 (step ``dt`` s, None: :func:`.contract.default_dt`) or DOP853 in one compiled loop of
+        the tree module (:class:`.fast_tree.FastTree`): the steps, the projection onto the closure
+        after each, the angle bookkeeping and the watch for singular configurations (crossed by
+        :meth:`_cross_singular` between compiled runs), as the Python loops do them."""
+        from . import _dop853 as D
+        from . import _rk4 as R4
+        from .contract import default_dt
+
+        fast = self._fast
+        ptol, max_iter = self._tol(), int(self.options["max_iter"])
+        rec.notes.append(f"{integrator} in the compiled loop")
+        if integrator == "RK4":
+            h_target = dt if dt else default_dt(times)
+
+            def loop(part, y, meas, zone):
+                return fast.rk4(part, y, h_target, ptol, max_iter, meas_ref=meas, zone=zone)
+        else:
+            rtol = max(float(rtol), 100 * np.finfo(float).eps)
+
+            def loop(part, y, meas, zone):
+                return fast.dop853(part, y, rtol, atol, ptol, max_iter, meas_ref=meas, zone=zone)
+        k0 = 0
+        while True:
+            meas = self._meas_ref if len(self.model.joint_measures) else None
+            part = times[k0:]
+            status, Y, snaps, stats, y_end = loop(part, y0, meas, self.singular_zone if self.dyn.has_loops else 0.0)
+            self.nfev += int(stats[D.S_NFEV])
+            self.nfactor += int(stats[D.S_NFEV])
+            self.nproject += int(stats[D.S_NPROJECT])
+            rec.nsteps += int(stats[D.S_NSTEPS])
+            for j in range(1, int(stats[D.S_K])):
+                mref = fast.restore(snaps[j])
+                if meas is not None:
+                    self._meas_ref = mref
+                rec.record(part[j], Y[j])
+            self._zq_ref = y_end[: self.tree.nzq].copy()
+            if status != D.SINGULAR:
+                break
+            k = k0 + int(stats[D.S_K])
+            mref = fast.restore(fast.dd.copy())  # the references at the stop
+            if len(self.model.joint_measures):
+                self._meas_ref = mref
+            h_hint = float(stats[R4.S_STEP]) if integrator == "RK4" else np.inf
+            t_x, y_x, k = self._cross_singular(float(stats[D.S_T]), y_end, rec, times, k, h_hint)
+            if k >= len(times):
+                return
+            times = np.concatenate([[t_x], times[k:]])
+            k0, y0 = 0, y_x
+        t_fail, t_eval = stats[D.S_T_FAIL], stats[D.S_T_EVAL]
+        if status == D.NOT_FINITE:
+            rec.fail(t_fail, f"the equations of motion could not be solved near t = {t_fail:.6g} s: the reduced "
+                             f"mass matrix is singular or the accelerations are not finite at t = {t_eval:.6g} s")
+        elif status == D.NAN_STATE:
+            rec.fail(t_fail, f"the solution became NaN/inf at t = {t_fail:.6g} s" + (
+                f" (the step dt = {stats[R4.S_STEP]:.3g} s is too large for this model, or the model is unstable)"
+                if integrator == "RK4" else ""))
+        elif status == D.STEP_COLLAPSE:
+            rec.fail(t_fail, f"the integrator {integrator} failed after t = {t_fail:.6g} s: Required step size is less "
+                             "than spacing between numbers. (step size collapse: the model is stiff, singular or blows "
+                             "up)")
 
     def _check_partition(self, t, y):
         """Drop the sparse path's partition (chosen again at the next evaluation) when the pivots
@@ -429,7 +525,9 @@ class SemiRecursiveFormulation(Formulation):
         return y if new is None else new
 
     def singular_measure(self, t, y):
-        """:meth:`.equations.Dynamics.singularity` at the absolute state of y."""
+        """:meth:`.equations.Dynamics.singularity` at the absolute state of y (compiled when the fast path runs)."""
+        if self._fast is not None:
+            return self._fast.singularity(t, y)
         q = self.kin.absolute(y[: self.tree.nzq])[0]  # a kinematic measure: the velocities play no part
         ev = self.dyn.evaluate(q, np.zeros(self.dyn.nv), t, self.refs, with_gamma=False, with_forces=False)
         return self.dyn.singularity(ev)

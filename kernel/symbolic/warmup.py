@@ -87,14 +87,16 @@ def _job(item):
     from .codegen import ready_marker
 
     kind, _, rest = item.partition(":")
-    if kind == "module":  # a compiled right-hand side (dynamics.fast) or kinematic step (kinematics_fast)
+    if kind == "module":  # a compiled right-hand side (dynamics.fast, .fast_tree) or kinematic step (kinematics_fast)
         path = Path(rest)
         if path.name.startswith("kinematics-"):
-            from ..kinematics_fast import compile_module
+            from ..kinematics_fast import compile_module as compile_fn
         else:
             from ..dynamics.fast import compile_module
+            from ..dynamics.fast_tree import PREFIX, compile_tree_module
 
-        return path.with_suffix(".ready"), lambda: compile_module(path)
+            compile_fn = compile_tree_module if path.name.startswith(PREFIX) else compile_module
+        return path.with_suffix(".ready"), lambda: compile_fn(path)
     par = rest or "euler-parameters"
     return ready_marker(kind, par), lambda: compile_template(kind, par)
 

@@ -210,3 +210,44 @@ def test_dynamics_with_a_cache_folder_that_cannot_be_written_runs_numpy_without_
     _conserves_energy(out)
     assert len(out["warnings"]) == 1 and "not writable" in out["warnings"][0]
     assert not list((tmp_path / "numba").rglob("*.nbi"))
+
+
+PROBE_SEMI_RECURSIVE = textwrap.dedent("""
+    import json, sys
+    from cadmotion.importers import load
+    from cadmotion.kernel import compile_model
+    from cadmotion.kernel.dynamics import fast
+    from cadmotion.kernel.dynamics.forward import run
+    m, res = run(compile_model(load(sys.argv[1])), 1.0, 10, formulation="semi-recursive", rtol=1e-10, atol=1e-10)
+    trees = [mod for name, mod in fast._MODULES.items() if name.startswith("cadmotion_tree_")]
+    fns = [getattr(mod, f) for mod in trees for f in ("rhs", "project", "dop853")]
+    print(json.dumps({"compiled": bool(trees), "notes": res.notes,
+                      "compiled_here": sum(len(f.stats.cache_misses) for f in fns),
+                      "energy": m.extra["energy.total"].tolist()}))
+""")
+
+
+def test_semi_recursive_in_an_empty_cache_runs_numpy_and_leaves_its_tree_module_to_the_warm_up(tmp_path):
+    """kernel/dynamics/fast_tree.py follows the same rule: the first run does not wait for numba."""
+    env = _dynamics_env(tmp_path)
+
+    def probe():
+        proc = subprocess.run([sys.executable, "-c", PROBE_SEMI_RECURSIVE, str(DOUBLE_PENDULUM)], capture_output=True,
+                              text=True, env=env)
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+
+    first = probe()
+    assert not first["compiled"] and "DOP853 in the compiled loop" not in first["notes"]
+    _conserves_energy(first)
+    (module,) = (tmp_path / "codegen").glob("tree-*.py")
+    assert not module.with_suffix(".ready").exists()
+    assert not list((tmp_path / "numba").rglob("*.nbi"))
+    proc = subprocess.run([sys.executable, "-m", "cadmotion.kernel.symbolic.warmup", f"module:{module}"],
+                          capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert module.with_suffix(".ready").exists()
+    second = probe()
+    assert second["compiled"] and "DOP853 in the compiled loop" in second["notes"]
+    assert second["compiled_here"] == 0
+    _conserves_energy(second)

@@ -1,0 +1,1042 @@
+"""numba kernels of the compiled semi-recursive formulation (see :mod:`.fast_tree`).
+
+The equations are those of :mod:`.semirecursive` (its numpy code is the reference, and the
+tests compare the two to round-off); here every stage is a loop over the tree joints in
+topological order (parents before children), so an evaluation costs O(n) in the number of
+parts and coordinates for a fixed number of independent coordinates:
+
+    positions    X_W_C = X_W_P X_P_Mi Pre(z) X0 Post(z) X_Mj_C per joint (:mod:`.tree`)
+    columns      b_c = [p × u; u] or [t; 0] (world), from the joint's frames
+    velocities   Z_C = Z_P + Σ_c b_c ż_c,   bias  (Ṙ ż)_C = (Ṙ ż)_P + Σ_c (Z_F ×ₘ b_c) ż_c
+    forces       g_b = [F − m a; N − ω × J ω − J α + r_c × (F − m a)] at the world origin,
+                 summed over each subtree from the leaves, Q̄_c = b_cᵀ G_child(c)
+    closure      C = Jc R_v by walking each closure row's parts up to the root,
+                 c = γ̂_c − Jc (Ṙ_v ż)
+    reduction    C P = Q [R11 R12] (Householder QR, column pivoting: the dependent coordinates
+                 are the first pivots, redundant rows fall out as zero pivots),
+                 𝐑 = [−R11⁻¹ R12; I], s_d = R11⁻¹ Q1ᵀ c
+    mass         M̄ x for any x by the same two passes (velocities R x, momenta of the parts at
+                 the world origin summed over the subtrees, projected on the columns): 𝐑ᵀ M̄ 𝐑
+                 column by column and M̄ s; beyond :data:`DENSE_LIMIT` independent coordinates
+                 M̄ from the subtrees' composite inertias (b_kᵀ Mc_l b_l), then 𝐑ᵀ (M̄ 𝐑)
+    solve        Cholesky of 𝐑ᵀ M̄ 𝐑 (n_i × n_i), z̈_i, z̈_d = s + X z̈_i
+
+The model's absolute quantities (Jc, γ̂, Φ, Φt of the closure rows, the applied forces) come
+from the absolute formulation's compiled module (:mod:`.fast`) evaluated at the tree's
+absolute state ``ya`` = [q, v, 0], which :func:`kinematics` writes into the workspace.
+
+The functions of :data:`TEMPLATES` are compiled inside the tree module of a model structure
+(:mod:`.fast_tree`), where ``groups``, ``expressions`` and ``KT`` (the index of the first
+tree array in the packed header) are that module's; there they are the ``rhs``, ``project``,
+``strides_singular`` and ``probe_step`` that the integrator templates of :mod:`._dop853` and
+:mod:`._rk4` call, so the same loops step the tree state y = [z, ż, W] (and their measure of
+singular configurations is :func:`singularity`, the numpy formulation's).
+"""
+
+import math
+
+import numba
+import numpy as np
+
+from . import _kernels as K
+from ._dop853 import PROBES, strided
+
+_JIT = dict(cache=True, nogil=True, fastmath=False)
+
+#: joint type codes of ``t_type``
+FIXED, REVOLUTE, PRISMATIC, CYLINDRICAL, SPHERICAL, UNIVERSAL, PLANAR, FREE = range(8)
+TYPE_CODES = {"fixed": FIXED, "revolute": REVOLUTE, "prismatic": PRISMATIC, "cylindrical": CYLINDRICAL,
+              "spherical": SPHERICAL, "universal": UNIVERSAL, "planar": PLANAR, "free": FREE}
+#: the frame a column's axis is taken in (``t_cref``): Mi, Mj, Mi after Pre, the world at the child's origin
+REF_CODES = {"i": 0, "j": 1, "pre": 2, "w": 3}
+#: relative pivot below which a closure equation is redundant (:data:`.semirecursive.RANK_TOL`)
+RANK_TOL = 1e-9
+#: beyond this many independent coordinates 𝐑ᵀ M̄ 𝐑 is reduced from M̄ assembled from the subtrees'
+#: composite inertias (O(n²) for a chain) instead of one recursive pass per column (O(n) each),
+#: and factorised by LAPACK instead of the loop Cholesky
+DENSE_LIMIT = 12
+
+#: (name, kind, ndim) of the tree's packed arrays, after the absolute module's (kinds as
+#: :data:`._kernels.COMMON`: 'f' model floats, 'i' model ints, 'w' workspace)
+TREE = [
+    ("t_sizes", "i", 1),  # nzq, nz, nj, nmov, closure rows, timed, redundant rows of Jv
+    ("t_type", "i", 1), ("t_parent", "i", 1), ("t_child", "i", 1), ("t_zq", "i", 1), ("t_z", "i", 1),
+    ("t_ncol", "i", 1),
+    ("t_Rpi", "f", 3), ("t_rpi", "f", 2), ("t_R0", "f", 3), ("t_r0", "f", 2), ("t_Rjc", "f", 3), ("t_rjc", "f", 2),
+    ("t_Rcj", "f", 3), ("t_rcj", "f", 2), ("t_Rroot", "f", 3), ("t_rroot", "f", 2), ("t_com", "f", 2),
+    ("t_ckind", "i", 1), ("t_cframe", "i", 1), ("t_cref", "i", 1), ("t_cjoint", "i", 1), ("t_caxis", "f", 2),
+    ("t_bjoint", "i", 1), ("t_crow", "i", 1), ("t_qadr", "i", 1), ("t_wadr", "i", 1), ("t_sq", "i", 1),
+    ("t_sz", "i", 1),
+    ("t_JR", "w", 3), ("t_jr", "w", 2), ("t_pref", "w", 2), ("t_RMi", "w", 3), ("t_rMi", "w", 2),
+    ("t_RPre", "w", 3), ("t_rPre", "w", 2), ("t_RMj", "w", 3), ("t_rMj", "w", 2), ("t_b", "w", 2), ("t_Z", "w", 2),
+    ("t_rc", "w", 2), ("t_ya", "w", 1),
+]
+_T = {name: i for i, (name, _, _) in enumerate(TREE)}
+(T_SIZES, T_TYPE, T_PARENT, T_CHILD, T_ZQ, T_Z, T_NCOL, T_RPI, T_rPI, T_R0, T_r0, T_RJC, T_rJC, T_RCJ, T_rCJ,
+ T_RROOT, T_rROOT, T_COM, T_CKIND, T_CFRAME, T_CREF, T_CJOINT, T_CAXIS, T_BJOINT, T_CROW, T_QADR, T_WADR, T_SQ,
+ T_SZ, T_JR, T_jr, T_PREF, T_RMI, T_rMI, T_RPRE, T_rPRE, T_RMJ, T_rMJ, T_B, T_ZV, T_RC, T_YA) = range(len(TREE))
+
+
+# ---------------------------------------------------------------- small dense helpers
+@numba.njit(**_JIT)
+def _mm(A, B, out):
+    """out = A B (3 × 3; out must not alias A or B)."""
+    for i in range(3):
+        for j in range(3):
+            out[i, j] = A[i, 0] * B[0, j] + A[i, 1] * B[1, j] + A[i, 2] * B[2, j]
+
+
+@numba.njit(**_JIT)
+def _mv(A, x, out):
+    """out = A x (3 × 3, 3; out must not alias x)."""
+    for i in range(3):
+        out[i] = A[i, 0] * x[0] + A[i, 1] * x[1] + A[i, 2] * x[2]
+
+
+@numba.njit(**_JIT)
+def _rz(theta, R):
+    c, s = math.cos(theta), math.sin(theta)
+    R[0, 0], R[0, 1], R[0, 2] = c, -s, 0.0
+    R[1, 0], R[1, 1], R[1, 2] = s, c, 0.0
+    R[2, 0], R[2, 1], R[2, 2] = 0.0, 0.0, 1.0
+
+
+@numba.njit(**_JIT)
+def _eye(R):
+    for i in range(3):
+        for j in range(3):
+            R[i, j] = 1.0 if i == j else 0.0
+
+
+@numba.njit(**_JIT)
+def _quat_rotation(w, x, y, z, R):
+    """R ← the rotation matrix of the quaternion (w, x, y, z), normalised first."""
+    n = math.sqrt(w * w + x * x + y * y + z * z)
+    w, x, y, z = w / n, x / n, y / n, z / n
+    R[0, 0] = 1.0 - 2.0 * (y * y + z * z)
+    R[0, 1] = 2.0 * (x * y - w * z)
+    R[0, 2] = 2.0 * (x * z + w * y)
+    R[1, 0] = 2.0 * (x * y + w * z)
+    R[1, 1] = 1.0 - 2.0 * (x * x + z * z)
+    R[1, 2] = 2.0 * (y * z - w * x)
+    R[2, 0] = 2.0 * (x * z - w * y)
+    R[2, 1] = 2.0 * (y * z + w * x)
+    R[2, 2] = 1.0 - 2.0 * (x * x + y * y)
+
+
+@numba.njit(**_JIT)
+def _shepperd(R, q):
+    """q ← the unit quaternion of the rotation matrix R (the row of K = 4 q qᵀ with the
+    largest diagonal entry, as :func:`.tree._quaternions`)."""
+    tr = R[0, 0] + R[1, 1] + R[2, 2]
+    d0, d1, d2, d3 = 1.0 + tr, 1.0 + R[0, 0] - R[1, 1] - R[2, 2], 1.0 - R[0, 0] + R[1, 1] - R[2, 2], \
+        1.0 - R[0, 0] - R[1, 1] + R[2, 2]
+    if d0 >= d1 and d0 >= d2 and d0 >= d3:
+        q[0], q[1], q[2], q[3] = d0, R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]
+    elif d1 >= d2 and d1 >= d3:
+        q[0], q[1], q[2], q[3] = R[2, 1] - R[1, 2], d1, R[0, 1] + R[1, 0], R[0, 2] + R[2, 0]
+    elif d2 >= d3:
+        q[0], q[1], q[2], q[3] = R[0, 2] - R[2, 0], R[0, 1] + R[1, 0], d2, R[1, 2] + R[2, 1]
+    else:
+        q[0], q[1], q[2], q[3] = R[1, 0] - R[0, 1], R[0, 2] + R[2, 0], R[1, 2] + R[2, 1], d3
+    n = math.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
+    for i in range(4):
+        q[i] /= n
+
+
+# ---------------------------------------------------------------- kinematics
+@numba.njit(**_JIT)
+def kinematics(y, df, di, ws, kt):
+    """From the tree state y = [z, ż, W]: the parts' world poses, the joints' world frames, the
+    columns b (nz, 6), the velocities Z (nmov, 6) = [v_O, ω], the centres of mass and the
+    absolute state ya = [q, v, 0] (q: origin and Euler parameters, sign continued from the last
+    call; v = [v_c, ω]) in the workspace."""
+    sz = K.i1(di, kt + T_SIZES)
+    nzq, nz, nj, nmov = sz[0], sz[1], sz[2], sz[3]
+    typ, par, chi = K.i1(di, kt + T_TYPE), K.i1(di, kt + T_PARENT), K.i1(di, kt + T_CHILD)
+    zqa, za, ncol = K.i1(di, kt + T_ZQ), K.i1(di, kt + T_Z), K.i1(di, kt + T_NCOL)
+    Rpi, rpi = K.f3(df, di, kt + T_RPI), K.f2(df, di, kt + T_rPI)
+    R0, r0 = K.f3(df, di, kt + T_R0), K.f2(df, di, kt + T_r0)
+    Rjc, rjc = K.f3(df, di, kt + T_RJC), K.f2(df, di, kt + T_rJC)
+    Rcj, rcj = K.f3(df, di, kt + T_RCJ), K.f2(df, di, kt + T_rCJ)
+    Rroot, rroot = K.f3(df, di, kt + T_RROOT), K.f2(df, di, kt + T_rROOT)
+    com = K.f2(df, di, kt + T_COM)
+    JR, jr, pref = K.f3(ws, di, kt + T_JR), K.f2(ws, di, kt + T_jr), K.f2(ws, di, kt + T_PREF)
+    RMi, rMi = K.f3(ws, di, kt + T_RMI), K.f2(ws, di, kt + T_rMI)
+    RPre, rPre = K.f3(ws, di, kt + T_RPRE), K.f2(ws, di, kt + T_rPRE)
+    RMj, rMj = K.f3(ws, di, kt + T_RMJ), K.f2(ws, di, kt + T_rMJ)
+    b, Z, rc, ya = K.f2(ws, di, kt + T_B), K.f2(ws, di, kt + T_ZV), K.f2(ws, di, kt + T_RC), K.f1(ws, di, kt + T_YA)
+    zq = y[:nzq]
+    zd = y[nzq: nzq + nz]
+    Rpre, Rpost, Rpp, T1, T2, RP = (np.empty((3, 3)), np.empty((3, 3)), np.empty((3, 3)), np.empty((3, 3)),
+                                    np.empty((3, 3)), np.empty((3, 3)))
+    rpre, rpp, x1, x2, rP = np.empty(3), np.empty(3), np.empty(3), np.empty(3), np.empty(3)
+    for k in range(nj):
+        t, a, c, p = typ[k], zqa[k], chi[k], par[k]
+        if t == FREE:
+            _quat_rotation(zq[a + 3], zq[a + 4], zq[a + 5], zq[a + 6], JR[c])
+            for i in range(3):
+                jr[c, i] = zq[a + i]
+            _eye(RP)
+            for i in range(3):
+                rP[i] = 0.0
+        else:
+            _eye(Rpre)
+            _eye(Rpost)
+            rpre[0] = rpre[1] = rpre[2] = 0.0
+            if t == REVOLUTE:
+                _rz(zq[a], Rpre)
+            elif t == PRISMATIC:
+                rpre[2] = zq[a]
+            elif t == CYLINDRICAL:
+                _rz(zq[a], Rpre)
+                rpre[2] = zq[a + 1]
+            elif t == SPHERICAL:
+                _quat_rotation(zq[a], zq[a + 1], zq[a + 2], zq[a + 3], Rpre)
+            elif t == UNIVERSAL:
+                _rz(zq[a], Rpre)
+                _rz(zq[a + 1], Rpost)
+            elif t == PLANAR:
+                _rz(zq[a + 2], Rpre)
+                rpre[0] = zq[a]
+                rpre[1] = zq[a + 1]
+            # X_P_C = X_P_Mi Pre X0 Post X_Mj_C
+            _mm(Rpi[k], Rpre, Rpp)
+            _mv(Rpi[k], rpre, x1)
+            for i in range(3):
+                rpp[i] = rpi[k, i] + x1[i]
+            _mv(Rpost, rjc[k], x1)
+            _mv(R0[k], x1, x2)
+            for i in range(3):
+                x2[i] += r0[k, i]
+            _mv(Rpp, x2, x1)  # X_P_C's origin less rpp
+            _mm(Rpp, R0[k], T1)
+            _mm(T1, Rpost, T2)
+            _mm(T2, Rjc[k], T1)  # R_P_C
+            if p >= 0:
+                RP[:, :] = JR[p]
+                rP[:] = jr[p]
+            else:
+                RP[:, :] = Rroot[k]
+                rP[:] = rroot[k]
+            _mm(RP, T1, JR[c])
+            for i in range(3):
+                x2[i] = rpp[i] + x1[i]
+            _mv(RP, x2, x1)
+            for i in range(3):
+                jr[c, i] = rP[i] + x1[i]
+            # the joint's world frames: Mi, Mi after Pre
+            _mm(RP, Rpi[k], RMi[k])
+            _mv(RP, rpi[k], x1)
+            for i in range(3):
+                rMi[k, i] = rP[i] + x1[i]
+            _mm(RP, Rpp, RPre[k])
+            _mv(RP, rpp, x1)
+            for i in range(3):
+                rPre[k, i] = rP[i] + x1[i]
+        _mm(JR[c], Rcj[k], RMj[k])
+        _mv(JR[c], rcj[k], x1)
+        for i in range(3):
+            rMj[k, i] = jr[c, i] + x1[i]
+    # columns
+    ckind, cref, cjoint, caxis = K.i1(di, kt + T_CKIND), K.i1(di, kt + T_CREF), K.i1(di, kt + T_CJOINT), \
+        K.f2(df, di, kt + T_CAXIS)
+    u = np.empty(3)
+    for col in range(nz):
+        k = cjoint[col]
+        r = cref[col]
+        if r == 0:
+            _mv(RMi[k], caxis[col], u)
+            x1[:] = rMi[k]
+        elif r == 1:
+            _mv(RMj[k], caxis[col], u)
+            x1[:] = rMj[k]
+        elif r == 2:
+            _mv(RPre[k], caxis[col], u)
+            x1[:] = rPre[k]
+        else:
+            u[:] = caxis[col]
+            x1[:] = jr[chi[k]]
+        if ckind[col] == 0:  # rotation about u through x1
+            b[col, 0] = x1[1] * u[2] - x1[2] * u[1]
+            b[col, 1] = x1[2] * u[0] - x1[0] * u[2]
+            b[col, 2] = x1[0] * u[1] - x1[1] * u[0]
+            b[col, 3], b[col, 4], b[col, 5] = u[0], u[1], u[2]
+        else:
+            b[col, 0], b[col, 1], b[col, 2] = u[0], u[1], u[2]
+            b[col, 3] = b[col, 4] = b[col, 5] = 0.0
+    # velocities down the tree
+    for k in range(nj):
+        c, p = chi[k], par[k]
+        for i in range(6):
+            Z[c, i] = Z[p, i] if p >= 0 else 0.0
+        for col in range(za[k], za[k] + ncol[k]):
+            for i in range(6):
+                Z[c, i] += b[col, i] * zd[col]
+    # the absolute state
+    nq = 7 * nmov
+    qb = np.empty(4)
+    for bd in range(nmov):
+        _shepperd(JR[bd], qb)
+        if qb[0] * pref[bd, 0] + qb[1] * pref[bd, 1] + qb[2] * pref[bd, 2] + qb[3] * pref[bd, 3] < 0.0:
+            for i in range(4):
+                qb[i] = -qb[i]
+        for i in range(3):
+            rc[bd, i] = jr[bd, i] + JR[bd, i, 0] * com[bd, 0] + JR[bd, i, 1] * com[bd, 1] + JR[bd, i, 2] * com[bd, 2]
+            ya[7 * bd + i] = jr[bd, i]
+        for i in range(4):
+            pref[bd, i] = qb[i]
+            ya[7 * bd + 3 + i] = qb[i]
+        w0, w1, w2 = Z[bd, 3], Z[bd, 4], Z[bd, 5]
+        o = nq + 6 * bd
+        ya[o] = Z[bd, 0] + w1 * rc[bd, 2] - w2 * rc[bd, 1]
+        ya[o + 1] = Z[bd, 1] + w2 * rc[bd, 0] - w0 * rc[bd, 2]
+        ya[o + 2] = Z[bd, 2] + w0 * rc[bd, 1] - w1 * rc[bd, 0]
+        ya[o + 3], ya[o + 4], ya[o + 5] = w0, w1, w2
+    ya[nq + 6 * nmov] = 0.0
+
+
+@numba.njit(**_JIT)
+def mass_times(x, di, ws, kt, Jw, mass, out):
+    """out = M̄ x = R_vᵀ M R_v x (nz,) by a forward pass (the velocities R x) and a backward
+    one (the parts' momenta at the world origin summed over the subtrees)."""
+    sz = K.i1(di, kt + T_SIZES)
+    nz, nj, nmov = sz[1], sz[2], sz[3]
+    par, chi, za, ncol = K.i1(di, kt + T_PARENT), K.i1(di, kt + T_CHILD), K.i1(di, kt + T_Z), K.i1(di, kt + T_NCOL)
+    b, rc = K.f2(ws, di, kt + T_B), K.f2(ws, di, kt + T_RC)
+    V = np.zeros((nmov, 6))
+    for k in range(nj):
+        c, p = chi[k], par[k]
+        if p >= 0:
+            for i in range(6):
+                V[c, i] = V[p, i]
+        for col in range(za[k], za[k] + ncol[k]):
+            for i in range(6):
+                V[c, i] += b[col, i] * x[col]
+    P = np.empty((nmov, 6))
+    for bd in range(nmov):
+        w0, w1, w2 = V[bd, 3], V[bd, 4], V[bd, 5]
+        r0, r1, r2 = rc[bd, 0], rc[bd, 1], rc[bd, 2]
+        m = mass[bd]
+        l0 = m * (V[bd, 0] + w1 * r2 - w2 * r1)
+        l1 = m * (V[bd, 1] + w2 * r0 - w0 * r2)
+        l2 = m * (V[bd, 2] + w0 * r1 - w1 * r0)
+        P[bd, 0], P[bd, 1], P[bd, 2] = l0, l1, l2
+        P[bd, 3] = r1 * l2 - r2 * l1 + Jw[bd, 0, 0] * w0 + Jw[bd, 0, 1] * w1 + Jw[bd, 0, 2] * w2
+        P[bd, 4] = r2 * l0 - r0 * l2 + Jw[bd, 1, 0] * w0 + Jw[bd, 1, 1] * w1 + Jw[bd, 1, 2] * w2
+        P[bd, 5] = r0 * l1 - r1 * l0 + Jw[bd, 2, 0] * w0 + Jw[bd, 2, 1] * w1 + Jw[bd, 2, 2] * w2
+    _project_subtrees(P, b, par, chi, za, ncol, nj, nz, out)
+
+
+@numba.njit(**_JIT)
+def composite_mass(di, ws, kt, Jw, mass):
+    """M̄ (nz, nz) = R_vᵀ M R_v: M̄[k, l] = b_kᵀ Mc_l b_l for k on the path to l, Mc_l the composite
+    spatial inertia at the world origin of the parts below l's joint (summed from the leaves)."""
+    sz = K.i1(di, kt + T_SIZES)
+    nz, nj, nmov = sz[1], sz[2], sz[3]
+    par, chi, za, ncol = K.i1(di, kt + T_PARENT), K.i1(di, kt + T_CHILD), K.i1(di, kt + T_Z), K.i1(di, kt + T_NCOL)
+    cjoint, bjoint = K.i1(di, kt + T_CJOINT), K.i1(di, kt + T_BJOINT)
+    b, rc = K.f2(ws, di, kt + T_B), K.f2(ws, di, kt + T_RC)
+    Mc = np.zeros((nmov, 6, 6))
+    for bd in range(nmov):
+        m = mass[bd]
+        r0, r1, r2 = rc[bd, 0], rc[bd, 1], rc[bd, 2]
+        rr = r0 * r0 + r1 * r1 + r2 * r2
+        for i in range(3):
+            Mc[bd, i, i] = m
+        # −m S and m S, S = skew(r_c)
+        Mc[bd, 0, 4], Mc[bd, 0, 5], Mc[bd, 1, 3] = m * r2, -m * r1, -m * r2
+        Mc[bd, 1, 5], Mc[bd, 2, 3], Mc[bd, 2, 4] = m * r0, m * r1, -m * r0
+        Mc[bd, 4, 0], Mc[bd, 5, 0], Mc[bd, 3, 1] = m * r2, -m * r1, -m * r2
+        Mc[bd, 5, 1], Mc[bd, 3, 2], Mc[bd, 4, 2] = m * r0, m * r1, -m * r0
+        r = (r0, r1, r2)
+        for i in range(3):  # J − m S S = J − m (r rᵀ − |r|² I)
+            for j in range(3):
+                Mc[bd, 3 + i, 3 + j] = Jw[bd, i, j] - m * r[i] * r[j] + (m * rr if i == j else 0.0)
+    for k in range(nj - 1, -1, -1):
+        if par[k] >= 0:
+            for i in range(6):
+                for j in range(6):
+                    Mc[par[k], i, j] += Mc[chi[k], i, j]
+    W = np.empty((nz, 6))
+    for col in range(nz):
+        c = chi[cjoint[col]]
+        for i in range(6):
+            acc = 0.0
+            for j in range(6):
+                acc += Mc[c, i, j] * b[col, j]
+            W[col, i] = acc
+    M = np.zeros((nz, nz))
+    for l in range(nz):
+        k = cjoint[l]
+        while k >= 0:
+            for col in range(za[k], za[k] + ncol[k]):
+                v = 0.0
+                for i in range(6):
+                    v += b[col, i] * W[l, i]
+                M[col, l] = v
+                M[l, col] = v
+            p = par[k]
+            k = bjoint[p] if p >= 0 else -1
+    return M
+
+
+@numba.njit(**_JIT)
+def _project_subtrees(P, b, par, chi, za, ncol, nj, nz, out):
+    """out_c = b_cᵀ Σ_{parts below c} P (P (nmov, 6) summed from the leaves, in place)."""
+    for k in range(nj - 1, -1, -1):
+        c, p = chi[k], par[k]
+        for col in range(za[k], za[k] + ncol[k]):
+            acc = 0.0
+            for i in range(6):
+                acc += b[col, i] * P[c, i]
+            out[col] = acc
+        if p >= 0:
+            for i in range(6):
+                P[p, i] += P[c, i]
+
+
+@numba.njit(**_JIT)
+def closure(df, di, ws, kt, a, C, cvec):
+    """C = Jc R_v (closure rows × nz) and cvec = γ̂_c − Jc a (a (nmov, 6) the parts' bias
+    accelerations [a_c, α]); returns the size of C's entries before cancellation."""
+    sz = K.i1(di, kt + T_SIZES)
+    nz, mc = sz[1], sz[4]
+    par, za, ncol = K.i1(di, kt + T_PARENT), K.i1(di, kt + T_Z), K.i1(di, kt + T_NCOL)
+    bjoint, crow = K.i1(di, kt + T_BJOINT), K.i1(di, kt + T_CROW)
+    b, rc = K.f2(ws, di, kt + T_B), K.f2(ws, di, kt + T_RC)
+    Jc, rb, gam = K.f3(ws, di, K.I_JC), K.i2(di, K.I_RB), K.f1(ws, di, K.I_GAM)
+    jmax = 0.0
+    rmax = 0.0
+    for i in range(mc):
+        for col in range(nz):
+            C[i, col] = 0.0
+        r = crow[i]
+        acc = gam[r]
+        for s in range(rb.shape[1]):
+            bd = rb[r, s]
+            if bd < 0:
+                continue
+            J = Jc[r, s]
+            for l in range(6):
+                acc -= J[l] * a[bd, l]
+                if abs(J[l]) > jmax:
+                    jmax = abs(J[l])
+            k = bjoint[bd]
+            while k >= 0:
+                for col in range(za[k], za[k] + ncol[k]):
+                    a0, a1, a2 = b[col, 3], b[col, 4], b[col, 5]
+                    l0 = b[col, 0] + a1 * rc[bd, 2] - a2 * rc[bd, 1]
+                    l1 = b[col, 1] + a2 * rc[bd, 0] - a0 * rc[bd, 2]
+                    l2 = b[col, 2] + a0 * rc[bd, 1] - a1 * rc[bd, 0]
+                    rmax = max(rmax, abs(l0), abs(l1), abs(l2), abs(a0), abs(a1), abs(a2))
+                    C[i, col] += J[0] * l0 + J[1] * l1 + J[2] * l2 + J[3] * a0 + J[4] * a1 + J[5] * a2
+                p = par[k]
+                k = bjoint[p] if p >= 0 else -1
+        cvec[i] = acc
+    return jmax * rmax
+
+
+@numba.njit(**_JIT)
+def pivoted_qr(C, scale):
+    """(Q (m, m), R (m, n), perm (n,), rank) of C P = Q R by Householder reflections with column
+    pivoting (the remaining column of largest norm first, as LAPACK's geqp3); the rank counts
+    the pivots above :data:`RANK_TOL` times the largest (and times ``scale``, the size of C's
+    entries before cancellation, so that an all-redundant closure has rank 0)."""
+    m, n = C.shape
+    R = C.copy()
+    Q = np.zeros((m, m))
+    for i in range(m):
+        Q[i, i] = 1.0
+    perm = np.arange(n)
+    v = np.empty(m)
+    for j in range(min(m, n)):
+        best, bn = j, -1.0
+        for c in range(j, n):
+            s = 0.0
+            for i in range(j, m):
+                s += R[i, c] * R[i, c]
+            if s > bn:
+                best, bn = c, s
+        if best != j:
+            for i in range(m):
+                R[i, j], R[i, best] = R[i, best], R[i, j]
+            perm[j], perm[best] = perm[best], perm[j]
+        nrm = math.sqrt(bn)
+        if nrm == 0.0:
+            continue
+        alpha = -nrm if R[j, j] >= 0.0 else nrm
+        for i in range(j, m):
+            v[i] = R[i, j]
+        v[j] -= alpha
+        vv = 0.0
+        for i in range(j, m):
+            vv += v[i] * v[i]
+        if vv == 0.0:
+            continue
+        for c in range(j, n):  # R ← H R
+            s = 0.0
+            for i in range(j, m):
+                s += v[i] * R[i, c]
+            s *= 2.0 / vv
+            for i in range(j, m):
+                R[i, c] -= s * v[i]
+        for i in range(m):  # Q ← Q H
+            s = 0.0
+            for l in range(j, m):
+                s += Q[i, l] * v[l]
+            s *= 2.0 / vv
+            for l in range(j, m):
+                Q[i, l] -= s * v[l]
+        for i in range(j + 1, m):
+            R[i, j] = 0.0
+    d0 = abs(R[0, 0]) if min(m, n) > 0 else 0.0
+    tol = RANK_TOL * max(d0, scale, 1e-300)
+    rank = 0
+    for j in range(min(m, n)):
+        if abs(R[j, j]) > tol:
+            rank += 1
+    return Q, R, perm, rank
+
+
+@numba.njit(**_JIT)
+def _upper_solve(R, r, x):
+    """x ← R[:r, :r]⁻¹ x (in place, back substitution)."""
+    for i in range(r - 1, -1, -1):
+        s = x[i]
+        for j in range(i + 1, r):
+            s -= R[i, j] * x[j]
+        x[i] = s / R[i, i]
+
+
+@numba.njit(**_JIT)
+def _cholesky_solve(A, x):
+    """x ← A⁻¹ x for symmetric positive definite A (overwritten by its factor, up to
+    :data:`DENSE_LIMIT` rows; LAPACK's beyond); False if A is not positive definite."""
+    n = A.shape[0]
+    if n > DENSE_LIMIT:
+        for j in range(n):
+            if not A[j, j] > 0.0:
+                return False
+        try:
+            L = np.linalg.cholesky(A)
+        except Exception:  # not positive definite
+            return False
+        for i in range(n):
+            s = x[i]
+            for k in range(i):
+                s -= L[i, k] * x[k]
+            x[i] = s / L[i, i]
+        for i in range(n - 1, -1, -1):
+            s = x[i]
+            for k in range(i + 1, n):
+                s -= L[k, i] * x[k]
+            x[i] = s / L[i, i]
+        return True
+    for j in range(n):
+        s = A[j, j]
+        for k in range(j):
+            s -= A[j, k] * A[j, k]
+        if not s > 0.0:
+            return False
+        d = math.sqrt(s)
+        A[j, j] = d
+        for i in range(j + 1, n):
+            s = A[i, j]
+            for k in range(j):
+                s -= A[i, k] * A[j, k]
+            A[i, j] = s / d
+    for i in range(n):
+        s = x[i]
+        for k in range(i):
+            s -= A[i, k] * x[k]
+        x[i] = s / A[i, i]
+    for i in range(n - 1, -1, -1):
+        s = x[i]
+        for k in range(i + 1, n):
+            s -= A[k, i] * x[k]
+        x[i] = s / A[i, i]
+    return True
+
+
+@numba.njit(**_JIT)
+def rates(y, di, kt, out):
+    """out[:nzq] = ż_q: the scalar coordinates' rates, ½ E(p)ᵀ ω for the quaternion blocks."""
+    sz = K.i1(di, kt + T_SIZES)
+    nzq = sz[0]
+    sq, szi, qa, wa = K.i1(di, kt + T_SQ), K.i1(di, kt + T_SZ), K.i1(di, kt + T_QADR), K.i1(di, kt + T_WADR)
+    for i in range(sq.shape[0]):
+        out[sq[i]] = y[nzq + szi[i]]
+    for j in range(qa.shape[0]):
+        a, o = qa[j], nzq + wa[j]
+        e0, e1, e2, e3 = y[a], y[a + 1], y[a + 2], y[a + 3]
+        n = math.sqrt(e0 * e0 + e1 * e1 + e2 * e2 + e3 * e3)
+        e0, e1, e2, e3 = e0 / n, e1 / n, e2 / n, e3 / n
+        w0, w1, w2 = y[o], y[o + 1], y[o + 2]
+        out[a] = 0.5 * (-e1 * w0 - e2 * w1 - e3 * w2)
+        out[a + 1] = 0.5 * (e0 * w0 + e3 * w1 - e2 * w2)
+        out[a + 2] = 0.5 * (-e3 * w0 + e0 * w1 + e1 * w2)
+        out[a + 3] = 0.5 * (e2 * w0 - e1 * w1 + e0 * w2)
+
+
+@numba.njit(**_JIT)
+def stage_rhs(t, y, df, di, dd, ws, kt):
+    """ẏ = [ż_q, z̈, P_nc] from the workspace filled by :func:`kinematics`, the absolute module's
+    body kinematics and groups at ya (see the module docstring); (ẏ, ok), ok False when the
+    reduced mass matrix is not positive definite or ẏ is not finite. ``aux[0]``, ``aux[1]``:
+    max |C ż + Φt_c| and max |Φ_c| of the closure rows."""
+    sz = K.i1(di, kt + T_SIZES)
+    nzq, nz, nj, nmov, mc, timed = sz[0], sz[1], sz[2], sz[3], sz[4], sz[5]
+    nb = K.i1(di, K.I_SIZES)[2]
+    par, chi, za, ncol = K.i1(di, kt + T_PARENT), K.i1(di, kt + T_CHILD), K.i1(di, kt + T_Z), K.i1(di, kt + T_NCOL)
+    cframe = K.i1(di, kt + T_CFRAME)
+    b, Z, rc = K.f2(ws, di, kt + T_B), K.f2(ws, di, kt + T_ZV), K.f2(ws, di, kt + T_RC)
+    zd = y[nzq: nzq + nz]
+    Jw, w, vc = K.f3(ws, di, K.I_JW), K.f2(ws, di, K.I_W), K.f2(ws, di, K.I_VC)
+    mass = K.f1(df, di, K.I_MASS)
+    Fo = np.empty((nb, 3))
+    No = np.empty((nb, 3))
+    power = K.applied_forces(df, di, dd, ws, Fo, No)
+    # the bias Ṙ ż down the tree, then the parts' com bias accelerations a = [a_c, α]
+    aZ = np.zeros((nmov, 6))
+    for k in range(nj):
+        c, p = chi[k], par[k]
+        if p >= 0:
+            for i in range(6):
+                aZ[c, i] = aZ[p, i]
+        for col in range(za[k], za[k] + ncol[k]):
+            f = cframe[col]
+            src = p if f == 0 else (c if f == 1 else -1)
+            if src < 0:
+                continue
+            v0, v1, v2, o0, o1, o2 = Z[src, 0], Z[src, 1], Z[src, 2], Z[src, 3], Z[src, 4], Z[src, 5]
+            l0, l1, l2, a0, a1, a2 = b[col, 0], b[col, 1], b[col, 2], b[col, 3], b[col, 4], b[col, 5]
+            q = zd[col]
+            aZ[c, 0] += (o1 * l2 - o2 * l1 + v1 * a2 - v2 * a1) * q
+            aZ[c, 1] += (o2 * l0 - o0 * l2 + v2 * a0 - v0 * a2) * q
+            aZ[c, 2] += (o0 * l1 - o1 * l0 + v0 * a1 - v1 * a0) * q
+            aZ[c, 3] += (o1 * a2 - o2 * a1) * q
+            aZ[c, 4] += (o2 * a0 - o0 * a2) * q
+            aZ[c, 5] += (o0 * a1 - o1 * a0) * q
+    a = np.empty((nmov, 6))
+    G = np.empty((nmov, 6))
+    for bd in range(nmov):
+        al0, al1, al2 = aZ[bd, 3], aZ[bd, 4], aZ[bd, 5]
+        r0, r1, r2 = rc[bd, 0], rc[bd, 1], rc[bd, 2]
+        w0, w1, w2 = w[bd, 0], w[bd, 1], w[bd, 2]
+        a[bd, 0] = aZ[bd, 0] + al1 * r2 - al2 * r1 + w1 * vc[bd, 2] - w2 * vc[bd, 1]
+        a[bd, 1] = aZ[bd, 1] + al2 * r0 - al0 * r2 + w2 * vc[bd, 0] - w0 * vc[bd, 2]
+        a[bd, 2] = aZ[bd, 2] + al0 * r1 - al1 * r0 + w0 * vc[bd, 1] - w1 * vc[bd, 0]
+        a[bd, 3], a[bd, 4], a[bd, 5] = al0, al1, al2
+        m = mass[bd]
+        F0, F1, F2 = Fo[bd, 0] - m * a[bd, 0], Fo[bd, 1] - m * a[bd, 1], Fo[bd, 2] - m * a[bd, 2]
+        h0 = Jw[bd, 0, 0] * w0 + Jw[bd, 0, 1] * w1 + Jw[bd, 0, 2] * w2
+        h1 = Jw[bd, 1, 0] * w0 + Jw[bd, 1, 1] * w1 + Jw[bd, 1, 2] * w2
+        h2 = Jw[bd, 2, 0] * w0 + Jw[bd, 2, 1] * w1 + Jw[bd, 2, 2] * w2
+        N0 = No[bd, 0] - (w1 * h2 - w2 * h1) - (Jw[bd, 0, 0] * al0 + Jw[bd, 0, 1] * al1 + Jw[bd, 0, 2] * al2)
+        N1 = No[bd, 1] - (w2 * h0 - w0 * h2) - (Jw[bd, 1, 0] * al0 + Jw[bd, 1, 1] * al1 + Jw[bd, 1, 2] * al2)
+        N2 = No[bd, 2] - (w0 * h1 - w1 * h0) - (Jw[bd, 2, 0] * al0 + Jw[bd, 2, 1] * al1 + Jw[bd, 2, 2] * al2)
+        G[bd, 0], G[bd, 1], G[bd, 2] = F0, F1, F2
+        G[bd, 3] = N0 + r1 * F2 - r2 * F1
+        G[bd, 4] = N1 + r2 * F0 - r0 * F2
+        G[bd, 5] = N2 + r0 * F1 - r1 * F0
+    Qz = np.empty(nz)
+    _project_subtrees(G, b, par, chi, za, ncol, nj, nz, Qz)
+    aux = K.f1(ws, di, K.I_AUX)
+    zdd = np.empty(nz)
+    ok = True
+    if mc > 0:
+        C = np.empty((mc, nz))
+        cvec = np.empty(mc)
+        scale = closure(df, di, ws, kt, a, C, cvec)
+        crow = K.i1(di, kt + T_CROW)
+        pt, ph = K.f1(ws, di, K.I_PT), K.f1(ws, di, K.I_PH)
+        vres = 0.0
+        pres = 0.0
+        for i in range(mc):
+            s = pt[crow[i]]
+            for col in range(nz):
+                s += C[i, col] * zd[col]
+            vres = max(vres, abs(s))
+            pres = max(pres, abs(ph[crow[i]]))
+        aux[0], aux[1] = vres, pres
+        Q, R, perm, r = pivoted_qr(C, scale)
+        ni = nz - r
+        # X = −R11⁻¹ R12 (r × ni), s = R11⁻¹ Q1ᵀ c
+        X = np.empty((r, ni))
+        col_ = np.empty(r)
+        for j in range(ni):
+            for i in range(r):
+                col_[i] = -R[i, r + j]
+            _upper_solve(R, r, col_)
+            for i in range(r):
+                X[i, j] = col_[i]
+        s = np.empty(r)
+        for i in range(r):
+            acc = 0.0
+            for l in range(mc):
+                acc += Q[l, i] * cvec[l]
+            s[i] = acc
+        _upper_solve(R, r, s)
+        # 𝐑ᵀ M̄ 𝐑 and 𝐑ᵀ (Q̄ − M̄ s): by the recursive products, or from M̄ for many columns
+        e = np.zeros(nz)
+        me = np.empty(nz)
+        Mbar = np.empty((ni, ni))
+        if ni > DENSE_LIMIT:
+            Mz = composite_mass(di, ws, kt, Jw, mass)
+            E = np.empty((nz, ni))  # M̄ 𝐑
+            for j in range(ni):
+                for row in range(nz):
+                    acc = Mz[row, perm[r + j]]
+                    for d in range(r):
+                        acc += Mz[row, perm[d]] * X[d, j]
+                    E[row, j] = acc
+            for i in range(ni):
+                for j in range(ni):
+                    acc = E[perm[r + i], j]
+                    for d in range(r):
+                        acc += X[d, i] * E[perm[d], j]
+                    Mbar[i, j] = acc
+        else:
+            for j in range(ni):
+                e[:] = 0.0
+                e[perm[r + j]] = 1.0
+                for i in range(r):
+                    e[perm[i]] = X[i, j]
+                mass_times(e, di, ws, kt, Jw, mass, me)
+                for i in range(ni):
+                    acc = me[perm[r + i]]
+                    for d in range(r):
+                        acc += X[d, i] * me[perm[d]]
+                    Mbar[i, j] = acc
+        e[:] = 0.0
+        for i in range(r):
+            e[perm[i]] = s[i]
+        mass_times(e, di, ws, kt, Jw, mass, me)
+        rhs_i = np.empty(ni)
+        for i in range(ni):
+            acc = Qz[perm[r + i]] - me[perm[r + i]]
+            for d in range(r):
+                acc += X[d, i] * (Qz[perm[d]] - me[perm[d]])
+            rhs_i[i] = acc
+        ok = _cholesky_solve(Mbar, rhs_i)
+        for i in range(ni):
+            zdd[perm[r + i]] = rhs_i[i]
+        for d in range(r):
+            acc = s[d]
+            for j in range(ni):
+                acc += X[d, j] * rhs_i[j]
+            zdd[perm[d]] = acc
+        if timed and r > 0:  # the drivers' power: λ = Q1 R11⁻ᵀ (Q̄ − M̄ z̈)_d
+            mass_times(zdd, di, ws, kt, Jw, mass, me)
+            u = np.empty(r)
+            for i in range(r):
+                acc = Qz[perm[i]] - me[perm[i]]
+                for l in range(i):
+                    acc -= R[l, i] * u[l]
+                u[i] = acc / R[i, i]
+            for l in range(mc):
+                lam = 0.0
+                for i in range(r):
+                    lam += Q[l, i] * u[i]
+                power += lam * pt[crow[l]]
+    elif nz > DENSE_LIMIT:
+        Mbar = composite_mass(di, ws, kt, Jw, mass)
+        zdd[:] = Qz
+        ok = _cholesky_solve(Mbar, zdd)
+    else:
+        Mbar = np.empty((nz, nz))
+        e = np.zeros(nz)
+        me = np.empty(nz)
+        for j in range(nz):
+            e[:] = 0.0
+            e[j] = 1.0
+            mass_times(e, di, ws, kt, Jw, mass, me)
+            Mbar[:, j] = me
+        zdd[:] = Qz
+        ok = _cholesky_solve(Mbar, zdd)
+    out = np.empty(y.shape[0])
+    rates(y, di, kt, out)
+    for i in range(nz):
+        out[nzq + i] = zdd[i]
+    out[nzq + nz] = power
+    for i in range(out.shape[0]):
+        if not math.isfinite(out[i]):
+            ok = False
+    return out, ok
+
+
+@numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
+def singularity(df, di, dd, ws, kt):
+    """:meth:`.equations.Dynamics.singularity` of the joint rows in the workspace: the smallest
+    eigenvalue, after the redundant rows' zeros, of the Jacobi-scaled Jv W Jvᵀ over all rows,
+    W = diag(1, 1, 1, 1/ℓ_b², 1/ℓ_b², 1/ℓ_b²) per part (:func:`._kernels.rotation_weights`). The numpy semi-recursive
+    formulation's measure (not the pivot ratio of :func:`._kernels.singularity`), so both paths
+    see the same singular configurations."""
+    Jc, rb = K.f3(ws, di, K.I_JC), K.i2(di, K.I_RB)
+    pi, pj, psi, psj = K.i1(di, K.I_PI), K.i1(di, K.I_PJ), K.i1(di, K.I_PSI), K.i1(di, K.I_PSJ)
+    m = rb.shape[0]
+    if m == 0:
+        return 1.0
+    weight = K.rotation_weights(df, di, dd, K.i1(di, K.I_SIZES)[1])
+    S = np.zeros((m, m))
+    for p in range(pi.shape[0]):
+        i, j, si, sj = pi[p], pj[p], psi[p], psj[p]
+        acc = Jc[i, si, 0] * Jc[j, sj, 0] + Jc[i, si, 1] * Jc[j, sj, 1] + Jc[i, si, 2] * Jc[j, sj, 2]
+        acc += weight[rb[i, si]] * (Jc[i, si, 3] * Jc[j, sj, 3] + Jc[i, si, 4] * Jc[j, sj, 4]
+                                    + Jc[i, si, 5] * Jc[j, sj, 5])
+        S[i, j] += acc
+    live = np.zeros(m, np.int64)
+    n = 0
+    for i in range(m):
+        if S[i, i] > 0.0:
+            live[n] = i
+            n += 1
+    if n == 0:
+        return 1.0
+    A = np.empty((n, n))
+    for a in range(n):
+        for c in range(a + 1):
+            i, j = live[a], live[c]
+            v = S[i, j] if i >= j else S[j, i]
+            v /= math.sqrt(S[i, i] * S[j, j])
+            A[a, c] = v
+            A[c, a] = v
+    r = K.i1(di, kt + T_SIZES)[6] - (m - n)
+    return kth_eigenvalue(A, min(max(r, 0), n - 1))
+
+
+@numba.njit(cache=True, nogil=True)
+def kth_eigenvalue(A, k):
+    """The k-th smallest eigenvalue (0-based) of the symmetric matrix A (overwritten): Householder
+    reduction to tridiagonal form, then bisection on the Sturm sequence counts to round-off —
+    a few µs for the tens of rows of a mechanism, where LAPACK's full eigvalsh costs ten times more."""
+    n = A.shape[0]
+    d = np.empty(n)
+    e = np.zeros(n)
+    v = np.empty(n)
+    p = np.empty(n)
+    for c in range(n - 2):
+        nrm = 0.0
+        for i in range(c + 1, n):
+            nrm += A[i, c] * A[i, c]
+        nrm = math.sqrt(nrm)
+        d[c] = A[c, c]
+        if nrm == 0.0:
+            e[c] = 0.0
+            continue
+        alpha = -nrm if A[c + 1, c] >= 0.0 else nrm
+        e[c] = alpha
+        for i in range(c + 1, n):
+            v[i] = A[i, c]
+        v[c + 1] -= alpha
+        vn = 0.0
+        for i in range(c + 1, n):
+            vn += v[i] * v[i]
+        vn = math.sqrt(vn)
+        for i in range(c + 1, n):
+            v[i] /= vn
+        vp = 0.0
+        for i in range(c + 1, n):  # p = A22 v, then w = p − (vᵀ p) v; A22 ← A22 − 2 v wᵀ − 2 w vᵀ
+            acc = 0.0
+            for j in range(c + 1, n):
+                acc += A[i, j] * v[j]
+            p[i] = acc
+            vp += v[i] * acc
+        for i in range(c + 1, n):
+            p[i] -= vp * v[i]
+        for i in range(c + 1, n):
+            for j in range(c + 1, n):
+                A[i, j] -= 2.0 * (v[i] * p[j] + p[i] * v[j])
+    if n >= 2:
+        d[n - 2] = A[n - 2, n - 2]
+        e[n - 2] = A[n - 1, n - 2]
+    d[n - 1] = A[n - 1, n - 1]
+    lo, hi = d[0], d[0]
+    for i in range(n):  # Gershgorin bounds
+        rad = abs(e[i]) + (abs(e[i - 1]) if i > 0 else 0.0)
+        lo = min(lo, d[i] - rad)
+        hi = max(hi, d[i] + rad)
+    tiny = 1e-300
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if mid <= lo or mid >= hi or hi - lo <= 1e-15 * max(abs(lo), abs(hi), 1.0):
+            break
+        count = 0  # eigenvalues below mid
+        q = d[0] - mid
+        if q < 0.0:
+            count += 1
+        for i in range(1, n):
+            if q == 0.0:
+                q = tiny
+            q = d[i] - mid - e[i - 1] * e[i - 1] / q
+            if q < 0.0:
+                count += 1
+        if count > k:
+            hi = mid
+        else:
+            lo = mid
+    return 0.5 * (lo + hi)
+
+
+# ---------------------------------------------------------------- projection
+@numba.njit(**_JIT)
+def closure_violation(di, ws, kt):
+    """max |Φ_c| over the closure rows of the workspace."""
+    sz = K.i1(di, kt + T_SIZES)
+    crow, ph = K.i1(di, kt + T_CROW), K.f1(ws, di, K.I_PH)
+    out = 0.0
+    for i in range(sz[4]):
+        out = max(out, abs(ph[crow[i]]))
+    return out
+
+
+@numba.njit(**_JIT)
+def _closure_only(df, di, ws, kt):
+    sz = K.i1(di, kt + T_SIZES)
+    mc, nz, nmov = sz[4], sz[1], sz[3]
+    C = np.empty((mc, nz))
+    closure(df, di, ws, kt, np.zeros((nmov, 6)), C, np.empty(mc))
+    return C
+
+
+@numba.njit(**_JIT)
+def position_step(y, df, di, ws, kt):
+    """z ← z ⊕ (−C⁺ Φ_c): one minimum-norm Newton step on the closure (quaternion blocks
+    rotated by the increment, as :meth:`.tree.TreeKinematics.retract`)."""
+    sz = K.i1(di, kt + T_SIZES)
+    mc = sz[4]
+    crow, ph = K.i1(di, kt + T_CROW), K.f1(ws, di, K.I_PH)
+    C = _closure_only(df, di, ws, kt)
+    phi = np.empty(mc)
+    for i in range(mc):
+        phi[i] = ph[crow[i]]
+    dz = np.linalg.lstsq(C, phi)[0]
+    sq, szi, qa, wa = K.i1(di, kt + T_SQ), K.i1(di, kt + T_SZ), K.i1(di, kt + T_QADR), K.i1(di, kt + T_WADR)
+    for i in range(sq.shape[0]):
+        y[sq[i]] -= dz[szi[i]]
+    for j in range(qa.shape[0]):
+        a, o = qa[j], wa[j]
+        w0, w1, w2 = -dz[o], -dz[o + 1], -dz[o + 2]
+        ang = math.sqrt(w0 * w0 + w1 * w1 + w2 * w2)
+        c = math.cos(0.5 * ang)
+        f = math.sin(0.5 * ang) / ang if ang > 0.0 else 0.0
+        d1, d2, d3 = f * w0, f * w1, f * w2
+        p0, p1, p2, p3 = y[a], y[a + 1], y[a + 2], y[a + 3]
+        n0 = c * p0 - d1 * p1 - d2 * p2 - d3 * p3
+        n1 = c * p1 + d1 * p0 + d2 * p3 - d3 * p2
+        n2 = c * p2 + d2 * p0 + d3 * p1 - d1 * p3
+        n3 = c * p3 + d3 * p0 + d1 * p2 - d2 * p1
+        n = math.sqrt(n0 * n0 + n1 * n1 + n2 * n2 + n3 * n3)
+        y[a], y[a + 1], y[a + 2], y[a + 3] = n0 / n, n1 / n, n2 / n, n3 / n
+
+
+@numba.njit(**_JIT)
+def velocity_step(y, df, di, ws, kt, tol):
+    """ż ← ż − C⁺ (C ż + Φt_c) if that residual exceeds tol; True if ż changed."""
+    sz = K.i1(di, kt + T_SIZES)
+    nzq, nz, mc = sz[0], sz[1], sz[4]
+    if mc == 0:
+        return False
+    crow, pt = K.i1(di, kt + T_CROW), K.f1(ws, di, K.I_PT)
+    C = _closure_only(df, di, ws, kt)
+    res = np.empty(mc)
+    big = 0.0
+    for i in range(mc):
+        s = pt[crow[i]]
+        for col in range(nz):
+            s += C[i, col] * y[nzq + col]
+        res[i] = s
+        big = max(big, abs(s))
+    if big <= tol:
+        return False
+    dz = np.linalg.lstsq(C, res)[0]
+    for col in range(nz):
+        y[nzq + col] -= dz[col]
+    return True
+
+
+# ---------------------------------------------------------------- templates (compiled in the tree module)
+groups = expressions = None  # the model's, bound in the generated module
+KT = 0  # the index of the first tree array in the packed header, a constant of the generated module
+
+
+def tree_state(t, y, df, di, dd, ws, need_gamma):
+    """The tree's kinematics at y, then the absolute module's body kinematics and constraint
+    groups at the absolute state ya (template)."""
+    kinematics(y, df, di, ws, KT)
+    ya = K.f1(ws, di, KT + T_YA)
+    K.stage_kinematics(ya, df, di, ws)
+    groups(t, ya, df, di, dd, ws, need_gamma)
+
+
+def rhs(t, y, df, di, dd, ws):
+    """ẏ of the tree state y = [z, ż, W] (template): (ẏ, ok)."""
+    tree_state(t, y, df, di, dd, ws, True)
+    expressions(t, df, di, dd, ws)
+    return stage_rhs(t, y, df, di, dd, ws, KT)
+
+
+def project(t, y, df, di, dd, ws, tol, max_iter):
+    """Project the tree state y in place onto the closure (template): minimum-norm Newton steps
+    on z while max |Φ_c| > tol (tol/100 after the first), at most ``max_iter``, then ż onto
+    C ż = −Φt_c if that residual exceeds tol (:meth:`.semirecursive.SemiRecursiveFormulation._project`).
+    Leaves the workspace at the projected positions; True if y changed."""
+    changed = False
+    tree_state(t, y, df, di, dd, ws, False)
+    for _ in range(max_iter):
+        if closure_violation(di, ws, KT) <= tol * (0.01 if changed else 1.0):
+            break
+        position_step(y, df, di, ws, KT)
+        changed = True
+        tree_state(t, y, df, di, dd, ws, False)
+    if velocity_step(y, df, di, ws, KT, tol):
+        changed = True
+    return changed
+
+
+def singular(t, y, df, di, dd, ws):
+    """:func:`singularity` at the tree state y (template)."""
+    tree_state(t, y, df, di, dd, ws, False)
+    return singularity(df, di, dd, ws, KT)
+
+
+def _hermite(p, h, y, f, y_new, f_new, out):
+    h00 = 2.0 * p ** 3 - 3.0 * p ** 2 + 1.0
+    h10 = p ** 3 - 2.0 * p ** 2 + p
+    h01 = -2.0 * p ** 3 + 3.0 * p ** 2
+    h11 = p ** 3 - p ** 2
+    for i in range(y.shape[0]):
+        out[i] = h00 * y[i] + h10 * h * f[i] + h01 * y_new[i] + h11 * h * f_new[i]
+
+
+def strides_singular(t, h, y, y_new, f, f_new, zone, tmp, df, di, dd, ws):
+    """:func:`._dop853.strides_singular` for the tree state (template)."""
+    s = np.empty(len(PROBES))
+    for j in range(len(PROBES)):
+        _hermite(PROBES[j], h, y, f, y_new, f_new, tmp)
+        s[j] = math.sqrt(max(singular(t + PROBES[j] * h, tmp, df, di, dd, ws), 0.0))
+    return strided(s, math.sqrt(zone))
+
+
+def probe_step(t, h, y, y_new, f, f_new, s, tmp, df, di, dd, ws):
+    """:func:`._rk4.probe_step` for the tree state (template): the last probe is y_new itself,
+    so the workspace is left with y_new's kinematics and joint rows."""
+    last = len(PROBES) - 1
+    for j in range(len(PROBES)):
+        if j == 0 and s[0] >= 0.0:
+            continue
+        if j == 0:
+            tmp[:] = y
+        elif j == last:
+            tmp[:] = y_new
+        else:
+            _hermite(PROBES[j], h, y, f, y_new, f_new, tmp)
+        s[j] = math.sqrt(max(singular(t + PROBES[j] * h, tmp, df, di, dd, ws), 0.0))
+
+
+#: compiled inside each tree module after the integrator templates, whose ``rhs``, ``project``,
+#: ``strides_singular`` and ``probe_step`` they replace there
+TEMPLATES = (tree_state, rhs, project, singular, _hermite, strides_singular, probe_step)
+#: names the templates use from this module
+HELPERS = ("kinematics", "stage_rhs", "closure_violation", "position_step", "velocity_step", "singularity", "T_YA")
