@@ -190,6 +190,10 @@ def dop853(t, y0, times, rtol, atol, ptol, max_iter, zone, df, di, dd, ws, Y, DD
     state is in ``y_end`` and ``stats[S_T]`` is its time (the caller crosses the singular
     configuration by other means and restarts the loop).
 
+    With compliant contacts the step is at most their limit at the last accepted state
+    (:func:`._kernels.contact_step_limit`, scipy's ``max_step`` as the scipy driver sets it), and
+    ``windings`` records their impact speeds.
+
     Frame k ≥ 1 gets ``Y[k]`` (the projected state if times[k] is a step end, else the dense
     output of the step) and ``DD[k]`` (a copy of ``dd``: the references after that step).
     Returns the status (DONE, NOT_FINITE, STEP_COLLAPSE, NAN_STATE, SINGULAR); ``stats`` gets the time
@@ -210,6 +214,7 @@ def dop853(t, y0, times, rtol, atol, ptol, max_iter, zone, df, di, dd, ws, Y, DD
     f, ok = rhs(t, y, df, di, dd, ws)
     nfev += 1
     h_abs = 0.0
+    h_max = K.contact_step_limit(y, df, di, dd, ws)  # scipy's max_step, set after every step
     if ok:
         h_abs, ok = initial_step(t, y, f, t_bound, rtol, atol, df, di, dd, ws, 7)
         nfev += 1
@@ -218,7 +223,9 @@ def dop853(t, y0, times, rtol, atol, ptol, max_iter, zone, df, di, dd, ws, Y, DD
     while status == DONE and k < nt:
         t_old = t
         min_step = 10.0 * abs(np.nextafter(t, np.inf) - t)
-        if h_abs < min_step:
+        if h_abs > h_max:
+            h_abs = h_max
+        elif h_abs < min_step:
             h_abs = min_step
         accepted = False
         rejected = False
@@ -344,6 +351,7 @@ def dop853(t, y0, times, rtol, atol, ptol, max_iter, zone, df, di, dd, ws, Y, DD
         if zone > 0.0 and K.singularity(df, di, dd, ws) < zone:
             status = SINGULAR
             break
+        h_max = K.contact_step_limit(y, df, di, dd, ws)
     finish(y, y_end, stats, t, nfev, nsteps, nproject, k, t_fail, t_eval)
     return status
 
