@@ -31,6 +31,9 @@ import numba
 import numpy as np
 
 _JIT = dict(cache=True, nogil=True, fastmath=False)
+# the per-point functions are inlined into the loops over points (a call passing a dozen arrays costs
+# their reference counting, more than the point's arithmetic)
+_INLINE = dict(_JIT, inline="always")
 
 #: kind bits of a point: O is a plane, O is a box, S is a rim circle
 PLANE, BOX, RIM = 1, 2, 4
@@ -55,109 +58,47 @@ STEPS_PER_CONTACT = 10
 TOUCH_STEP = 1e-3
 
 
-@numba.njit(**_JIT)
-def _world(A, rc, b, d, out, k):
-    """out[k:k+3] = rc[b] + A[b] d (a body point, world frame)."""
-    for i in range(3):
-        out[k + i] = rc[b, i] + A[b, i, 0] * d[0] + A[b, i, 1] * d[1] + A[b, i, 2] * d[2]
+@numba.njit(**_INLINE)
+def _world(A, rc, b, d0, d1, d2):
+    """rc[b] + A[b] d (a body point, world frame, m) as three floats."""
+    return (rc[b, 0] + A[b, 0, 0] * d0 + A[b, 0, 1] * d1 + A[b, 0, 2] * d2,
+            rc[b, 1] + A[b, 1, 0] * d0 + A[b, 1, 1] * d1 + A[b, 1, 2] * d2,
+            rc[b, 2] + A[b, 2, 0] * d0 + A[b, 2, 1] * d1 + A[b, 2, 2] * d2)
 
 
-@numba.njit(**_JIT)
+@numba.njit(**_INLINE)
 def pair_gap(A, rc, pair, pc, p):
     """g = |C_S − C_O| − r_S − r_O (m) of pair p (> 0: apart), or −1 for a pair never skipped."""
     if pair[p, Q_ALWAYS]:
         return -1.0
-    c = np.empty(6)
-    _world(A, rc, pair[p, Q_S], pc[p, C_CS:C_CS + 3], c, 0)
-    _world(A, rc, pair[p, Q_O], pc[p, C_CO:C_CO + 3], c, 3)
-    d = math.sqrt((c[0] - c[3]) ** 2 + (c[1] - c[4]) ** 2 + (c[2] - c[5]) ** 2)
+    s0, s1, s2 = _world(A, rc, pair[p, Q_S], pc[p, C_CS], pc[p, C_CS + 1], pc[p, C_CS + 2])
+    o0, o1, o2 = _world(A, rc, pair[p, Q_O], pc[p, C_CO], pc[p, C_CO + 1], pc[p, C_CO + 2])
     r = pc[p, C_RS] + pc[p, C_RO]
-    gap = d - r
+    gap = math.sqrt((s0 - o0) ** 2 + (s1 - o1) ** 2 + (s2 - o2) ** 2) - r
     return gap if gap > GAP_MARGIN * r else -1.0
 
 
-@numba.njit(**_JIT)
-def point_geometry(A, rc, vc, w, i, ct_s, ct_o, ds, do, no, half, axis, kind, par, g):
-    """Point i's g = [n (3, unit, from O toward S), δ (m), x (3, m), δ̇ (m/s), v_t (3, m/s)], world."""
-    s, o = ct_s[i], ct_o[i]
-    Rs, Ro = par[i, P_RS], par[i, P_RO]
-    fl = kind[i]
-    c = np.empty(6)
-    _world(A, rc, s, ds[i], c, 0)
-    _world(A, rc, o, do[i], c, 3)
-    inside = False
-    face = 0
-    depth_face = 0.0
-    sign = 1.0
-    if fl & BOX:
-        # O a box: its point nearest S's centre (clamped in O's axes); inside: out through the nearest face
-        e0, e1, e2 = c[0] - c[3], c[1] - c[4], c[2] - c[5]
-        local = np.empty(3)
-        near = np.empty(3)
-        inside = True
-        best = np.inf
-        for j in range(3):
-            local[j] = A[o, 0, j] * e0 + A[o, 1, j] * e1 + A[o, 2, j] * e2
-            h = half[i, j]
-            near[j] = min(max(local[j], -h), h)
-            dep = h - abs(local[j])
-            if not dep > 0:
-                inside = False
-            if h > 0 and dep < best:
-                best = dep
-                face = j
-        if inside:
-            for j in range(3):
-                near[j] = local[j]
-            depth_face = half[i, face] - abs(local[face])
-            sign = 1.0 if local[face] >= 0 else -1.0
-        for j in range(3):
-            c[3 + j] += A[o, j, 0] * near[0] + A[o, j, 1] * near[1] + A[o, j, 2] * near[2]
-    d0, d1, d2 = c[0] - c[3], c[1] - c[4], c[2] - c[5]
-    dist = math.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
-    if fl & PLANE:
-        n0 = A[o, 0, 0] * no[i, 0] + A[o, 0, 1] * no[i, 1] + A[o, 0, 2] * no[i, 2]
-        n1 = A[o, 1, 0] * no[i, 0] + A[o, 1, 1] * no[i, 1] + A[o, 1, 2] * no[i, 2]
-        n2 = A[o, 2, 0] * no[i, 0] + A[o, 2, 1] * no[i, 1] + A[o, 2, 2] * no[i, 2]
-    else:
-        inv = dist if dist > 0 else 1.0
-        n0, n1, n2 = d0 / inv, d1 / inv, d2 / inv
-    if inside:
-        n0, n1, n2 = A[o, 0, face] * sign, A[o, 1, face] * sign, A[o, 2, face] * sign
-        dist = -depth_face
-    o0, o1, o2 = Rs * n0, Rs * n1, Rs * n2
-    if fl & RIM:
-        a0 = A[s, 0, 0] * axis[i, 0] + A[s, 0, 1] * axis[i, 1] + A[s, 0, 2] * axis[i, 2]
-        a1 = A[s, 1, 0] * axis[i, 0] + A[s, 1, 1] * axis[i, 1] + A[s, 1, 2] * axis[i, 2]
-        a2 = A[s, 2, 0] * axis[i, 0] + A[s, 2, 1] * axis[i, 1] + A[s, 2, 2] * axis[i, 2]
-        na = n0 * a0 + n1 * a1 + n2 * a2
-        u0, u1, u2 = n0 - na * a0, n1 - na * a1, n2 - na * a2
-        nu = math.sqrt(u0 * u0 + u1 * u1 + u2 * u2)
-        if nu > 1e-12:
-            o0, o1, o2 = Rs * u0 / nu, Rs * u1 / nu, Rs * u2 / nu
-        else:  # a rim lying flat on the plane: its centre
-            o0 = o1 = o2 = 0.0
-    reach = o0 * n0 + o1 * n1 + o2 * n2
-    if fl & PLANE:
-        delta = reach - (d0 * n0 + d1 * n1 + d2 * n2)
-    else:
-        delta = Rs + Ro - dist
-    x0 = c[0] - o0 + 0.5 * delta * n0
-    x1 = c[1] - o1 + 0.5 * delta * n1
-    x2 = c[2] - o2 + 0.5 * delta * n2
-    # v_r = v_S(x) − v_O(x)
-    ps0, ps1, ps2 = x0 - rc[s, 0], x1 - rc[s, 1], x2 - rc[s, 2]
-    po0, po1, po2 = x0 - rc[o, 0], x1 - rc[o, 1], x2 - rc[o, 2]
-    vr0 = vc[s, 0] + (w[s, 1] * ps2 - w[s, 2] * ps1) - vc[o, 0] - (w[o, 1] * po2 - w[o, 2] * po1)
-    vr1 = vc[s, 1] + (w[s, 2] * ps0 - w[s, 0] * ps2) - vc[o, 1] - (w[o, 2] * po0 - w[o, 0] * po2)
-    vr2 = vc[s, 2] + (w[s, 0] * ps1 - w[s, 1] * ps0) - vc[o, 2] - (w[o, 0] * po1 - w[o, 1] * po0)
-    vn = vr0 * n0 + vr1 * n1 + vr2 * n2
-    g[0], g[1], g[2], g[3] = n0, n1, n2, delta
-    g[4], g[5], g[6], g[7] = x0, x1, x2, -vn
-    g[8], g[9], g[10] = vr0 - vn * n0, vr1 - vn * n1, vr2 - vn * n2
+@numba.njit(**_INLINE)
+def _box_nearest(A, o, e0, e1, e2, h0, h1, h2):
+    """O a box (half lengths h along O's axes): (offset of its point nearest the point at e from its
+    centre (world, 3 floats), inside, face axis, depth below that face, sign of that face)."""
+    l0 = A[o, 0, 0] * e0 + A[o, 1, 0] * e1 + A[o, 2, 0] * e2
+    l1 = A[o, 0, 1] * e0 + A[o, 1, 1] * e1 + A[o, 2, 1] * e2
+    l2 = A[o, 0, 2] * e0 + A[o, 1, 2] * e1 + A[o, 2, 2] * e2
+    p0, p1, p2 = h0 - abs(l0), h1 - abs(l1), h2 - abs(l2)
+    inside = p0 > 0 and p1 > 0 and p2 > 0
+    face, depth, lf = 0, p0, l0
+    if p1 < depth:
+        face, depth, lf = 1, p1, l1
+    if p2 < depth:
+        face, depth, lf = 2, p2, l2
+    if not inside:
+        l0, l1, l2 = min(max(l0, -h0), h0), min(max(l1, -h1), h1), min(max(l2, -h2), h2)
+    return (A[o, 0, 0] * l0 + A[o, 0, 1] * l1 + A[o, 0, 2] * l2, A[o, 1, 0] * l0 + A[o, 1, 1] * l1 + A[o, 1, 2] * l2,
+            A[o, 2, 0] * l0 + A[o, 2, 1] * l1 + A[o, 2, 2] * l2, inside, face, depth, 1.0 if lf >= 0 else -1.0)
 
 
-@numba.njit(**_JIT)
+@numba.njit(**_INLINE)
 def impact_speed(par, i, delta, ddelta, state):
     """δ̇⁻ (m/s) of the restitution form: the recorded one, else the elastic-energy estimate
     (:meth:`.contacts.Contacts.impact_speeds`)."""
@@ -170,7 +111,7 @@ def impact_speed(par, i, delta, ddelta, state):
     return max(v, MIN_IMPACT_SPEED)
 
 
-@numba.njit(**_JIT)
+@numba.njit(**_INLINE)
 def friction_coefficient(par, i, speed):
     """μ(|v_t|) of the regularised Coulomb law (:mod:`.contacts`)."""
     vs, mus, mud = par[i, P_VS], par[i, P_MUS], par[i, P_MUD]
@@ -181,7 +122,7 @@ def friction_coefficient(par, i, speed):
     return mus + (mud - mus) * (z * z * (3.0 - 2.0 * z))
 
 
-@numba.njit(**_JIT)
+@numba.njit(**_INLINE)
 def point_limit(par, i, delta, ddelta, state):
     """The largest step (s) of point i (:func:`.contacts.compliant_step_limit`)."""
     m, k, n = par[i, P_MEFF], par[i, P_K], par[i, P_EXP]
@@ -195,53 +136,135 @@ def point_limit(par, i, delta, ddelta, state):
     return limit
 
 
+#: what :func:`_sweep` does at each point: add its force, record its impact speed, bound the step
+FORCES, ACCEPT, LIMIT = 0, 1, 2
+
+
 @numba.njit(**_JIT)
-def contact_forces(A, rc, w, vc, F, N, ct_s, ct_o, ds, do, no, half, axis, kind, par, pair, pc, state, opt, stats):
-    """Accumulate the contact forces into F (nb, 3) N and moments about the com N (nb, 3) N m;
-    returns the non-conservative power (W, ≤ 0)."""
-    g = np.empty(11)
-    broad = opt[0] != 0
+def _sweep(mode, A, rc, w, vc, F, N, ct_s, ct_o, ds, do, no, half, axis, kind, par, pair, state, use):
+    """The points of the pairs with ``use[p]``: their geometry (:mod:`.contacts`: n from O toward S, δ,
+    x, δ̇, v_t, world frame), then per ``mode`` the force on S and O into F, N (FORCES), the impact speed
+    into ``state`` (ACCEPT) or the step limit (LIMIT). Returns (power W, limit s, points evaluated, points
+    in touch). One loop with the geometry written in it: a per-point call passing the arrays costs
+    their reference counting, several times the point's arithmetic."""
     power = 0.0
+    limit = np.inf
     n_eval = 0
     n_touch = 0
     for p in range(pair.shape[0]):
-        if broad and pair_gap(A, rc, pair, pc, p) > 0:
+        if not use[p]:
             continue
         for i in range(pair[p, Q_FIRST], pair[p, Q_END]):
-            point_geometry(A, rc, vc, w, i, ct_s, ct_o, ds, do, no, half, axis, kind, par, g)
+            s, o = ct_s[i], ct_o[i]
+            Rs, Ro = par[i, P_RS], par[i, P_RO]
+            fl = kind[i]
+            c0, c1, c2 = _world(A, rc, s, ds[i, 0], ds[i, 1], ds[i, 2])
+            q0, q1, q2 = _world(A, rc, o, do[i, 0], do[i, 1], do[i, 2])
+            inside = False
+            face = 0
+            depth = 0.0
+            sign = 1.0
+            if fl & BOX:  # O a box: its point nearest S's centre; S's centre inside: out through the nearest face
+                b0, b1, b2, inside, face, depth, sign = _box_nearest(A, o, c0 - q0, c1 - q1, c2 - q2, half[i, 0],
+                                                                     half[i, 1], half[i, 2])
+                q0, q1, q2 = q0 + b0, q1 + b1, q2 + b2
+            d0, d1, d2 = c0 - q0, c1 - q1, c2 - q2
+            dist = math.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
+            if fl & PLANE:
+                n0 = A[o, 0, 0] * no[i, 0] + A[o, 0, 1] * no[i, 1] + A[o, 0, 2] * no[i, 2]
+                n1 = A[o, 1, 0] * no[i, 0] + A[o, 1, 1] * no[i, 1] + A[o, 1, 2] * no[i, 2]
+                n2 = A[o, 2, 0] * no[i, 0] + A[o, 2, 1] * no[i, 1] + A[o, 2, 2] * no[i, 2]
+            else:
+                inv = dist if dist > 0 else 1.0
+                n0, n1, n2 = d0 / inv, d1 / inv, d2 / inv
+            if inside:
+                n0, n1, n2 = A[o, 0, face] * sign, A[o, 1, face] * sign, A[o, 2, face] * sign
+                dist = -depth
+            o0, o1, o2 = Rs * n0, Rs * n1, Rs * n2
+            if fl & RIM:
+                a0 = A[s, 0, 0] * axis[i, 0] + A[s, 0, 1] * axis[i, 1] + A[s, 0, 2] * axis[i, 2]
+                a1 = A[s, 1, 0] * axis[i, 0] + A[s, 1, 1] * axis[i, 1] + A[s, 1, 2] * axis[i, 2]
+                a2 = A[s, 2, 0] * axis[i, 0] + A[s, 2, 1] * axis[i, 1] + A[s, 2, 2] * axis[i, 2]
+                na = n0 * a0 + n1 * a1 + n2 * a2
+                u0, u1, u2 = n0 - na * a0, n1 - na * a1, n2 - na * a2
+                nu = math.sqrt(u0 * u0 + u1 * u1 + u2 * u2)
+                if nu > 1e-12:
+                    o0, o1, o2 = Rs * u0 / nu, Rs * u1 / nu, Rs * u2 / nu
+                else:  # a rim lying flat on the plane: its centre
+                    o0 = o1 = o2 = 0.0
+            reach = o0 * n0 + o1 * n1 + o2 * n2
+            if fl & PLANE:
+                delta = reach - (d0 * n0 + d1 * n1 + d2 * n2)
+            else:
+                delta = Rs + Ro - dist
+            x0 = c0 - o0 + 0.5 * delta * n0
+            x1 = c1 - o1 + 0.5 * delta * n1
+            x2 = c2 - o2 + 0.5 * delta * n2
+            # v_r = v_S(x) − v_O(x)
+            ps0, ps1, ps2 = x0 - rc[s, 0], x1 - rc[s, 1], x2 - rc[s, 2]
+            po0, po1, po2 = x0 - rc[o, 0], x1 - rc[o, 1], x2 - rc[o, 2]
+            vr0 = vc[s, 0] + (w[s, 1] * ps2 - w[s, 2] * ps1) - vc[o, 0] - (w[o, 1] * po2 - w[o, 2] * po1)
+            vr1 = vc[s, 1] + (w[s, 2] * ps0 - w[s, 0] * ps2) - vc[o, 1] - (w[o, 2] * po0 - w[o, 0] * po2)
+            vr2 = vc[s, 2] + (w[s, 0] * ps1 - w[s, 1] * ps0) - vc[o, 2] - (w[o, 0] * po1 - w[o, 1] * po0)
+            vn = vr0 * n0 + vr1 * n1 + vr2 * n2
             n_eval += 1
-            delta, dd = g[3], g[7]
+            dd = -vn
+            if mode == ACCEPT:
+                state[i] = impact_speed(par, i, delta, dd, state[i]) if delta > 0 else 0.0
+                continue
+            if mode == LIMIT:
+                limit = min(limit, point_limit(par, i, delta, dd, state[i]))
+                continue
             if not delta > 0:
                 continue
             n_touch += 1
+            t0, t1, t2 = vr0 - vn * n0, vr1 - vn * n1, vr2 - vn * n2
             elastic = par[i, P_K] * delta ** par[i, P_EXP]
             if par[i, P_FROM_E] != 0:
                 alpha = par[i, P_XI] / impact_speed(par, i, delta, dd, state[i])
             else:
                 alpha = par[i, P_LAM] / par[i, P_K]
             Fn = max(0.0, elastic * (1.0 + alpha * dd))
-            speed = math.sqrt(g[8] * g[8] + g[9] * g[9] + g[10] * g[10])
+            speed = math.sqrt(t0 * t0 + t1 * t1 + t2 * t2)
             mu = friction_coefficient(par, i, speed)
             inv = speed if speed > 0 else 1.0
-            f0 = Fn * g[0] + (-(mu * Fn)) * (g[8] / inv)
-            f1 = Fn * g[1] + (-(mu * Fn)) * (g[9] / inv)
-            f2 = Fn * g[2] + (-(mu * Fn)) * (g[10] / inv)
+            f0 = Fn * n0 + (-(mu * Fn)) * (t0 / inv)
+            f1 = Fn * n1 + (-(mu * Fn)) * (t1 / inv)
+            f2 = Fn * n2 + (-(mu * Fn)) * (t2 / inv)
             power += -(Fn - elastic) * dd - mu * Fn * speed
-            s, o = ct_s[i], ct_o[i]
             F[s, 0] += f0
             F[s, 1] += f1
             F[s, 2] += f2
             F[o, 0] -= f0
             F[o, 1] -= f1
             F[o, 2] -= f2
-            r0, r1, r2 = g[4] - rc[s, 0], g[5] - rc[s, 1], g[6] - rc[s, 2]
-            N[s, 0] += r1 * f2 - r2 * f1
-            N[s, 1] += r2 * f0 - r0 * f2
-            N[s, 2] += r0 * f1 - r1 * f0
-            r0, r1, r2 = g[4] - rc[o, 0], g[5] - rc[o, 1], g[6] - rc[o, 2]
-            N[o, 0] -= r1 * f2 - r2 * f1
-            N[o, 1] -= r2 * f0 - r0 * f2
-            N[o, 2] -= r0 * f1 - r1 * f0
+            N[s, 0] += ps1 * f2 - ps2 * f1
+            N[s, 1] += ps2 * f0 - ps0 * f2
+            N[s, 2] += ps0 * f1 - ps1 * f0
+            N[o, 0] -= po1 * f2 - po2 * f1
+            N[o, 1] -= po2 * f0 - po0 * f2
+            N[o, 2] -= po0 * f1 - po1 * f0
+    return power, limit, n_eval, n_touch
+
+
+@numba.njit(**_JIT)
+def _close(A, rc, pair, pc, opt):
+    """use (pairs,): 1 for the pairs the broad phase keeps (every pair when ``opt[0]`` is 0)."""
+    use = np.ones(pair.shape[0], np.int64)
+    if opt[0] != 0:
+        for p in range(pair.shape[0]):
+            if pair_gap(A, rc, pair, pc, p) > 0:
+                use[p] = 0
+    return use
+
+
+@numba.njit(**_JIT)
+def contact_forces(A, rc, w, vc, F, N, ct_s, ct_o, ds, do, no, half, axis, kind, par, pair, pc, state, opt, stats):
+    """Accumulate the contact forces into F (nb, 3) N and moments about the com N (nb, 3) N m;
+    returns the non-conservative power (W, ≤ 0)."""
+    use = _close(A, rc, pair, pc, opt)
+    power, _, n_eval, n_touch = _sweep(FORCES, A, rc, w, vc, F, N, ct_s, ct_o, ds, do, no, half, axis, kind, par,
+                                       pair, state, use)
     stats[0] += 1.0
     stats[1] += n_eval
     stats[2] += n_touch
@@ -250,48 +273,35 @@ def contact_forces(A, rc, w, vc, F, N, ct_s, ct_o, ds, do, no, half, axis, kind,
 
 @numba.njit(**_JIT)
 def contact_accept(A, rc, w, vc, ct_s, ct_o, ds, do, no, half, axis, kind, par, pair, pc, state, opt):
-    """Record each point's impact speed at an accepted state (:meth:`.contacts.Contacts.accept`)."""
-    g = np.empty(11)
-    broad = opt[0] != 0
+    """Record each point's impact speed at an accepted state (:meth:`.contacts.Contacts.accept`): 0 for
+    the points of the pairs that are apart."""
+    use = _close(A, rc, pair, pc, opt)
     for p in range(pair.shape[0]):
-        first, end = pair[p, Q_FIRST], pair[p, Q_END]
-        if broad and pair_gap(A, rc, pair, pc, p) > 0:
-            for i in range(first, end):
+        if not use[p]:
+            for i in range(pair[p, Q_FIRST], pair[p, Q_END]):
                 state[i] = 0.0
-            continue
-        for i in range(first, end):
-            point_geometry(A, rc, vc, w, i, ct_s, ct_o, ds, do, no, half, axis, kind, par, g)
-            state[i] = impact_speed(par, i, g[3], g[7], state[i]) if g[3] > 0 else 0.0
-
-
-@numba.njit(**_JIT)
-def _pair_limit(A, rc, w, vc, p, ct_s, ct_o, ds, do, no, half, axis, kind, par, pair, state, g, limit):
-    for i in range(pair[p, Q_FIRST], pair[p, Q_END]):
-        point_geometry(A, rc, vc, w, i, ct_s, ct_o, ds, do, no, half, axis, kind, par, g)
-        limit = min(limit, point_limit(par, i, g[3], g[7], state[i]))
-    return limit
+    _sweep(ACCEPT, A, rc, w, vc, A[0], A[0], ct_s, ct_o, ds, do, no, half, axis, kind, par, pair, state, use)
 
 
 @numba.njit(**_JIT)
 def contact_limit(A, rc, w, vc, ct_s, ct_o, ds, do, no, half, axis, kind, par, pair, pc, state, opt):
     """The largest step (s) that strides over no contact (:meth:`.contacts.Contacts.step_limit`):
     the close pairs' points, then every skipped pair whose bound ½ g / V is below that."""
-    g = np.empty(11)
-    broad = opt[0] != 0
-    limit = np.inf
-    for p in range(pair.shape[0]):
-        if not (broad and pair_gap(A, rc, pair, pc, p) > 0):
-            limit = _pair_limit(A, rc, w, vc, p, ct_s, ct_o, ds, do, no, half, axis, kind, par, pair, state, g, limit)
-    if not broad:
+    use = _close(A, rc, pair, pc, opt)
+    limit = _sweep(LIMIT, A, rc, w, vc, A[0], A[0], ct_s, ct_o, ds, do, no, half, axis, kind, par, pair, state,
+                   use)[1]
+    if opt[0] == 0:
         return limit
+    again = np.zeros(pair.shape[0], np.int64)
     for p in range(pair.shape[0]):
-        gap = pair_gap(A, rc, pair, pc, p)
-        if not gap > 0:
+        if use[p]:
             continue
+        gap = pair_gap(A, rc, pair, pc, p)
         s, o = pair[p, Q_S], pair[p, Q_O]
         v = math.sqrt((vc[s, 0] - vc[o, 0]) ** 2 + (vc[s, 1] - vc[o, 1]) ** 2 + (vc[s, 2] - vc[o, 2]) ** 2)
         v += math.sqrt(w[s, 0] ** 2 + w[s, 1] ** 2 + w[s, 2] ** 2) * pc[p, C_REACH_S]
         v += math.sqrt(w[o, 0] ** 2 + w[o, 1] ** 2 + w[o, 2] ** 2) * pc[p, C_REACH_O]
         if v > 0 and LIMIT_SAFETY * 0.5 * gap / v < limit:
-            limit = _pair_limit(A, rc, w, vc, p, ct_s, ct_o, ds, do, no, half, axis, kind, par, pair, state, g, limit)
-    return limit
+            again[p] = 1
+    return min(limit, _sweep(LIMIT, A, rc, w, vc, A[0], A[0], ct_s, ct_o, ds, do, no, half, axis, kind, par, pair,
+                             state, again)[1])

@@ -75,6 +75,10 @@ separating speed), and a tenth of the duration
 while in contact (estimated from the linearised stiffness at the penetration of an impact at the
 closing speed, the smaller moving mass of the pair); their error control does the rest. A
 fixed-step ``RK4`` run takes the step it is given (``dt``): it must be below the contact's duration.
+
+This class is the numpy implementation; the compiled right-hand side (:mod:`.fast`) evaluates the
+same law point by point in :mod:`._contact_kernels` from the arrays of :meth:`Contacts.arrays`, with a
+broad phase by body pair (:attr:`Contacts.activation`).
 """
 
 from __future__ import annotations

@@ -157,3 +157,74 @@ def test_contact_models_run_in_the_compiled_dop853_loop():
     form = get_formulation("projection")(dyn, angles=angles, refs=refs)
     assert form.runs_compiled("DOP853", np.linspace(0, 1, 11), 1e-8, 1e-10)
     assert not form.runs_compiled("Radau", np.linspace(0, 1, 11), 1e-8, 1e-10)  # its Jacobian has no contacts
+
+
+# ---------------------------------------------------------------------------- the chain drive sample
+def _chain_generator():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "samples" / "dynamics" / "make_chain_drive.py"
+    spec = importlib.util.spec_from_file_location("make_chain_drive", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_chain_drive_generator_lays_the_chain_on_the_pitch_polygons():
+    import tomllib
+
+    mk = _chain_generator()
+    n = 60
+    data = tomllib.loads(mk.chain_drive_toml(n))
+    r = mk.pitch_radius()
+    assert r == pytest.approx(mk.PITCH / (2 * math.sin(math.pi / mk.TEETH)), rel=1e-15)
+    links = [data["parts"][f"link{k}"] for k in range(n)]
+    rollers = np.array([p["position"][:2] for p in links])
+    # every link is one pitch long: its joint at the next roller
+    assert np.allclose(np.linalg.norm(np.roll(rollers, -1, axis=0) - rollers, axis=1), mk.PITCH, rtol=0, atol=1e-12)
+    pins = {j["name"]: np.array(j["origin"][:2]) for j in data["joints"] if j["name"].startswith("pin")}
+    assert all(np.allclose(pins[f"pin{k}"], rollers[k], atol=1e-15) for k in range(n))
+    # z/2 + 1 rollers on each pitch circle, the rest on the two straight spans at y = ±r
+    centre_b = data["parts"]["sprocket_b"]["position"][0]
+    on_a = np.isclose(np.linalg.norm(rollers, axis=1), r, atol=1e-12) & (rollers[:, 0] <= 1e-12)
+    on_b = np.isclose(np.linalg.norm(rollers - [centre_b, 0], axis=1), r, atol=1e-12) & (rollers[:, 0] >= centre_b - 1e-12)
+    assert on_a.sum() == on_b.sum() == mk.TEETH // 2 + 1
+    assert np.all(np.isclose(np.abs(rollers[~(on_a | on_b), 1]), r, atol=1e-12))
+    # every roller against every tooth: 2 z N contact points, none touching at the start
+    spec = parse_model(data, source="chain drive (test)")
+    assert len(spec.contacts) == 2 * mk.TEETH * n
+    model = compile_model(spec)
+    dyn, q0, v0, angles, refs = prepare(model, 0.0)  # refuses parts that start inside each other
+    bs = body_state(model, dyn.mass, q0, v0)
+    delta = dyn.forces.contacts.geometry(bs)[1]
+    # a seated roller is CLEARANCE from its two teeth
+    assert np.max(delta) == pytest.approx(-mk.CLEARANCE, abs=1e-12)
+    assert np.sum(np.isclose(delta, -mk.CLEARANCE, atol=1e-12)) == 2 * 2 * (mk.TEETH // 2 + 1)
+
+
+def test_chain_drive_generator_refuses_a_chain_too_short_for_its_sprockets():
+    mk = _chain_generator()
+    with pytest.raises(ValueError, match="at least 26"):
+        mk.chain_drive_toml(24)
+    mk.chain_drive_toml(26)
+
+
+def test_chain_drive_moves_the_same_with_and_without_the_broad_phase_and_balances_its_energy():
+    import tomllib
+
+    mk = _chain_generator()
+    model = compile_model(parse_model(tomllib.loads(mk.chain_drive_toml(32)), source="chain drive (test)"))
+    runs = [simulate(model, t_end=0.004, steps=8, rtol=1e-6, atol=1e-8, options={"activation": a})
+            for a in (True, False)]
+    for m in runs:
+        assert m.complete, m.message
+    assert np.array_equal(runs[0].position, runs[1].position)  # the skipped pairs' forces are exactly zero
+    ex = runs[0].extra
+    E = ex["energy.kinetic"] + ex["energy.potential"]
+    W = ex["work.nonconservative"]  # the driver's work, the brake's and the contacts' losses
+    assert W[-1] > 0  # the driver puts energy in
+    assert np.max(np.abs(E - E[0] - W)) <= 1e-6 * np.max(np.abs(W))
+    # the teeth have taken up the chain: sprocket B turns the driver's way
+    wb = runs[0].angular_velocity[-1, runs[0].parts.index("sprocket_b"), 2]
+    assert wb < 0
