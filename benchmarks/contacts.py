@@ -152,7 +152,7 @@ def chain(links, t_end):
           f"{float(np.max(np.abs(on.q[:n] - off.q[:n]))):.1e} m; numpy / compiled per simulated s "
           f"{per_s['numpy right-hand side'] / per_s['compiled, broad phase']:.1f}x; "
           f"mean wB / wA over the second half {np.mean(wb[half]) / np.mean(wa[half]):.4f}; "
-          f"the run's checks: {'; '.join(check.message() for check in result.invariants.checks)}")
+          f"the run's checks: {'; '.join(check.line() for check in result.invariants.checks)}")
 
 
 if __name__ == "__main__":
