@@ -23,6 +23,10 @@ bodies ``s``, ``o``, offsets ``ds``, ``do`` (body axes, from the com, m), the pl
 the box half lengths ``half``, the rim axis ``axis``, ``kind`` (bits :data:`PLANE`, :data:`BOX`,
 :data:`RIM`), ``par`` (columns ``P_*``) and ``state`` (impact speeds, m/s); per pair ``pair``
 (columns ``Q_*``) and ``pc`` (columns ``C_*``).
+
+Editing this module: the generated dynamics modules hash its source (:func:`.fast._module_file`), but
+numba's own cache of :mod:`._kernels`, which calls these functions, is keyed by ``_kernels.py`` alone:
+touch that file too, or the new code is not linked in.
 """
 
 import math
@@ -31,8 +35,7 @@ import numba
 import numpy as np
 
 _JIT = dict(cache=True, nogil=True, fastmath=False)
-# the per-point functions are inlined into the loops over points (a call passing a dozen arrays costs
-# their reference counting, more than the point's arithmetic)
+# the small per-point helpers are inlined into the sweep over the points (see :func:`_sweep`)
 _INLINE = dict(_JIT, inline="always")
 
 #: kind bits of a point: O is a plane, O is a box, S is a rim circle
