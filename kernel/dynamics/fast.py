@@ -15,7 +15,8 @@ integrator templates and this module — editing any of them selects a new file 
 imported as a module so numba can cache its machine code beside it. The numbers of a model
 (geometry, masses, stiffness) are arguments, not constants, so models of the same structure
 share the compiled code. Besides ``rhs`` the module holds ``windings`` (the angle references
-follow an accepted state), ``project`` (projection onto the joints) and the integration loops
+follow an accepted state), ``step_limit`` (the largest step at an accepted state: the compliant
+contacts'), ``project`` (projection onto the joints) and the integration loops
 ``dop853``, ``radau`` and ``rk4`` of :mod:`._dop853`, :mod:`._radau` and :mod:`._rk4` compiled
 around this model's ``rhs`` (:meth:`FastRHS.dop853`, :meth:`FastRHS.radau`, :meth:`FastRHS.rk4`;
 used when no input of ẏ is evaluated in Python).
@@ -487,6 +488,9 @@ def _source(dyn):
            + "    return K.stage_rhs(t, y, df, di, dd, ws)\n"
            + jit
            + "def windings(y, df, di, dd, ws):\n" + "\n".join(wind) + "\n"
+           + jit
+           + "def step_limit(y, df, di, dd, ws):\n"
+           + "    return K.contact_step_limit(y, df, di, dd, ws)\n"
            + _template_source(jit))
     return src, None
 
