@@ -13,7 +13,8 @@ optional projection onto the joints) is compiled too. It applies when nothing in
 Units: t in s; the state y = [q, v, W] in m, 1 (Euler parameters), m/s, rad/s and J;
 ``rtol`` is relative, ``atol`` in the units of each component.
 
-The functions that call the model's compiled functions (``rhs``, ``groups``, ``windings``) are
+The functions that call the model's compiled functions (``rhs``, ``groups``, ``windings``,
+``step_limit``) are
 templates listed in :data:`TEMPLATES`: :mod:`.fast` compiles their source inside each model
 structure's generated module, where those names are that module's functions (numba can cache
 direct calls of global functions, not functions passed as values). The helpers in
@@ -49,7 +50,7 @@ DONE, NOT_FINITE, STEP_COLLAPSE, NAN_STATE, SINGULAR = 0, 1, 2, 3, 4
 S_T, S_NFEV, S_NSTEPS, S_NPROJECT, S_K, S_T_FAIL, S_T_EVAL = range(7)
 
 # the model's compiled functions, bound in the generated module that compiles the templates
-rhs = groups = windings = None
+rhs = groups = windings = step_limit = None
 
 
 @numba.njit(**_JIT)
@@ -190,6 +191,11 @@ def dop853(t, y0, times, rtol, atol, ptol, max_iter, zone, df, di, dd, ws, Y, DD
     state is in ``y_end`` and ``stats[S_T]`` is its time (the caller crosses the singular
     configuration by other means and restarts the loop).
 
+    ``step_limit(y, df, di, dd, ws)`` is the largest step (s) at an accepted state, scipy's
+    ``max_step`` as the scipy driver sets it (the compliant contacts':
+    :func:`._kernels.contact_step_limit`; it may overwrite the workspace); ``windings`` also records
+    the contacts' impact speeds.
+
     Frame k ≥ 1 gets ``Y[k]`` (the projected state if times[k] is a step end, else the dense
     output of the step) and ``DD[k]`` (a copy of ``dd``: the references after that step).
     Returns the status (DONE, NOT_FINITE, STEP_COLLAPSE, NAN_STATE, SINGULAR); ``stats`` gets the time
@@ -210,6 +216,7 @@ def dop853(t, y0, times, rtol, atol, ptol, max_iter, zone, df, di, dd, ws, Y, DD
     f, ok = rhs(t, y, df, di, dd, ws)
     nfev += 1
     h_abs = 0.0
+    h_max = step_limit(y, df, di, dd, ws)  # scipy's max_step, set after every step
     if ok:
         h_abs, ok = initial_step(t, y, f, t_bound, rtol, atol, df, di, dd, ws, 7)
         nfev += 1
@@ -218,7 +225,9 @@ def dop853(t, y0, times, rtol, atol, ptol, max_iter, zone, df, di, dd, ws, Y, DD
     while status == DONE and k < nt:
         t_old = t
         min_step = 10.0 * abs(np.nextafter(t, np.inf) - t)
-        if h_abs < min_step:
+        if h_abs > h_max:
+            h_abs = h_max
+        elif h_abs < min_step:
             h_abs = min_step
         accepted = False
         rejected = False
@@ -344,6 +353,7 @@ def dop853(t, y0, times, rtol, atol, ptol, max_iter, zone, df, di, dd, ws, Y, DD
         if zone > 0.0 and K.singularity(df, di, dd, ws) < zone:
             status = SINGULAR
             break
+        h_max = step_limit(y, df, di, dd, ws)
     finish(y, y_end, stats, t, nfev, nsteps, nproject, k, t_fail, t_eval)
     return status
 

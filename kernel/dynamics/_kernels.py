@@ -14,6 +14,7 @@ import math
 import numba
 import numpy as np
 
+from ._contact_kernels import contact_accept, contact_forces, contact_limit
 from ._frames import euler_rotation, frame_axes, relative_rotation_vector
 from .tyres import tyre_forces
 
@@ -649,6 +650,11 @@ COMMON = [
     ("bu_Kt", "f", 2), ("bu_Ct", "f", 2), ("bu_Kr", "f", 2), ("bu_Cr", "f", 2),
     ("ty_b", "i", 1), ("ty_dc", "f", 2), ("ty_ax", "f", 2), ("ty_par", "f", 2), ("ty_bump", "f", 3), ("ty_nb", "i", 1),
     ("ty_out", "w", 2),
+    # compliant contacts (:mod:`._contact_kernels`): per point, per body pair, the impact speeds, the broad
+    # phase switch, the evaluation counters
+    ("ct_s", "i", 1), ("ct_o", "i", 1), ("ct_ds", "f", 2), ("ct_do", "f", 2), ("ct_no", "f", 2), ("ct_half", "f", 2),
+    ("ct_axis", "f", 2), ("ct_kind", "i", 1), ("ct_par", "f", 2), ("ct_pair", "i", 2), ("ct_pc", "f", 2),
+    ("ct_state", "d", 1), ("ct_opt", "i", 1), ("ct_stats", "w", 1),
 ]
 GROUP = [("gather", "i", 2), ("markers", "f", 2), ("params", "f", 2), ("bodies", "i", 2), ("F", "d", 2),
          ("ref", "d", 2), ("mpos", "i", 2),
@@ -672,6 +678,7 @@ I_LN = _I["ln_ia"]
 I_LN_CONST = _I["ln_const"]  # (n_line, m): the same for force expressions along joint axes
 I_BU = _I["bu_ia"]
 I_TY = _I["ty_b"]  # tyres (:mod:`.tyres`): wheel bodies, centres, axes, parameters, bumps, their counts, outputs
+I_CT = _I["ct_s"]  # compliant contacts (:mod:`._contact_kernels`), the 14 arrays from here on
 
 
 @numba.njit(**_JIT)
@@ -717,7 +724,30 @@ def applied_forces(df, di, dd, ws, F, N):
         power += tyre_forces(A, f2(ws, di, I_RC), w, f2(ws, di, I_VC), F, N, i1(di, I_TY), f2(df, di, I_TY + 1),
                              f2(df, di, I_TY + 2), f2(df, di, I_TY + 3), f3(df, di, I_TY + 4), i1(di, I_TY + 5),
                              f2(ws, di, I_TY + 6))
+    if count(di, I_CT):
+        power += contact_forces(A, f2(ws, di, I_RC), w, f2(ws, di, I_VC), F, N, *_contact_data(df, di, dd),
+                                f1(ws, di, I_CT + 13))
     return power
+
+
+@numba.njit(**_JIT)
+def _contact_data(df, di, dd):
+    """The compliant contacts' arrays (:mod:`._contact_kernels`): s, o, ds, do, no, half, axis, kind,
+    par, pair, pc, state, opt."""
+    return (i1(di, I_CT), i1(di, I_CT + 1), f2(df, di, I_CT + 2), f2(df, di, I_CT + 3), f2(df, di, I_CT + 4),
+            f2(df, di, I_CT + 5), f2(df, di, I_CT + 6), i1(di, I_CT + 7), f2(df, di, I_CT + 8), i2(di, I_CT + 9),
+            f2(df, di, I_CT + 10), f1(dd, di, I_CT + 11), i1(di, I_CT + 12))
+
+
+@numba.njit(**_JIT)
+def contact_step_limit(y, df, di, dd, ws):
+    """The largest step (s) that strides over no compliant contact at the state y (inf without
+    contacts); overwrites the workspace's body kinematics and clears its constraint rows."""
+    if not count(di, I_CT):
+        return np.inf
+    stage_kinematics(y, df, di, ws)
+    return contact_limit(f3(ws, di, I_A), f2(ws, di, I_RC), f2(ws, di, I_W), f2(ws, di, I_VC),
+                         *_contact_data(df, di, dd))
 
 
 @numba.njit(**_JIT)
@@ -927,7 +957,8 @@ def unwrap(raw, ref):
 @numba.njit(**_JIT)
 def accept_refs(df, di, dd, ws):
     """After an evaluation at an accepted state: the axis elements' angle references and the
-    joint measures' continuity references (``mref``, angles only) follow that state."""
+    joint measures' continuity references (``mref``, angles only) follow that state, and the
+    compliant contacts record their impact speeds."""
     two_pi = 2.0 * math.pi
     A = f3(ws, di, I_A)
     ia, ib = i1(di, I_AX), i1(di, I_AX + 1)
@@ -945,4 +976,5 @@ def accept_refs(df, di, dd, ws):
             mref[p] = raw + two_pi * np.round((mref[p] - raw) / two_pi)
         else:
             mref[p] = raw
-
+    if count(di, I_CT):  # the contacts' impact speeds
+        contact_accept(A, f2(ws, di, I_RC), f2(ws, di, I_W), f2(ws, di, I_VC), *_contact_data(df, di, dd))

@@ -75,6 +75,10 @@ separating speed), and a tenth of the duration
 while in contact (estimated from the linearised stiffness at the penetration of an impact at the
 closing speed, the smaller moving mass of the pair); their error control does the rest. A
 fixed-step ``RK4`` run takes the step it is given (``dt``): it must be below the contact's duration.
+
+This class is the numpy implementation; the compiled right-hand side (:mod:`.fast`) evaluates the
+same law point by point in :mod:`._contact_kernels` from the arrays of :meth:`Contacts.arrays`, with a
+broad phase by body pair (:attr:`Contacts.activation`).
 """
 
 from __future__ import annotations
@@ -86,8 +90,8 @@ import numpy as np
 from ...errors import MechanismError
 from .mass import cross
 
-__all__ = ["Contacts", "restitution_factor", "compliant_step_limit", "STICTION_VELOCITY", "MIN_IMPACT_SPEED",
-           "CONTACT_OUTPUTS"]
+__all__ = ["Contacts", "restitution_factor", "compliant_step_limit", "packed_contacts", "STICTION_VELOCITY",
+           "MIN_IMPACT_SPEED", "CONTACT_OUTPUTS"]
 
 #: the smallest restitution of the restitution form (below, 1 − e ξ underflows: give `damping`)
 MIN_RESTITUTION = 0.05
@@ -159,6 +163,9 @@ class Contacts:
 
     #: the method whose contacts this class holds (:class:`.unilateral.UnilateralContacts` the other)
     method = "compliant"
+    #: the compiled right-hand side evaluates only the body pairs whose bounding spheres meet (its broad
+    #: phase, :mod:`._contact_kernels`); False: every declared point (the same forces; the cost it saves)
+    activation = True
 
     def __init__(self, model, mass):
         spec = model.spec
@@ -332,6 +339,42 @@ class Contacts:
         m[:nmov] = mass.body_mass
         self.m_eff = np.minimum(m[self.s], m[self.o])
         self.m_red = 1.0 / (1.0 / m[self.s] + 1.0 / m[self.o])
+
+    def arrays(self):
+        """(arrays, order): the contacts packed for the compiled right-hand side, in the layout of
+        :mod:`._contact_kernels` (s, o, ds, do, no, half, axis, kind, par, pair, pc, state, opt, stats),
+        and ``order`` (points,): the index in this class's arrays of each compiled point (sorted by
+        body pair). Each pair's bounding spheres: centred at the mean of its points' centres, radii
+        reaching every point's shape (a box against a sphere: its half diagonal)."""
+        from . import _contact_kernels as C
+
+        order = np.lexsort((self.o, self.s)) if self.n else np.zeros(0, int)
+        s, o = self.s[order], self.o[order]
+        kind = (np.where(self.plane, C.PLANE, 0) | np.where(self.box_o, C.BOX, 0) | np.where(self.rim, C.RIM, 0))
+        par = np.zeros((self.n, C.N_PAR))
+        columns = {C.P_RS: self.Rs, C.P_RO: self.Ro, C.P_K: self.k, C.P_LAM: self.lam, C.P_XI: self.xi,
+                   C.P_EXP: self.exp, C.P_FROM_E: self.from_restitution, C.P_MUS: self.mu_s, C.P_MUD: self.mu_d,
+                   C.P_VS: self.v_s, C.P_MRED: self.m_red, C.P_MEFF: self.m_eff}
+        for col, values in columns.items():
+            par[:, col] = np.asarray(values, float)[order]
+        starts = np.flatnonzero(np.r_[True, (s[1:] != s[:-1]) | (o[1:] != o[:-1])]) if self.n else np.zeros(0, int)
+        ends = np.r_[starts[1:], self.n].astype(int)
+        pair = np.zeros((len(starts), 5), np.int64)
+        pc = np.zeros((len(starts), C.N_PC))
+        reach_o = self.Ro + np.linalg.norm(self.half_o, axis=1)
+        for p, (a, b) in enumerate(zip(starts, ends)):
+            idx = order[a:b]
+            pair[p] = (s[a], o[a], a, b, int(np.any(self.plane[idx])))
+            for col, d, reach in ((C.C_CS, self.ds[idx], self.Rs[idx]), (C.C_CO, self.do[idx], reach_o[idx])):
+                centre = d.mean(axis=0)
+                radius = float(np.max(np.linalg.norm(d - centre, axis=1) + reach))
+                pc[p, col:col + 3] = centre
+                pc[p, C.C_RS if col == C.C_CS else C.C_RO] = radius
+                pc[p, C.C_REACH_S if col == C.C_CS else C.C_REACH_O] = np.linalg.norm(centre) + radius
+        arrays = (s, o, self.ds[order], self.do[order], self.no[order], self.half_o[order], self.axis[order],
+                  kind[order].astype(np.int64), par, pair, pc, np.zeros(self.n),
+                  np.array([int(bool(self.activation))], np.int64), np.zeros(C.N_STATS))
+        return arrays, order
 
     # ------------------------------------------------------------------ geometry
     def geometry(self, bs):
@@ -545,6 +588,18 @@ class Contacts:
             return np.inf
         _, delta, _, dd, _ = self.geometry(bs)
         return compliant_step_limit(delta, dd, np.maximum(np.abs(dd), state), self.m_eff, self.k, self.exp)
+
+
+def packed_contacts(contacts):
+    """(arrays, order) of :meth:`Contacts.arrays`, or the empty layout when ``contacts`` is None."""
+    if contacts is not None:
+        return contacts.arrays()
+    from . import _contact_kernels as C
+
+    none = np.zeros(0, np.int64)
+    return ((none, none) + (np.zeros((0, 3)),) * 5
+            + (none, np.zeros((0, C.N_PAR)), np.zeros((0, 5), np.int64), np.zeros((0, C.N_PC)), np.zeros(0),
+               np.ones(1, np.int64), np.zeros(C.N_STATS))), none
 
 
 def deepest_points(owner, delta, n_contacts):

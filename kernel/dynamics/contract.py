@@ -321,8 +321,8 @@ class Formulation:
         self.crossings = []
         contacts = self.dyn.forces.contacts
         if contacts is not None:
-            rec.notes.append(f"{len(contacts.names)} contact(s) evaluated in the numpy right-hand side "
-                             "(the compiled one has no contacts)"
+            side = "compiled" if self._fast is not None else "numpy"
+            rec.notes.append(f"{len(contacts.names)} contact(s) evaluated in the {side} right-hand side"
                              + ("; steps limited so that no contact is stepped over"
                                 if integrator in SCIPY_INTEGRATORS else ""))
         stops = self.dyn.forces.stops

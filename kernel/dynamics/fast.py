@@ -15,7 +15,8 @@ integrator templates and this module — editing any of them selects a new file 
 imported as a module so numba can cache its machine code beside it. The numbers of a model
 (geometry, masses, stiffness) are arguments, not constants, so models of the same structure
 share the compiled code. Besides ``rhs`` the module holds ``windings`` (the angle references
-follow an accepted state), ``project`` (projection onto the joints) and the integration loops
+follow an accepted state), ``step_limit`` (the largest step at an accepted state: the compliant
+contacts'), ``project`` (projection onto the joints) and the integration loops
 ``dop853``, ``radau`` and ``rk4`` of :mod:`._dop853`, :mod:`._radau` and :mod:`._rk4` compiled
 around this model's ``rhs`` (:meth:`FastRHS.dop853`, :meth:`FastRHS.radau`, :meth:`FastRHS.rk4`;
 used when no input of ẏ is evaluated in Python).
@@ -36,9 +37,14 @@ became c_k, so they stay data), a table's cubic spline from its coefficients (da
 evaluated in ``groups`` at the time of the call; a model with anything left in Python
 (:attr:`FastRHS.self_contained` False) keeps scipy's loop.
 
+Compliant contacts (:mod:`.contacts`) are evaluated in compiled code too (:mod:`._contact_kernels`:
+a broad phase by body pair, then the points of the pairs that are close); their impact speeds
+are per-call data, recorded at accepted steps by ``windings`` in the compiled loops, and the
+compiled DOP853 loop limits its steps by them (:func:`._kernels.contact_step_limit`).
+
 Not covered (the numpy path of :mod:`.equations` is used instead): models without numba, models
-with declared contacts (:mod:`.contacts`),
-and torque or force expressions of q or qd that could not be compiled. :func:`fast_rhs` returns None in those cases.
+with joint stops (:mod:`.stops`) or unilateral contacts (:mod:`.unilateral`), and torque or force
+expressions of q or qd that could not be compiled. :func:`fast_rhs` returns None in those cases.
 
 A run does not wait for numba (issue 15): when the module of a structure has not been compiled
 before (no ``.ready`` marker beside it holding this numba's version), :func:`fast_rhs` writes its
@@ -84,8 +90,8 @@ def available():
 
 def fast_rhs(dyn, angles, refs, baumgarte=None, penalty=None):
     """A :class:`FastRHS` for ``dyn``, or None where the fast path does not apply."""
-    if not available() or dyn.forces.unilateral:  # contacts and stops: the numpy path evaluates them
-        return None
+    if not available() or dyn.forces.stops is not None or dyn.forces.contact_constraints is not None:
+        return None  # stops and unilateral contacts: the numpy path evaluates them
     from ..symbolic.templates import TEMPLATES
 
     if any(TEMPLATES[gr["g"].template].numeric for gr in dyn.groups):  # cams: their laws are numpy splines
@@ -482,6 +488,9 @@ def _source(dyn):
            + "    return K.stage_rhs(t, y, df, di, dd, ws)\n"
            + jit
            + "def windings(y, df, di, dd, ws):\n" + "\n".join(wind) + "\n"
+           + jit
+           + "def step_limit(y, df, di, dd, ws):\n"
+           + "    return K.contact_step_limit(y, df, di, dd, ws)\n"
            + _template_source(jit))
     return src, None
 
@@ -500,13 +509,13 @@ def _module_file(dyn):
     """(path, module name, source) of the model structure's generated module, the file written
     to the cache folder if missing (path None when the folder cannot be written)."""
     from ..symbolic.codegen import cache_dir
-    from . import _dop853, _kernels, _radau, _rk4, force_jacobians, tyres
+    from . import _contact_kernels, _dop853, _kernels, _radau, _rk4, force_jacobians, tyres
 
     src, _ = _source(dyn)
     h = hashlib.sha256()
     for text in (src, repr(_structure(dyn)), inspect.getsource(_kernels), inspect.getsource(_dop853),
                  inspect.getsource(_radau), inspect.getsource(_rk4), inspect.getsource(force_jacobians),
-                 inspect.getsource(tyres),
+                 inspect.getsource(tyres), inspect.getsource(_contact_kernels),
                  Path(__file__).read_text()):
         h.update(text.encode())
     digest = h.hexdigest()[:20]
@@ -797,6 +806,11 @@ class FastRHS:
         values.update(zip(("bu_ia", "bu_ib", "bu_da", "bu_db", "bu_Ra", "bu_Rb", "bu_Kt", "bu_Ct", "bu_Kr", "bu_Cr"),
                           but))
         values.update(zip(("ty_b", "ty_dc", "ty_ax", "ty_par", "ty_bump", "ty_nb", "ty_out"), tyt))
+        from .contacts import packed_contacts
+
+        ct, self._ct_order = packed_contacts(forces.contacts)
+        values.update(zip(("ct_s", "ct_o", "ct_ds", "ct_do", "ct_no", "ct_half", "ct_axis", "ct_kind", "ct_par",
+                           "ct_pair", "ct_pc", "ct_state", "ct_opt", "ct_stats"), ct))
         nrows = m
         work = dict(qf=np.zeros(7 * nb), qdf=np.zeros(7 * nb), A=np.zeros((nb, 3, 3)), rho=np.zeros((nb, 3)),
                     rc=np.zeros((nb, 3)), E=np.zeros((nb, 3, 4)), Jw=np.zeros((nb, 3, 3)), Jwinv=np.zeros((nb, 3, 3)),
@@ -836,12 +850,17 @@ class FastRHS:
                 self._angle_groups.append((views[f"ref_{k}"], gr["gi"]))
         self.tau = views["tau"]
         self.line_force = views["ln_F"]
+        #: the compliant contacts' impact speeds (compiled point order) and counters (evaluations, points
+        #: evaluated, points in touch: :mod:`._contact_kernels`)
+        self._ct_state = views["ct_state"]
+        self.contact_stats = views["ct_stats"]
+        self._stateful = bool(forces.contacts is not None and forces.contacts.stateful)
         self._refs_arr = views["ax_ref"]
         self._mref = views["mref"]
         self.m = m
         self.bw = bw
         python_exprs = self.exprs["torque"] or self.exprs["force"]
-        self._needs_update = bool(self._timed or self._angle_groups or python_exprs or self.n_axis)
+        self._needs_update = bool(self._timed or self._angle_groups or python_exprs or self.n_axis or self._stateful)
         #: nothing in ẏ is evaluated in Python (drivers' time functions, torque or force
         #: expressions not compiled into the module): the compiled integrator loop applies
         self.self_contained = not (self._timed or python_exprs)
@@ -861,7 +880,9 @@ class FastRHS:
         for i, fn in self.exprs["force"]:
             self.line_force[i] = fn(t, 0.0, 0.0)
         if self.n_axis:
-            self._refs_arr[:] = self.refs
+            self._refs_arr[:] = self.refs[:self.n_axis]
+        if self._stateful:
+            self._ct_state[:] = self.dyn.forces.contact_state(self.refs)[self._ct_order]
 
     def __call__(self, t, y):
         if self._needs_update:
@@ -961,7 +982,9 @@ class FastRHS:
         for ref, gi in self._angle_groups:
             self.angles.ref[gi] = ref.copy()
         if self.n_axis:
-            self.refs[:] = self._refs_arr
+            self.refs[:self.n_axis] = self._refs_arr
+        if self._stateful:
+            self.dyn.forces.contact_state(self.refs)[self._ct_order] = self._ct_state
         return self._mref.copy()
 
 

@@ -119,8 +119,9 @@ class _IndexOne(Formulation):
         if integrator == "Radau":
             from .implicit import FORMULATIONS, MAX_NV
 
-            # the Newton matrix is the analytic Jacobian of :mod:`.implicit`, dense
-            if self.name not in FORMULATIONS or self.dyn.nv > MAX_NV:
+            # the Newton matrix is the analytic Jacobian of :mod:`.implicit`, dense (the compiled one has no
+            # contacts, and the compiled Radau loop no contact step limit: scipy's Radau takes them)
+            if self.name not in FORMULATIONS or self.dyn.nv > MAX_NV or self.dyn.forces.contacts is not None:
                 return False
         # RK4 reads no tolerance (only the singular-configuration zone does, as in the Python loop)
         tolerances = integrator == "RK4" or (np.ndim(rtol) == 0 and np.ndim(atol) == 0 and np.isfinite(rtol)
@@ -282,6 +283,10 @@ class ProjectionFormulation(_IndexOne):
             # False: every declared unilateral contact's rows in the equations, the open ones with λ = 0
             # (the same motion; the cost the active set saves, :mod:`.unilateral`)
             dyn.forces.contact_constraints.activation = bool(self.options["activation"])
+        if dyn.forces.contacts is not None:
+            # False: the compiled right-hand side evaluates every declared compliant contact point, not only
+            # those of the body pairs its broad phase finds close (the same forces; :mod:`._contact_kernels`)
+            dyn.forces.contacts.activation = bool(self.options["activation"])
         self._setup_fast()
 
     def accelerations(self, ev, t, q, v):

@@ -195,6 +195,11 @@ def _no_groups(t, y, df, di, dd, ws, need_gamma):
 
 
 @numba.njit
+def _no_step_limit(y, df, di, dd, ws):
+    return np.inf
+
+
+@numba.njit
 def _whole_interval(t0, y0, f0, t_bound, rtol, atol, df, di, dd, ws, order):
     return t_bound - t0, True
 
@@ -220,7 +225,7 @@ def _toy_integrator(one_step, rhs=_toy_rhs):
          f"from cadmotion.kernel.dynamics._dop853 import {', '.join(D.HELPERS)}\n", ns)
     for fn in D.TEMPLATES:
         exec("@numba.njit\n" + inspect.getsource(fn), ns)
-    ns.update(rhs=rhs, windings=_no_windings, groups=_no_groups)
+    ns.update(rhs=rhs, windings=_no_windings, groups=_no_groups, step_limit=_no_step_limit)
     if one_step:
         ns["initial_step"] = _whole_interval
     dop853 = ns["dop853"]
@@ -637,7 +642,7 @@ def _toy_rk4(rhs=_toy_rhs):
          f"from cadmotion.kernel.dynamics._rk4 import {', '.join(R4.HELPERS)}\n", ns)
     for fn in D.TEMPLATES + R4.TEMPLATES:
         exec("@numba.njit\n" + inspect.getsource(fn), ns)
-    ns.update(rhs=rhs, windings=_no_windings, groups=_no_groups)
+    ns.update(rhs=rhs, windings=_no_windings, groups=_no_groups, step_limit=_no_step_limit)
 
     def solve(times, dt):
         times = np.asarray(times, float)

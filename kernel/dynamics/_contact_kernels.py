@@ -1,0 +1,310 @@
+"""numba kernels of the compliant contacts (:mod:`.contacts`) in the compiled right-hand side (:mod:`.fast`).
+
+The same geometry, Hunt–Crossley normal force, regularised Coulomb friction, impact-speed state
+and step limit as :class:`.contacts.Contacts` (the numpy reference; the equations are in its
+module docstring), point by point.
+
+Broad phase. The contact points are grouped by body pair (S's body, O's body); each pair has a
+bounding sphere per body in that body's frame (centre C relative to the com, radius r: every
+point's shape of the pair lies inside it). A pair whose spheres are apart, gap
+g = |C_S − C_O| − r_S − r_O > 0, has no point in touch (every point's δ ≤ −g), so its points are
+skipped: the cost of an evaluation follows the pairs that are close, not the declared ones. Pairs
+against a plane are never skipped (a plane has no bounding sphere). ``opt[0]`` = 0 turns the
+broad phase off (every declared point's narrow phase is evaluated: the same forces, to compare).
+
+The step limit is exact with the broad phase too: a skipped pair's points approach at most at
+V = |v_S − v_O| + |ω_S| ρ_S + |ω_O| ρ_O (ρ the farthest reach of the bounding sphere from the
+com; δ̇ = dδ/dt is a rate of the distance between the two shapes' points), so their limit
+½|δ|/δ̇ is at least ½ g / V: such a pair is evaluated only when that bound is below the limit of
+the close pairs.
+
+Layout (arrays packed by :mod:`.fast`, compiled point order = sorted by pair): per point the
+bodies ``s``, ``o``, offsets ``ds``, ``do`` (body axes, from the com, m), the plane normal ``no``,
+the box half lengths ``half``, the rim axis ``axis``, ``kind`` (bits :data:`PLANE`, :data:`BOX`,
+:data:`RIM`), ``par`` (columns ``P_*``) and ``state`` (impact speeds, m/s); per pair ``pair``
+(columns ``Q_*``) and ``pc`` (columns ``C_*``).
+
+Editing this module: the generated dynamics modules hash its source (:func:`.fast._module_file`), but
+numba's own cache of :mod:`._kernels`, which calls these functions, is keyed by ``_kernels.py`` alone:
+touch that file too, or the new code is not linked in.
+"""
+
+import math
+
+import numba
+import numpy as np
+
+_JIT = dict(cache=True, nogil=True, fastmath=False)
+# the small per-point helpers are inlined into the sweep over the points (see :func:`_sweep`)
+_INLINE = dict(_JIT, inline="always")
+
+#: kind bits of a point: O is a plane, O is a box, S is a rim circle
+PLANE, BOX, RIM = 1, 2, 4
+#: columns of ``par``: S's radius (m), O's radius (m), k, λ, ξ, exponent n, restitution form (1/0),
+#: μ_s, μ_d, v_s (m/s), reduced mass and effective mass (kg) of the pair
+P_RS, P_RO, P_K, P_LAM, P_XI, P_EXP, P_FROM_E, P_MUS, P_MUD, P_VS, P_MRED, P_MEFF = range(12)
+N_PAR = 12
+#: columns of ``pair``: S's body, O's body, first point, end point (exclusive), never skipped (1/0)
+Q_S, Q_O, Q_FIRST, Q_END, Q_ALWAYS = range(5)
+#: columns of ``pc``: C_S (3, m, S's body axes from its com), C_O (3), r_S, r_O (m), ρ_S, ρ_O (m)
+C_CS, C_CO, C_RS, C_RO, C_REACH_S, C_REACH_O = 0, 3, 6, 7, 8, 9
+N_PC = 10
+#: ``stats``: evaluations, points evaluated (narrow phase), points in touch — summed over evaluations
+N_STATS = 3
+#: a pair is skipped when its gap exceeds this fraction of r_S + r_O (round-off of the test)
+GAP_MARGIN = 1e-9
+#: a skipped pair's bound ½ g / V is taken with this safety factor against round-off
+LIMIT_SAFETY = 0.8
+# the constants of :mod:`.contacts` (kept equal by tests/kernel/test_contacts_compiled.py)
+MIN_IMPACT_SPEED = 1e-2
+STEPS_PER_CONTACT = 10
+TOUCH_STEP = 1e-3
+
+
+@numba.njit(**_INLINE)
+def _world(A, rc, b, d0, d1, d2):
+    """rc[b] + A[b] d (a body point, world frame, m) as three floats."""
+    return (rc[b, 0] + A[b, 0, 0] * d0 + A[b, 0, 1] * d1 + A[b, 0, 2] * d2,
+            rc[b, 1] + A[b, 1, 0] * d0 + A[b, 1, 1] * d1 + A[b, 1, 2] * d2,
+            rc[b, 2] + A[b, 2, 0] * d0 + A[b, 2, 1] * d1 + A[b, 2, 2] * d2)
+
+
+@numba.njit(**_INLINE)
+def pair_gap(A, rc, pair, pc, p):
+    """g = |C_S − C_O| − r_S − r_O (m) of pair p (> 0: apart), or −1 for a pair never skipped."""
+    if pair[p, Q_ALWAYS]:
+        return -1.0
+    s0, s1, s2 = _world(A, rc, pair[p, Q_S], pc[p, C_CS], pc[p, C_CS + 1], pc[p, C_CS + 2])
+    o0, o1, o2 = _world(A, rc, pair[p, Q_O], pc[p, C_CO], pc[p, C_CO + 1], pc[p, C_CO + 2])
+    r = pc[p, C_RS] + pc[p, C_RO]
+    gap = math.sqrt((s0 - o0) ** 2 + (s1 - o1) ** 2 + (s2 - o2) ** 2) - r
+    return gap if gap > GAP_MARGIN * r else -1.0
+
+
+@numba.njit(**_INLINE)
+def _box_nearest(A, o, e0, e1, e2, h0, h1, h2):
+    """O a box (half lengths h along O's axes): (offset of its point nearest the point at e from its
+    centre (world, 3 floats), inside, face axis, depth below that face, sign of that face)."""
+    l0 = A[o, 0, 0] * e0 + A[o, 1, 0] * e1 + A[o, 2, 0] * e2
+    l1 = A[o, 0, 1] * e0 + A[o, 1, 1] * e1 + A[o, 2, 1] * e2
+    l2 = A[o, 0, 2] * e0 + A[o, 1, 2] * e1 + A[o, 2, 2] * e2
+    p0, p1, p2 = h0 - abs(l0), h1 - abs(l1), h2 - abs(l2)
+    inside = p0 > 0 and p1 > 0 and p2 > 0
+    face, depth, lf = 0, p0, l0
+    if p1 < depth:
+        face, depth, lf = 1, p1, l1
+    if p2 < depth:
+        face, depth, lf = 2, p2, l2
+    if not inside:
+        l0, l1, l2 = min(max(l0, -h0), h0), min(max(l1, -h1), h1), min(max(l2, -h2), h2)
+    return (A[o, 0, 0] * l0 + A[o, 0, 1] * l1 + A[o, 0, 2] * l2, A[o, 1, 0] * l0 + A[o, 1, 1] * l1 + A[o, 1, 2] * l2,
+            A[o, 2, 0] * l0 + A[o, 2, 1] * l1 + A[o, 2, 2] * l2, inside, face, depth, 1.0 if lf >= 0 else -1.0)
+
+
+@numba.njit(**_INLINE)
+def impact_speed(par, i, delta, ddelta, state):
+    """δ̇⁻ (m/s) of the restitution form: the recorded one, else the elastic-energy estimate
+    (:meth:`.contacts.Contacts.impact_speeds`)."""
+    if state > 0:
+        v = state
+    else:
+        dp = max(delta, 0.0)
+        e1 = par[i, P_EXP] + 1.0
+        v = math.sqrt(max(ddelta, 0.0) ** 2 + 2.0 * par[i, P_K] * dp ** e1 / (e1 * par[i, P_MRED]))
+    return max(v, MIN_IMPACT_SPEED)
+
+
+@numba.njit(**_INLINE)
+def friction_coefficient(par, i, speed):
+    """μ(|v_t|) of the regularised Coulomb law (:mod:`.contacts`)."""
+    vs, mus, mud = par[i, P_VS], par[i, P_MUS], par[i, P_MUD]
+    if speed <= vs:
+        z = min(max((speed + vs) / (2.0 * vs), 0.0), 1.0)
+        return mus * (-1.0 + 2.0 * (z * z * (3.0 - 2.0 * z)))
+    z = min(max((speed - vs) / vs, 0.0), 1.0)
+    return mus + (mud - mus) * (z * z * (3.0 - 2.0 * z))
+
+
+@numba.njit(**_INLINE)
+def point_limit(par, i, delta, ddelta, state):
+    """The largest step (s) of point i (:func:`.contacts.compliant_step_limit`)."""
+    m, k, n = par[i, P_MEFF], par[i, P_K], par[i, P_EXP]
+    speed = max(max(abs(ddelta), state), MIN_IMPACT_SPEED)
+    dmax = ((n + 1.0) * m * speed ** 2 / (2.0 * k)) ** (1.0 / (n + 1.0))
+    k_lin = n * k * dmax ** (n - 1.0)
+    t_c = math.pi * math.sqrt(m / k_lin)
+    limit = t_c / STEPS_PER_CONTACT if delta > 0 else np.inf
+    if (delta <= 0 and ddelta > 0) or (delta > 0 and ddelta < 0):
+        limit = min(limit, max(0.5 * abs(delta) / abs(ddelta), TOUCH_STEP * t_c))
+    return limit
+
+
+#: what :func:`_sweep` does at each point: add its force, record its impact speed, bound the step
+FORCES, ACCEPT, LIMIT = 0, 1, 2
+
+
+@numba.njit(**_JIT)
+def _sweep(mode, A, rc, w, vc, F, N, ct_s, ct_o, ds, do, no, half, axis, kind, par, pair, state, use):
+    """The points of the pairs with ``use[p]``: their geometry (:mod:`.contacts`: n from O toward S, δ,
+    x, δ̇, v_t, world frame), then per ``mode`` the force on S and O into F, N (FORCES), the impact speed
+    into ``state`` (ACCEPT) or the step limit (LIMIT). Returns (power W, limit s, points evaluated, points
+    in touch). One loop with the geometry written in it: a per-point call passing the arrays costs
+    their reference counting, several times the point's arithmetic."""
+    power = 0.0
+    limit = np.inf
+    n_eval = 0
+    n_touch = 0
+    for p in range(pair.shape[0]):
+        if not use[p]:
+            continue
+        for i in range(pair[p, Q_FIRST], pair[p, Q_END]):
+            s, o = ct_s[i], ct_o[i]
+            Rs, Ro = par[i, P_RS], par[i, P_RO]
+            fl = kind[i]
+            c0, c1, c2 = _world(A, rc, s, ds[i, 0], ds[i, 1], ds[i, 2])
+            q0, q1, q2 = _world(A, rc, o, do[i, 0], do[i, 1], do[i, 2])
+            inside = False
+            face = 0
+            depth = 0.0
+            sign = 1.0
+            if fl & BOX:  # O a box: its point nearest S's centre; S's centre inside: out through the nearest face
+                b0, b1, b2, inside, face, depth, sign = _box_nearest(A, o, c0 - q0, c1 - q1, c2 - q2, half[i, 0],
+                                                                     half[i, 1], half[i, 2])
+                q0, q1, q2 = q0 + b0, q1 + b1, q2 + b2
+            d0, d1, d2 = c0 - q0, c1 - q1, c2 - q2
+            dist = math.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
+            if fl & PLANE:
+                n0 = A[o, 0, 0] * no[i, 0] + A[o, 0, 1] * no[i, 1] + A[o, 0, 2] * no[i, 2]
+                n1 = A[o, 1, 0] * no[i, 0] + A[o, 1, 1] * no[i, 1] + A[o, 1, 2] * no[i, 2]
+                n2 = A[o, 2, 0] * no[i, 0] + A[o, 2, 1] * no[i, 1] + A[o, 2, 2] * no[i, 2]
+            else:
+                inv = dist if dist > 0 else 1.0
+                n0, n1, n2 = d0 / inv, d1 / inv, d2 / inv
+            if inside:
+                n0, n1, n2 = A[o, 0, face] * sign, A[o, 1, face] * sign, A[o, 2, face] * sign
+                dist = -depth
+            o0, o1, o2 = Rs * n0, Rs * n1, Rs * n2
+            if fl & RIM:
+                a0 = A[s, 0, 0] * axis[i, 0] + A[s, 0, 1] * axis[i, 1] + A[s, 0, 2] * axis[i, 2]
+                a1 = A[s, 1, 0] * axis[i, 0] + A[s, 1, 1] * axis[i, 1] + A[s, 1, 2] * axis[i, 2]
+                a2 = A[s, 2, 0] * axis[i, 0] + A[s, 2, 1] * axis[i, 1] + A[s, 2, 2] * axis[i, 2]
+                na = n0 * a0 + n1 * a1 + n2 * a2
+                u0, u1, u2 = n0 - na * a0, n1 - na * a1, n2 - na * a2
+                nu = math.sqrt(u0 * u0 + u1 * u1 + u2 * u2)
+                if nu > 1e-12:
+                    o0, o1, o2 = Rs * u0 / nu, Rs * u1 / nu, Rs * u2 / nu
+                else:  # a rim lying flat on the plane: its centre
+                    o0 = o1 = o2 = 0.0
+            reach = o0 * n0 + o1 * n1 + o2 * n2
+            if fl & PLANE:
+                delta = reach - (d0 * n0 + d1 * n1 + d2 * n2)
+            else:
+                delta = Rs + Ro - dist
+            x0 = c0 - o0 + 0.5 * delta * n0
+            x1 = c1 - o1 + 0.5 * delta * n1
+            x2 = c2 - o2 + 0.5 * delta * n2
+            # v_r = v_S(x) − v_O(x)
+            ps0, ps1, ps2 = x0 - rc[s, 0], x1 - rc[s, 1], x2 - rc[s, 2]
+            po0, po1, po2 = x0 - rc[o, 0], x1 - rc[o, 1], x2 - rc[o, 2]
+            vr0 = vc[s, 0] + (w[s, 1] * ps2 - w[s, 2] * ps1) - vc[o, 0] - (w[o, 1] * po2 - w[o, 2] * po1)
+            vr1 = vc[s, 1] + (w[s, 2] * ps0 - w[s, 0] * ps2) - vc[o, 1] - (w[o, 2] * po0 - w[o, 0] * po2)
+            vr2 = vc[s, 2] + (w[s, 0] * ps1 - w[s, 1] * ps0) - vc[o, 2] - (w[o, 0] * po1 - w[o, 1] * po0)
+            vn = vr0 * n0 + vr1 * n1 + vr2 * n2
+            n_eval += 1
+            dd = -vn
+            if mode == ACCEPT:
+                state[i] = impact_speed(par, i, delta, dd, state[i]) if delta > 0 else 0.0
+                continue
+            if mode == LIMIT:
+                limit = min(limit, point_limit(par, i, delta, dd, state[i]))
+                continue
+            if not delta > 0:
+                continue
+            n_touch += 1
+            t0, t1, t2 = vr0 - vn * n0, vr1 - vn * n1, vr2 - vn * n2
+            elastic = par[i, P_K] * delta ** par[i, P_EXP]
+            if par[i, P_FROM_E] != 0:
+                alpha = par[i, P_XI] / impact_speed(par, i, delta, dd, state[i])
+            else:
+                alpha = par[i, P_LAM] / par[i, P_K]
+            Fn = max(0.0, elastic * (1.0 + alpha * dd))
+            speed = math.sqrt(t0 * t0 + t1 * t1 + t2 * t2)
+            mu = friction_coefficient(par, i, speed)
+            inv = speed if speed > 0 else 1.0
+            f0 = Fn * n0 + (-(mu * Fn)) * (t0 / inv)
+            f1 = Fn * n1 + (-(mu * Fn)) * (t1 / inv)
+            f2 = Fn * n2 + (-(mu * Fn)) * (t2 / inv)
+            power += -(Fn - elastic) * dd - mu * Fn * speed
+            F[s, 0] += f0
+            F[s, 1] += f1
+            F[s, 2] += f2
+            F[o, 0] -= f0
+            F[o, 1] -= f1
+            F[o, 2] -= f2
+            N[s, 0] += ps1 * f2 - ps2 * f1
+            N[s, 1] += ps2 * f0 - ps0 * f2
+            N[s, 2] += ps0 * f1 - ps1 * f0
+            N[o, 0] -= po1 * f2 - po2 * f1
+            N[o, 1] -= po2 * f0 - po0 * f2
+            N[o, 2] -= po0 * f1 - po1 * f0
+    return power, limit, n_eval, n_touch
+
+
+@numba.njit(**_JIT)
+def _close(A, rc, pair, pc, opt):
+    """use (pairs,): 1 for the pairs the broad phase keeps (every pair when ``opt[0]`` is 0)."""
+    use = np.ones(pair.shape[0], np.int64)
+    if opt[0] != 0:
+        for p in range(pair.shape[0]):
+            if pair_gap(A, rc, pair, pc, p) > 0:
+                use[p] = 0
+    return use
+
+
+@numba.njit(**_JIT)
+def contact_forces(A, rc, w, vc, F, N, ct_s, ct_o, ds, do, no, half, axis, kind, par, pair, pc, state, opt, stats):
+    """Accumulate the contact forces into F (nb, 3) N and moments about the com N (nb, 3) N m;
+    returns the non-conservative power (W, ≤ 0)."""
+    use = _close(A, rc, pair, pc, opt)
+    power, _, n_eval, n_touch = _sweep(FORCES, A, rc, w, vc, F, N, ct_s, ct_o, ds, do, no, half, axis, kind, par,
+                                       pair, state, use)
+    stats[0] += 1.0
+    stats[1] += n_eval
+    stats[2] += n_touch
+    return power
+
+
+@numba.njit(**_JIT)
+def contact_accept(A, rc, w, vc, ct_s, ct_o, ds, do, no, half, axis, kind, par, pair, pc, state, opt):
+    """Record each point's impact speed at an accepted state (:meth:`.contacts.Contacts.accept`): 0 for
+    the points of the pairs that are apart."""
+    use = _close(A, rc, pair, pc, opt)
+    for p in range(pair.shape[0]):
+        if not use[p]:
+            for i in range(pair[p, Q_FIRST], pair[p, Q_END]):
+                state[i] = 0.0
+    _sweep(ACCEPT, A, rc, w, vc, A[0], A[0], ct_s, ct_o, ds, do, no, half, axis, kind, par, pair, state, use)
+
+
+@numba.njit(**_JIT)
+def contact_limit(A, rc, w, vc, ct_s, ct_o, ds, do, no, half, axis, kind, par, pair, pc, state, opt):
+    """The largest step (s) that strides over no contact (:meth:`.contacts.Contacts.step_limit`):
+    the close pairs' points, then every skipped pair whose bound ½ g / V is below that."""
+    use = _close(A, rc, pair, pc, opt)
+    limit = _sweep(LIMIT, A, rc, w, vc, A[0], A[0], ct_s, ct_o, ds, do, no, half, axis, kind, par, pair, state,
+                   use)[1]
+    if opt[0] == 0:
+        return limit
+    again = np.zeros(pair.shape[0], np.int64)
+    for p in range(pair.shape[0]):
+        if use[p]:
+            continue
+        gap = pair_gap(A, rc, pair, pc, p)
+        s, o = pair[p, Q_S], pair[p, Q_O]
+        v = math.sqrt((vc[s, 0] - vc[o, 0]) ** 2 + (vc[s, 1] - vc[o, 1]) ** 2 + (vc[s, 2] - vc[o, 2]) ** 2)
+        v += math.sqrt(w[s, 0] ** 2 + w[s, 1] ** 2 + w[s, 2] ** 2) * pc[p, C_REACH_S]
+        v += math.sqrt(w[o, 0] ** 2 + w[o, 1] ** 2 + w[o, 2] ** 2) * pc[p, C_REACH_O]
+        if v > 0 and LIMIT_SAFETY * 0.5 * gap / v < limit:
+            again[p] = 1
+    return min(limit, _sweep(LIMIT, A, rc, w, vc, A[0], A[0], ct_s, ct_o, ds, do, no, half, axis, kind, par, pair,
+                             state, again)[1])

@@ -1,0 +1,230 @@
+"""Compliant contacts in the compiled right-hand side (:mod:`cadmotion.kernel.dynamics._contact_kernels`).
+
+The reference is the numpy implementation of :mod:`cadmotion.kernel.dynamics.contacts` (whose force
+law the closed-form tests of test_contacts.py check): at random states near touch, the compiled ẏ,
+step limit and recorded impact speeds equal the numpy ones to round-off, with the broad phase on
+and off; the broad phase skips the pairs that are apart; the compiled DOP853 loop runs the contact
+models and meets the closed forms.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+from cadmotion.importers.modelfile import parse_model
+from cadmotion.kernel import compile_model
+from cadmotion.kernel.dynamics import _contact_kernels as CK
+from cadmotion.kernel.dynamics import _kernels as K
+from cadmotion.kernel.dynamics import contacts as C
+from cadmotion.kernel.dynamics import simulate
+from cadmotion.kernel.dynamics.forward import prepare
+from cadmotion.kernel.dynamics.formulations import get_formulation
+from cadmotion.kernel.dynamics.mass import body_state
+
+pytest.importorskip("numba")
+G = 9.81
+
+
+def _model():
+    """A ball on a floor and one on a box, a box (corners) and a cylinder (rims) on the floor, two balls
+    touching: every primitive pair, with friction, one contact in the damping form."""
+    law = {"method": "compliant", "stiffness": 1e6, "exponent": 1.5, "restitution": 0.7,
+           "friction": {"static": 0.5, "dynamic": 0.3}, "stiction_velocity": 1e-2}
+    parts = {"floor": {"fixed": True},
+             "ball": {"position": [0, 0, 0.05], "mass": 1.0, "inertia": [1e-3] * 3},
+             "ball3": {"position": [0.1, 0, 0.05], "mass": 0.5, "inertia": [5e-4] * 3},
+             "ball2": {"position": [0.5, 0, 0.15], "mass": 0.5, "inertia": [5e-4] * 3},
+             "block": {"position": [0.5, 0, 0.05], "mass": 2.0, "inertia": [4e-3] * 3},
+             "disc": {"position": [-0.5, 0, 0.1], "orientation": [math.sqrt(0.5), math.sqrt(0.5), 0, 0],
+                      "mass": 2.0, "inertia": [0.01125, 0.01125, 0.01]}}
+    plane = {"plane": {"normal": [0, 0, 1]}}
+    contacts = [
+        dict(law, name="ball_floor", parts=["ball", "floor"], shape=[{"sphere": 0.05}, plane]),
+        dict(law, name="balls", parts=["ball", "ball3"], shape=[{"sphere": 0.05}, {"sphere": 0.05}]),
+        dict(law, name="ball_block", parts=["ball2", "block"],
+             shape=[{"sphere": 0.05}, {"box": [0.2, 0.1, 0.1], "center": [0, 0, 0]}]),
+        dict(law, name="block_floor", parts=["block", "floor"], shape=[{"box": [0.2, 0.1, 0.1]}, plane]),
+        {**{k: v for k, v in law.items() if k != "restitution"}, "damping": 5e5, "name": "disc_floor",
+         "parts": ["disc", "floor"], "shape": [{"cylinder": [0.1, 0.05]}, plane]},
+    ]
+    data = {"units": "m", "gravity": [0, 0, -G], "parts": parts, "contacts": contacts}
+    return compile_model(parse_model(data, source="primitives (test)"))
+
+
+def _form(model, activation=True):
+    dyn, q0, v0, angles, refs = prepare(model, 0.0)
+    form = get_formulation("projection")(dyn, angles=angles, refs=refs, activation=activation)
+    assert form._fast is not None, "the compiled right-hand side must take compliant contacts"
+    return form, q0, v0
+
+
+def _random_states(model, q0, v0, n, seed):
+    """States near the initial (touching) pose: positions moved by up to 2 mm and 0.02 rad,
+    velocities up to 0.5 m/s and 5 rad/s, impact speeds 0 or a few m/s."""
+    rng = np.random.default_rng(seed)
+    for _ in range(n):
+        q = q0.copy().reshape(-1, 7)
+        q[:, :3] += rng.uniform(-2e-3, 2e-3, size=(len(q), 3))
+        q[:, 3:] += rng.uniform(-1e-2, 1e-2, size=(len(q), 4))
+        q[:, 3:] /= np.linalg.norm(q[:, 3:], axis=1)[:, None]
+        v = rng.uniform(-0.5, 0.5, size=v0.shape) * np.tile([1, 1, 1, 10, 10, 10], len(v0) // 6)
+        state = np.where(rng.uniform(size=None) < 0.5, 0.0, rng.uniform(0.5, 3.0))
+        yield q.ravel(), v, state
+
+
+@pytest.mark.parametrize("activation", [True, False])
+def test_compiled_contacts_give_the_numpy_accelerations_step_limit_and_impact_speeds(activation):
+    model = _model()
+    form, q0, v0 = _form(model, activation)
+    fast, dyn = form._fast, form.dyn
+    contacts = dyn.forces.contacts
+    touching = 0
+    for q, v, speed in _random_states(model, q0, v0, 40, seed=3):
+        state = dyn.forces.contact_state(form.refs)
+        state[:] = speed
+        y = np.concatenate([q, v, [0.0]])
+        compiled = fast(0.0, y)
+        form._fast = None
+        reference = form.rhs(0.0, y)
+        form._fast = fast
+        scale = np.max(np.abs(reference))
+        assert np.max(np.abs(compiled - reference)) <= 1e-12 * scale
+        bs = body_state(model, dyn.mass, q, v)
+        touching += int(np.sum(contacts.geometry(bs)[1] > 0))
+        limit = K.contact_step_limit(y, fast.df, fast.di, fast.dd, fast.ws)
+        assert limit == pytest.approx(dyn.forces.step_limit(bs, form.refs), rel=1e-12)
+        expected = state.copy()
+        contacts.accept(bs, expected)
+        fast(0.0, y)
+        K.accept_refs(fast.df, fast.di, fast.dd, fast.ws)
+        recorded = np.empty_like(expected)
+        recorded[fast._ct_order] = fast._ct_state
+        np.testing.assert_allclose(recorded, expected, rtol=1e-12, atol=0)
+    assert touching > 40  # the states did test forces, not only zeros
+
+
+def _row_of_balls(n, gap):
+    """n free balls (R = 5 cm) in a row along x, ``gap`` m apart, every pair declared: n(n − 1)/2 sphere pairs."""
+    parts = {f"b{i}": {"position": [i * (0.1 + gap), 0, 0], "mass": 1.0, "inertia": [1e-3] * 3} for i in range(n)}
+    contacts = [{"name": f"c{i}_{j}", "parts": [f"b{i}", f"b{j}"], "shape": [{"sphere": 0.05}, {"sphere": 0.05}],
+                 "method": "compliant", "stiffness": 1e6, "damping": 1e4}
+                for i in range(n) for j in range(i + 1, n)]
+    data = {"units": "m", "parts": parts, "contacts": contacts,
+            "initial_velocity": {"b0": {"velocity": [1.0, 0, 0]}}}
+    return compile_model(parse_model(data, source="row of balls (test)"))
+
+
+def _counts(form, y):
+    """(evaluations, points evaluated, points in touch) of one compiled evaluation at y."""
+    before = form._fast.contact_stats.copy()
+    form._fast(0.0, y)
+    return tuple(int(c) for c in form._fast.contact_stats - before)
+
+
+def test_the_broad_phase_evaluates_only_the_pairs_that_are_close():
+    # 6 balls 1 cm apart, 15 declared pairs: no bounding spheres (the balls themselves) meet
+    for activation, apart, pressed in ((True, (1, 0, 0), (1, 5, 5)), (False, (1, 15, 0), (1, 15, 5))):
+        form, q0, v0 = _form(_row_of_balls(6, 0.01), activation)
+        assert _counts(form, np.concatenate([q0, v0, [0.0]])) == apart
+        # the neighbours pressed 0.1 mm into each other: only those 5 pairs evaluated (with the broad phase)
+        q = q0.copy().reshape(-1, 7)
+        q[:, 0] = np.arange(6) * (0.1 - 1e-4)
+        assert _counts(form, np.concatenate([q.ravel(), v0, [0.0]])) == pressed
+
+
+def test_a_row_of_balls_moves_the_same_with_and_without_the_broad_phase():
+    # Newton's cradle-like chain of impacts along 6 balls: momentum is conserved, and skipping the far
+    # pairs changes nothing (their forces are exactly zero)
+    model = _row_of_balls(6, 0.01)
+    runs = [simulate(model, t_end=0.5, steps=50, rtol=1e-8, atol=1e-10, options={"activation": a})
+            for a in (True, False)]
+    for m in runs:
+        assert m.complete, m.message
+        p = m.velocity[:, :, 0].sum(axis=1)  # total momentum (unit masses), N s
+        assert np.max(np.abs(p - 1.0)) < 1e-8
+    assert np.array_equal(runs[0].position, runs[1].position)
+
+
+def test_compiled_kernel_constants_are_the_numpy_ones():
+    assert (CK.MIN_IMPACT_SPEED, CK.STEPS_PER_CONTACT, CK.TOUCH_STEP) == (
+        C.MIN_IMPACT_SPEED, C.STEPS_PER_CONTACT, C.TOUCH_STEP)
+
+
+def test_contact_models_run_in_the_compiled_dop853_loop():
+    model = _row_of_balls(3, 0.01)
+    dyn, q0, v0, angles, refs = prepare(model, 0.0)
+    form = get_formulation("projection")(dyn, angles=angles, refs=refs)
+    assert form.runs_compiled("DOP853", np.linspace(0, 1, 11), 1e-8, 1e-10)
+    assert not form.runs_compiled("Radau", np.linspace(0, 1, 11), 1e-8, 1e-10)  # its Jacobian has no contacts
+
+
+# ---------------------------------------------------------------------------- the chain drive sample
+def _chain_generator():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "samples" / "dynamics" / "make_chain_drive.py"
+    spec = importlib.util.spec_from_file_location("make_chain_drive", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_chain_drive_generator_lays_the_chain_on_the_pitch_polygons():
+    import tomllib
+
+    mk = _chain_generator()
+    n = 60
+    data = tomllib.loads(mk.chain_drive_toml(n))
+    r = mk.pitch_radius()
+    assert r == pytest.approx(mk.PITCH / (2 * math.sin(math.pi / mk.TEETH)), rel=1e-15)
+    links = [data["parts"][f"link{k}"] for k in range(n)]
+    rollers = np.array([p["position"][:2] for p in links])
+    # every link is one pitch long: its joint at the next roller
+    assert np.allclose(np.linalg.norm(np.roll(rollers, -1, axis=0) - rollers, axis=1), mk.PITCH, rtol=0, atol=1e-12)
+    pins = {j["name"]: np.array(j["origin"][:2]) for j in data["joints"] if j["name"].startswith("pin")}
+    assert all(np.allclose(pins[f"pin{k}"], rollers[k], atol=1e-15) for k in range(n))
+    # z/2 + 1 rollers on each pitch circle, the rest on the two straight spans at y = ±r
+    centre_b = data["parts"]["sprocket_b"]["position"][0]
+    on_a = np.isclose(np.linalg.norm(rollers, axis=1), r, atol=1e-12) & (rollers[:, 0] <= 1e-12)
+    on_b = np.isclose(np.linalg.norm(rollers - [centre_b, 0], axis=1), r, atol=1e-12) & (rollers[:, 0] >= centre_b - 1e-12)
+    assert on_a.sum() == on_b.sum() == mk.TEETH // 2 + 1
+    assert np.all(np.isclose(np.abs(rollers[~(on_a | on_b), 1]), r, atol=1e-12))
+    # every roller against every tooth: 2 z N contact points, none touching at the start
+    spec = parse_model(data, source="chain drive (test)")
+    assert len(spec.contacts) == 2 * mk.TEETH * n
+    model = compile_model(spec)
+    dyn, q0, v0, angles, refs = prepare(model, 0.0)  # refuses parts that start inside each other
+    bs = body_state(model, dyn.mass, q0, v0)
+    delta = dyn.forces.contacts.geometry(bs)[1]
+    # a seated roller is CLEARANCE from its two teeth
+    assert np.max(delta) == pytest.approx(-mk.CLEARANCE, abs=1e-12)
+    assert np.sum(np.isclose(delta, -mk.CLEARANCE, atol=1e-12)) == 2 * 2 * (mk.TEETH // 2 + 1)
+
+
+def test_chain_drive_generator_refuses_a_chain_too_short_for_its_sprockets():
+    mk = _chain_generator()
+    with pytest.raises(ValueError, match="at least 26"):
+        mk.chain_drive_toml(24)
+    mk.chain_drive_toml(26)
+
+
+def test_chain_drive_moves_the_same_with_and_without_the_broad_phase_and_balances_its_energy():
+    import tomllib
+
+    mk = _chain_generator()
+    model = compile_model(parse_model(tomllib.loads(mk.chain_drive_toml(32)), source="chain drive (test)"))
+    runs = [simulate(model, t_end=0.004, steps=8, rtol=1e-6, atol=1e-8, options={"activation": a})
+            for a in (True, False)]
+    for m in runs:
+        assert m.complete, m.message
+    assert np.array_equal(runs[0].position, runs[1].position)  # the skipped pairs' forces are exactly zero
+    ex = runs[0].extra
+    E = ex["energy.kinetic"] + ex["energy.potential"]
+    W = ex["work.nonconservative"]  # the driver's work, the brake's and the contacts' losses
+    assert W[-1] > 0  # the driver puts energy in
+    assert np.max(np.abs(E - E[0] - W)) <= 1e-6 * np.max(np.abs(W))
+    # the teeth have taken up the chain: sprocket B turns the driver's way
+    wb = runs[0].angular_velocity[-1, runs[0].parts.index("sprocket_b"), 2]
+    assert wb < 0
