@@ -9,7 +9,6 @@ carrying m g − 2 μ_d F.
 """
 
 import importlib.util
-import math
 from pathlib import Path
 
 import numpy as np
