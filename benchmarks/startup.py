@@ -51,7 +51,8 @@ COMMANDS = {
                   "--analysis", "dynamic", "-o", "{out}/gov.csv"],
                  "cadmotion run samples/dynamics/flyball_governor.cadmotion.toml --analysis dynamic (stiff)"),
     "gripper-step": (["run", str(SAMPLES / "gripper" / "gripper.cadmotion.toml"), "-q", "-o", "{out}/gripper.csv"],
-                     "cadmotion run samples/gripper/gripper.cadmotion.toml -o gripper.csv (a 108-part STEP, 101 frames)"),
+                     "cadmotion run samples/gripper/gripper.cadmotion.toml -o gripper.csv "
+                     "(a 108-part STEP, 101 frames)"),
     "help": (["--help"], "cadmotion --help"),
 }
 #: commands whose work does not touch a code cache: only the warm column is measured
