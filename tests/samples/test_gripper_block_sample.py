@@ -35,8 +35,7 @@ def design():
 
 
 def _run(path):
-    # the friction regularisation makes the model stiff: Radau takes a sixth of DOP853's steps
-    run = run_spec(load(path), "dynamic", integrator="Radau")
+    run = run_spec(load(path), "dynamic")
     assert run.motion.complete and not run.result.invariants.broken
     return run.motion
 
