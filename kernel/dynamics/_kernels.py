@@ -775,35 +775,20 @@ def _factor(df, di, dd, ws):
                     i1(di, I_PJ), i1(di, I_PSI), i1(di, I_PSJ), bw, stab[2], stab[3])
 
 
-@numba.njit(**_JIT)
-def rotation_weights(df, di, dd, nmov):
-    """1/ℓ_b² (1/m²) per moving body (:func:`.equations.rotation_weights`): ℓ_b² = trace(J_b) / (2 m_b),
-    or the model's length scale ``stab[6]`` squared for a body without mass or inertia."""
-    mass = f1(df, di, I_MASS)
-    Jb = f3(df, di, I_JB)
-    ell = f1(dd, di, I_STAB)[6]
-    weight = np.empty(nmov)
-    for b in range(nmov):
-        trace = Jb[b, 0, 0] + Jb[b, 1, 1] + Jb[b, 2, 2]
-        weight[b] = 2.0 * mass[b] / trace if mass[b] > 0.0 and trace > 0.0 else 1.0 / (ell * ell)
-    return weight
-
-
 @numba.njit(**_JIT_LA)
 def singularity(df, di, dd, ws):
     """How near a singular configuration the evaluated state is: the smallest pivot ratio of
-    Jv W Jvᵀ over its kept rows, W = diag(1, 1, 1, 1/ℓ_b², 1/ℓ_b², 1/ℓ_b²) per body with ℓ_b its
-    radius of gyration, sqrt(trace(J_b) / (2 m_b)), or the model's length scale (``stab[6]``) for a
-    body without mass or inertia (:func:`.equations.rotation_weights`): a purely kinematic measure,
-    so that light, slender or small parts do not read as singular. 1: far from one."""
+    Jv W Jvᵀ over its kept rows, W = diag(1, 1, 1, 1/ℓ², 1/ℓ², 1/ℓ²) per body with ℓ the
+    model's length scale (``stab[6]``, :attr:`.equations.Dynamics.length_scale`): a purely
+    kinematic measure, so that light or slender parts do not read as singular. 1: far from one."""
     sizes = i1(di, I_SIZES)
     nmov, bw = sizes[1], sizes[4]
     stab = f1(dd, di, I_STAB)
-    weight = rotation_weights(df, di, dd, nmov)
     iso = np.zeros((nmov, 3, 3))
+    inv = 1.0 / (stab[6] * stab[6])
     for b in range(nmov):
         for i in range(3):
-            iso[b, i, i] = weight[b]
+            iso[b, i, i] = inv
     return factor_S(nmov, np.ones(nmov), iso, f3(ws, di, I_JC), i2(di, I_RB), i1(di, I_PI), i1(di, I_PJ),
                     i1(di, I_PSI), i1(di, I_PSJ), bw, stab[2], 0.0)[3]
 

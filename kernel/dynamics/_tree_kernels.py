@@ -767,10 +767,10 @@ def stage_rhs(t, y, df, di, dd, ws, kt):
 
 
 @numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
-def singularity(df, di, dd, ws, kt):
+def singularity(di, dd, ws, kt):
     """:meth:`.equations.Dynamics.singularity` of the joint rows in the workspace: the smallest
     eigenvalue, after the redundant rows' zeros, of the Jacobi-scaled Jv W Jvᵀ over all rows,
-    W = diag(1, 1, 1, 1/ℓ_b², 1/ℓ_b², 1/ℓ_b²) per part (:func:`._kernels.rotation_weights`). The numpy semi-recursive
+    W = diag(1, 1, 1, 1/ℓ², 1/ℓ², 1/ℓ²) per part (ℓ = ``stab[6]``). The numpy semi-recursive
     formulation's measure (not the pivot ratio of :func:`._kernels.singularity`), so both paths
     see the same singular configurations."""
     Jc, rb = K.f3(ws, di, K.I_JC), K.i2(di, K.I_RB)
@@ -778,13 +778,13 @@ def singularity(df, di, dd, ws, kt):
     m = rb.shape[0]
     if m == 0:
         return 1.0
-    weight = K.rotation_weights(df, di, dd, K.i1(di, K.I_SIZES)[1])
+    ell = K.f1(dd, di, K.I_STAB)[6]
+    inv = 1.0 / (ell * ell)
     S = np.zeros((m, m))
     for p in range(pi.shape[0]):
         i, j, si, sj = pi[p], pj[p], psi[p], psj[p]
         acc = Jc[i, si, 0] * Jc[j, sj, 0] + Jc[i, si, 1] * Jc[j, sj, 1] + Jc[i, si, 2] * Jc[j, sj, 2]
-        acc += weight[rb[i, si]] * (Jc[i, si, 3] * Jc[j, sj, 3] + Jc[i, si, 4] * Jc[j, sj, 4]
-                                    + Jc[i, si, 5] * Jc[j, sj, 5])
+        acc += inv * (Jc[i, si, 3] * Jc[j, sj, 3] + Jc[i, si, 4] * Jc[j, sj, 4] + Jc[i, si, 5] * Jc[j, sj, 5])
         S[i, j] += acc
     live = np.zeros(m, np.int64)
     n = 0
@@ -998,7 +998,7 @@ def project(t, y, df, di, dd, ws, tol, max_iter):
 def singular(t, y, df, di, dd, ws):
     """:func:`singularity` at the tree state y (template)."""
     tree_state(t, y, df, di, dd, ws, False)
-    return singularity(df, di, dd, ws, KT)
+    return singularity(di, dd, ws, KT)
 
 
 def _hermite(p, h, y, f, y_new, f_new, out):

@@ -56,17 +56,6 @@ SMALL_BAND = 20000
 DENSE_LIMIT = 120
 
 
-
-def rotation_weights(mass, inertia, length_scale):
-    """1/ℓ_b² (1/m²) per body: ℓ_b² = trace(J_b) / (2 m_b), the body's radius of gyration squared
-    (mass (nb,) kg, inertia (nb, 3, 3) kg m² about the com), or ``length_scale``² (m) where the body
-    has no mass or no rotational inertia."""
-    mass = np.asarray(mass, float)
-    trace = np.trace(np.asarray(inertia, float), axis1=1, axis2=2)
-    ok = (mass > 0) & (trace > 0)
-    rho2 = np.where(ok, trace / np.where(ok, 2.0 * mass, 1.0), length_scale ** 2)
-    return 1.0 / rho2
-
 class Evaluation:
     """Everything computed at one (q, v, t): body state, Jv (kept rows), γ̂, Φt, f.
 
@@ -442,21 +431,10 @@ class Dynamics:
             self._length_scale = ell if ell > 0 else 1.0
         return self._length_scale
 
-    @property
-    def rotation_weights(self):
-        """1/ℓ_b² (1/m²) per moving body: how :meth:`singularity` weighs a body's angular velocity
-        against linear ones. ℓ_b is the body's own radius of gyration, sqrt(trace(J_b) / (2 m_b)),
-        so that turning a small part (an 8 mm pinion) counts as much as moving it by its size; a
-        body without mass or rotational inertia takes the model's :attr:`length_scale`."""
-        if not hasattr(self, "_rotation_weights"):
-            self._rotation_weights = rotation_weights(self.mass.body_mass[: self.nmov],
-                                                      self.mass.body_inertia[: self.nmov], self.length_scale)
-        return self._rotation_weights
-
     def singularity(self, ev):
         """How near a singular configuration ev's state is: of the Jacobi-scaled
-        Jv W Jvᵀ over all rows, W = diag(1, 1, 1, 1/ℓ_b², 1/ℓ_b², 1/ℓ_b²) per body (ℓ_b:
-        :attr:`rotation_weights`), the smallest eigenvalue after the redundant rows' zeros —
+        Jv W Jvᵀ over all rows, W = diag(1, 1, 1, 1/ℓ², 1/ℓ², 1/ℓ²) per body (ℓ:
+        :attr:`length_scale`), the smallest eigenvalue after the redundant rows' zeros —
         a purely kinematic measure, about the square of the smallest relative singular value
         of Jv that is not a redundancy, so that light or slender parts do not read as
         singular, whichever rows happen to be kept. 1 far from a singular configuration,
@@ -464,7 +442,7 @@ class Dynamics:
         J = ev.J.toarray() if sps.issparse(ev.J) else ev.J
         if J.shape[0] == 0:
             return 1.0
-        D = np.column_stack([np.ones((self.nmov, 3)), np.repeat(self.rotation_weights[:, None], 3, axis=1)]).ravel()
+        D = np.tile(np.r_[np.ones(3), np.full(3, 1.0 / self.length_scale ** 2)], self.nmov)
         S = (J * D[None, :]) @ J.T
         d = np.sqrt(np.diag(S))
         live = d > 0

@@ -75,7 +75,7 @@ def _source(dyn):
     call = "K.singularity(df, di, dd, ws)"
     if call not in src:
         raise ImportError(f"the integrator templates no longer call {call}: update fast_tree._source")
-    src = src.replace(call, "singularity(df, di, dd, ws, KT)")
+    src = src.replace(call, "singularity(di, dd, ws, KT)")
     _, has_expressions = fast._expression_source(dyn)
     jit = "\n\n@numba.njit(cache=True, nogil=True)\n"
     head = ["", "", "# ---- the semi-recursive formulation's tree (cadmotion.kernel.dynamics.fast_tree)",
