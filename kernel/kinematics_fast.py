@@ -40,14 +40,13 @@ from __future__ import annotations
 import ast
 import functools
 import hashlib
-import importlib.util
 import os
-import sys
-import tempfile
 import threading
 from pathlib import Path
 
 import numpy as np
+
+from .generated_modules import load_module, write_source
 
 __all__ = ["compiled_frames", "CompiledFrames", "compile_module", "MIN_FRAMES", "RCOND_MARGIN"]
 
@@ -163,16 +162,7 @@ def _module_file(model):
     for text in (src, _KERNELS.read_text(), Path(__file__).read_text()):
         h.update(text.encode())
     digest = h.hexdigest()[:20]
-    path = folder / f"kinematics-{digest}.py"
-    try:
-        if not path.is_file():
-            folder.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
-            with os.fdopen(fd, "w") as fh:
-                fh.write(src)
-            os.replace(tmp, path)
-    except OSError:
-        path = None
+    path = write_source(folder / f"kinematics-{digest}.py", src)
     _FILES[key] = (path, f"cadmotion_kinematics_{digest}", src)
     return _FILES[key]
 
@@ -182,26 +172,7 @@ def _load(path, name, src):
     with _LOCK:
         if name in _MODULES:
             return _MODULES[name]
-        module = None
-        if path is not None:
-            try:
-                spec = importlib.util.spec_from_file_location(name, path)
-                module = importlib.util.module_from_spec(spec)
-                sys.modules[name] = module
-                spec.loader.exec_module(module)  # our own generated code
-            except OSError:
-                module = None
-        if module is None:  # read-only cache: compile in memory, without numba's disk cache
-            import types
-
-            module = types.ModuleType(name)
-            exec(compile(src.replace("cache=True", "cache=False"), f"<{name}>", "exec"), module.__dict__)
-        from .symbolic.codegen import generated
-
-        for k, template in enumerate(module.TEMPLATES):
-            code = generated(template, module.PARAMETRIZATION, "numba")
-            for fn in ("jac", "gamma", "phit", "phi", "angles"):
-                setattr(module, f"{fn}_{k}", getattr(code, fn))
+        module = load_module(path, name, src, ("jac", "gamma", "phit", "phi", "angles"))
         _MODULES[name] = module
         return module
 

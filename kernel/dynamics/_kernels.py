@@ -14,6 +14,7 @@ import math
 import numba
 import numpy as np
 
+from .._kinematics_kernels import gather, unwrap, winding  # noqa: F401 (generated modules call K.gather, K.winding, K.unwrap)
 from ._contact_kernels import contact_accept, contact_forces, contact_limit
 from ._frames import euler_rotation, frame_axes, relative_rotation_vector
 from .tyres import tyre_forces
@@ -104,26 +105,6 @@ def body_kinematics(y, nq, nmov, nb, q_fixed, com_all, Jb, Jbinv, qf, qdf, A, rh
         bdot[b, 2] = -(w0 * c1 - w1 * c0)
         ww = 0.25 * (w0 * w0 + w1 * w1 + w2 * w2)
         bdot[b, 3], bdot[b, 4], bdot[b, 5], bdot[b, 6] = -ww * e0, -ww * e1, -ww * e2, -ww * e3
-
-
-@numba.njit(**_JIT)
-def gather(src, idx):
-    n, k = idx.shape
-    out = np.empty((n, k))
-    for i in range(n):
-        for j in range(k):
-            out[i, j] = src[idx[i, j]]
-    return out
-
-
-@numba.njit(**_JIT)
-def winding(raw, ref):
-    out = np.empty_like(raw)
-    two_pi = 2.0 * math.pi
-    for i in range(raw.shape[0]):
-        for j in range(raw.shape[1]):
-            out[i, j] = two_pi * np.round((ref[i, j] - raw[i, j]) / two_pi)
-    return out
 
 
 @numba.njit(**_JIT)
@@ -930,15 +911,6 @@ def velocity_step(y, df, di, dd, ws, tol):
 
 
 # ---------------------------------------------------------------- after an accepted step
-@numba.njit(**_JIT)
-def unwrap(raw, ref):
-    """ref ← the continuous angles: raw (rad, wrapped) plus the turns nearest to ref (2-D)."""
-    two_pi = 2.0 * math.pi
-    for i in range(raw.shape[0]):
-        for j in range(raw.shape[1]):
-            ref[i, j] = raw[i, j] + two_pi * np.round((ref[i, j] - raw[i, j]) / two_pi)
-
-
 @numba.njit(**_JIT)
 def accept_refs(df, di, dd, ws):
     """After an evaluation at an accepted state: the axis elements' angle references and the

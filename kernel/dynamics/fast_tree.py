@@ -23,11 +23,11 @@ from __future__ import annotations
 import hashlib
 import inspect
 import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
+from ..generated_modules import write_source
 from . import fast
 
 __all__ = ["tree_fast", "FastTree", "compile_tree_module"]
@@ -101,16 +101,7 @@ def _module_file(dyn):
         h.update(text.encode())
     digest = h.hexdigest()[:20]
     folder = cache_dir()
-    path = folder / f"{PREFIX}{digest}.py"
-    try:
-        if not path.is_file():
-            folder.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
-            with os.fdopen(fd, "w") as fh:
-                fh.write(src)
-            os.replace(tmp, path)
-    except OSError:
-        path = None
+    path = write_source(folder / f"{PREFIX}{digest}.py", src)
     return path, f"cadmotion_tree_{digest}", src
 
 

@@ -1,0 +1,55 @@
+"""Generated modules in the code cache: one Python file per model structure, written once, loaded with
+the joint templates' numba code bound into it.
+
+The compiled right-hand side (:mod:`.dynamics.fast`), the semi-recursive tree module
+(:mod:`.dynamics.fast_tree`) and the compiled kinematic step (:mod:`.kinematics_fast`) each generate
+source for a model structure and name its file by a digest of everything it is compiled from; numba
+caches its machine code beside it. The source is our own generated code, never text from a model file.
+"""
+
+import importlib.util
+import os
+import sys
+import tempfile
+import types
+
+
+def write_source(path, src):
+    """``path`` (a :class:`~pathlib.Path` in the code cache) with ``src`` written to it atomically if
+    it is missing; None when the folder cannot be written (the caller then compiles in memory)."""
+    try:
+        if not path.is_file():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+            with os.fdopen(fd, "w") as fh:
+                fh.write(src)
+            os.replace(tmp, path)
+    except OSError:
+        return None
+    return path
+
+
+def load_module(path, name, src, functions):
+    """The generated module ``name``, imported from ``path`` (or, when it is None or unreadable,
+    compiled from ``src`` in memory, without numba's disk cache), with each of its templates'
+    numba ``functions`` (e.g. ``("jac", "phi")``) bound as ``<function>_<k>`` for template k of
+    ``module.TEMPLATES``."""
+    module = None
+    if path is not None:
+        try:
+            spec = importlib.util.spec_from_file_location(name, path)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module
+            spec.loader.exec_module(module)  # our own generated code
+        except OSError:
+            module = None
+    if module is None:  # read-only cache: compile in memory, without numba's disk cache
+        module = types.ModuleType(name)
+        exec(compile(src.replace("cache=True", "cache=False"), f"<{name}>", "exec"), module.__dict__)
+    from .symbolic.codegen import generated
+
+    for k, template in enumerate(module.TEMPLATES):
+        code = generated(template, module.PARAMETRIZATION, "numba")
+        for fn in functions:
+            setattr(module, f"{fn}_{k}", getattr(code, fn))
+    return module
