@@ -68,6 +68,7 @@ import numpy as np
 import scipy.integrate as si
 
 from ...errors import SolverError
+from .failures import _Failure
 from .integrators import REGISTRY
 from .integrators import names as integrator_names
 
@@ -125,10 +126,6 @@ CROSSING_MAX_STEPS = 20000
 #: and at most this many Newton iterations a step (the first step also removes the drift the
 #: index-1 formulation left, e.g. Baumgarte's, which converges slowly near the singular configuration)
 CROSSING_NEWTON_ITER = 40
-
-
-class _Failure(Exception):
-    """A numerical failure inside an evaluation (singular matrix, no convergence)."""
 
 
 @dataclass

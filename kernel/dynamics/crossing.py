@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.integrate as si
 
-from .contract import _Failure
+from .failures import _Failure
 
 __all__ = ["ORDER", "BDF_ALPHA", "BDFCrossing"]
 
