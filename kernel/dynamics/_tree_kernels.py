@@ -519,33 +519,23 @@ def _cholesky_solve(A, x):
             if not A[j, j] > 0.0:
                 return False
         try:
-            L = np.linalg.cholesky(A)
+            A[:, :] = np.linalg.cholesky(A)
         except Exception:  # not positive definite
             return False
-        for i in range(n):
-            s = x[i]
-            for k in range(i):
-                s -= L[i, k] * x[k]
-            x[i] = s / L[i, i]
-        for i in range(n - 1, -1, -1):
-            s = x[i]
-            for k in range(i + 1, n):
-                s -= L[k, i] * x[k]
-            x[i] = s / L[i, i]
-        return True
-    for j in range(n):
-        s = A[j, j]
-        for k in range(j):
-            s -= A[j, k] * A[j, k]
-        if not s > 0.0:
-            return False
-        d = math.sqrt(s)
-        A[j, j] = d
-        for i in range(j + 1, n):
-            s = A[i, j]
+    else:
+        for j in range(n):
+            s = A[j, j]
             for k in range(j):
-                s -= A[i, k] * A[j, k]
-            A[i, j] = s / d
+                s -= A[j, k] * A[j, k]
+            if not s > 0.0:
+                return False
+            d = math.sqrt(s)
+            A[j, j] = d
+            for i in range(j + 1, n):
+                s = A[i, j]
+                for k in range(j):
+                    s -= A[i, k] * A[j, k]
+                A[i, j] = s / d
     for i in range(n):
         s = x[i]
         for k in range(i):
