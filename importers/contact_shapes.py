@@ -19,6 +19,20 @@ Concave faces (a hole, a socket) and other kinds (cones, tori, free-form surface
 with a message naming the part and the face's kind: the contact kernel's primitives are convex
 (:data:`~cadmotion.kernel.dynamics.contacts.BUILT_PAIRS`). ``cadmotion check`` uses
 :func:`face_primitive` to propose contact tables for colliding parts.
+
+Any other geometry — a free-form (B-spline) surface, a cone, a torus, a concave face or a whole
+part — takes part as the vertices of its tessellation (:func:`tessellation_points`)::
+
+    shape = [{ mesh = 0.2 }, { plane = {} }]                      # the whole part, deflection 0.2
+    shape = [{ face = [0.05, 0.0, 0.01], mesh = 0.2 }, { plane = {} }]   # one face of it
+
+``BRepMesh_IncrementalMesh`` of a copy of the shape (the part's own triangulation, which the writers
+use, is left alone) with that linear deflection (the file's unit: the largest distance between the
+triangles and the surface) and an angular deflection of :data:`MESH_ANGULAR_DEFLECTION`; each distinct
+vertex becomes a contact point — a sphere of radius 0, like a box's corners — against the other
+part's plane, sphere or box. The points lie *on* the surface, so a point contact is never early; it
+can be late by up to the deflection where the surface between the vertices touches first (a
+smaller deflection: more points, each evaluated at every step the two parts are close).
 """
 
 from __future__ import annotations
@@ -27,7 +41,15 @@ import numpy as np
 
 from ..errors import CadImportError
 
-__all__ = ["face_primitive", "primitive_near"]
+__all__ = ["face_primitive", "primitive_near", "tessellation_points", "MESH_ANGULAR_DEFLECTION", "MAX_MESH_POINTS",
+           "MIN_MESH_DEFLECTION"]
+
+#: angular deflection (rad) of a contact shape's tessellation (about 13 segments round a circle)
+MESH_ANGULAR_DEFLECTION = 0.5
+#: the finest linear deflection OCCT meshes with (m, its ``Precision::Confusion``)
+MIN_MESH_DEFLECTION = 1e-7
+#: more tessellation vertices than this in one contact shape is refused (each is a contact point)
+MAX_MESH_POINTS = 20000
 
 
 def face_primitive(face, R, p, point):
@@ -88,32 +110,15 @@ def primitive_near(part, near):
     """The primitive of ``part``'s face nearest ``near`` (assembly frame, m): (kind, numbers in the
     part frame, m) as :func:`face_primitive`; a CadImportError naming the part when it has no
     geometry, or the face is concave or not a plane, sphere or cylinder."""
-    from OCP.BRepBuilderAPI import BRepBuilderAPI_MakeVertex
-    from OCP.BRepExtrema import BRepExtrema_DistShapeShape
-    from OCP.gp import gp_Pnt
-    from OCP.TopAbs import TopAbs_FACE
-    from OCP.TopExp import TopExp
-    from OCP.TopoDS import TopoDS
-    from OCP.TopTools import TopTools_IndexedMapOfShape
-
     from .geometry_refs import world_shape
 
     where = f"part {part.name!r}"
-    shape = world_shape(part)
-    faces = TopTools_IndexedMapOfShape()
-    TopExp.MapShapes_s(shape, TopAbs_FACE, faces)
     q = np.asarray(near, float)
-    vertex = BRepBuilderAPI_MakeVertex(gp_Pnt(*q)).Vertex()
-    best = None
-    for i in range(1, faces.Extent() + 1):
-        face = TopoDS.Face_s(faces.FindKey(i))
-        dist = BRepExtrema_DistShapeShape(vertex, face)
-        if dist.IsDone() and (best is None or dist.Value() < best[0]):
-            best = (dist.Value(), i, face, dist.PointOnShape2(1))
+    best = _nearest_face(world_shape(part), q)
     if best is None:
         raise CadImportError("the part has no faces to take a contact shape from", where=where,
                              hint="give the shape as a primitive (sphere, box, cylinder or plane)")
-    _, index, face, foot = best
+    index, face, _, foot = best
     R, p = _pose(part)
     kind, numbers, convex = _fit(face, R, p, (foot.X(), foot.Y(), foot.Z()))
     if kind is None:
@@ -123,10 +128,75 @@ def primitive_near(part, near):
 
         name = _SURFACE_NAMES.get(BRepAdaptor_Surface(face).GetType(), "free-form")
         raise CadImportError(f"face {index} nearest {q.tolist()} is a {name}, not a plane, sphere or cylinder",
-                             where=where, hint="point at a flat, spherical or cylindrical face, or give a primitive")
+                             where=where,
+                             hint="point at a flat, spherical or cylindrical face, add `mesh = <deflection>` to "
+                                  "take the face's tessellation vertices as contact points, or give a primitive")
     if not convex:
         raise CadImportError(f"face {index} nearest {q.tolist()} is a concave {kind} (a hole or a socket): contact "
                              f"shapes are convex", where=where,
-                             hint="take the shape from the part that goes into it (the pin, the ball), or give "
-                                  "a primitive")
+                             hint="take the shape from the part that goes into it (the pin, the ball), add "
+                                  "`mesh = <deflection>` to take the face's tessellation vertices, or give a "
+                                  "primitive")
     return kind, numbers
+
+
+def _nearest_face(shape, near):
+    """(index, face, distance, foot point) of ``shape``'s face nearest the point ``near`` (shape frame), or None."""
+    from OCP.BRepBuilderAPI import BRepBuilderAPI_MakeVertex
+    from OCP.BRepExtrema import BRepExtrema_DistShapeShape
+    from OCP.gp import gp_Pnt
+    from OCP.TopAbs import TopAbs_FACE
+    from OCP.TopExp import TopExp
+    from OCP.TopoDS import TopoDS
+    from OCP.TopTools import TopTools_IndexedMapOfShape
+
+    faces = TopTools_IndexedMapOfShape()
+    TopExp.MapShapes_s(shape, TopAbs_FACE, faces)
+    vertex = BRepBuilderAPI_MakeVertex(gp_Pnt(*map(float, near))).Vertex()
+    best = None
+    for i in range(1, faces.Extent() + 1):
+        face = TopoDS.Face_s(faces.FindKey(i))
+        dist = BRepExtrema_DistShapeShape(vertex, face)
+        if dist.IsDone() and (best is None or dist.Value() < best[2]):
+            best = (i, face, dist.Value(), dist.PointOnShape2(1))
+    return best
+
+
+def tessellation_points(part, deflection, near=None):
+    """The distinct vertices (n, 3) of the tessellation of ``part``'s shape — or of its face nearest
+    ``near`` (assembly frame, m) — in the part frame (m), at linear deflection ``deflection`` (m).
+
+    Raises CadImportError naming the part when it has no geometry, the deflection is not > 0 or
+    the tessellation has no vertices or more than :data:`MAX_MESH_POINTS`; the deflection is at least
+    :data:`MIN_MESH_DEFLECTION`."""
+    from OCP.BRepBuilderAPI import BRepBuilderAPI_Copy
+    from OCP.BRepMesh import BRepMesh_IncrementalMesh
+
+    from .triangulation import triangulated_faces
+
+    where = f"part {part.name!r}"
+    if part.shape is None:
+        raise CadImportError("the part has no geometry to tessellate", where=where,
+                             hint="give the shape as a primitive (sphere, box, cylinder or plane)")
+    if not (deflection >= MIN_MESH_DEFLECTION):
+        raise CadImportError(f"the tessellation's deflection must be at least {MIN_MESH_DEFLECTION:g} m (OCCT's "
+                             f"precision), got {deflection!r} m", where=where)
+    shape = BRepBuilderAPI_Copy(part.shape, True, False).Shape()
+    if near is not None:
+        R, p = _pose(part)
+        found = _nearest_face(shape, R.T @ (np.asarray(near, float) - p))
+        if found is None:
+            raise CadImportError("the part has no faces to take a contact shape from", where=where,
+                                 hint="give the shape as a primitive (sphere, box, cylinder or plane)")
+        shape = found[1]
+    BRepMesh_IncrementalMesh(shape, float(deflection), False, MESH_ANGULAR_DEFLECTION, True)
+    nodes = [tf.nodes for tf in triangulated_faces(shape)]
+    points = np.unique(np.round(np.concatenate(nodes), 12), axis=0) if nodes else np.zeros((0, 3))
+    if len(points) == 0:
+        raise CadImportError("the tessellation has no vertices (no faces)", where=where,
+                             hint="give the shape as a primitive")
+    if len(points) > MAX_MESH_POINTS:
+        raise CadImportError(f"a deflection of {deflection:g} m gives {len(points)} contact points (at most "
+                             f"{MAX_MESH_POINTS})", where=where,
+                             hint="give a larger `mesh` deflection, or one face (`face` with `mesh`)")
+    return points

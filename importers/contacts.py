@@ -29,11 +29,15 @@ Keys (lengths in the file's ``units``; forces and coefficients in SI)::
   ``point`` defaults to the part origin, ``normal`` to +z (the part frame's xy plane);
 * ``{ face = [x, y, z] }`` (parts read from CAD, a contact naming two parts): the exact primitive of
   the part's face nearest that point (assembly frame, the file's unit) — its plane, sphere or
-  cylinder (:mod:`.contact_shapes`; concave and other faces are refused).
+  cylinder (:mod:`.contact_shapes`; concave and other faces are refused);
+* ``{ mesh = d }`` or ``{ face = [x, y, z], mesh = d }`` (parts read from CAD): the vertices of the
+  tessellation of the whole part, or of that face, at linear deflection ``d`` (the file's unit) —
+  any geometry, free-form surfaces included, as contact points (spheres of radius 0) against the
+  other part's plane, sphere or box (:func:`.contact_shapes.tessellation_points`).
 
-Built pairs: sphere–plane, sphere–sphere, box–plane, cylinder–plane, sphere–box. Not built yet (refused
-with a message naming the contact, never faked): box–box and cylinder–sphere, shapes from the
-parts' CAD geometry.
+Built pairs: sphere–plane, sphere–sphere, box–plane, cylinder–plane, sphere–box, and mesh points against
+a plane, a sphere or a box. Not built yet (refused with a message naming the contact, never faked):
+box–box, cylinder–sphere, mesh points against a cylinder or other mesh points.
 """
 
 from __future__ import annotations
@@ -70,6 +74,8 @@ def _shape(ctx, item, k, part, value, spec=None):
     if not isinstance(value, dict):
         raise ctx.err(item, f"{where} must be a table like {{ sphere = 0.05 }} or "
                             f"{{ plane = {{ normal = [0, 0, 1] }} }}, got {value!r}")
+    if "mesh" in value:
+        return _mesh_shape(ctx, item, where, value, spec)
     if "face" in value:
         return _face_shape(ctx, item, where, value, spec)
     kinds = [key for key in ("sphere", "plane", "box", "cylinder") if key in value]
@@ -116,6 +122,34 @@ def _shape(ctx, item, k, part, value, spec=None):
     return "plane", (*map(float, point), *(float(x) / norm for x in normal))
 
 
+def _check_cad_part(ctx, item, where, key, spec):
+    """A ``face`` or ``mesh`` shape needs one named part with CAD geometry."""
+    if spec is None:
+        what = "face" if key == "face" else "geometry"
+        raise ctx.err(item, f"{where}: `{key}` names one part's {what}; it cannot stand for parts matched by a "
+                            f"pattern", hint="declare the contact with `parts = [A, B]` (two names)")
+    if spec.shape is None:
+        raise ctx.err(item, f"{where}: `{key}` takes the shape from the part's CAD geometry, and this part has none",
+                      hint="give a primitive (sphere, box, cylinder or plane) for a part without geometry")
+
+
+def _mesh_shape(ctx, item, where, value, spec):
+    """``{ mesh = d }`` / ``{ face = [x, y, z], mesh = d }``: the part's (or that face's) tessellation
+    vertices, ``("points", (x1, y1, z1, x2, …))`` in the part frame, m (:mod:`.contact_shapes`)."""
+    from ..errors import CadImportError
+    from .contact_shapes import tessellation_points
+
+    ctx.check_keys(f"{item} {where}", value, {"mesh", "face"})
+    _check_cad_part(ctx, item, where, "mesh", spec)
+    deflection = _number(ctx, item, "mesh", value["mesh"], positive=True) * ctx.scale
+    near = ctx.vec(item, "face", value["face"]) if "face" in value else None
+    try:
+        points = tessellation_points(spec, deflection, near)
+    except CadImportError as exc:
+        raise ctx.err(item, f"{where}: {exc.message}", hint=exc.hint) from None
+    return "points", tuple(float(x) for x in points.ravel())
+
+
 def _face_shape(ctx, item, where, value, spec):
     """``{ face = [x, y, z] }``: the primitive of the part's CAD face nearest that point
     (:mod:`.contact_shapes`)."""
@@ -123,12 +157,7 @@ def _face_shape(ctx, item, where, value, spec):
     from .contact_shapes import primitive_near
 
     ctx.check_keys(f"{item} {where}", value, {"face"})
-    if spec is None:
-        raise ctx.err(item, f"{where}: `face` names one part's face; it cannot stand for parts matched by a pattern",
-                      hint="declare the contact with `parts = [A, B]` (two names)")
-    if spec.shape is None:
-        raise ctx.err(item, f"{where}: `face` takes the shape from the part's CAD geometry, and this part has none",
-                      hint="give a primitive (sphere, box, cylinder or plane) for a part without geometry")
+    _check_cad_part(ctx, item, where, "face", spec)
     near = ctx.vec(item, "face", value["face"])
     try:
         kind, n = primitive_near(spec, near)
@@ -241,7 +270,8 @@ def _pairs_and_shapes(ctx, item, entry, parts):
         prims = tuple(_shape(ctx, item, i, pair[i], s, parts[pair[i]]) for i, s in enumerate(shapes))
         kinds = sorted(kind for kind, _ in prims)
         if kinds not in BUILT_PAIRS:
-            raise ctx.err(item, f"the pair {' – '.join(kind for kind, _ in prims)} is not built yet",
+            named = (("mesh points" if kind == "points" else kind) for kind, _ in prims)
+            raise ctx.err(item, f"the pair {' – '.join(named)} is not built yet",
                           hint=f"built pairs: {BUILT_PAIRS_TEXT}")
         return [tuple(pair)], lambda part, side: prims[side]
     # patterns

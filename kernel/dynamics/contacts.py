@@ -5,7 +5,9 @@ Every contact is held as contact points, each a sphere S (radius R, centre c_S o
 against an "other" shape O on part o — a plane (point p, unit normal n_O pointing out of the
 material) or a sphere (radius R_O, centre c_O). A sphere pair has one point; a box against a
 plane has eight, its corners (spheres of radius 0: a plane meets a box first at a corner, an
-edge or a face, and the corners' forces carry the edge and the face):
+edge or a face, and the corners' forces carry the edge and the face); a part's tessellation
+(``points``, :func:`~cadmotion.importers.contact_shapes.tessellation_points`) is its vertices, each
+a sphere of radius 0 against a plane, a sphere or a box:
 
     plane:   n = n_O,                 δ = R − (c_S − p)·n,     x = c_S − (R − δ/2) n
     sphere:  n = (c_S − c_O)/|c_S − c_O|,   δ = R + R_O − |c_S − c_O|,   x = c_O + (R_O − δ/2) n
@@ -112,8 +114,10 @@ _PARAMS = ("stiffness", "damping", "exponent", "stiction_velocity")
 #: the contact methods (:class:`Contacts` holds the compliant ones, :mod:`.unilateral` the others)
 METHODS = ("compliant", "unilateral")
 #: the primitive pairs built (sorted kinds)
-BUILT_PAIRS = (["plane", "sphere"], ["sphere", "sphere"], ["box", "plane"], ["cylinder", "plane"], ["box", "sphere"])
-BUILT_PAIRS_TEXT = "sphere–plane, sphere–sphere, box–plane, cylinder–plane, sphere–box"
+BUILT_PAIRS = (["plane", "sphere"], ["sphere", "sphere"], ["box", "plane"], ["cylinder", "plane"], ["box", "sphere"],
+               ["plane", "points"], ["points", "sphere"], ["box", "points"])
+BUILT_PAIRS_TEXT = ("sphere–plane, sphere–sphere, box–plane, cylinder–plane, sphere–box, and a part's tessellation "
+                    "points (`mesh`) against a plane, a sphere or a box")
 _NO_AXIS = np.zeros(3)
 _WELD_JOINTS = ("fixed",)
 
@@ -238,9 +242,9 @@ class Contacts:
             kinds = [kind for kind, _ in c.shapes]
             if sorted(kinds) not in BUILT_PAIRS:
                 fail(f"shapes {kinds} are not a built pair", hint=f"built pairs: {BUILT_PAIRS_TEXT}")
-            # S: the sphere (the first of two), the box (its corners: spheres of radius 0) or the cylinder
-            # (its two rim circles); O: the other
-            si = next(kinds.index(kind) for kind in ("sphere", "box", "cylinder") if kind in kinds)
+            # S: the tessellation points or the sphere (the first of two), the box (its corners: spheres of
+            # radius 0) or the cylinder (its two rim circles); O: the other
+            si = next(kinds.index(kind) for kind in ("points", "sphere", "box", "cylinder") if kind in kinds)
             oi = 1 - si
             bs_, bo_ = model.body_index(c.parts[si]), model.body_index(c.parts[oi])
             shp_s, shp_o = c.shapes[si][1], c.shapes[oi][1]
@@ -256,6 +260,13 @@ class Contacts:
                 axis = axis / np.linalg.norm(axis)
                 length = math.hypot(radius, 0.5 * height)
                 points = [(centre + side * 0.5 * height * axis, radius, length, axis) for side in (-1.0, 1.0)]
+            elif kinds[si] == "points":
+                # a tessellation's vertices (part frame): spheres of radius 0, as a box's corners
+                xyz = np.asarray(shp_s, float).reshape(-1, 3)
+                if len(xyz) == 0:
+                    fail("a `mesh` shape has no points")
+                length = max(float(np.max(np.linalg.norm(xyz - xyz.mean(axis=0), axis=1))), 1e-6)
+                points = [(x, 0.0, length, _NO_AXIS) for x in xyz]
             else:
                 half = 0.5 * np.asarray(shp_s[0:3], float)
                 if np.any(half <= 0):

@@ -51,6 +51,36 @@ def test_the_post_top_is_a_plane_facing_up():
     assert np.allclose(plane["point"], [0.001, 0, 0.020], atol=1e-12) and np.allclose(plane["normal"], [0, 0, 1])
 
 
+def test_a_tessellation_with_too_many_points_is_refused_naming_the_part(tmp_path, monkeypatch):
+    from cadmotion.importers import contact_shapes
+
+    monkeypatch.setattr(contact_shapes, "MAX_MESH_POINTS", 100)
+    with pytest.raises(ModelFileError) as err:
+        read_model_file(_model(tmp_path, 'name = "c"\nparts = ["post", "bar"]\nshape = [{ mesh = 0.01 }, { plane = {} }]'))
+    text = str(err.value)
+    assert all(w in text for w in ("'c'", "'post'", "(at most 100)", "larger `mesh` deflection")), text
+
+
+def test_a_mesh_shape_is_the_vertices_of_the_parts_tessellation_on_its_surface(tmp_path):
+    """The post (a cylinder R 10 mm, 20 mm high, its frame at its base centre) tessellated at 0.1 mm:
+    every vertex on its side (r = R) or its end caps (z = 0 or 20 mm), both caps' rims present, and
+    the side sampled finely enough that no gap between neighbours on the rim exceeds the deflection's chord."""
+    spec = read_model_file(_model(tmp_path, 'name = "c"\nparts = ["post", "bar"]\n'
+                                            'shape = [{ mesh = 0.1 }, { face = [100, 11, 5] }]'))
+    kind, numbers = spec.contacts[0].shapes[0]
+    assert kind == "points"
+    p = np.reshape(numbers, (-1, 3))
+    r = np.hypot(p[:, 0], p[:, 1])
+    on_side = np.abs(r - 0.010) < 1e-9
+    on_caps = (np.abs(p[:, 2]) < 1e-9) | (np.abs(p[:, 2] - 0.020) < 1e-9)
+    assert np.all(on_side | (on_caps & (r <= 0.010 + 1e-9)))
+    for z in (0.0, 0.020):
+        rim = np.sort(np.arctan2(p[on_side & (np.abs(p[:, 2] - z) < 1e-9), 1], p[on_side & (np.abs(p[:, 2] - z) < 1e-9), 0]))
+        assert len(rim) >= 8
+        step = np.max(np.diff(np.r_[rim, rim[0] + 2 * np.pi]))
+        assert 0.010 * (1 - np.cos(step / 2)) <= 0.1e-3 + 1e-12  # the chord's sag is within the deflection
+
+
 @pytest.mark.parametrize("sample, part, near, words", [
     ("geneva/geneva.cadmotion.toml", "wheel", [0.0028284, 0.0028284, 0.005], ["concave cylinder", "hole"]),
     ("cam/cam_follower.cadmotion.toml", "cam", [0.045, 0.0, 0.005], ["not a plane, sphere or cylinder"]),
@@ -72,6 +102,13 @@ def test_a_hole_and_a_free_form_face_are_refused_naming_the_part(sample, part, n
      ["`face` names one part's face", "pattern"]),
     ('name = "c"\nparts = ["post", "bar"]\nshape = [{ face = [120, 69, 12] }, { face = [100, 11, 5], sphere = 1 }]',
      ["unknown key", "sphere"]),
+    ('name = "c"\nparts = ["post", "bar"]\nshape = [{ mesh = 0 }, { face = [100, 11, 5] }]', ["`mesh`", "positive"]),
+    ('name = "c"\nparts = ["post", "bar"]\nshape = [{ mesh = 1 }, { mesh = 1 }]',
+     ["mesh points – mesh points", "not built", "plane, a sphere or a box"]),
+    ('name = "c"\nparts = ["post", "bar"]\nshape = [{ mesh = 1 }, { cylinder = [1, 1] }]', ["mesh points – cylinder"]),
+    ('name = "c"\nparts = ["post", "bar"]\nshape = [{ mesh = 1e-5 }, { plane = {} }]',
+     ["'post'", "at least 1e-07 m"]),
+    ('name = "c"\npairs = "all"\nshape = { post = { mesh = 1 }, bar = { plane = {} } }', ["`mesh` names one part's"]),
 ])
 def test_face_references_that_cannot_stand_are_refused_naming_the_contact(tmp_path, contact, words):
     with pytest.raises(ModelFileError) as err:

@@ -7,6 +7,7 @@ and off; the broad phase skips the pairs that are apart; the compiled DOP853 loo
 models and meets the closed forms.
 """
 
+import dataclasses
 import math
 
 import numpy as np
@@ -21,6 +22,7 @@ from cadmotion.kernel.dynamics import simulate
 from cadmotion.kernel.dynamics.forward import prepare
 from cadmotion.kernel.dynamics.formulations import get_formulation
 from cadmotion.kernel.dynamics.mass import body_state
+from cadmotion.kernel.spec import ContactSpec
 
 pytest.importorskip("numba")
 G = 9.81
@@ -73,9 +75,39 @@ def _random_states(model, q0, v0, n, seed):
         yield q.ravel(), v, state
 
 
+def _points_model():
+    """A rock given as the vertices of a tessellation (``mesh``: spheres of radius 0) lying on the
+    floor and touching a box and a ball: the points against each shape they are built for."""
+    rng = np.random.default_rng(7)
+    rock = rng.normal(size=(40, 3))
+    rock = 0.05 * rock / np.linalg.norm(rock, axis=1)[:, None] * rng.uniform(0.8, 1.0, size=(40, 1))
+    rock[:, 2] -= rock[:, 2].min() + 0.05  # the lowest vertex on the floor (the rock's origin 5 cm up)
+    x, y, z = rock.T
+    block_x = x.max() + 0.05  # the box's face on the rock's furthest vertex in +x
+    reach = 0.05 ** 2 - x ** 2 - z ** 2
+    ball_y = np.max(y[reach >= 0] + np.sqrt(reach[reach >= 0]))  # the ball on the rock's vertex nearest it
+    parts = {"floor": {"fixed": True},
+             "rock": {"position": [0, 0, 0.05], "mass": 1.0, "inertia": [1e-3] * 3},
+             "block": {"position": [float(block_x), 0, 0.05], "mass": 2.0, "inertia": [4e-3] * 3},
+             "ball": {"position": [0, float(ball_y), 0.05], "mass": 0.5, "inertia": [5e-4] * 3}}
+    data = {"units": "m", "gravity": [0, 0, -G], "parts": parts}
+    spec = parse_model(data, source="points (test)")
+    law = dict(method="compliant", restitution=0.7, friction=(0.5, 0.3),
+               params=(("stiffness", 1e6), ("exponent", 1.5), ("stiction_velocity", 1e-2)))
+    points = ("points", tuple(rock.ravel()))
+    contacts = (ContactSpec(name="rock_floor", parts=("rock", "floor"), shapes=(points, ("plane", (0, 0, 0, 0, 0, 1))),
+                            **law),
+                ContactSpec(name="rock_block", parts=("rock", "block"),
+                            shapes=(points, ("box", (0.1, 0.1, 0.1, 0, 0, 0))), **law),
+                ContactSpec(name="rock_ball", parts=("ball", "rock"), shapes=(("sphere", (0.05, 0, 0, 0)), points),
+                            **law))
+    return compile_model(dataclasses.replace(spec, contacts=contacts))
+
+
 @pytest.mark.parametrize("activation", [True, False])
-def test_compiled_contacts_give_the_numpy_accelerations_step_limit_and_impact_speeds(activation):
-    model = _model()
+@pytest.mark.parametrize("build", [_model, _points_model], ids=["primitives", "mesh points"])
+def test_compiled_contacts_give_the_numpy_accelerations_step_limit_and_impact_speeds(build, activation):
+    model = build()
     form, q0, v0 = _form(model, activation)
     fast, dyn = form._fast, form.dyn
     contacts = dyn.forces.contacts
