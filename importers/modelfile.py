@@ -336,12 +336,28 @@ def parse_model(data, source="<model>", base_dir="."):
 def _formulation_settings(ctx, table):
     """``[formulation]``: ``cut = ["joint", ...]``, the joints the spanning tree of the
     relative-coordinate formulations must cut (setting ``formulation.cut``; the kernel checks
-    that each is a joint in a loop)."""
+    that each is a joint in a loop), and one table of options per formulation,
+    ``[formulation.recursive] alpha = 20.0`` (setting ``formulation.options``: ((name, ((key,
+    value), ...)), ...); values are numbers, booleans or strings, used when that formulation runs;
+    the kernel checks the names and keys, :func:`cadmotion.kernel.dynamics.forward.formulation_options`)."""
     item = "[formulation]"
     if not isinstance(table, dict):
         raise ctx.err("formulation", "`formulation` must be a table: [formulation] cut = [\"joint\", ...]")
-    ctx.check_keys(item, table, _FORMULATION_KEYS)
-    out = {}
+    out, options = {}, []
+    for key, value in table.items():
+        if key in _FORMULATION_KEYS:
+            continue
+        if not isinstance(value, dict):
+            raise ctx.err(item, f"unknown key {key!r}: [formulation] takes `cut` and one table of options per "
+                                f"formulation", hint=f"write [formulation.{key}] followed by its options, e.g. "
+                                                     f"alpha = 20.0, or `cut = [...]`")
+        for name, v in value.items():
+            if not isinstance(v, (bool, int, float, str)) or (isinstance(v, float) and not math.isfinite(v)):
+                raise ctx.err(f"[formulation.{key}]", f"option `{name}` must be a number, a boolean or a string, "
+                                                      f"got {v!r}")
+        options.append((key, tuple(sorted(value.items()))))
+    if options:
+        out["formulation.options"] = tuple(options)
     if "cut" in table:
         cut = table["cut"]
         if not isinstance(cut, list) or not all(isinstance(c, str) for c in cut):

@@ -71,6 +71,22 @@ def _vector(text):
     return tuple(_float(p) for p in parts)
 
 
+def _option(text):
+    """``--option KEY=VALUE``: a formulation option; VALUE is true/false, a number or else a word
+    (never evaluated)."""
+    key, sep, value = text.partition("=")
+    key, value = key.strip(), value.strip()
+    if not sep or not key.isidentifier() or not value:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE (e.g. alpha=20), got {text!r}")
+    if value.lower() in ("true", "false"):
+        return key, value.lower() == "true"
+    try:
+        number = float(value)
+    except ValueError:
+        return key, value
+    return key, int(number) if number.is_integer() and value.lstrip("+-").isdigit() else number
+
+
 def build_parser():
     """The ``cadmotion`` argument parser with every sub-command (no heavy imports)."""
     parser = argparse.ArgumentParser(prog="cadmotion", description="Mechanism simulation for CAD assemblies.")
@@ -122,6 +138,10 @@ def build_parser():
     run.add_argument("--dt", type=_float, default=None,
                      help="step of the fixed-step integrators (RK4, generalized-alpha, HHT), s, in (0, t-end] "
                           "(default min(output interval, 1 ms))")
+    run.add_argument("--option", type=_option, action="append", default=[], metavar="KEY=VALUE",
+                     help="an option of the dynamics formulation that runs, e.g. --formulation recursive --option "
+                          "alpha=20 --option beta=20 (its Baumgarte parameters, 1/s); repeatable; overrides the "
+                          "model file's [formulation.<name>] table; `cadmotion formulations` lists each one's")
     run.add_argument("--resolve-penetration", action="store_true",
                      help="dynamic runs: move parts whose declared contacts start inside each other apart (the "
                           "least change of the pose, joints kept) and say so, instead of refusing the model")
@@ -239,6 +259,9 @@ def cmd_run(args):
 def _run(args):
     from .run_analysis import DYNAMICS_OPTIONS, run_spec, time_span
 
+    if args.option and args.analysis != "dynamic":
+        raise CadmotionError(f"--option sets a dynamics formulation's option; this is a {args.analysis} run",
+                             hint="add --analysis dynamic")
     spec = _load_spec(args)
     t_end, steps = time_span(spec, args.t_end, args.steps)
     if args.output:
@@ -249,7 +272,9 @@ def _run(args):
     try:
         run = run_spec(spec, args.analysis, t_end=t_end, steps=steps, parametrization=args.parametrization,
                        drive=args.drive, gravity=args.gravity, progress=progress, free_dof=args.free_dof,
-                       resolve_penetration=args.resolve_penetration, **{k: getattr(args, k) for k in DYNAMICS_OPTIONS})
+                       resolve_penetration=args.resolve_penetration,
+                       solver_options={"options": dict(args.option)} if args.option else None,
+                       **{k: getattr(args, k) for k in DYNAMICS_OPTIONS})
     finally:
         close()
     model, motion, result = run.model, run.motion, run.result
@@ -389,21 +414,24 @@ def _json_default(value):
 
 def cmd_formulations(args):
     """``cadmotion formulations``: every formulation and integrator, one line each."""
+    from ..kernel.dynamics.formulations import FORMULATIONS
     from ..kernel.dynamics.forward import DEFAULT_FORMULATION, describe_methods
 
     forms, integrators = describe_methods()
     if args.json:
         print(json.dumps(dict(default=DEFAULT_FORMULATION,
-                              formulations=[dict(name=n, summary=s, default_integrator=d, integrators=list(i))
+                              formulations=[dict(name=n, summary=s, default_integrator=d, integrators=list(i),
+                                                 options=dict(FORMULATIONS[n].defaults))
                                             for n, s, d, i in forms],
                               integrators=[dict(name=n, summary=s) for n, s in integrators]), indent=2))
         return 0
     width = max(len(n) for n, *_ in forms + [(n,) for n, _ in integrators])
-    print("formulations (--formulation NAME; * the default):")
+    print("formulations (--formulation NAME, --option KEY=VALUE; * the default):")
     for name, summary, default, names in forms:
         mark = "*" if name == DEFAULT_FORMULATION else " "
         runs = ", ".join(f"{n}*" if n == default else n for n in names)
-        print(f"  {name:<{width}} {mark} {summary}; integrators: {runs}")
+        options = ", ".join(f"{k}={v}" for k, v in FORMULATIONS[name].defaults.items())
+        print(f"  {name:<{width}} {mark} {summary}; integrators: {runs}" + (f"; options: {options}" if options else ""))
     print("integrators (--integrator NAME; * the formulation's default):")
     for name, summary in integrators:
         print(f"  {name:<{width}}   {summary}")

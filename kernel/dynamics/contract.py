@@ -174,6 +174,22 @@ class DynamicsResult:
     events: list = field(default_factory=list)
 
 
+def _check_option(formulation, key, default, value):
+    """An option's value of the kind of its default (a boolean for a switch, a number for a number,
+    a string for a choice; a default of None takes any); a SolverError naming both otherwise."""
+    if default is None or value is None:
+        return
+    if isinstance(default, bool):
+        ok = isinstance(value, (bool, np.bool_))
+    elif isinstance(default, (int, float)):
+        ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+    else:
+        ok = isinstance(value, type(default))
+    if not ok:
+        raise SolverError(f"formulation {formulation!r}: option {key!r} must be like its default {default!r}, "
+                          f"got {value!r}")
+
+
 class Formulation:
     """Base class of the formulations; see the module docstring for the contract."""
 
@@ -193,6 +209,8 @@ class Formulation:
         if unknown:
             raise SolverError(f"formulation {self.name!r} has no option(s) {', '.join(unknown)}",
                               hint=f"options: {', '.join(self.defaults) or '(none)'}")
+        for key, value in options.items():
+            _check_option(self.name, key, self.defaults[key], value)
         self.options = {**self.defaults, **options}
         contacts = dyn.forces.contacts
         if contacts is not None and contacts.stateful and self.name not in _CONTACT_STATE_FORMULATIONS:

@@ -282,6 +282,7 @@ def run(model, t_end=1.0, steps=100, *, formulation=None, integrator=None, rtol=
         times = np.linspace(t_start, t_end, int(steps) + 1)
     times = np.asarray(times, float)
     automatic = formulation is None and integrator is None and rtol is None and atol is None and not options
+    model_options = formulation_options(model.spec)
     rtol = DEFAULT_RTOL if rtol is None else rtol
     atol = DEFAULT_ATOL if atol is None else atol
     check_settings(times, rtol, atol, dt)
@@ -292,7 +293,7 @@ def run(model, t_end=1.0, steps=100, *, formulation=None, integrator=None, rtol=
         choice = default_method(dyn, q0, v0, float(times[0]), refs, times,
                                 compiled_radau=form.runs_compiled("Radau", times, rtol, atol))
         formulation, integrator = choice.formulation, choice.integrator
-        if formulation != DEFAULT_FORMULATION:
+        if formulation != DEFAULT_FORMULATION or model_options.get(formulation):
             form = None
         if dt is None and choice.dt is not None:
             dt = choice.dt
@@ -305,7 +306,7 @@ def run(model, t_end=1.0, steps=100, *, formulation=None, integrator=None, rtol=
         dyn, q0, v0, angles, refs = prepare(model, times[0])
     refs0 = np.array(refs, float, copy=True)
     if form is None:
-        form = cls(dyn, angles=angles, refs=refs, **(options or {}))
+        form = cls(dyn, angles=angles, refs=refs, **{**model_options.get(cls.name, {}), **(options or {})})
     result = form.solve(times, q0, v0, integrator=integrator, rtol=rtol, atol=atol, dt=dt)
     if choice is not None:
         result.notes.insert(0, f"{cls.name} / {integrator} chosen for the model: {choice.reason}")
@@ -322,6 +323,20 @@ def run(model, t_end=1.0, steps=100, *, formulation=None, integrator=None, rtol=
     result.invariants = report
     motion.events.extend(report.events())
     return motion, result
+
+
+def formulation_options(spec):
+    """{formulation name: {option: value}} from the model file's ``[formulation.<name>]`` tables
+    (setting ``formulation.options``): the options a run of that formulation starts from (the
+    caller's ``options`` override them key by key). A name that is not a formulation is a
+    SolverError naming the model; the formulation checks its keys when it is built."""
+    out = {}
+    for name, items in spec.setting("formulation.options", ()):
+        if name not in FORMULATIONS:
+            raise SolverError(f"[formulation.{name}]: there is no formulation {name!r}",
+                              where=spec.source or None, hint=f"formulations: {', '.join(FORMULATIONS)}")
+        out[name] = dict(items)
+    return out
 
 
 #: formulations whose constraints hold only approximately (their reactions may work through the

@@ -159,12 +159,63 @@ def test_a_broken_energy_balance_exits_8_keeps_the_csv_and_says_so(tmp_path, cap
     (["--dt", "5"], "dt (--dt) = 5 s is larger than the span 2 s"),
     (["--formulation", "index3", "--integrator", "RK45"], "does not run the integrator 'RK45'"),
     (["--formulation", "nope"], "unknown formulation 'nope'"),
+    (["--option", "gamma=1"], "formulation 'projection' has no option(s) gamma"),
+    (["--formulation", "baumgarte", "--option", "alpha=fast"], "option 'alpha' must be like its default 10.0"),
+    (["--formulation", "baumgarte", "--option", "compiled_loop=1"], "option 'compiled_loop' must be like its default"),
 ])
 def test_bad_settings_exit_1_naming_the_flag_and_write_nothing(tmp_path, capsys, args, words):
     out_csv = tmp_path / "p.csv"
     code, out, err = run_cli([PENDULUM, "--analysis", "dynamic", "--t-end", 2, "-o", out_csv, *args], capsys)
     assert code == 1 and words in err and err.startswith("cadmotion: error:")
     assert not out_csv.exists()
+
+
+FOUR_BAR = ROOT / "samples" / "dynamics" / "four_bar.cadmotion.toml"
+
+
+def _steps(err):
+    return int(err.split("ran: ")[1].split(" steps")[0].rsplit(" ", 1)[1])
+
+
+def test_formulation_options_come_from_the_model_file_and_the_command_line(tmp_path, capsys):
+    """The recursive formulation's Baumgarte parameters (1/s). With α = β the closure gap obeys
+    Φ̈ + 2α Φ̇ + α² Φ = 0, a double eigenvalue −α: at α = 10⁴ an explicit method is held to steps
+    below its stability limit (DOP853: |h λ| ≲ 6.1), so 0.2 s takes at least 0.2 · 10⁴ / 6.1 ≈ 330
+    steps, where the default α = β = 10 takes a few tens."""
+    stiff = tmp_path / "four_bar_stiff.cadmotion.toml"
+    stiff.write_text(FOUR_BAR.read_text() + "\n[formulation.recursive]\nalpha = 1e4\nbeta = 1e4\n")
+    base = ["--analysis", "dynamic", "--formulation", "recursive", "--t-end", 0.2, "--steps", 4]
+    code, _, err = run_cli([FOUR_BAR, *base], capsys)
+    assert code == 0 and _steps(err) < 100
+    code, _, err = run_cli([stiff, *base], capsys)
+    assert code == 0 and _steps(err) >= 0.2 * 1e4 / 6.1
+    code, _, err = run_cli([FOUR_BAR, *base, "--option", "alpha=1e4", "--option", "beta=1e4"], capsys)
+    assert code == 0 and _steps(err) >= 0.2 * 1e4 / 6.1
+    code, _, err = run_cli([stiff, *base, "--option", "alpha=10", "--option", "beta=10"], capsys)  # the flag wins
+    assert code == 0 and _steps(err) < 100
+    # the model's table applies to its formulation only: a projection run ignores it
+    code, _, err = run_cli([stiff, "--analysis", "dynamic", "--t-end", 0.2, "--steps", 4], capsys)
+    assert code == 0 and _steps(err) < 100
+
+
+@pytest.mark.parametrize("table, words", [
+    ("[formulation.recursiv]\nalpha = 1.0\n", ["there is no formulation 'recursiv'", "formulations: projection"]),
+    ("[formulation.recursive]\ngamma = 1.0\n", ["formulation 'recursive' has no option(s) gamma", "alpha, beta"]),
+    ("[formulation]\nalpha = 1.0\n", ["unknown key 'alpha'", "[formulation.alpha]"]),
+])
+def test_bad_formulation_tables_are_errors_naming_the_model(tmp_path, capsys, table, words):
+    model = tmp_path / "four_bar_bad.cadmotion.toml"
+    model.write_text(FOUR_BAR.read_text() + "\n" + table)
+    code, _, err = run_cli([model, "--analysis", "dynamic", "--formulation", "recursive", "--t-end", 0.1], capsys)
+    assert code == 1 and all(w in err for w in words), err
+
+
+def test_an_option_flag_needs_a_dynamic_run_and_a_key_value(capsys):
+    code, _, err = run_cli([FOUR_BAR, "--option", "alpha=1"], capsys)
+    assert code == 1 and "--option" in err and "--analysis dynamic" in err
+    with pytest.raises(SystemExit) as exit_:
+        main(["run", str(FOUR_BAR), "--analysis", "dynamic", "--option", "alpha"])
+    assert exit_.value.code == 2 and "expected KEY=VALUE" in capsys.readouterr().err
 
 
 def test_an_error_with_json_still_prints_a_report(capsys):
