@@ -155,9 +155,9 @@ def derivatives(expr):
 def _from_expression(text, scale, where):
     cached = _cached_derivatives(text, scale)
     if cached is not None:
-        f0, f1, f2 = (_numeric(d) for d in cached)
+        texts, (f0, f1, f2) = cached
         return TimeFunction(lambda t: (f0(t), f1(t), f2(t)), text,
-                            expr=lambda: parse_expression(text, where=where) * scale, texts=cached)
+                            expr=lambda: parse_expression(text, where=where) * scale, texts=list(texts))
     expr = parse_expression(text, where=where) * scale
     derivs = derivatives(expr)
     t = _time_symbol()
@@ -321,32 +321,58 @@ def batch_evaluator(functions):
     return evaluate
 
 
+def _derivatives_key():
+    """The digest of what every cached derivative depends on besides its expression: sympy's
+    version and this module's source (read once per process)."""
+    global _DERIVATIVES_KEY
+    if _DERIVATIVES_KEY is None:
+        import hashlib
+        from pathlib import Path
+
+        from .symbolic.codegen import sympy_version
+
+        _DERIVATIVES_KEY = hashlib.sha256((sympy_version() + Path(__file__).read_text()).encode()).hexdigest()
+    return _DERIVATIVES_KEY
+
+
+_DERIVATIVES_KEY = None
+#: cache file path -> ([f, f', f''] texts, their functions of t), as read from the code cache by this process
+_DERIVATIVES_READ = {}
+
+
 def _derivatives_path(text, scale):
     import hashlib
-    from pathlib import Path
 
-    from .symbolic.codegen import cache_dir, sympy_version
+    from .symbolic.codegen import cache_dir
 
     h = hashlib.sha256()
-    for part in (text, repr(float(scale)), sympy_version(), Path(__file__).read_text()):
+    for part in (_derivatives_key(), text, repr(float(scale))):
         h.update(part.encode())
     return cache_dir() / "drivers" / f"{h.hexdigest()[:24]}.json"
 
 
 def _cached_derivatives(text, scale):
-    """The cached [f, f', f''] texts of a driver, or None (missing, unreadable, another expression)."""
+    """The cached [f, f', f''] texts of a driver and their functions of t, or None (missing,
+    unreadable, another expression). A file read once is kept for the process: a model whose
+    thousand drivers share a few expressions reads and parses each expression once."""
     import json
 
+    path = _derivatives_path(text, scale)
+    key = str(path)
+    if key in _DERIVATIVES_READ:
+        return _DERIVATIVES_READ[key]
     try:
-        data = json.loads(_derivatives_path(text, scale).read_text())
+        data = json.loads(path.read_text())
         if data["text"] != text or data["scale"] != float(scale):
             return None
-        derivs = [str(d) for d in data["derivatives"]]
-        for d in derivs:
-            _numeric(d)
-        return derivs if len(derivs) == 3 else None
+        derivs = tuple(str(d) for d in data["derivatives"])
+        if len(derivs) != 3:
+            return None
+        found = derivs, tuple(_numeric(d) for d in derivs)
     except Exception:  # a damaged or foreign file is a cache miss: derive again
         return None
+    _DERIVATIVES_READ[key] = found
+    return found
 
 
 def _store_derivatives(text, scale, derivs, funcs):

@@ -74,6 +74,34 @@ def test_a_damaged_or_foreign_driver_cache_file_is_derived_again(tmp_path, monke
     assert _driver("2*pi*t")(0.5) == pytest.approx((math.pi, 2 * math.pi, 0.0), abs=1e-15)
 
 
+def test_drivers_sharing_an_expression_read_its_cached_derivatives_once_per_cache(tmp_path, monkeypatch):
+    """A thousand-link loop's drivers share seven expressions: each cache file is read once per
+    process, and another cache folder is read (or filled) on its own."""
+    from pathlib import Path
+
+    first, second = tmp_path / "a", tmp_path / "b"
+    monkeypatch.setenv("CADMOTION_CACHE", str(first))
+    text = "0.25*(sin(t + 3) - sin(3))"
+    _driver(text)                                   # derived with sympy, stored in the first cache
+    reads = []
+    read_text = Path.read_text
+
+    def counting(path, *args, **kwargs):
+        if path.parent.name == "drivers":
+            reads.append(path)
+        return read_text(path, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "read_text", counting)
+    values = {_driver(text)(1.0) for _ in range(50)}
+    (value,) = values
+    assert value == pytest.approx((0.25 * (math.sin(4) - math.sin(3)), 0.25 * math.cos(4), -0.25 * math.sin(4)),
+                                  rel=1e-14)
+    assert len(reads) == 1
+    monkeypatch.setenv("CADMOTION_CACHE", str(second))
+    assert _driver(text)(1.0) in values
+    assert len(list((second / "drivers").glob("*.json"))) == 1  # not served from the first folder's reading
+
+
 def test_many_drivers_are_evaluated_in_one_call_with_their_exact_values():
     """Drivers that share a formula and differ in numbers (and others beside them) are
     evaluated together; each row is the closed form f, f', f'' of its own expression."""
