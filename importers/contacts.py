@@ -21,9 +21,12 @@ Keys (lengths in the file's ``units``; forces and coefficients in SI)::
 * ``{ sphere = R }`` or ``{ sphere = R, center = [x, y, z] }`` (centre default: the part origin);
 * ``{ box = [a, b, c] }`` or ``{ box = [a, b, c], center = [x, y, z] }``: edge lengths along the part
   frame's axes (against a plane: its eight corners are the contact points; against a sphere: its
-  faces, edges and corners);
-* ``{ cylinder = [R, h] }`` with optional ``center`` and ``axis`` (default +z): against a plane
-  only (its two rim circles are the contact points);
+  faces, edges and corners; against a box, compliant method only: each box's corners against the
+  other box and every edge of one against every edge of the other);
+* ``{ cylinder = [R, h] }`` with optional ``center`` and ``axis`` (default +z): against a plane its
+  two rim circles are the contact points; against a sphere, the solid cylinder's side, caps and rims
+  (the point nearest the sphere's centre) — or, with ``inside = true``, the cylinder is a bore (a
+  pipe: the material outside radius R over the length h, the sphere inside it);
 * ``{ plane = { point = [x, y, z], normal = [nx, ny, nz] } }``: the solid is the half-space
   behind the normal (the normal points out of the material, into the free space);
   ``point`` defaults to the part origin, ``normal`` to +z (the part frame's xy plane);
@@ -31,9 +34,9 @@ Keys (lengths in the file's ``units``; forces and coefficients in SI)::
   the part's face nearest that point (assembly frame, the file's unit) — its plane, sphere or
   cylinder (:mod:`.contact_shapes`; concave and other faces are refused).
 
-Built pairs: sphere–plane, sphere–sphere, box–plane, cylinder–plane, sphere–box. Not built yet (refused
-with a message naming the contact, never faked): box–box and cylinder–sphere, shapes from the
-parts' CAD geometry.
+Built pairs: sphere–plane, sphere–sphere, box–plane, cylinder–plane, sphere–box, box–box (compliant
+only), sphere–cylinder. Not built (refused with a message naming the contact and the two shapes, never
+faked): plane–plane (two half-spaces), cylinder–cylinder, cylinder–box, sphere against a concave CAD face.
 """
 
 from __future__ import annotations
@@ -78,7 +81,7 @@ def _shape(ctx, item, k, part, value, spec=None):
                             f"got keys {sorted(value)}")
     kind = kinds[0]
     if kind == "cylinder":
-        ctx.check_keys(f"{item} {where}", value, {"cylinder", "center", "axis"})
+        ctx.check_keys(f"{item} {where}", value, {"cylinder", "center", "axis", "inside"})
         dims = value["cylinder"]
         if not (isinstance(dims, list) and len(dims) == 2):
             raise ctx.err(item, f"{where}: `cylinder` must be [radius, height], got {dims!r}")
@@ -89,7 +92,11 @@ def _shape(ctx, item, k, part, value, spec=None):
         norm = math.sqrt(float(axis @ axis))
         if norm < 1e-12:
             raise ctx.err(item, f"{where}: the cylinder's `axis` must not be zero")
-        return "cylinder", (radius, height, *map(float, center), *(float(x) / norm for x in axis))
+        inside = value.get("inside", False)
+        if not isinstance(inside, bool):
+            raise ctx.err(item, f"{where}: the cylinder's `inside` must be true or false, got {inside!r}")
+        bore = (1.0,) if inside else ()  # the material outside the cylinder: a pipe's bore
+        return "cylinder", (radius, height, *map(float, center), *(float(x) / norm for x in axis), *bore)
     if kind == "box":
         ctx.check_keys(f"{item} {where}", value, {"box", "center"})
         edges = ctx.vec(item, "box", value["box"])

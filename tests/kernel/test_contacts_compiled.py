@@ -28,7 +28,8 @@ G = 9.81
 
 def _model():
     """A ball on a floor and one on a box, a box (corners) and a cylinder (rims) on the floor, two balls
-    touching: every primitive pair, with friction, one contact in the damping form."""
+    touching, a box resting on a box (corners), two boxes crossed edge on edge, a ball in a pipe (a bore) and
+    one on a cylinder's side: every primitive pair, with friction, one contact in the damping form."""
     law = {"method": "compliant", "stiffness": 1e6, "exponent": 1.5, "restitution": 0.7,
            "friction": {"static": 0.5, "dynamic": 0.3}, "stiction_velocity": 1e-2}
     parts = {"floor": {"fixed": True},
@@ -37,7 +38,15 @@ def _model():
              "ball2": {"position": [0.5, 0, 0.15], "mass": 0.5, "inertia": [5e-4] * 3},
              "block": {"position": [0.5, 0, 0.05], "mass": 2.0, "inertia": [4e-3] * 3},
              "disc": {"position": [-0.5, 0, 0.1], "orientation": [math.sqrt(0.5), math.sqrt(0.5), 0, 0],
-                      "mass": 2.0, "inertia": [0.01125, 0.01125, 0.01]}}
+                      "mass": 2.0, "inertia": [0.01125, 0.01125, 0.01]},
+             "top": {"position": [0.5, 0, 0.15], "mass": 1.0, "inertia": [2e-3] * 3},
+             "ridge": {"position": [2, 0, 0], "orientation": [math.cos(math.pi / 8), math.sin(math.pi / 8), 0, 0],
+                       "fixed": True},
+             "cross": {"position": [2, 0, 0.1 * math.sqrt(2)], "mass": 1.0, "inertia": [2e-3] * 3,
+                       "orientation": [math.cos(math.pi / 8), 0, math.sin(math.pi / 8), 0]},
+             "pipe": {"position": [-2, 0, 0], "fixed": True},
+             "pipe_ball": {"position": [-2, 0, -0.08], "mass": 0.3, "inertia": [5e-5] * 3},
+             "post_ball": {"position": [-2, 0.13, 0], "mass": 0.3, "inertia": [5e-5] * 3}}
     plane = {"plane": {"normal": [0, 0, 1]}}
     contacts = [
         dict(law, name="ball_floor", parts=["ball", "floor"], shape=[{"sphere": 0.05}, plane]),
@@ -47,6 +56,13 @@ def _model():
         dict(law, name="block_floor", parts=["block", "floor"], shape=[{"box": [0.2, 0.1, 0.1]}, plane]),
         {**{k: v for k, v in law.items() if k != "restitution"}, "damping": 5e5, "name": "disc_floor",
          "parts": ["disc", "floor"], "shape": [{"cylinder": [0.1, 0.05]}, plane]},
+        dict(law, name="boxes", parts=["top", "block"], shape=[{"box": [0.1, 0.08, 0.1]}, {"box": [0.2, 0.1, 0.1]}]),
+        dict(law, name="crossed", parts=["cross", "ridge"],
+             shape=[{"box": [0.1, 0.6, 0.1]}, {"box": [0.6, 0.1, 0.1]}]),
+        dict(law, name="in_pipe", parts=["pipe_ball", "pipe"],
+             shape=[{"sphere": 0.02}, {"cylinder": [0.1, 1.0], "axis": [1, 0, 0], "inside": True}]),
+        dict(law, name="on_post", parts=["post_ball", "pipe"],
+             shape=[{"sphere": 0.02}, {"cylinder": [0.11, 1.0], "axis": [1, 0, 0]}]),
     ]
     data = {"units": "m", "gravity": [0, 0, -G], "parts": parts, "contacts": contacts}
     return compile_model(parse_model(data, source="primitives (test)"))
@@ -149,6 +165,8 @@ def test_a_row_of_balls_moves_the_same_with_and_without_the_broad_phase():
 def test_compiled_kernel_constants_are_the_numpy_ones():
     assert (CK.MIN_IMPACT_SPEED, CK.STEPS_PER_CONTACT, CK.TOUCH_STEP) == (
         C.MIN_IMPACT_SPEED, C.STEPS_PER_CONTACT, C.TOUCH_STEP)
+    assert (CK.PLANE, CK.BOX, CK.RIM, CK.CYL, CK.BORE, CK.EDGE, CK.EDGE_PARALLEL) == (
+        C.PLANE, C.BOX, C.RIM, C.CYL, C.BORE, C.EDGE, C.EDGE_PARALLEL)
 
 
 def test_contact_models_run_in_the_compiled_dop853_loop():
