@@ -43,6 +43,8 @@ _INLINE = dict(_JIT, inline="always")
 PLANE, BOX, RIM, CYL, BORE, EDGE = 1, 2, 4, 8, 16, 32
 #: 1 − (u_a·u_b)² at or below this: parallel edges (:data:`.contacts.EDGE_PARALLEL`)
 EDGE_PARALLEL = 1e-12
+#: the margin of an edge's closest point inside the other box (:data:`.contacts.EDGE_MARGIN`)
+EDGE_MARGIN = 1e-9
 #: columns of ``par``: S's radius (m), O's radius (m), k, λ, ξ, exponent n, restitution form (1/0),
 #: μ_s, μ_d, v_s (m/s), reduced mass and effective mass (kg) of the pair
 P_RS, P_RO, P_K, P_LAM, P_XI, P_EXP, P_FROM_E, P_MUS, P_MUD, P_VS, P_MRED, P_MEFF = range(12)
@@ -177,11 +179,12 @@ def _edge_edge(A, s, o, c0, c1, c2, q0, q1, q2, ax, ao, la, lb, hv):
         # the cones (n out of O's edge, −n out of S's) and, overlapping, each closest point in the other box
         no_j = A[o, 0, j] * n0 + A[o, 1, j] * n1 + A[o, 2, j] * n2
         ns_j = A[s, 0, j] * n0 + A[s, 1, j] * n1 + A[s, 2, j] * n2
-        if not (no_j * hv[j] >= 0 and ns_j * hv[3 + j] <= 0):
+        if not (no_j * hv[j] >= -EDGE_MARGIN * abs(hv[j]) and ns_j * hv[3 + j] <= EDGE_MARGIN * abs(hv[3 + j])):
             valid = False
         pbs = A[s, 0, j] * (pb0 - c0) + A[s, 1, j] * (pb1 - c1) + A[s, 2, j] * (pb2 - c2) + hv[3 + j]
         pao = A[o, 0, j] * (pa0 - q0) + A[o, 1, j] * (pa1 - q1) + A[o, 2, j] * (pa2 - q2) + hv[j]
-        if not (abs(pbs) <= abs(hv[3 + j]) + la * abs(ax[j]) and abs(pao) <= abs(hv[j]) + lb * abs(ao[j])):
+        if not (abs(pbs) <= (abs(hv[3 + j]) + la * abs(ax[j])) * (1.0 + EDGE_MARGIN)
+                and abs(pao) <= (abs(hv[j]) + lb * abs(ao[j])) * (1.0 + EDGE_MARGIN)):
             held = False
     if valid and (delta <= 0 or held):
         return n0, n1, n2, delta, pa0 + 0.5 * delta * n0, pa1 + 0.5 * delta * n1, pa2 + 0.5 * delta * n2

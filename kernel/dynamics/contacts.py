@@ -122,6 +122,10 @@ COMPLIANT_ONLY = (["box", "box"],)
 PLANE, BOX, RIM, CYL, BORE, EDGE = 1, 2, 4, 8, 16, 32
 #: edges with 1 − (u_a·u_b)² at or below this are parallel (their contact is carried by the corners)
 EDGE_PARALLEL = 1e-12
+#: an edge's closest point counts as inside the other box within this fraction of its half lengths, and a normal
+#: as inside an edge's cone within this (in its components): at a cone's boundary (the common normal a face's
+#: normal: two horizontal edges crossing) the closest point lies on a face's plane
+EDGE_MARGIN = 1e-9
 _NO_AXIS = np.zeros(3)
 _WELD_JOINTS = ("fixed",)
 
@@ -209,9 +213,9 @@ def _edge_edge(As, Ao, ca, cb, axis_a, axis_b, la, lb, half):
     n = ±u_a × u_b/|u_a × u_b| out of O's box (n·(O's midpoint offset) > 0), δ = −(p_a − p_b)·n, x = p_a + δ n/2.
     The edges touch there only if |s| < l_a, |t| < l_b and n lies in O's edge's cone of outward normals and −n in
     S's (between the normals of each edge's two faces) and, overlapping (δ > 0), p_a is inside O's box and p_b
-    inside S's (box half lengths |midpoint offset| + l along the edge); otherwise — or parallel edges, carried
-    by the corners —
-    the point is apart: δ = −|c_a − c_b| (no nearer than the broad phase's gap), n = (c_a − c_b)/|c_a − c_b|,
+    inside S's (box half lengths |midpoint offset| + l along the edge; both tests within :data:`EDGE_MARGIN`).
+    Otherwise — or parallel edges, carried by the corners — the point is apart: δ = −|c_a − c_b| (no nearer than
+    the broad phase's gap), n = (c_a − c_b)/|c_a − c_b|,
     x = (c_a + c_b)/2."""
     ua = np.einsum("nij,nj->ni", As, axis_a)
     ub = np.einsum("nij,nj->ni", Ao, axis_b)
@@ -228,14 +232,16 @@ def _edge_edge(As, Ao, ca, cb, axis_a, axis_b, la, lb, half):
     pa = ca + s[:, None] * ua
     pb = cb + t[:, None] * ub
     delta = -np.sum((pa - pb) * n, 1)
-    cone_o = np.all(np.einsum("nji,nj->ni", Ao, n) * half[:, 0:3] >= 0, axis=1)
-    cone_s = np.all(np.einsum("nji,nj->ni", As, n) * half[:, 3:6] <= 0, axis=1)
+    margin = EDGE_MARGIN * np.abs(half)
+    cone_o = np.all(np.einsum("nji,nj->ni", Ao, n) * half[:, 0:3] >= -margin[:, 0:3], axis=1)
+    cone_s = np.all(np.einsum("nji,nj->ni", As, n) * half[:, 3:6] <= margin[:, 3:6], axis=1)
     # overlapping (δ > 0), each closest point is inside the other box (else the lines cross on the far side)
     pb_in_s = np.einsum("nji,nj->ni", As, pb - ca) + half[:, 3:6]
     pa_in_o = np.einsum("nji,nj->ni", Ao, pa - cb) + half[:, 0:3]
     box_s = np.abs(half[:, 3:6]) + la[:, None] * np.abs(axis_a)
     box_o = np.abs(half[:, 0:3]) + lb[:, None] * np.abs(axis_b)
-    held = np.all(np.abs(pb_in_s) <= box_s, axis=1) & np.all(np.abs(pa_in_o) <= box_o, axis=1)
+    held = (np.all(np.abs(pb_in_s) <= box_s * (1.0 + EDGE_MARGIN), axis=1)
+            & np.all(np.abs(pa_in_o) <= box_o * (1.0 + EDGE_MARGIN), axis=1))
     valid = crossing & (np.abs(s) < la) & (np.abs(t) < lb) & cone_o & cone_s & ((delta <= 0) | held)
     dist = np.linalg.norm(w, axis=1)
     apart_n = w / np.where(dist > 0, dist, 1.0)[:, None]

@@ -165,8 +165,8 @@ def test_a_row_of_balls_moves_the_same_with_and_without_the_broad_phase():
 def test_compiled_kernel_constants_are_the_numpy_ones():
     assert (CK.MIN_IMPACT_SPEED, CK.STEPS_PER_CONTACT, CK.TOUCH_STEP) == (
         C.MIN_IMPACT_SPEED, C.STEPS_PER_CONTACT, C.TOUCH_STEP)
-    assert (CK.PLANE, CK.BOX, CK.RIM, CK.CYL, CK.BORE, CK.EDGE, CK.EDGE_PARALLEL) == (
-        C.PLANE, C.BOX, C.RIM, C.CYL, C.BORE, C.EDGE, C.EDGE_PARALLEL)
+    assert (CK.PLANE, CK.BOX, CK.RIM, CK.CYL, CK.BORE, CK.EDGE, CK.EDGE_PARALLEL, CK.EDGE_MARGIN) == (
+        C.PLANE, C.BOX, C.RIM, C.CYL, C.BORE, C.EDGE, C.EDGE_PARALLEL, C.EDGE_MARGIN)
 
 
 def test_contact_models_run_in_the_compiled_dop853_loop():
