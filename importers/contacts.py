@@ -46,7 +46,7 @@ import math
 
 import numpy as np
 
-from ..kernel.dynamics.contacts import BUILT_PAIRS, BUILT_PAIRS_TEXT
+from ..kernel.dynamics.contacts import BUILT_PAIRS, BUILT_PAIRS_TEXT, UNILATERAL_PAIRS
 from ..kernel.spec import ContactSpec
 
 __all__ = ["read_contact", "CONTACT_KEYS", "METHODS"]
@@ -168,7 +168,7 @@ def read_contact(ctx, k, entry, parts):
                                                        if "method" not in entry else "")
                                 + " takes `restitution` and `friction` only",
                           hint="write method = \"compliant\" for a Hunt–Crossley contact, or drop those keys")
-    pairs, shape_of = _pairs_and_shapes(ctx, item, entry, parts)
+    pairs, shape_of = _pairs_and_shapes(ctx, item, entry, parts, method)
     restitution = None
     if "restitution" in entry:
         restitution = _number(ctx, item, "restitution", entry["restitution"], nonneg=True)
@@ -218,15 +218,15 @@ def _matching(ctx, item, key, pattern, parts):
     return names
 
 
-def _pairs_and_shapes(ctx, item, entry, parts):
+def _pairs_and_shapes(ctx, item, entry, parts, method):
     """The contact's part pairs [(a, b), ...] and ``shape_of(part, side)`` -> (kind, numbers).
 
     ``parts = [A, B]`` names (or globs: every a matching A with every b matching B); ``pairs = "all"``
     (every two parts with a shape) or ``pairs = [[A, B], ...]`` (globs); ``ignore`` drops pairs
     ``[A, B]`` (either order) or every pair of a part ``A``. ``shape`` is two primitives (first and
     second part) or, with patterns, a table {name or glob: primitive} (the first key that matches a
-    part). Pairs of two fixed parts, of a part with itself and of shapes that are no built pair are
-    left out of a pattern; a pattern that leaves no pair is an error."""
+    part). Pairs of two fixed parts, of a part with itself and of shapes that are no built pair (for
+    ``method``) are left out of a pattern; a pattern that leaves no pair is an error."""
     patterned = _patterned(entry)
     shapes = entry.get("shape")
     if "pairs" in entry and "parts" in entry:
@@ -304,6 +304,7 @@ def _pairs_and_shapes(ctx, item, entry, parts):
                 return True
         return False
 
+    built = UNILATERAL_PAIRS if method == "unilateral" else BUILT_PAIRS  # box–box: compliant only
     pairs, seen = [], set()
     for a, b in candidates:
         key = frozenset((a, b))
@@ -311,7 +312,7 @@ def _pairs_and_shapes(ctx, item, entry, parts):
             continue
         if parts[a].fixed and parts[b].fixed:
             continue
-        if sorted((shape_of(a, 0)[0], shape_of(b, 1)[0])) not in BUILT_PAIRS:
+        if sorted((shape_of(a, 0)[0], shape_of(b, 1)[0])) not in built:
             continue
         seen.add(key)
         pairs.append((a, b))

@@ -91,6 +91,7 @@ from ...errors import MechanismError
 from .mass import cross
 
 __all__ = ["Contacts", "restitution_factor", "compliant_step_limit", "packed_contacts", "STICTION_VELOCITY",
+           "BUILT_PAIRS", "UNILATERAL_PAIRS",
            "MIN_IMPACT_SPEED", "CONTACT_OUTPUTS"]
 
 #: the smallest restitution of the restitution form (below, 1 − e ξ underflows: give `damping`)
@@ -115,8 +116,9 @@ METHODS = ("compliant", "unilateral")
 BUILT_PAIRS = (["plane", "sphere"], ["sphere", "sphere"], ["box", "plane"], ["cylinder", "plane"], ["box", "sphere"],
                ["box", "box"], ["cylinder", "sphere"])
 BUILT_PAIRS_TEXT = "sphere–plane, sphere–sphere, box–plane, cylinder–plane, sphere–box, box–box, sphere–cylinder"
-#: the pairs built for the compliant method only
+#: the pairs built for the compliant method only, and those built for the unilateral method
 COMPLIANT_ONLY = (["box", "box"],)
+UNILATERAL_PAIRS = tuple(p for p in BUILT_PAIRS if p not in COMPLIANT_ONLY)
 #: kind bits of a contact point (equal to :mod:`._contact_kernels`'): O a plane, a box, S a rim circle, O a solid
 #: cylinder, a bore (the material outside a cylinder), S and O box edges
 PLANE, BOX, RIM, CYL, BORE, EDGE = 1, 2, 4, 8, 16, 32

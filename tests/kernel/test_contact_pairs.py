@@ -272,3 +272,15 @@ def test_a_bore_against_a_plane_is_refused():
 def test_box_box_with_the_unilateral_method_names_the_compliant_method():
     text = _kernel_error(_pair([{"box": [0.1, 0.1, 0.1]}, {"box": [1, 1, 1]}], method="unilateral"))
     assert "'ab'" in text and "'box' and 'box'" in text and "compliant" in text
+
+
+def test_patterns_leave_box_box_pairs_out_of_unilateral_contacts_and_keep_them_in_compliant_ones():
+    parts = {"floor": {"fixed": True}, **{f"b{i}": {"position": [0.3 * i, 0, 0.2], "mass": 1.0,
+                                                     "inertia": [1e-3] * 3} for i in range(3)}}
+    shapes = {"b*": {"box": [0.1, 0.1, 0.1]}, "floor": {"plane": {}}}
+    for method, extra, expected in (("unilateral", {}, 3), ("compliant", dict(LAW, damping=1e4), 3 + 3)):
+        data = {"units": "m", "parts": parts,
+                "contacts": [dict(extra, name="all", pairs="all", shape=shapes, method=method)]}
+        pairs = [c.parts for c in parse_model(data, source="patterns").contacts]
+        assert len(pairs) == expected, pairs
+        assert sum("floor" in p for p in pairs) == 3  # every box on the floor
