@@ -161,7 +161,9 @@ class ContactSpec:
 
     ``shapes`` holds one primitive per part, in that part's frame and in metres:
     ``("sphere", (R, cx, cy, cz))`` (radius, centre), ``("box", (a, b, c, cx, cy, cz))`` (edge
-    lengths along the part axes, centre) or ``("plane", (px, py, pz, nx, ny, nz))``
+    lengths along the part axes, centre), ``("cylinder", (R, h, cx, cy, cz, ax, ay, az[, 1]))`` (radius,
+    height, centre, unit axis; a ninth number 1: a bore, the material outside the cylinder) or
+    ``("plane", (px, py, pz, nx, ny, nz))``
     (a point and the outward unit normal; the solid is the half-space behind the normal).
     ``friction`` is (μ_static, μ_dynamic); ``params`` the method's numbers (``stiffness``,
     ``damping``, ``exponent``, ``stiction_velocity``), SI units.

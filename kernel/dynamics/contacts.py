@@ -3,7 +3,8 @@
 Geometry (world frame, from each part's primitive in its part frame, :class:`~cadmotion.kernel.spec.ContactSpec`).
 Every contact is held as contact points, each a sphere S (radius R, centre c_S on part s)
 against an "other" shape O on part o — a plane (point p, unit normal n_O pointing out of the
-material) or a sphere (radius R_O, centre c_O). A sphere pair has one point; a box against a
+material), a sphere (radius R_O, centre c_O), a box, a cylinder or a bore — or a box edge against a
+box edge. A sphere pair has one point; a box against a
 plane has eight, its corners (spheres of radius 0: a plane meets a box first at a corner, an
 edge or a face, and the corners' forces carry the edge and the face):
 
@@ -25,11 +26,27 @@ corner, so the normal turns round edges and corners:
     box:     n = (c_S − b)/|c_S − b|,   δ = R − |c_S − b|,   x = b − (δ/2) n
 
 and, with c_S inside the box, n the outward normal of the face nearest c_S and δ = R + its depth.
+A sphere against a cylinder (centre c_O, unit axis a, radius R_c, height h) is the same with the
+material's point nearest c_S (:func:`_nearest`): a solid cylinder's side, cap or rim, or — a bore,
+``inside = true``: the material outside R_c over |t| ≤ h/2, a pipe — its wall or the rim of an end
+(t = a·(c_S − c_O), ρ the radial part: b = c_O + clamp(t, ±h/2) a + min(|ρ|, R_c) ρ̂, max for a bore).
+
+Two boxes: each one's corners (spheres of radius 0) against the other box as above, and every edge
+of the first against every edge of the second (:func:`_edge_edge`): with p_a, p_b the closest points
+of the two edges' lines,
+
+    edge:    n = ±u_a × u_b/|u_a × u_b| (out of O's box),   δ = −(p_a − p_b)·n,   x = p_a + (δ/2) n
+
+counted while both closest points lie on their segments, n lies between O's edge's two face normals
+and −n between S's, and (overlapping) each closest point is inside the other box — two edges
+crossing; parallel edges are left to the corners. A corner touching close to an edge may be counted
+both as a corner and as an edge point (the force there is stiffer, never lost).
 
 n is the contact normal (m, unit, from O toward S), δ the penetration (m; the contact is
 *active* while δ > 0), x the contact point (halfway through the overlap). The relative velocity
 of the material points at x is v_r = v_S(x) − v_O(x); the penetration rate is δ̇ = −v_r·n (exactly
-dδ/dt for both pairs, so the elastic force below is exactly conservative) and the slip velocity
+dδ/dt for every point kind — the nearest points and the edges' closest points slide along directions ⟂ n —
+so the elastic force below is exactly conservative) and the slip velocity
 v_t = v_r − (v_r·n) n (m/s).
 
 Normal force (Hunt & Crossley 1975, the nonlinear damping form "F = k δ^n + λ δ^n δ̇"):
