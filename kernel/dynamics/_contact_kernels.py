@@ -23,7 +23,8 @@ bodies ``s``, ``o``, offsets ``ds``, ``do`` (body axes, from the com, m), the pl
 O's dimensions ``half`` (6 columns: a box's half lengths; a cylinder's or bore's [R, h/2, 0, radial unit
 vector on the axis]; for edges, the two edges' midpoints from their box centres, O's then S's), S's rim or
 edge axis ``axis``, ``kind`` (bits :data:`PLANE`, :data:`BOX`, :data:`RIM`, :data:`CYL`, :data:`BORE`,
-:data:`EDGE`; ``no`` holds a cylinder's or O's edge's axis), ``par`` (columns ``P_*``) and ``state`` (impact speeds, m/s); per pair ``pair``
+:data:`EDGE`; ``no`` holds a cylinder's or O's edge's axis), ``par`` (columns ``P_*``) and ``state``
+(impact speeds, m/s); per pair ``pair``
 (columns ``Q_*``) and ``pc`` (columns ``C_*``).
 
 Editing this module: the generated dynamics modules hash its source (:func:`.fast._module_file`), but
