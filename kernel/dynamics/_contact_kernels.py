@@ -9,7 +9,7 @@ bounding sphere per body in that body's frame (centre C relative to the com, rad
 point's shape of the pair lies inside it). A pair whose spheres are apart, gap
 g = |C_S − C_O| − r_S − r_O > 0, has no point in touch (every point's δ ≤ −g), so its points are
 skipped: the cost of an evaluation follows the pairs that are close, not the declared ones. Pairs
-against a plane are never skipped (a plane has no bounding sphere). ``opt[0]`` = 0 turns the
+against a plane or a bore are never skipped (their material has no bounding sphere). ``opt[0]`` = 0 turns the
 broad phase off (every declared point's narrow phase is evaluated: the same forces, to compare).
 
 The step limit is exact with the broad phase too: a skipped pair's points approach at most at

@@ -151,6 +151,37 @@ def test_a_box_dropped_crosswise_on_a_box_edge_is_held_by_the_edge_contact():
     assert abs(motion.extra["crossed.point_x"][-1]) < 1e-9 and abs(motion.extra["crossed.point_y"][-1]) < 1e-9
 
 
+def test_a_box_dropped_askew_on_a_box_ridge_bounces_on_edge_points_and_keeps_its_energy():
+    # frictionless and undamped, the elastic edge–edge force is conservative (δ̇ = −v_r·n exactly): E = T + V
+    # (gravity and the contact's k δ^(n+1)/(n+1)) stays E0 while the free box, turned 10° off square, bounces on
+    # the other's ridge; it first touches at the free-fall time of its 1 cm drop, on edge–edge points only
+    c8, s8 = math.cos(math.pi / 8), math.sin(math.pi / 8)
+    cz, sz = math.cos(math.radians(5)), math.sin(math.radians(5))
+    ridge, h0 = 0.05 * math.sqrt(2), 0.01
+    data = {"units": "m", "gravity": [0, 0, -G],
+            "parts": {"low": {"fixed": True, "orientation": [c8, s8, 0, 0]},
+                      "up": {"position": [0.01, 0.005, 2 * ridge + h0], "mass": 1.0, "inertia": [0.031, 1.7e-3, 0.031],
+                             "orientation": [cz * c8, -sz * s8, cz * s8, sz * c8]}},  # q_z(10°) q_y(45°)
+            "contacts": [dict(LAW, name="bb", parts=["up", "low"], damping=0.0,
+                              shape=[{"box": [0.1, 0.6, 0.1]}, {"box": [0.6, 0.1, 0.1]}])]}
+    model = compile_model(parse_model(data, source="askew boxes"))
+    motion = simulate(model, times=np.linspace(0.0, 0.6, 1201), rtol=1e-10, atol=1e-12)
+    assert motion.complete, motion.message
+    ex = motion.extra
+    E = ex["energy.kinetic"] + ex["energy.potential"]
+    assert np.max(np.abs(E - E[0])) < 1e-8 * E[0]
+    active = np.flatnonzero(ex["bb.active"] > 0)
+    assert len(active) > 20
+    t = motion.time
+    assert math.sqrt(2 * h0 / G) <= t[active[0]] <= math.sqrt(2 * h0 / G) + (t[1] - t[0])
+    dyn = Dynamics(model)
+    up = motion.parts.index("up")
+    for i in active:
+        q = np.r_[motion.position[i, up], motion.quaternion[i, up]]
+        depth = dyn.forces.contacts.geometry(body_state(model, dyn.mass, q, np.zeros(dyn.nv)))[1]
+        assert np.all(dyn.forces.contacts.kind[depth > 0] == EDGE)
+
+
 # ---------------------------------------------------------------------------- a ball in a pipe
 R_PIPE, R_BALL, M_BALL = 0.1, 0.02, 0.3
 
