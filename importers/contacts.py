@@ -32,11 +32,11 @@ Keys (lengths in the file's ``units``; forces and coefficients in SI)::
   ``point`` defaults to the part origin, ``normal`` to +z (the part frame's xy plane);
 * ``{ face = [x, y, z] }`` (parts read from CAD, a contact naming two parts): the exact primitive of
   the part's face nearest that point (assembly frame, the file's unit) — its plane, sphere or
-  cylinder (:mod:`.contact_shapes`; concave and other faces are refused).
+  cylinder, or a hole's bore (:mod:`.contact_shapes`; sockets and other faces are refused).
 
 Built pairs: sphere–plane, sphere–sphere, box–plane, cylinder–plane, sphere–box, box–box (compliant
 only), sphere–cylinder. Not built (refused with a message naming the contact and the two shapes, never
-faked): plane–plane (two half-spaces), cylinder–cylinder, cylinder–box, sphere against a concave CAD face.
+faked): plane–plane (two half-spaces), cylinder–cylinder, cylinder–box, a bore against anything but a sphere.
 """
 
 from __future__ import annotations
@@ -145,7 +145,9 @@ def _face_shape(ctx, item, where, value, spec):
         return "plane", (*map(float, n["point"]), *map(float, n["normal"]))
     if kind == "sphere":
         return "sphere", (float(n["radius"]), *map(float, n["center"]))
-    return "cylinder", (float(n["radius"]), float(n["height"]), *map(float, n["center"]), *map(float, n["axis"]))
+    bore = (1.0,) if n.get("inside") else ()  # a hole's face: the material outside the cylinder
+    return "cylinder", (float(n["radius"]), float(n["height"]), *map(float, n["center"]), *map(float, n["axis"]),
+                        *bore)
 
 
 def read_contact(ctx, k, entry, parts):
