@@ -149,6 +149,32 @@ def test_the_broad_phase_evaluates_only_the_pairs_that_are_close():
         assert _counts(form, np.concatenate([q.ravel(), v0, [0.0]])) == pressed
 
 
+def test_boxes_apart_are_skipped_and_the_step_limit_is_still_the_numpy_one():
+    # 3 free cubes (0.1 m) in a row 1 cm apart, every pair declared (3 × 160 box–box points), moving and turning
+    # at random: the broad phase skips the far pair (2 cm apart, bounding spheres 0.087 m) — its corner and
+    # edge points' limits are bounded by ½ g / V — and the compiled limit and accelerations equal numpy's
+    parts = {f"c{i}": {"position": [i * 0.11, 0, 0], "mass": 1.0, "inertia": [1.7e-3] * 3} for i in range(3)}
+    contacts = [{"name": f"c{i}_{j}", "parts": [f"c{i}", f"c{j}"], "shape": [{"box": [0.1] * 3}, {"box": [0.1] * 3}],
+                 "method": "compliant", "stiffness": 1e6, "damping": 1e4} for i in range(3) for j in range(i + 1, 3)]
+    model = compile_model(parse_model({"units": "m", "parts": parts, "contacts": contacts}, source="cubes (test)"))
+    form, q0, v0 = _form(model)
+    fast, dyn = form._fast, form.dyn
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        v = rng.uniform(-1, 1, size=v0.shape) * np.tile([1, 1, 1, 10, 10, 10], 3)
+        y = np.concatenate([q0, v, [0.0]])
+        points = _counts(form, y)[1]
+        assert points < 3 * 160  # the far pair skipped
+        bs = body_state(model, dyn.mass, q0, v)
+        limit = K.contact_step_limit(y, fast.df, fast.di, fast.dd, fast.ws)
+        assert limit == pytest.approx(dyn.forces.step_limit(bs, form.refs), rel=1e-12)
+        compiled = fast(0.0, y)
+        form._fast = None
+        reference = form.rhs(0.0, y)
+        form._fast = fast
+        assert np.max(np.abs(compiled - reference)) <= 1e-12 * max(np.max(np.abs(reference)), 1.0)
+
+
 def test_a_row_of_balls_moves_the_same_with_and_without_the_broad_phase():
     # Newton's cradle-like chain of impacts along 6 balls: momentum is conserved, and skipping the far
     # pairs changes nothing (their forces are exactly zero)
