@@ -15,8 +15,9 @@ sphere, convex (a ball)     ``sphere``: radius and centre
 cylinder, convex (a pin)    ``cylinder``: radius, the face's height along the axis, its mid-point
 ==========================  ====================================================================
 
-Concave faces (a hole, a socket) and other kinds (cones, tori, free-form surfaces) are refused
-with a message naming the part and the face's kind: the contact kernel's primitives are convex
+A concave cylinder (a hole) is a bore (``cylinder`` with ``inside = True``: the material outside it,
+against a ball inside). Other concave faces (a socket) and other kinds (cones, tori, free-form
+surfaces) are refused with a message naming the part and the face's kind
 (:data:`~cadmotion.kernel.dynamics.contacts.BUILT_PAIRS`). ``cadmotion check`` uses
 :func:`face_primitive` to propose contact tables for colliding parts.
 
@@ -108,8 +109,9 @@ def _pose(part):
 
 def primitive_near(part, near):
     """The primitive of ``part``'s face nearest ``near`` (assembly frame, m): (kind, numbers in the
-    part frame, m) as :func:`face_primitive`; a CadImportError naming the part when it has no
-    geometry, or the face is concave or not a plane, sphere or cylinder."""
+    part frame, m) as :func:`face_primitive` (a hole: a cylinder with ``inside`` True, a bore); a
+    CadImportError naming the part when it has no geometry, or the face is a concave sphere or not a
+    plane, sphere or cylinder."""
     from .geometry_refs import world_shape
 
     where = f"part {part.name!r}"
@@ -131,10 +133,12 @@ def primitive_near(part, near):
                              where=where,
                              hint="point at a flat, spherical or cylindrical face, add `mesh = <deflection>` to "
                                   "take the face's tessellation vertices as contact points, or give a primitive")
+    if not convex and kind == "cylinder":
+        return kind, dict(numbers, inside=True)  # a hole: a bore, for a ball inside it
     if not convex:
-        raise CadImportError(f"face {index} nearest {q.tolist()} is a concave {kind} (a hole or a socket): contact "
-                             f"shapes are convex", where=where,
-                             hint="take the shape from the part that goes into it (the pin, the ball), add "
+        raise CadImportError(f"face {index} nearest {q.tolist()} is a concave {kind} (a socket): contact "
+                             f"shapes are convex, or a cylindrical hole (a bore)", where=where,
+                             hint="take the shape from the part that goes into it (the ball), add "
                                   "`mesh = <deflection>` to take the face's tessellation vertices, or give a "
                                   "primitive")
     return kind, numbers

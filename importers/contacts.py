@@ -21,23 +21,28 @@ Keys (lengths in the file's ``units``; forces and coefficients in SI)::
 * ``{ sphere = R }`` or ``{ sphere = R, center = [x, y, z] }`` (centre default: the part origin);
 * ``{ box = [a, b, c] }`` or ``{ box = [a, b, c], center = [x, y, z] }``: edge lengths along the part
   frame's axes (against a plane: its eight corners are the contact points; against a sphere: its
-  faces, edges and corners);
-* ``{ cylinder = [R, h] }`` with optional ``center`` and ``axis`` (default +z): against a plane
-  only (its two rim circles are the contact points);
+  faces, edges and corners; against a box, compliant method only: each box's corners against the
+  other box and every edge of one against every edge of the other);
+* ``{ cylinder = [R, h] }`` with optional ``center`` and ``axis`` (default +z): against a plane its
+  two rim circles are the contact points; against a sphere, the solid cylinder's side, caps and rims
+  (the point nearest the sphere's centre) — or, with ``inside = true``, the cylinder is a bore (a
+  pipe: the material outside radius R over the length h, the sphere inside it);
 * ``{ plane = { point = [x, y, z], normal = [nx, ny, nz] } }``: the solid is the half-space
   behind the normal (the normal points out of the material, into the free space);
   ``point`` defaults to the part origin, ``normal`` to +z (the part frame's xy plane);
 * ``{ face = [x, y, z] }`` (parts read from CAD, a contact naming two parts): the exact primitive of
   the part's face nearest that point (assembly frame, the file's unit) — its plane, sphere or
-  cylinder (:mod:`.contact_shapes`; concave and other faces are refused);
+  cylinder, or a hole's bore (:mod:`.contact_shapes`; sockets and other faces are refused);
 * ``{ mesh = d }`` or ``{ face = [x, y, z], mesh = d }`` (parts read from CAD): the vertices of the
   tessellation of the whole part, or of that face, at linear deflection ``d`` (the file's unit) —
   any geometry, free-form surfaces included, as contact points (spheres of radius 0) against the
-  other part's plane, sphere or box (:func:`.contact_shapes.tessellation_points`).
+  other part's plane, sphere, box or cylinder (:func:`.contact_shapes.tessellation_points`).
 
-Built pairs: sphere–plane, sphere–sphere, box–plane, cylinder–plane, sphere–box, and mesh points against
-a plane, a sphere or a box. Not built yet (refused with a message naming the contact, never faked):
-box–box, cylinder–sphere, mesh points against a cylinder or other mesh points.
+Built pairs: sphere–plane, sphere–sphere, box–plane, cylinder–plane, sphere–box, box–box (compliant
+only), sphere–cylinder, and mesh points against a plane, a sphere, a box or a cylinder. Not built
+(refused with a message naming the contact and the two shapes, never faked): plane–plane (two
+half-spaces), cylinder–cylinder, cylinder–box, a bore against anything but a sphere or mesh points,
+mesh points against mesh points.
 """
 
 from __future__ import annotations
@@ -47,7 +52,7 @@ import math
 
 import numpy as np
 
-from ..kernel.dynamics.contacts import BUILT_PAIRS, BUILT_PAIRS_TEXT
+from ..kernel.dynamics.contacts import BUILT_PAIRS, BUILT_PAIRS_TEXT, UNILATERAL_PAIRS
 from ..kernel.spec import ContactSpec
 
 __all__ = ["read_contact", "CONTACT_KEYS", "METHODS"]
@@ -84,7 +89,7 @@ def _shape(ctx, item, k, part, value, spec=None):
                             f"got keys {sorted(value)}")
     kind = kinds[0]
     if kind == "cylinder":
-        ctx.check_keys(f"{item} {where}", value, {"cylinder", "center", "axis"})
+        ctx.check_keys(f"{item} {where}", value, {"cylinder", "center", "axis", "inside"})
         dims = value["cylinder"]
         if not (isinstance(dims, list) and len(dims) == 2):
             raise ctx.err(item, f"{where}: `cylinder` must be [radius, height], got {dims!r}")
@@ -95,7 +100,11 @@ def _shape(ctx, item, k, part, value, spec=None):
         norm = math.sqrt(float(axis @ axis))
         if norm < 1e-12:
             raise ctx.err(item, f"{where}: the cylinder's `axis` must not be zero")
-        return "cylinder", (radius, height, *map(float, center), *(float(x) / norm for x in axis))
+        inside = value.get("inside", False)
+        if not isinstance(inside, bool):
+            raise ctx.err(item, f"{where}: the cylinder's `inside` must be true or false, got {inside!r}")
+        bore = (1.0,) if inside else ()  # the material outside the cylinder: a pipe's bore
+        return "cylinder", (radius, height, *map(float, center), *(float(x) / norm for x in axis), *bore)
     if kind == "box":
         ctx.check_keys(f"{item} {where}", value, {"box", "center"})
         edges = ctx.vec(item, "box", value["box"])
@@ -167,7 +176,9 @@ def _face_shape(ctx, item, where, value, spec):
         return "plane", (*map(float, n["point"]), *map(float, n["normal"]))
     if kind == "sphere":
         return "sphere", (float(n["radius"]), *map(float, n["center"]))
-    return "cylinder", (float(n["radius"]), float(n["height"]), *map(float, n["center"]), *map(float, n["axis"]))
+    bore = (1.0,) if n.get("inside") else ()  # a hole's face: the material outside the cylinder
+    return "cylinder", (float(n["radius"]), float(n["height"]), *map(float, n["center"]), *map(float, n["axis"]),
+                        *bore)
 
 
 def read_contact(ctx, k, entry, parts):
@@ -190,7 +201,7 @@ def read_contact(ctx, k, entry, parts):
                                                        if "method" not in entry else "")
                                 + " takes `restitution` and `friction` only",
                           hint="write method = \"compliant\" for a Hunt–Crossley contact, or drop those keys")
-    pairs, shape_of = _pairs_and_shapes(ctx, item, entry, parts)
+    pairs, shape_of = _pairs_and_shapes(ctx, item, entry, parts, method)
     restitution = None
     if "restitution" in entry:
         restitution = _number(ctx, item, "restitution", entry["restitution"], nonneg=True)
@@ -240,15 +251,15 @@ def _matching(ctx, item, key, pattern, parts):
     return names
 
 
-def _pairs_and_shapes(ctx, item, entry, parts):
+def _pairs_and_shapes(ctx, item, entry, parts, method):
     """The contact's part pairs [(a, b), ...] and ``shape_of(part, side)`` -> (kind, numbers).
 
     ``parts = [A, B]`` names (or globs: every a matching A with every b matching B); ``pairs = "all"``
     (every two parts with a shape) or ``pairs = [[A, B], ...]`` (globs); ``ignore`` drops pairs
     ``[A, B]`` (either order) or every pair of a part ``A``. ``shape`` is two primitives (first and
     second part) or, with patterns, a table {name or glob: primitive} (the first key that matches a
-    part). Pairs of two fixed parts, of a part with itself and of shapes that are no built pair are
-    left out of a pattern; a pattern that leaves no pair is an error."""
+    part). Pairs of two fixed parts, of a part with itself and of shapes that are no built pair (for
+    ``method``) are left out of a pattern; a pattern that leaves no pair is an error."""
     patterned = _patterned(entry)
     shapes = entry.get("shape")
     if "pairs" in entry and "parts" in entry:
@@ -327,6 +338,7 @@ def _pairs_and_shapes(ctx, item, entry, parts):
                 return True
         return False
 
+    built = UNILATERAL_PAIRS if method == "unilateral" else BUILT_PAIRS  # box–box: compliant only
     pairs, seen = [], set()
     for a, b in candidates:
         key = frozenset((a, b))
@@ -334,7 +346,7 @@ def _pairs_and_shapes(ctx, item, entry, parts):
             continue
         if parts[a].fixed and parts[b].fixed:
             continue
-        if sorted((shape_of(a, 0)[0], shape_of(b, 1)[0])) not in BUILT_PAIRS:
+        if sorted((shape_of(a, 0)[0], shape_of(b, 1)[0])) not in built:
             continue
         seen.add(key)
         pairs.append((a, b))

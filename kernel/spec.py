@@ -161,7 +161,8 @@ class ContactSpec:
 
     ``shapes`` holds one primitive per part, in that part's frame and in metres:
     ``("sphere", (R, cx, cy, cz))`` (radius, centre), ``("box", (a, b, c, cx, cy, cz))`` (edge
-    lengths along the part axes, centre), ``("cylinder", (R, h, cx, cy, cz, ax, ay, az))``,
+    lengths along the part axes, centre), ``("cylinder", (R, h, cx, cy, cz, ax, ay, az[, 1]))`` (radius,
+    height, centre, unit axis; a ninth number 1: a bore, the material outside the cylinder),
     ``("plane", (px, py, pz, nx, ny, nz))`` (a point and the outward unit normal; the solid is
     the half-space behind the normal) or ``("points", (x1, y1, z1, x2, …))`` (a tessellation's
     vertices, :func:`cadmotion.importers.contact_shapes.tessellation_points`).

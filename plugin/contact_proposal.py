@@ -9,8 +9,8 @@ primitive that fits it exactly (:func:`~cadmotion.importers.contact_shapes.face_
 the normal out of the material, a convex sphere or cylinder) — or, for other faces, the part's
 bounding box. Primitives are
 in the part frame, in the model file's unit. A pair of primitives the contact kernel does not
-handle (:data:`~cadmotion.kernel.dynamics.contacts.BUILT_PAIRS`) is written commented out,
-with the reason, never as a table that would not load.
+handle with the tables' (default, unilateral) method (:data:`~cadmotion.kernel.dynamics.contacts.UNILATERAL_PAIRS`)
+is written commented out, with the reason, never as a table that would not load.
 """
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ def propose_contacts(motion, spec, pairs, scale=1.0):
     """
     from OCP.BRepExtrema import BRepExtrema_DistShapeShape
 
-    from ..kernel.dynamics.contacts import BUILT_PAIRS
+    from ..kernel.dynamics.contacts import UNILATERAL_PAIRS
 
     parts = {p.name: p for p in spec.parts}
     blocks = []
@@ -128,7 +128,7 @@ def propose_contacts(motion, spec, pairs, scale=1.0):
         ca, cb = (X[:3, :3] @ _bounding_box(q.shape)[1] + X[:3, 3] for X, q in ((Xa, pa), (Xb, pb)))
         ka, na = fitted_primitive(pa, Xa, sa, dss.SupportOnShape1(k), point, _unit(cb - ca))
         kb, nb = fitted_primitive(pb, Xb, sb, dss.SupportOnShape2(k), point, _unit(ca - cb))
-        if sorted((ka, kb)) not in BUILT_PAIRS and "plane" not in (ka, kb):
+        if sorted((ka, kb)) not in UNILATERAL_PAIRS and "plane" not in (ka, kb):
             # no plane on either side: the part touched on a face is, locally, its tangent plane
             if ka == "box":
                 ka, na = "plane", _tangent_plane(Xa, point, Xb, nb)
@@ -141,7 +141,7 @@ def propose_contacts(motion, spec, pairs, scale=1.0):
                  f"shape = [{_toml(ka, na, scale)}, {_toml(kb, nb, scale)}]",
                  "restitution = 0.5                 # set: 0 plastic .. 1 elastic",
                  "friction = 0.3                    # set: Coulomb coefficient"]
-        if sorted((ka, kb)) not in BUILT_PAIRS:
+        if sorted((ka, kb)) not in UNILATERAL_PAIRS:
             lines = [f"# {ka}-{kb} contacts are not built yet: replace one shape by the plane it touches"] + [
                 "# " + line if not line.startswith("#") else line for line in lines]
         blocks.append("\n".join(lines))

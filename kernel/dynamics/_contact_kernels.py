@@ -9,7 +9,7 @@ bounding sphere per body in that body's frame (centre C relative to the com, rad
 point's shape of the pair lies inside it). A pair whose spheres are apart, gap
 g = |C_S − C_O| − r_S − r_O > 0, has no point in touch (every point's δ ≤ −g), so its points are
 skipped: the cost of an evaluation follows the pairs that are close, not the declared ones. Pairs
-against a plane are never skipped (a plane has no bounding sphere). ``opt[0]`` = 0 turns the
+against a plane or a bore are never skipped (their material has no bounding sphere). ``opt[0]`` = 0 turns the
 broad phase off (every declared point's narrow phase is evaluated: the same forces, to compare).
 
 The step limit is exact with the broad phase too: a skipped pair's points approach at most at
@@ -20,8 +20,11 @@ the close pairs.
 
 Layout (arrays packed by :mod:`.fast`, compiled point order = sorted by pair): per point the
 bodies ``s``, ``o``, offsets ``ds``, ``do`` (body axes, from the com, m), the plane normal ``no``,
-the box half lengths ``half``, the rim axis ``axis``, ``kind`` (bits :data:`PLANE`, :data:`BOX`,
-:data:`RIM`), ``par`` (columns ``P_*``) and ``state`` (impact speeds, m/s); per pair ``pair``
+O's dimensions ``half`` (6 columns: a box's half lengths; a cylinder's or bore's [R, h/2, 0, radial unit
+vector on the axis]; for edges, the two edges' midpoints from their box centres, O's then S's), S's rim or
+edge axis ``axis``, ``kind`` (bits :data:`PLANE`, :data:`BOX`, :data:`RIM`, :data:`CYL`, :data:`BORE`,
+:data:`EDGE`; ``no`` holds a cylinder's or O's edge's axis), ``par`` (columns ``P_*``) and ``state``
+(impact speeds, m/s); per pair ``pair``
 (columns ``Q_*``) and ``pc`` (columns ``C_*``).
 
 Editing this module: the generated dynamics modules hash its source (:func:`.fast._module_file`), but
@@ -38,8 +41,13 @@ _JIT = dict(cache=True, nogil=True, fastmath=False)
 # the small per-point helpers are inlined into the sweep over the points (see :func:`_sweep`)
 _INLINE = dict(_JIT, inline="always")
 
-#: kind bits of a point: O is a plane, O is a box, S is a rim circle
-PLANE, BOX, RIM = 1, 2, 4
+#: kind bits of a point (:mod:`.contacts`'): O is a plane, O is a box, S is a rim circle, O is a solid cylinder,
+#: O is a bore (the material outside a cylinder), S and O are box edges
+PLANE, BOX, RIM, CYL, BORE, EDGE = 1, 2, 4, 8, 16, 32
+#: 1 − (u_a·u_b)² at or below this: parallel edges (:data:`.contacts.EDGE_PARALLEL`)
+EDGE_PARALLEL = 1e-12
+#: the margin of an edge's closest point inside the other box (:data:`.contacts.EDGE_MARGIN`)
+EDGE_MARGIN = 1e-9
 #: columns of ``par``: S's radius (m), O's radius (m), k, λ, ξ, exponent n, restitution form (1/0),
 #: μ_s, μ_d, v_s (m/s), reduced mass and effective mass (kg) of the pair
 P_RS, P_RO, P_K, P_LAM, P_XI, P_EXP, P_FROM_E, P_MUS, P_MUD, P_VS, P_MRED, P_MEFF = range(12)
@@ -99,6 +107,91 @@ def _box_nearest(A, o, e0, e1, e2, h0, h1, h2):
         l0, l1, l2 = min(max(l0, -h0), h0), min(max(l1, -h1), h1), min(max(l2, -h2), h2)
     return (A[o, 0, 0] * l0 + A[o, 0, 1] * l1 + A[o, 0, 2] * l2, A[o, 1, 0] * l0 + A[o, 1, 1] * l1 + A[o, 1, 2] * l2,
             A[o, 2, 0] * l0 + A[o, 2, 1] * l1 + A[o, 2, 2] * l2, inside, face, depth, 1.0 if lf >= 0 else -1.0)
+
+
+@numba.njit(**_INLINE)
+def _cyl_nearest(A, o, e0, e1, e2, a_l, hv, bore):
+    """O a solid cylinder or a bore (axis a_l and half = [R, h/2, 0, ρ̂ on the axis] in O's axes,
+    :func:`.contacts._nearest`): (offset of its material's point nearest the point at e from its centre
+    (world, 3 floats), inside, outward normal of the nearest surface (world, 3 floats), depth below it)."""
+    l0 = A[o, 0, 0] * e0 + A[o, 1, 0] * e1 + A[o, 2, 0] * e2
+    l1 = A[o, 0, 1] * e0 + A[o, 1, 1] * e1 + A[o, 2, 1] * e2
+    l2 = A[o, 0, 2] * e0 + A[o, 1, 2] * e1 + A[o, 2, 2] * e2
+    a0, a1, a2 = a_l[0], a_l[1], a_l[2]
+    R, hh = hv[0], hv[1]
+    t = l0 * a0 + l1 * a1 + l2 * a2
+    r0, r1, r2 = l0 - t * a0, l1 - t * a1, l2 - t * a2
+    rho = math.sqrt(r0 * r0 + r1 * r1 + r2 * r2)
+    if rho > 0:
+        u0, u1, u2 = r0 / rho, r1 / rho, r2 / rho
+    else:
+        u0, u1, u2 = hv[3], hv[4], hv[5]
+    if bore:
+        radial, side, sn = max(rho, R), rho - R, -1.0
+    else:
+        radial, side, sn = min(rho, R), R - rho, 1.0
+    tc = min(max(t, -hh), hh)
+    m0, m1, m2 = tc * a0 + radial * u0, tc * a1 + radial * u1, tc * a2 + radial * u2
+    cap = hh - abs(t)
+    inside = cap > 0 and side > 0
+    if side <= cap:
+        k0, k1, k2, depth = sn * u0, sn * u1, sn * u2, side
+    else:
+        ts = 1.0 if t >= 0 else -1.0
+        k0, k1, k2, depth = ts * a0, ts * a1, ts * a2, cap
+    return (A[o, 0, 0] * m0 + A[o, 0, 1] * m1 + A[o, 0, 2] * m2, A[o, 1, 0] * m0 + A[o, 1, 1] * m1 + A[o, 1, 2] * m2,
+            A[o, 2, 0] * m0 + A[o, 2, 1] * m1 + A[o, 2, 2] * m2, inside,
+            A[o, 0, 0] * k0 + A[o, 0, 1] * k1 + A[o, 0, 2] * k2, A[o, 1, 0] * k0 + A[o, 1, 1] * k1 + A[o, 1, 2] * k2,
+            A[o, 2, 0] * k0 + A[o, 2, 1] * k1 + A[o, 2, 2] * k2, depth)
+
+
+@numba.njit(**_INLINE)
+def _edge_edge(A, s, o, c0, c1, c2, q0, q1, q2, ax, ao, la, lb, hv):
+    """S's box edge (midpoint c, axis ax in S's axes, half length la) against O's (q, ao, lb); hv = [O's edge
+    midpoint from its box centre (O's axes), S's (S's axes)]: (n (3 floats), δ, x (3 floats)) as
+    :func:`.contacts._edge_edge`."""
+    ua0 = A[s, 0, 0] * ax[0] + A[s, 0, 1] * ax[1] + A[s, 0, 2] * ax[2]
+    ua1 = A[s, 1, 0] * ax[0] + A[s, 1, 1] * ax[1] + A[s, 1, 2] * ax[2]
+    ua2 = A[s, 2, 0] * ax[0] + A[s, 2, 1] * ax[1] + A[s, 2, 2] * ax[2]
+    ub0 = A[o, 0, 0] * ao[0] + A[o, 0, 1] * ao[1] + A[o, 0, 2] * ao[2]
+    ub1 = A[o, 1, 0] * ao[0] + A[o, 1, 1] * ao[1] + A[o, 1, 2] * ao[2]
+    ub2 = A[o, 2, 0] * ao[0] + A[o, 2, 1] * ao[1] + A[o, 2, 2] * ao[2]
+    w0, w1, w2 = c0 - q0, c1 - q1, c2 - q2
+    dist = math.sqrt(w0 * w0 + w1 * w1 + w2 * w2)
+    inv = dist if dist > 0 else 1.0
+    b = ua0 * ub0 + ua1 * ub1 + ua2 * ub2
+    den = 1.0 - b * b
+    if not den > EDGE_PARALLEL:
+        return w0 / inv, w1 / inv, w2 / inv, -dist, 0.5 * (c0 + q0), 0.5 * (c1 + q1), 0.5 * (c2 + q2)
+    dw = ua0 * w0 + ua1 * w1 + ua2 * w2
+    ew = ub0 * w0 + ub1 * w1 + ub2 * w2
+    sp, tp = (b * ew - dw) / den, (ew - b * dw) / den
+    sq = math.sqrt(den)
+    n0, n1, n2 = (ua1 * ub2 - ua2 * ub1) / sq, (ua2 * ub0 - ua0 * ub2) / sq, (ua0 * ub1 - ua1 * ub0) / sq
+    mo0 = A[o, 0, 0] * hv[0] + A[o, 0, 1] * hv[1] + A[o, 0, 2] * hv[2]
+    mo1 = A[o, 1, 0] * hv[0] + A[o, 1, 1] * hv[1] + A[o, 1, 2] * hv[2]
+    mo2 = A[o, 2, 0] * hv[0] + A[o, 2, 1] * hv[1] + A[o, 2, 2] * hv[2]
+    if not n0 * mo0 + n1 * mo1 + n2 * mo2 >= 0:
+        n0, n1, n2 = -n0, -n1, -n2
+    pa0, pa1, pa2 = c0 + sp * ua0, c1 + sp * ua1, c2 + sp * ua2
+    pb0, pb1, pb2 = q0 + tp * ub0, q1 + tp * ub1, q2 + tp * ub2
+    delta = -((pa0 - pb0) * n0 + (pa1 - pb1) * n1 + (pa2 - pb2) * n2)
+    valid = abs(sp) < la and abs(tp) < lb
+    held = True
+    for j in range(3):
+        # the cones (n out of O's edge, −n out of S's) and, overlapping, each closest point in the other box
+        no_j = A[o, 0, j] * n0 + A[o, 1, j] * n1 + A[o, 2, j] * n2
+        ns_j = A[s, 0, j] * n0 + A[s, 1, j] * n1 + A[s, 2, j] * n2
+        if not (no_j * hv[j] >= -EDGE_MARGIN * abs(hv[j]) and ns_j * hv[3 + j] <= EDGE_MARGIN * abs(hv[3 + j])):
+            valid = False
+        pbs = A[s, 0, j] * (pb0 - c0) + A[s, 1, j] * (pb1 - c1) + A[s, 2, j] * (pb2 - c2) + hv[3 + j]
+        pao = A[o, 0, j] * (pa0 - q0) + A[o, 1, j] * (pa1 - q1) + A[o, 2, j] * (pa2 - q2) + hv[j]
+        if not (abs(pbs) <= (abs(hv[3 + j]) + la * abs(ax[j])) * (1.0 + EDGE_MARGIN)
+                and abs(pao) <= (abs(hv[j]) + lb * abs(ao[j])) * (1.0 + EDGE_MARGIN)):
+            held = False
+    if valid and (delta <= 0 or held):
+        return n0, n1, n2, delta, pa0 + 0.5 * delta * n0, pa1 + 0.5 * delta * n1, pa2 + 0.5 * delta * n2
+    return w0 / inv, w1 / inv, w2 / inv, -dist, 0.5 * (c0 + q0), 0.5 * (c1 + q1), 0.5 * (c2 + q2)
 
 
 @numba.njit(**_INLINE)
@@ -164,12 +257,16 @@ def _sweep(mode, A, rc, w, vc, F, N, ct_s, ct_o, ds, do, no, half, axis, kind, p
             c0, c1, c2 = _world(A, rc, s, ds[i, 0], ds[i, 1], ds[i, 2])
             q0, q1, q2 = _world(A, rc, o, do[i, 0], do[i, 1], do[i, 2])
             inside = False
-            face = 0
             depth = 0.0
-            sign = 1.0
+            in0 = in1 = in2 = 0.0
             if fl & BOX:  # O a box: its point nearest S's centre; S's centre inside: out through the nearest face
                 b0, b1, b2, inside, face, depth, sign = _box_nearest(A, o, c0 - q0, c1 - q1, c2 - q2, half[i, 0],
                                                                      half[i, 1], half[i, 2])
+                q0, q1, q2 = q0 + b0, q1 + b1, q2 + b2
+                in0, in1, in2 = A[o, 0, face] * sign, A[o, 1, face] * sign, A[o, 2, face] * sign
+            elif fl & (CYL | BORE):  # O a cylinder or a bore: the same with its side, caps, wall or ends
+                b0, b1, b2, inside, in0, in1, in2, depth = _cyl_nearest(A, o, c0 - q0, c1 - q1, c2 - q2, no[i],
+                                                                        half[i], fl & BORE)
                 q0, q1, q2 = q0 + b0, q1 + b1, q2 + b2
             d0, d1, d2 = c0 - q0, c1 - q1, c2 - q2
             dist = math.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
@@ -181,7 +278,7 @@ def _sweep(mode, A, rc, w, vc, F, N, ct_s, ct_o, ds, do, no, half, axis, kind, p
                 inv = dist if dist > 0 else 1.0
                 n0, n1, n2 = d0 / inv, d1 / inv, d2 / inv
             if inside:
-                n0, n1, n2 = A[o, 0, face] * sign, A[o, 1, face] * sign, A[o, 2, face] * sign
+                n0, n1, n2 = in0, in1, in2
                 dist = -depth
             o0, o1, o2 = Rs * n0, Rs * n1, Rs * n2
             if fl & RIM:
@@ -203,6 +300,9 @@ def _sweep(mode, A, rc, w, vc, F, N, ct_s, ct_o, ds, do, no, half, axis, kind, p
             x0 = c0 - o0 + 0.5 * delta * n0
             x1 = c1 - o1 + 0.5 * delta * n1
             x2 = c2 - o2 + 0.5 * delta * n2
+            if fl & EDGE:
+                n0, n1, n2, delta, x0, x1, x2 = _edge_edge(A, s, o, c0, c1, c2, q0, q1, q2, axis[i], no[i], Rs, Ro,
+                                                           half[i])
             # v_r = v_S(x) − v_O(x)
             ps0, ps1, ps2 = x0 - rc[s, 0], x1 - rc[s, 1], x2 - rc[s, 2]
             po0, po1, po2 = x0 - rc[o, 0], x1 - rc[o, 1], x2 - rc[o, 2]

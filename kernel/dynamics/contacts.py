@@ -3,7 +3,8 @@
 Geometry (world frame, from each part's primitive in its part frame, :class:`~cadmotion.kernel.spec.ContactSpec`).
 Every contact is held as contact points, each a sphere S (radius R, centre c_S on part s)
 against an "other" shape O on part o — a plane (point p, unit normal n_O pointing out of the
-material) or a sphere (radius R_O, centre c_O). A sphere pair has one point; a box against a
+material), a sphere (radius R_O, centre c_O), a box, a cylinder or a bore — or a box edge against a
+box edge. A sphere pair has one point; a box against a
 plane has eight, its corners (spheres of radius 0: a plane meets a box first at a corner, an
 edge or a face, and the corners' forces carry the edge and the face); a part's tessellation
 (``points``, :func:`~cadmotion.importers.contact_shapes.tessellation_points`) is its vertices, each
@@ -27,11 +28,27 @@ corner, so the normal turns round edges and corners:
     box:     n = (c_S − b)/|c_S − b|,   δ = R − |c_S − b|,   x = b − (δ/2) n
 
 and, with c_S inside the box, n the outward normal of the face nearest c_S and δ = R + its depth.
+A sphere against a cylinder (centre c_O, unit axis a, radius R_c, height h) is the same with the
+material's point nearest c_S (:func:`_nearest`): a solid cylinder's side, cap or rim, or — a bore,
+``inside = true``: the material outside R_c over |t| ≤ h/2, a pipe — its wall or the rim of an end
+(t = a·(c_S − c_O), ρ the radial part: b = c_O + clamp(t, ±h/2) a + min(|ρ|, R_c) ρ̂, max for a bore).
+
+Two boxes: each one's corners (spheres of radius 0) against the other box as above, and every edge
+of the first against every edge of the second (:func:`_edge_edge`): with p_a, p_b the closest points
+of the two edges' lines,
+
+    edge:    n = ±u_a × u_b/|u_a × u_b| (out of O's box),   δ = −(p_a − p_b)·n,   x = p_a + (δ/2) n
+
+counted while both closest points lie on their segments, n lies between O's edge's two face normals
+and −n between S's, and (overlapping) each closest point is inside the other box — two edges
+crossing; parallel edges are left to the corners. A corner touching close to an edge may be counted
+both as a corner and as an edge point (the force there is stiffer, never lost).
 
 n is the contact normal (m, unit, from O toward S), δ the penetration (m; the contact is
 *active* while δ > 0), x the contact point (halfway through the overlap). The relative velocity
 of the material points at x is v_r = v_S(x) − v_O(x); the penetration rate is δ̇ = −v_r·n (exactly
-dδ/dt for both pairs, so the elastic force below is exactly conservative) and the slip velocity
+dδ/dt for every point kind — the nearest points and the edges' closest points slide along directions ⟂ n —
+so the elastic force below is exactly conservative) and the slip velocity
 v_t = v_r − (v_r·n) n (m/s).
 
 Normal force (Hunt & Crossley 1975, the nonlinear damping form "F = k δ^n + λ δ^n δ̇"):
@@ -93,6 +110,7 @@ from ...errors import MechanismError
 from .mass import cross
 
 __all__ = ["Contacts", "restitution_factor", "compliant_step_limit", "packed_contacts", "STICTION_VELOCITY",
+           "BUILT_PAIRS", "UNILATERAL_PAIRS",
            "MIN_IMPACT_SPEED", "CONTACT_OUTPUTS"]
 
 #: the smallest restitution of the restitution form (below, 1 − e ξ underflows: give `damping`)
@@ -115,9 +133,22 @@ _PARAMS = ("stiffness", "damping", "exponent", "stiction_velocity")
 METHODS = ("compliant", "unilateral")
 #: the primitive pairs built (sorted kinds)
 BUILT_PAIRS = (["plane", "sphere"], ["sphere", "sphere"], ["box", "plane"], ["cylinder", "plane"], ["box", "sphere"],
-               ["plane", "points"], ["points", "sphere"], ["box", "points"])
-BUILT_PAIRS_TEXT = ("sphere–plane, sphere–sphere, box–plane, cylinder–plane, sphere–box, and a part's tessellation "
-                    "points (`mesh`) against a plane, a sphere or a box")
+               ["box", "box"], ["cylinder", "sphere"],
+               ["plane", "points"], ["points", "sphere"], ["box", "points"], ["cylinder", "points"])
+BUILT_PAIRS_TEXT = ("sphere–plane, sphere–sphere, box–plane, cylinder–plane, sphere–box, box–box, sphere–cylinder, "
+                    "and a part's tessellation points (`mesh`) against a plane, a sphere, a box or a cylinder")
+#: the pairs built for the compliant method only, and those built for the unilateral method
+COMPLIANT_ONLY = (["box", "box"],)
+UNILATERAL_PAIRS = tuple(p for p in BUILT_PAIRS if p not in COMPLIANT_ONLY)
+#: kind bits of a contact point (equal to :mod:`._contact_kernels`'): O a plane, a box, S a rim circle, O a solid
+#: cylinder, a bore (the material outside a cylinder), S and O box edges
+PLANE, BOX, RIM, CYL, BORE, EDGE = 1, 2, 4, 8, 16, 32
+#: edges with 1 − (u_a·u_b)² at or below this are parallel (their contact is carried by the corners)
+EDGE_PARALLEL = 1e-12
+#: an edge's closest point counts as inside the other box within this fraction of its half lengths, and a normal
+#: as inside an edge's cone within this (in its components): at a cone's boundary (the common normal a face's
+#: normal: two horizontal edges crossing) the closest point lies on a face's plane
+EDGE_MARGIN = 1e-9
 _NO_AXIS = np.zeros(3)
 _WELD_JOINTS = ("fixed",)
 
@@ -153,6 +184,212 @@ def _rotate(phi):
     return np.eye(3)[None] + s[:, None, None] * Kx + (1.0 - c)[:, None, None] * (Kx @ Kx)
 
 
+def _nearest(kind, local, axis, half):
+    """O's material point nearest the points ``local`` (c, 3; O's axes, from O's centre): (that point (c, 3),
+    inside (c,) bool, the outward normal of the nearest surface (c, 3) and the depth below it (c,) m, for the
+    points inside). O per ``kind``: a box (half edge lengths half[:, :3]), a solid cylinder (CYL) or a bore
+    (BORE: the material outside the cylinder, |t| ≤ h/2; axis a, radius R = half[:, 0], h/2 = half[:, 1]).
+    With t = a·l and ρ the radial part of l (ρ̂ = half[:, 3:6] on the axis itself):
+
+        box:       clamp(l, −h, h);                  inside: every |l_i| < h_i, out through the nearest face
+        cylinder:  clamp(t, ±h/2) a + min(|ρ|, R) ρ̂;  inside: |t| < h/2, |ρ| < R, out through the side or a cap
+        bore:      clamp(t, ±h/2) a + max(|ρ|, R) ρ̂;  inside: |t| < h/2, |ρ| > R, out through the wall or an end
+    """
+    c = len(local)
+    near, normal, depth = np.zeros((c, 3)), np.zeros((c, 3)), np.zeros(c)
+    inside = np.zeros(c, bool)
+    box = (kind & BOX) > 0
+    if np.any(box):
+        h, lb = half[box, :3], local[box]
+        dep = h - np.abs(lb)
+        face = np.argmin(dep, axis=1)
+        rows = np.arange(len(lb))
+        inside[box] = np.all(dep > 0, axis=1)
+        near[box] = np.where(inside[box][:, None], lb, np.clip(lb, -h, h))
+        normal[box] = np.eye(3)[face] * np.where(lb[rows, face] >= 0, 1.0, -1.0)[:, None]
+        depth[box] = dep[rows, face]
+    cyl = ~box
+    if np.any(cyl):
+        a, lc, R, hh = axis[cyl], local[cyl], half[cyl, 0], half[cyl, 1]
+        t = np.sum(lc * a, 1)
+        rho_v = lc - t[:, None] * a
+        rho = np.linalg.norm(rho_v, axis=1)
+        rho_hat = np.where((rho > 0)[:, None], rho_v / np.where(rho > 0, rho, 1.0)[:, None], half[cyl, 3:6])
+        bore = (kind[cyl] & BORE) > 0
+        radial = np.where(bore, np.maximum(rho, R), np.minimum(rho, R))
+        near[cyl] = np.clip(t, -hh, hh)[:, None] * a + radial[:, None] * rho_hat
+        side = np.where(bore, rho - R, R - rho)  # depth below the curved surface
+        cap = hh - np.abs(t)
+        inside[cyl] = (cap > 0) & (side > 0)
+        through_side = side <= cap
+        cap_normal = np.where(t >= 0, 1.0, -1.0)[:, None] * a
+        side_normal = np.where(bore, -1.0, 1.0)[:, None] * rho_hat
+        normal[cyl] = np.where(through_side[:, None], side_normal, cap_normal)
+        depth[cyl] = np.minimum(side, cap)
+    return near, inside, normal, depth
+
+
+def _edge_edge(As, Ao, ca, cb, axis_a, axis_b, la, lb, half):
+    """(n, δ, x) of edge–edge points (arrays over the points): S's edge (midpoint c_a, axis u_a = A_S axis_a,
+    half length l_a) against O's edge (c_b, u_b, l_b); ``half`` = [O's edge midpoint from O's box centre (O
+    axes), S's from S's (S axes)]. The lines' closest points p_a = c_a + s u_a, p_b = c_b + t u_b, the normal
+    n = ±u_a × u_b/|u_a × u_b| out of O's box (n·(O's midpoint offset) > 0), δ = −(p_a − p_b)·n, x = p_a + δ n/2.
+    The edges touch there only if |s| < l_a, |t| < l_b and n lies in O's edge's cone of outward normals and −n in
+    S's (between the normals of each edge's two faces) and, overlapping (δ > 0), p_a is inside O's box and p_b
+    inside S's (box half lengths |midpoint offset| + l along the edge; both tests within :data:`EDGE_MARGIN`).
+    Otherwise — or parallel edges, carried by the corners — the point is apart: δ = −|c_a − c_b| (no nearer than
+    the broad phase's gap), n = (c_a − c_b)/|c_a − c_b|,
+    x = (c_a + c_b)/2."""
+    ua = np.einsum("nij,nj->ni", As, axis_a)
+    ub = np.einsum("nij,nj->ni", Ao, axis_b)
+    w = ca - cb
+    b = np.sum(ua * ub, 1)
+    den = 1.0 - b * b
+    crossing = den > EDGE_PARALLEL
+    den = np.where(crossing, den, 1.0)
+    dw, ew = np.sum(ua * w, 1), np.sum(ub * w, 1)
+    s, t = (b * ew - dw) / den, (ew - b * dw) / den
+    n = cross(ua, ub) / np.sqrt(den)[:, None]
+    mid_o = np.einsum("nij,nj->ni", Ao, half[:, 0:3])
+    n = np.where((np.sum(n * mid_o, 1) >= 0)[:, None], n, -n)
+    pa = ca + s[:, None] * ua
+    pb = cb + t[:, None] * ub
+    delta = -np.sum((pa - pb) * n, 1)
+    margin = EDGE_MARGIN * np.abs(half)
+    cone_o = np.all(np.einsum("nji,nj->ni", Ao, n) * half[:, 0:3] >= -margin[:, 0:3], axis=1)
+    cone_s = np.all(np.einsum("nji,nj->ni", As, n) * half[:, 3:6] <= margin[:, 3:6], axis=1)
+    # overlapping (δ > 0), each closest point is inside the other box (else the lines cross on the far side)
+    pb_in_s = np.einsum("nji,nj->ni", As, pb - ca) + half[:, 3:6]
+    pa_in_o = np.einsum("nji,nj->ni", Ao, pa - cb) + half[:, 0:3]
+    box_s = np.abs(half[:, 3:6]) + la[:, None] * np.abs(axis_a)
+    box_o = np.abs(half[:, 0:3]) + lb[:, None] * np.abs(axis_b)
+    held = (np.all(np.abs(pb_in_s) <= box_s * (1.0 + EDGE_MARGIN), axis=1)
+            & np.all(np.abs(pa_in_o) <= box_o * (1.0 + EDGE_MARGIN), axis=1))
+    valid = crossing & (np.abs(s) < la) & (np.abs(t) < lb) & cone_o & cone_s & ((delta <= 0) | held)
+    dist = np.linalg.norm(w, axis=1)
+    apart_n = w / np.where(dist > 0, dist, 1.0)[:, None]
+    x = np.where(valid[:, None], pa + 0.5 * delta[:, None] * n, 0.5 * (ca + cb))
+    return np.where(valid[:, None], n, apart_n), np.where(valid, delta, -dist), x
+
+
+def _row(s, o, ds, do, Rs, L, reach_s, kind, Ro=0.0, reach_o=0.0, no=_NO_AXIS, axis=_NO_AXIS, half=None):
+    """One contact point's numbers (see :attr:`Contacts.kind` and :func:`_points`)."""
+    return dict(s=s, o=o, ds=ds, do=do, no=no, axis=axis, Rs=Rs, Ro=Ro, L=L, kind=kind, reach_s=reach_s,
+                reach_o=reach_o, half=np.zeros(6) if half is None else half)
+
+
+def _perpendicular(a):
+    """A unit vector ⟂ the unit vector a (from the world axis least along a)."""
+    p = np.cross(a, np.eye(3)[np.argmin(np.abs(a))])
+    return p / np.linalg.norm(p)
+
+
+def _box_edges(half):
+    """The 12 edges of a box (half edge lengths ``half``, centred at 0): (midpoint, axis index, half length)."""
+    edges = []
+    for i in range(3):
+        j, k = (i + 1) % 3, (i + 2) % 3
+        for sj in (-1.0, 1.0):
+            for sk in (-1.0, 1.0):
+                mid = np.zeros(3)
+                mid[j], mid[k] = sj * half[j], sk * half[k]
+                edges.append((mid, i, half[i]))
+    return edges
+
+
+def _points(shapes, bodies, com, fail):
+    """The contact points of one contact: a list of :func:`_row` dicts (S: a sphere, a box corner, a rim circle or
+    a box edge; O: a plane, a sphere, a box, a solid cylinder, a bore or a box edge; part frame = body frame,
+    offsets from the com). ``fail(message)`` raises the contact's error."""
+    kinds = [kind for kind, _ in shapes]
+    dims = [np.asarray(numbers, float) for _, numbers in shapes]
+    for kind, d in zip(kinds, dims):
+        if kind == "sphere" and not d[0] > 0:
+            fail(f"a sphere's radius must be > 0, got {d[0]}")
+        if kind == "cylinder" and not (d[0] > 0 and d[1] > 0):
+            fail(f"a cylinder's radius and height must be > 0, got radius {d[0]}, height {d[1]}")
+        if kind == "box" and not np.all(d[0:3] > 0):
+            fail(f"a box's edge lengths must be > 0, got {list(d[0:3])}")
+    if kinds == ["box", "box"]:
+        return _box_box(dims, bodies, com)
+    # S: the tessellation points or the sphere (the first of two), the box (its corners) or the cylinder (its
+    # two rim circles); O: the other
+    si = next(kinds.index(kind) for kind in ("points", "sphere", "box", "cylinder") if kind in kinds)
+    oi = 1 - si
+    bs, bo = bodies[si], bodies[oi]
+    shp_s, shp_o = dims[si], dims[oi]
+    bore = kinds[oi] == "cylinder" and len(shp_o) > 8 and shp_o[8] != 0
+    if kinds[si] == "cylinder" and len(shp_s) > 8 and shp_s[8] != 0:
+        fail("a cylinder with `inside = true` (a bore) is built against a sphere or mesh points only",
+             hint="drop `inside` for a cylinder's rims on a plane")
+    if kinds[si] == "points":
+        # a tessellation's vertices (part frame): spheres of radius 0, as a box's corners
+        xyz = shp_s.reshape(-1, 3)
+        if len(xyz) == 0:
+            fail("a `mesh` shape has no points")
+        length = max(float(np.max(np.linalg.norm(xyz - xyz.mean(axis=0), axis=1))), 1e-6)
+        spheres = [(x, 0.0, length, _NO_AXIS, 0) for x in xyz]
+    elif kinds[si] == "sphere":
+        spheres = [(shp_s[1:4], float(shp_s[0]), float(shp_s[0]), _NO_AXIS, 0)]
+    elif kinds[si] == "cylinder":
+        radius, height = float(shp_s[0]), float(shp_s[1])
+        centre, axis = shp_s[2:5], shp_s[5:8] / np.linalg.norm(shp_s[5:8])
+        length = math.hypot(radius, 0.5 * height)
+        spheres = [(centre + side * 0.5 * height * axis, radius, length, axis, RIM) for side in (-1.0, 1.0)]
+    else:
+        half = 0.5 * shp_s[0:3]
+        corners = np.array([[i, j, k] for i in (-1, 1) for j in (-1, 1) for k in (-1, 1)], float) * half
+        spheres = [(shp_s[3:6] + p, 0.0, float(np.linalg.norm(half)), _NO_AXIS, 0) for p in corners]
+    rows = []
+    for centre, radius, length, axis, rim in spheres:
+        point = dict(s=bs, o=bo, ds=centre - com[bs], Rs=radius, L=length, reach_s=radius, axis=axis)
+        if kinds[oi] == "plane":
+            rows.append(_row(**point, kind=PLANE | rim, do=shp_o[0:3] - com[bo],
+                             no=shp_o[3:6] / np.linalg.norm(shp_o[3:6])))
+        elif kinds[oi] == "box":
+            # a sphere against a box: the box's point nearest the sphere's centre (its faces, edges and
+            # corners); half edge lengths along O's body axes
+            half_o = 0.5 * shp_o[0:3]
+            rows.append(_row(**point, kind=BOX, do=shp_o[3:6] - com[bo], reach_o=float(np.linalg.norm(half_o)),
+                             half=np.r_[half_o, 0.0, 0.0, 0.0]))
+        elif kinds[oi] == "cylinder":
+            # a sphere against a solid cylinder or a bore: the material's point nearest the sphere's centre;
+            # half = [R, h/2, 0, a unit vector ⟂ the axis (the radial direction taken on the axis itself)]
+            R, hh, axis_o = float(shp_o[0]), 0.5 * float(shp_o[1]), shp_o[5:8] / np.linalg.norm(shp_o[5:8])
+            if bore and radius >= R:
+                fail(f"a sphere of radius {radius:g} m does not fit the bore of radius {R:g} m",
+                     hint="the sphere rolls inside the cylinder (`inside = true`): its radius must be below the bore's")
+            rows.append(_row(**point, kind=BORE if bore else CYL, do=shp_o[2:5] - com[bo], no=axis_o,
+                             reach_o=0.0 if bore else math.hypot(R, hh),
+                             half=np.r_[R, hh, 0.0, _perpendicular(axis_o)]))
+        else:
+            rows.append(_row(**point, kind=0, do=shp_o[1:4] - com[bo], Ro=float(shp_o[0]), reach_o=float(shp_o[0])))
+    return rows
+
+
+def _box_box(dims, bodies, com):
+    """The points of two boxes: each box's 8 corners against the other box (a corner in a face), and each
+    edge of the first against each edge of the second (12 × 12: two edges crossing)."""
+    half = [0.5 * d[0:3] for d in dims]
+    centre = [d[3:6] for d in dims]
+    rows = []
+    for a, b in ((0, 1), (1, 0)):
+        corners = np.array([[i, j, k] for i in (-1, 1) for j in (-1, 1) for k in (-1, 1)], float) * half[a]
+        for p in corners:
+            rows.append(_row(s=bodies[a], o=bodies[b], ds=centre[a] + p - com[bodies[a]], Rs=0.0,
+                             L=float(np.linalg.norm(half[a])), reach_s=0.0, kind=BOX,
+                             do=centre[b] - com[bodies[b]], reach_o=float(np.linalg.norm(half[b])),
+                             half=np.r_[half[b], 0.0, 0.0, 0.0]))
+    ba, bb = bodies
+    for mid_a, i, la in _box_edges(half[0]):
+        for mid_b, j, lb in _box_edges(half[1]):
+            # half = [the edge midpoints from their boxes' centres: O's (O axes), then S's (S axes)]
+            rows.append(_row(s=ba, o=bb, ds=centre[0] + mid_a - com[ba], do=centre[1] + mid_b - com[bb],
+                             axis=np.eye(3)[i], no=np.eye(3)[j], Rs=float(la), Ro=float(lb), reach_s=float(la),
+                             reach_o=float(lb), L=float(np.linalg.norm(half[0])), kind=EDGE, half=np.r_[mid_b, mid_a]))
+    return rows
+
+
 class Contacts:
     """The compliant contacts of a model (see the module docstring).
 
@@ -178,9 +415,8 @@ class Contacts:
         joints = spec.joints
         fixed = {p.name for p in spec.parts if p.fixed}
         names, seen = [], set()
-        s_b, o_b, s_d, o_d, o_n, R_s, R_o, plane, owners, L, from_e = [], [], [], [], [], [], [], [], [], [], []
-        o_half = []
-        k, lam, xi, n_exp, mu_s, mu_d, v_s, axes, e_list = [], [], [], [], [], [], [], [], []
+        rows, owners, from_e = [], [], []
+        k, lam, xi, n_exp, mu_s, mu_d, v_s, e_list = [], [], [], [], [], [], [], []
         for c in spec.contacts:
             if c.method in METHODS and c.method != self.method:
                 continue
@@ -240,77 +476,26 @@ class Contacts:
             if vs <= 0:
                 fail("`stiction_velocity` must be > 0 (m/s)")
             kinds = [kind for kind, _ in c.shapes]
-            if sorted(kinds) not in BUILT_PAIRS:
-                fail(f"shapes {kinds} are not a built pair", hint=f"built pairs: {BUILT_PAIRS_TEXT}")
-            # S: the tessellation points or the sphere (the first of two), the box (its corners: spheres of
-            # radius 0) or the cylinder (its two rim circles); O: the other
-            si = next(kinds.index(kind) for kind in ("points", "sphere", "box", "cylinder") if kind in kinds)
-            oi = 1 - si
-            bs_, bo_ = model.body_index(c.parts[si]), model.body_index(c.parts[oi])
-            shp_s, shp_o = c.shapes[si][1], c.shapes[oi][1]
-            if kinds[si] == "sphere":
-                if shp_s[0] <= 0:
-                    fail("a sphere's radius must be > 0")
-                points = [(np.asarray(shp_s[1:4], float), float(shp_s[0]), float(shp_s[0]), _NO_AXIS)]
-            elif kinds[si] == "cylinder":
-                radius, height = float(shp_s[0]), float(shp_s[1])
-                if radius <= 0 or height <= 0:
-                    fail("a cylinder's radius and height must be > 0")
-                centre, axis = np.asarray(shp_s[2:5], float), np.asarray(shp_s[5:8], float)
-                axis = axis / np.linalg.norm(axis)
-                length = math.hypot(radius, 0.5 * height)
-                points = [(centre + side * 0.5 * height * axis, radius, length, axis) for side in (-1.0, 1.0)]
-            elif kinds[si] == "points":
-                # a tessellation's vertices (part frame): spheres of radius 0, as a box's corners
-                xyz = np.asarray(shp_s, float).reshape(-1, 3)
-                if len(xyz) == 0:
-                    fail("a `mesh` shape has no points")
-                length = max(float(np.max(np.linalg.norm(xyz - xyz.mean(axis=0), axis=1))), 1e-6)
-                points = [(x, 0.0, length, _NO_AXIS) for x in xyz]
-            else:
-                half = 0.5 * np.asarray(shp_s[0:3], float)
-                if np.any(half <= 0):
-                    fail("a box's edge lengths must be > 0")
-                centre = np.asarray(shp_s[3:6], float)
-                corners = np.array([[i, j, k] for i in (-1, 1) for j in (-1, 1) for k in (-1, 1)], float) * half
-                points = [(centre + p, 0.0, float(np.linalg.norm(half)), _NO_AXIS) for p in corners]
+            pair_kinds = sorted(kinds)
+            if pair_kinds == ["plane", "plane"]:
+                fail("shapes 'plane' and 'plane' are not a pair cadmotion can build: two half-spaces overlap "
+                     "unless their normals are opposite, and then they touch everywhere",
+                     hint="give one part a box (its corners carry a face on a plane) or a cylinder (its rims)")
+            if pair_kinds not in BUILT_PAIRS:
+                fail(f"shapes {kinds[0]!r} and {kinds[1]!r} are not a built pair",
+                     hint=f"built pairs: {BUILT_PAIRS_TEXT}")
+            if self.method != "compliant" and pair_kinds in COMPLIANT_ONLY:
+                fail(f"shapes {kinds[0]!r} and {kinds[1]!r} are built for the compliant method only (their edge "
+                     "contacts appear and vanish with the pose, which the unilateral active set cannot follow)",
+                     hint='write method = "compliant" with a `stiffness` and `restitution` or `damping`')
+            bodies = [model.body_index(p) for p in c.parts]
+            points = _points(c.shapes, bodies, com, fail)
             owner = len(names)
             names.append(c.name)
-            for centre, radius, length, axis in points:
+            for point in points:
+                rows.append(point)
                 owners.append(owner)
-                axes.append(axis)
                 e_list.append(0.0 if e is None else float(e))
-                s_b.append(bs_)
-                o_b.append(bo_)
-                # part frame = body frame; offsets from the com (body axes)
-                s_d.append(centre - com[bs_])
-                R_s.append(radius)
-                L.append(length)
-                o_half.append(np.zeros(3))
-                if kinds[oi] == "plane":
-                    plane.append(True)
-                    o_d.append(np.asarray(shp_o[0:3], float) - com[bo_])
-                    nrm = np.asarray(shp_o[3:6], float)
-                    o_n.append(nrm / np.linalg.norm(nrm))
-                    R_o.append(0.0)
-                elif kinds[oi] == "box":
-                    # a sphere against a box: the box's point nearest the sphere's centre (its
-                    # faces, edges and corners); half edge lengths along O's body axes
-                    plane.append(False)
-                    half_o = 0.5 * np.asarray(shp_o[0:3], float)
-                    if np.any(half_o <= 0):
-                        fail("a box's edge lengths must be > 0")
-                    o_half[-1] = half_o
-                    o_d.append(np.asarray(shp_o[3:6], float) - com[bo_])
-                    o_n.append(np.zeros(3))
-                    R_o.append(0.0)
-                else:
-                    plane.append(False)
-                    if shp_o[0] <= 0:
-                        fail("a sphere's radius must be > 0")
-                    o_d.append(np.asarray(shp_o[1:4], float) - com[bo_])
-                    o_n.append(np.zeros(3))
-                    R_o.append(float(shp_o[0]))
                 k.append(float(params.get("stiffness", 0.0)))
                 lam.append(float(params.get("damping", 0.0)))
                 xi.append(restitution_factor(e) if e is not None and self.method == "compliant" else 0.0)
@@ -325,19 +510,22 @@ class Contacts:
         arr = np.asarray
         self.owner = arr(owners, int)
         self.n = len(owners)
-        self.L = arr(L, float)
-        self.s, self.o = arr(s_b, int), arr(o_b, int)
-        self.ds, self.do = arr(s_d, float).reshape(-1, 3), arr(o_d, float).reshape(-1, 3)
-        self.no = arr(o_n, float).reshape(-1, 3)
-        self.Rs, self.Ro = arr(R_s, float), arr(R_o, float)
-        self.plane = arr(plane, bool)
-        #: half edge lengths (O's body axes, m) where O is a box against a sphere, else zero
-        self.half_o = arr(o_half, float).reshape(-1, 3)
-        self.box_o = np.any(self.half_o > 0, axis=1)
-        #: a rim circle's axis (body frame of S; zero for a sphere or a corner): the point of S nearest the
-        #: plane lies on the rim, R from its centre
-        self.axis = arr(axes, float).reshape(-1, 3)
-        self.rim = np.linalg.norm(self.axis, axis=1) > 0
+        col = lambda key, dtype=float: arr([r[key] for r in rows], dtype)  # noqa: E731
+        #: per point: S's and O's body, S's centre and O's centre (body axes, from the com, m), O's plane
+        #: normal or cylinder axis (O's body axes), S's rim or edge axis (S's body axes), S's and O's radius or
+        #: edge half length (m), O's dimensions (:func:`_points`), the kind bits (:mod:`._contact_kernels`),
+        #: a length scale (m) and the reach of each side's shape from its centre (m, the broad phase)
+        self.s, self.o = col("s", int), col("o", int)
+        self.ds, self.do = col("ds").reshape(-1, 3), col("do").reshape(-1, 3)
+        self.no, self.axis = col("no").reshape(-1, 3), col("axis").reshape(-1, 3)
+        self.Rs, self.Ro, self.L = col("Rs"), col("Ro"), col("L")
+        self.half_o = col("half").reshape(-1, 6)
+        self.kind = col("kind", int)
+        self.reach_s, self.reach_o = col("reach_s"), col("reach_o")
+        self.plane = (self.kind & PLANE) > 0
+        self.rim = (self.kind & RIM) > 0
+        #: O a plane or a bore (material without a bounding sphere: the broad phase never skips it)
+        self.unbounded = (self.kind & (PLANE | BORE)) > 0
         #: each point's coefficient of restitution (0 where none is given)
         self.e = arr(e_list, float)
         self.k, self.lam, self.xi, self.exp = arr(k, float), arr(lam, float), arr(xi, float), arr(n_exp, float)
@@ -361,7 +549,6 @@ class Contacts:
 
         order = np.lexsort((self.o, self.s)) if self.n else np.zeros(0, int)
         s, o = self.s[order], self.o[order]
-        kind = (np.where(self.plane, C.PLANE, 0) | np.where(self.box_o, C.BOX, 0) | np.where(self.rim, C.RIM, 0))
         par = np.zeros((self.n, C.N_PAR))
         columns = {C.P_RS: self.Rs, C.P_RO: self.Ro, C.P_K: self.k, C.P_LAM: self.lam, C.P_XI: self.xi,
                    C.P_EXP: self.exp, C.P_FROM_E: self.from_restitution, C.P_MUS: self.mu_s, C.P_MUD: self.mu_d,
@@ -372,18 +559,17 @@ class Contacts:
         ends = np.r_[starts[1:], self.n].astype(int)
         pair = np.zeros((len(starts), 5), np.int64)
         pc = np.zeros((len(starts), C.N_PC))
-        reach_o = self.Ro + np.linalg.norm(self.half_o, axis=1)
         for p, (a, b) in enumerate(zip(starts, ends)):
             idx = order[a:b]
-            pair[p] = (s[a], o[a], a, b, int(np.any(self.plane[idx])))
-            for col, d, reach in ((C.C_CS, self.ds[idx], self.Rs[idx]), (C.C_CO, self.do[idx], reach_o[idx])):
+            pair[p] = (s[a], o[a], a, b, int(np.any(self.unbounded[idx])))
+            for col, d, reach in ((C.C_CS, self.ds[idx], self.reach_s[idx]), (C.C_CO, self.do[idx], self.reach_o[idx])):
                 centre = d.mean(axis=0)
                 radius = float(np.max(np.linalg.norm(d - centre, axis=1) + reach))
                 pc[p, col:col + 3] = centre
                 pc[p, C.C_RS if col == C.C_CS else C.C_RO] = radius
                 pc[p, C.C_REACH_S if col == C.C_CS else C.C_REACH_O] = np.linalg.norm(centre) + radius
         arrays = (s, o, self.ds[order], self.do[order], self.no[order], self.half_o[order], self.axis[order],
-                  kind[order].astype(np.int64), par, pair, pc, np.zeros(self.n),
+                  self.kind[order].astype(np.int64), par, pair, pc, np.zeros(self.n),
                   np.array([int(bool(self.activation))], np.int64), np.zeros(C.N_STATS))
         return arrays, order
 
@@ -403,33 +589,28 @@ class Contacts:
         (As, rs, vs, ws), (Ao, ro, vo, wo) = S, O
         sel = slice(None) if idx is None else idx
         ds, do, no, Rs, Ro = self.ds[sel], self.do[sel], self.no[sel], self.Rs[sel], self.Ro[sel]
-        plane, rim, axis = self.plane[sel], self.rim[sel], self.axis[sel]
+        kind, half, axis = self.kind[sel], self.half_o[sel], self.axis[sel]
+        plane, rim, edge = (kind & PLANE) > 0, (kind & RIM) > 0, (kind & EDGE) > 0
         cs = rs + np.einsum("nij,nj->ni", As, ds)
         co = ro + np.einsum("nij,nj->ni", Ao, do)
-        box = self.box_o[sel]
+        solid = np.flatnonzero(kind & (BOX | CYL | BORE))
         inside = np.zeros(len(cs), bool)
-        if np.any(box):
-            # a box O: measure from its point nearest S's centre (clamped in O's axes); a centre
-            # inside the box is pushed out through the nearest face (its depth below that face)
-            half = self.half_o[sel]
-            local = np.einsum("nji,nj->ni", Ao, cs - co)
-            clamped = np.clip(local, -half, half)
-            depth = half - np.abs(local)
-            inside = box & np.all(depth > 0, axis=1)
-            face = np.argmin(np.where(half > 0, depth, np.inf), axis=1)
-            nearest = np.where(inside[:, None], local, clamped)
-            co = np.where(box[:, None], co + np.einsum("nij,nj->ni", Ao, nearest), co)
+        n_in, depth = np.zeros((len(cs), 3)), np.zeros(len(cs))
+        if len(solid):
+            # O a box, a cylinder or a bore: measure from its material's point nearest S's centre; a centre
+            # inside the material is pushed out through the nearest surface (its depth below that surface)
+            k = solid
+            local = np.einsum("nji,nj->ni", Ao[k], cs[k] - co[k])
+            near, inside[k], normal, depth[k] = _nearest(kind[k], local, no[k], half[k])
+            co[k] = co[k] + np.einsum("nij,nj->ni", Ao[k], near)
+            n_in[k] = np.einsum("nij,nj->ni", Ao[k], normal)
         d = cs - co
         dist = np.linalg.norm(d, axis=1)
         n_plane = np.einsum("nij,nj->ni", Ao, no)
         n_sph = d / np.where(dist > 0, dist, 1.0)[:, None]
         n = np.where(plane[:, None], n_plane, n_sph)
-        if np.any(inside):
-            k = np.flatnonzero(inside)
-            sign = np.where(local[k, face[k]] >= 0, 1.0, -1.0)
-            n[k] = Ao[k, :, face[k]] * sign[:, None]
-            dist = dist.copy()
-            dist[k] = -depth[k, face[k]]
+        n = np.where(inside[:, None], n_in, n)
+        dist = np.where(inside, -depth, dist)
         # the offset from S's centre to its point nearest O: R n for a sphere, R û for a rim circle
         # (û the unit projection of n on the rim's plane; a rim lying flat on the plane: its centre)
         off = Rs[:, None] * n
@@ -442,6 +623,9 @@ class Contacts:
         reach = np.sum(off * n, 1)
         delta = np.where(plane, reach - np.sum(d * n_plane, 1), Rs + Ro - dist)
         x = cs - off + 0.5 * delta[:, None] * n
+        if np.any(edge):
+            k = np.flatnonzero(edge)
+            n[k], delta[k], x[k] = _edge_edge(As[k], Ao[k], cs[k], co[k], axis[k], no[k], Rs[k], Ro[k], half[k])
         vr = vs + cross(ws, x - rs) - vo - cross(wo, x - ro)
         vn = np.sum(vr * n, 1)
         return n, delta, x, -vn, vr - vn[:, None] * n

@@ -1,7 +1,8 @@
 """Declared contacts, unilateral method: constraints that act only while the bodies touch.
 
 Geometry: the contact points of :class:`.contacts.Contacts` (a sphere, a box corner or a cylinder's
-rim circle S against a plane or a sphere O; world frame), with the gap g = −δ (m, > 0 apart), the unit
+rim circle S against a plane, a sphere, a box, a cylinder or a bore O; world frame; box–box is compliant
+only), with the gap g = −δ (m, > 0 apart), the unit
 normal n from O toward S and the contact point x. The relative velocity of the material points at x is
 v_r = J_p v (J_p: 3 × nv, [I, −[x − r_s]×] on S's velocities, minus the same on O's), so
 
@@ -271,12 +272,12 @@ class UnilateralContacts(Contacts):
         """The largest step (s) in which no open point can pass right through a finite shape (a sphere,
         a box) it approaches without its gap being negative at the step's end, where the switch is
         looked for: half the gap plus the sphere's radius over the relative speed (a plane's
-        half-space cannot be passed); inf when no open point is apart from a finite shape. ``g``,
-        ``gd``, ``vt``: the gaps, their rates and the slip velocities of :meth:`gaps`."""
+        half-space and a bore's unbounded wall cannot be passed); inf when no open point is apart from
+        a finite shape. ``g``, ``gd``, ``vt``: the gaps, their rates and the slip velocities of :meth:`gaps`."""
         m = self.np
         if not m:
             return np.inf
-        apart = (self.modes(state)[:m] == OPEN) & ~self.plane[:m] & (g[:m] > 0)
+        apart = (self.modes(state)[:m] == OPEN) & ~self.unbounded[:m] & (g[:m] > 0)
         if not np.any(apart):
             return np.inf
         speed = np.hypot(gd[:m], np.linalg.norm(vt[:m], axis=1))[apart]

@@ -250,8 +250,8 @@ def _ball_data(**contact):
     (dict(restitution=-0.1), ["ball_floor", "restitution", "negative"]),
     (dict(friction=-0.2), ["ball_floor", "friction", "negative"]),
     (dict(friction={"static": 0.2, "dynamic": 0.3}), ["ball_floor", "dynamic", "static"]),
-    (dict(shape=[{"cylinder": [1, 1]}, {"sphere": 0.1}]), ["ball_floor", "cylinder", "sphere", "not built"]),
-    (dict(shape=[{"box": [1, 1, 1]}, {"box": [0.1, 0.1, 0.1]}]), ["ball_floor", "box", "not built"]),
+    (dict(shape=[{"cylinder": [1, 1]}, {"box": [1, 1, 1]}]), ["ball_floor", "cylinder", "box", "not built"]),
+    (dict(shape=[{"plane": {}}, {"plane": {}}]), ["ball_floor", "plane", "not built"]),
     (dict(shape=[{"sphere": 0.05}]), ["ball_floor", "shape"]),
 ])
 def test_bad_contact_tables_are_refused_naming_the_contact(change, words):

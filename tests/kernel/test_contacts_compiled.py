@@ -30,7 +30,8 @@ G = 9.81
 
 def _model():
     """A ball on a floor and one on a box, a box (corners) and a cylinder (rims) on the floor, two balls
-    touching: every primitive pair, with friction, one contact in the damping form."""
+    touching, a box resting on a box (corners), two boxes crossed edge on edge, a ball in a pipe (a bore) and
+    one on a cylinder's side: every primitive pair, with friction, one contact in the damping form."""
     law = {"method": "compliant", "stiffness": 1e6, "exponent": 1.5, "restitution": 0.7,
            "friction": {"static": 0.5, "dynamic": 0.3}, "stiction_velocity": 1e-2}
     parts = {"floor": {"fixed": True},
@@ -39,7 +40,15 @@ def _model():
              "ball2": {"position": [0.5, 0, 0.15], "mass": 0.5, "inertia": [5e-4] * 3},
              "block": {"position": [0.5, 0, 0.05], "mass": 2.0, "inertia": [4e-3] * 3},
              "disc": {"position": [-0.5, 0, 0.1], "orientation": [math.sqrt(0.5), math.sqrt(0.5), 0, 0],
-                      "mass": 2.0, "inertia": [0.01125, 0.01125, 0.01]}}
+                      "mass": 2.0, "inertia": [0.01125, 0.01125, 0.01]},
+             "top": {"position": [0.5, 0, 0.15], "mass": 1.0, "inertia": [2e-3] * 3},
+             "ridge": {"position": [2, 0, 0], "orientation": [math.cos(math.pi / 8), math.sin(math.pi / 8), 0, 0],
+                       "fixed": True},
+             "cross": {"position": [2, 0, 0.1 * math.sqrt(2)], "mass": 1.0, "inertia": [2e-3] * 3,
+                       "orientation": [math.cos(math.pi / 8), 0, math.sin(math.pi / 8), 0]},
+             "pipe": {"position": [-2, 0, 0], "fixed": True},
+             "pipe_ball": {"position": [-2, 0, -0.08], "mass": 0.3, "inertia": [5e-5] * 3},
+             "post_ball": {"position": [-2, 0.13, 0], "mass": 0.3, "inertia": [5e-5] * 3}}
     plane = {"plane": {"normal": [0, 0, 1]}}
     contacts = [
         dict(law, name="ball_floor", parts=["ball", "floor"], shape=[{"sphere": 0.05}, plane]),
@@ -49,6 +58,13 @@ def _model():
         dict(law, name="block_floor", parts=["block", "floor"], shape=[{"box": [0.2, 0.1, 0.1]}, plane]),
         {**{k: v for k, v in law.items() if k != "restitution"}, "damping": 5e5, "name": "disc_floor",
          "parts": ["disc", "floor"], "shape": [{"cylinder": [0.1, 0.05]}, plane]},
+        dict(law, name="boxes", parts=["top", "block"], shape=[{"box": [0.1, 0.08, 0.1]}, {"box": [0.2, 0.1, 0.1]}]),
+        dict(law, name="crossed", parts=["cross", "ridge"],
+             shape=[{"box": [0.1, 0.6, 0.1]}, {"box": [0.6, 0.1, 0.1]}]),
+        dict(law, name="in_pipe", parts=["pipe_ball", "pipe"],
+             shape=[{"sphere": 0.02}, {"cylinder": [0.1, 1.0], "axis": [1, 0, 0], "inside": True}]),
+        dict(law, name="on_post", parts=["post_ball", "pipe"],
+             shape=[{"sphere": 0.02}, {"cylinder": [0.11, 1.0], "axis": [1, 0, 0]}]),
     ]
     data = {"units": "m", "gravity": [0, 0, -G], "parts": parts, "contacts": contacts}
     return compile_model(parse_model(data, source="primitives (test)"))
@@ -77,7 +93,8 @@ def _random_states(model, q0, v0, n, seed):
 
 def _points_model():
     """A rock given as the vertices of a tessellation (``mesh``: spheres of radius 0) lying on the
-    floor and touching a box and a ball: the points against each shape they are built for."""
+    floor and touching a box, a ball and a standing post: the points against each shape they are
+    built for."""
     rng = np.random.default_rng(7)
     rock = rng.normal(size=(40, 3))
     rock = 0.05 * rock / np.linalg.norm(rock, axis=1)[:, None] * rng.uniform(0.8, 1.0, size=(40, 1))
@@ -89,7 +106,10 @@ def _points_model():
     parts = {"floor": {"fixed": True},
              "rock": {"position": [0, 0, 0.05], "mass": 1.0, "inertia": [1e-3] * 3},
              "block": {"position": [float(block_x), 0, 0.05], "mass": 2.0, "inertia": [4e-3] * 3},
-             "ball": {"position": [0, float(ball_y), 0.05], "mass": 0.5, "inertia": [5e-4] * 3}}
+             "ball": {"position": [0, float(ball_y), 0.05], "mass": 0.5, "inertia": [5e-4] * 3},
+             # a post (R 3 cm, axis z) whose side passes through the rock's furthest vertex in −x: every
+             # vertex is at least R from its axis
+             "post": {"position": [float(x.min()) - 0.03, 0, 0.05], "mass": 1.0, "inertia": [1e-3] * 3}}
     data = {"units": "m", "gravity": [0, 0, -G], "parts": parts}
     spec = parse_model(data, source="points (test)")
     law = dict(method="compliant", restitution=0.7, friction=(0.5, 0.3),
@@ -100,7 +120,9 @@ def _points_model():
                 ContactSpec(name="rock_block", parts=("rock", "block"),
                             shapes=(points, ("box", (0.1, 0.1, 0.1, 0, 0, 0))), **law),
                 ContactSpec(name="rock_ball", parts=("ball", "rock"), shapes=(("sphere", (0.05, 0, 0, 0)), points),
-                            **law))
+                            **law),
+                ContactSpec(name="rock_post", parts=("rock", "post"),
+                            shapes=(points, ("cylinder", (0.03, 0.2, 0, 0, 0, 0, 0, 1))), **law))
     return compile_model(dataclasses.replace(spec, contacts=contacts))
 
 
@@ -165,6 +187,32 @@ def test_the_broad_phase_evaluates_only_the_pairs_that_are_close():
         assert _counts(form, np.concatenate([q.ravel(), v0, [0.0]])) == pressed
 
 
+def test_boxes_apart_are_skipped_and_the_step_limit_is_still_the_numpy_one():
+    # 3 free cubes (0.1 m) in a row 1 cm apart, every pair declared (3 × 160 box–box points), moving and turning
+    # at random: the broad phase skips the far pair (2 cm apart, bounding spheres 0.087 m) — its corner and
+    # edge points' limits are bounded by ½ g / V — and the compiled limit and accelerations equal numpy's
+    parts = {f"c{i}": {"position": [i * 0.11, 0, 0], "mass": 1.0, "inertia": [1.7e-3] * 3} for i in range(3)}
+    contacts = [{"name": f"c{i}_{j}", "parts": [f"c{i}", f"c{j}"], "shape": [{"box": [0.1] * 3}, {"box": [0.1] * 3}],
+                 "method": "compliant", "stiffness": 1e6, "damping": 1e4} for i in range(3) for j in range(i + 1, 3)]
+    model = compile_model(parse_model({"units": "m", "parts": parts, "contacts": contacts}, source="cubes (test)"))
+    form, q0, v0 = _form(model)
+    fast, dyn = form._fast, form.dyn
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        v = rng.uniform(-1, 1, size=v0.shape) * np.tile([1, 1, 1, 10, 10, 10], 3)
+        y = np.concatenate([q0, v, [0.0]])
+        points = _counts(form, y)[1]
+        assert points < 3 * 160  # the far pair skipped
+        bs = body_state(model, dyn.mass, q0, v)
+        limit = K.contact_step_limit(y, fast.df, fast.di, fast.dd, fast.ws)
+        assert limit == pytest.approx(dyn.forces.step_limit(bs, form.refs), rel=1e-12)
+        compiled = fast(0.0, y)
+        form._fast = None
+        reference = form.rhs(0.0, y)
+        form._fast = fast
+        assert np.max(np.abs(compiled - reference)) <= 1e-12 * max(np.max(np.abs(reference)), 1.0)
+
+
 def test_a_row_of_balls_moves_the_same_with_and_without_the_broad_phase():
     # Newton's cradle-like chain of impacts along 6 balls: momentum is conserved, and skipping the far
     # pairs changes nothing (their forces are exactly zero)
@@ -181,6 +229,8 @@ def test_a_row_of_balls_moves_the_same_with_and_without_the_broad_phase():
 def test_compiled_kernel_constants_are_the_numpy_ones():
     assert (CK.MIN_IMPACT_SPEED, CK.STEPS_PER_CONTACT, CK.TOUCH_STEP) == (
         C.MIN_IMPACT_SPEED, C.STEPS_PER_CONTACT, C.TOUCH_STEP)
+    assert (CK.PLANE, CK.BOX, CK.RIM, CK.CYL, CK.BORE, CK.EDGE, CK.EDGE_PARALLEL, CK.EDGE_MARGIN) == (
+        C.PLANE, C.BOX, C.RIM, C.CYL, C.BORE, C.EDGE, C.EDGE_PARALLEL, C.EDGE_MARGIN)
 
 
 def test_contact_models_run_in_the_compiled_dop853_loop():

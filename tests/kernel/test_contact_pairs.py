@@ -1,0 +1,317 @@
+"""Compliant contacts between two boxes and between a sphere and a cylinder (issue 16), against independent references.
+
+References: hand-computed distances of a sphere to a cylinder's side, cap and rim and to a bore's wall and
+end, and of two box edges crossing at an angle; the static Hertz penetration (m g / (j k))^(1/n) of a box
+resting on j = 4 corners of a larger box and of a box balanced on one edge of another (crossed at 90°), with
+the free-fall time of its drop; the small oscillation periods of a ball in a horizontal pipe, sliding without
+friction, ω² = g/(R − r), and rolling without slipping, ω² = 5 g/(7 (R − r)); the refusals of the pairs cadmotion
+does not build.
+"""
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+
+from cadmotion.errors import MechanismError, ModelFileError
+from cadmotion.importers.modelfile import parse_model
+from cadmotion.kernel import compile_model
+from cadmotion.kernel.dynamics import simulate
+from cadmotion.kernel.dynamics.contacts import EDGE
+from cadmotion.kernel.dynamics.equations import Dynamics
+from cadmotion.kernel.dynamics.mass import body_state
+
+G = 9.81
+LAW = {"method": "compliant", "stiffness": 1e7, "exponent": 1.5}
+
+
+def _contacts_at(data, **positions):
+    """(contacts, body state) of the model ``data`` with parts moved to ``positions`` (m, assembly frame), at rest."""
+    for part, p in positions.items():
+        data["parts"][part]["position"] = list(p)
+    model = compile_model(parse_model(data, source="pairs (test)"))
+    dyn = Dynamics(model)
+    return dyn.forces.contacts, body_state(model, dyn.mass, model.q0.copy(), np.zeros(dyn.nv))
+
+
+# ---------------------------------------------------------------------------- geometry against hand-computed distances
+def _ball_and_cylinder(inside):
+    cylinder = {"cylinder": [0.1, 0.4], "axis": [1, 0, 0], "inside": inside}
+    return {"units": "m", "parts": {"cyl": {"fixed": True}, "ball": {"mass": 1.0, "inertia": [1e-4] * 3}},
+            "contacts": [dict(LAW, name="c", parts=["ball", "cyl"], damping=0.0,
+                              shape=[{"sphere": 0.02}, cylinder])]}
+
+
+@pytest.mark.parametrize("centre, delta, normal", [
+    ((0.05, 0.0, 0.119), 0.001, (0, 0, 1)),                      # on the side, 1 mm in
+    ((0.05, 0.07, -0.07), 0.02 - (0.07 * math.sqrt(2) - 0.1), (0, 1 / math.sqrt(2), -1 / math.sqrt(2))),
+    ((0.219, 0.03, 0.0), 0.001, (1, 0, 0)),                      # on the +x cap
+    ((-0.21, 0.0, -0.11), 0.02 - 0.01 * math.sqrt(2), (-1 / math.sqrt(2), 0, -1 / math.sqrt(2))),  # on the rim
+    ((0.0, 0.0, 0.09), 0.03, (0, 0, 1)),                         # centre inside: out through the side
+    ((0.195, 0.0, 0.0), 0.025, (1, 0, 0)),                       # centre inside, nearer the cap
+    ((0.05, 0.0, 0.2), -0.08, (0, 0, 1)),                        # apart
+])
+def test_a_sphere_against_a_solid_cylinder_measures_from_its_side_caps_and_rims(centre, delta, normal):
+    contacts, bs = _contacts_at(_ball_and_cylinder(False), ball=centre)
+    n, d, x, _, _ = contacts.geometry(bs)
+    assert d[0] == pytest.approx(delta, abs=1e-14)
+    np.testing.assert_allclose(n[0], normal, atol=1e-14)
+    # the contact point is halfway through the overlap, along the normal from the sphere's deepest point
+    np.testing.assert_allclose(x[0], np.asarray(centre) - (0.02 - delta / 2) * np.asarray(normal), atol=1e-14)
+
+
+@pytest.mark.parametrize("centre, delta, normal", [
+    ((0.1, 0.0, -0.081), 0.001, (0, 0, 1)),                      # on the pipe's wall, 1 mm in
+    ((0.1, 0.05, 0.05), 0.02 - (0.1 - 0.05 * math.sqrt(2)), (0, -1 / math.sqrt(2), -1 / math.sqrt(2))),
+    ((0.0, 0.0, 0.0), -0.08, None),                              # on the axis: 8 cm from the wall all round
+    ((0.21, 0.0, 0.09), 0.02 - math.hypot(0.01, 0.01), (1 / math.sqrt(2), 0, -1 / math.sqrt(2))),  # at its end's rim
+    ((0.0, 0.0, 0.105), 0.025, (0, 0, -1)),                      # centre in the wall's material: back through it
+])
+def test_a_sphere_in_a_bore_measures_from_its_wall_and_its_ends(centre, delta, normal):
+    contacts, bs = _contacts_at(_ball_and_cylinder(True), ball=centre)
+    n, d, _, _, _ = contacts.geometry(bs)
+    assert d[0] == pytest.approx(delta, abs=1e-14)
+    if normal is not None:
+        np.testing.assert_allclose(n[0], normal, atol=1e-14)
+
+
+@pytest.mark.parametrize("angle", [60.0, 45.0, 30.0])
+def test_a_box_ridge_crossing_two_box_edges_overlaps_each_by_the_distance_of_their_lines(angle):
+    # the low box (long along y, top face z = 0.05, top edges along y at x = ±0.05); the upper box long along its
+    # x, turned 45° about that axis (its lowest edge a ridge 0.05 √2 below its centre) and then φ about z: the
+    # ridge, 2 mm below the top face, crosses the two top edges at y = ±0.05 tan φ; there the edges' common
+    # normal is z and they overlap by 2 mm; no corner of either box is inside the other
+    phi = math.radians(angle)
+    cz, sz = math.cos(phi / 2), math.sin(phi / 2)
+    cx, sx = math.cos(math.pi / 8), math.sin(math.pi / 8)
+    turned = [cz * cx, cz * sx, sz * sx, sz * cx]  # q_z(φ) q_x(45°)
+    zc = 0.05 + 0.05 * math.sqrt(2) - 0.002
+    data = {"units": "m", "parts": {"low": {"fixed": True},
+                                    "up": {"mass": 1.0, "inertia": [1e-3] * 3, "orientation": turned}},
+            "contacts": [dict(LAW, name="bb", parts=["up", "low"], damping=0.0,
+                              shape=[{"box": [0.6, 0.1, 0.1]}, {"box": [0.1, 0.6, 0.1]}])]}
+    contacts, bs = _contacts_at(data, up=(0.0, 0.0, zc))
+    n, d, x, _, _ = contacts.geometry(bs)
+    touching = np.flatnonzero(d > 0)
+    assert len(touching) == 2 and np.all(contacts.kind[touching] == EDGE)
+    np.testing.assert_allclose(d[touching], 0.002, atol=1e-14)
+    np.testing.assert_allclose(n[touching], [[0, 0, 1]] * 2, atol=1e-14)
+    y = 0.05 * math.tan(phi)
+    np.testing.assert_allclose(x[touching][np.argsort(x[touching, 1])], [[-0.05, -y, 0.049], [0.05, y, 0.049]],
+                               atol=1e-14)
+
+
+# ---------------------------------------------------------------------------- boxes at rest: the static Hertz depth
+def test_a_box_resting_on_a_larger_box_shares_its_weight_on_four_corners():
+    k, n, m = 1e7, 1.5, 1.0
+    data = {"units": "m", "gravity": [0, 0, -G],
+            "parts": {"base": {"fixed": True},
+                      "top": {"position": [0.05, -0.02, 0.1 + 0.05], "mass": m, "inertia": [1.7e-3, 4.2e-3, 4.2e-3]}},
+            "contacts": [dict(LAW, name="stack", parts=["top", "base"], damping=2e8,
+                              shape=[{"box": [0.2, 0.1, 0.1]}, {"box": [0.6, 0.5, 0.2]}])]}
+    model = compile_model(parse_model(data, source="box on box"))
+    motion = simulate(model, t_end=1.0, steps=10)
+    assert motion.complete, motion.message
+    delta = (m * G / (4 * k)) ** (1 / n)  # each corner carries m g / 4 = k δ^n
+    assert motion.extra["stack.normal_force"][-1] == pytest.approx(m * G, rel=1e-6)
+    assert motion.extra["stack.penetration"][-1] == pytest.approx(delta, rel=1e-5)
+    # level, δ below its start: every bottom corner at the same depth δ (fewer corners would sink deeper)
+    top = motion.parts.index("top")
+    assert motion.position[-1, top, 2] == pytest.approx(0.15 - delta, abs=1e-9)
+
+
+def test_a_box_dropped_crosswise_on_a_box_edge_is_held_by_the_edge_contact():
+    # the lower box turned 45° about x (a ridge along x at z = 0.05 √2), the upper one 45° about y (a ridge along y
+    # at its bottom), sliding on a vertical prismatic joint: it falls h0, touches at the free-fall time and comes to
+    # rest on the one edge–edge point, k δ^n = m g — no corner of either box touches
+    k, n, m, h0 = 1e7, 1.5, 1.0, 0.01
+    c, s = math.cos(math.pi / 8), math.sin(math.pi / 8)
+    ridge = 0.05 * math.sqrt(2)
+    data = {"units": "m", "gravity": [0, 0, -G],
+            "parts": {"low": {"fixed": True, "orientation": [c, s, 0, 0]},
+                      "up": {"position": [0, 0, 2 * ridge + h0], "orientation": [c, 0, s, 0], "mass": m,
+                             "inertia": [0.031, 1.7e-3, 0.031]}},
+            "joints": [{"name": "slide", "type": "prismatic", "parts": ["low", "up"], "origin": [0, 0, 0.2],
+                        "axis": [0, 0, 1]}],
+            "contacts": [dict(LAW, name="crossed", parts=["up", "low"], damping=3e8,
+                              shape=[{"box": [0.1, 0.6, 0.1]}, {"box": [0.6, 0.1, 0.1]}])]}
+    model = compile_model(parse_model(data, source="crossed boxes"))
+    motion = simulate(model, times=np.linspace(0.0, 1.0, 2001), rtol=1e-9, atol=1e-11)
+    assert motion.complete, motion.message
+    t, active = motion.time, motion.extra["crossed.active"]
+    t1 = math.sqrt(2 * h0 / G)
+    first = t[np.argmax(active > 0)]
+    assert t1 <= first <= t1 + (t[1] - t[0]) + 1e-12
+    delta = (m * G / k) ** (1 / n)
+    assert motion.extra["crossed.normal_force"][-1] == pytest.approx(m * G, rel=1e-6)
+    assert motion.extra["crossed.penetration"][-1] == pytest.approx(delta, rel=1e-5)
+    assert motion.position[-1, motion.parts.index("up"), 2] == pytest.approx(2 * ridge - delta, abs=1e-9)
+    # the point carrying it is an edge–edge point under the crossing
+    assert abs(motion.extra["crossed.point_x"][-1]) < 1e-9 and abs(motion.extra["crossed.point_y"][-1]) < 1e-9
+
+
+def test_a_box_dropped_askew_on_a_box_ridge_bounces_on_edge_points_and_keeps_its_energy():
+    # frictionless and undamped, the elastic edge–edge force is conservative (δ̇ = −v_r·n exactly): E = T + V
+    # (gravity and the contact's k δ^(n+1)/(n+1)) stays E0 while the free box, turned 10° off square, bounces on
+    # the other's ridge; it first touches at the free-fall time of its 1 cm drop, on edge–edge points only
+    c8, s8 = math.cos(math.pi / 8), math.sin(math.pi / 8)
+    cz, sz = math.cos(math.radians(5)), math.sin(math.radians(5))
+    ridge, h0 = 0.05 * math.sqrt(2), 0.01
+    data = {"units": "m", "gravity": [0, 0, -G],
+            "parts": {"low": {"fixed": True, "orientation": [c8, s8, 0, 0]},
+                      "up": {"position": [0.01, 0.005, 2 * ridge + h0], "mass": 1.0, "inertia": [0.031, 1.7e-3, 0.031],
+                             "orientation": [cz * c8, -sz * s8, cz * s8, sz * c8]}},  # q_z(10°) q_y(45°)
+            "contacts": [dict(LAW, name="bb", parts=["up", "low"], damping=0.0,
+                              shape=[{"box": [0.1, 0.6, 0.1]}, {"box": [0.6, 0.1, 0.1]}])]}
+    model = compile_model(parse_model(data, source="askew boxes"))
+    motion = simulate(model, times=np.linspace(0.0, 0.6, 1201), rtol=1e-10, atol=1e-12)
+    assert motion.complete, motion.message
+    ex = motion.extra
+    E = ex["energy.kinetic"] + ex["energy.potential"]
+    assert np.max(np.abs(E - E[0])) < 1e-8 * E[0]
+    active = np.flatnonzero(ex["bb.active"] > 0)
+    assert len(active) > 20
+    t = motion.time
+    assert math.sqrt(2 * h0 / G) <= t[active[0]] <= math.sqrt(2 * h0 / G) + (t[1] - t[0])
+    dyn = Dynamics(model)
+    up = motion.parts.index("up")
+    for i in active:
+        q = np.r_[motion.position[i, up], motion.quaternion[i, up]]
+        depth = dyn.forces.contacts.geometry(body_state(model, dyn.mass, q, np.zeros(dyn.nv)))[1]
+        assert np.all(dyn.forces.contacts.kind[depth > 0] == EDGE)
+
+
+# ---------------------------------------------------------------------------- a ball in a pipe
+R_PIPE, R_BALL, M_BALL = 0.1, 0.02, 0.3
+
+
+def _ball_in_pipe(theta0, friction, stiffness):
+    """A solid ball (I = 2/5 m r²) resting on the wall of a fixed horizontal pipe (axis x), θ0 from the bottom."""
+    a = R_PIPE - R_BALL
+    return {"units": "m", "gravity": [0, 0, -G],
+            "parts": {"pipe": {"fixed": True},
+                      "ball": {"position": [0.0, a * math.sin(theta0), -a * math.cos(theta0)], "mass": M_BALL,
+                               "inertia": [0.4 * M_BALL * R_BALL ** 2] * 3}},
+            "contacts": [{"name": "rolling", "parts": ["ball", "pipe"], "method": "compliant", "stiffness": stiffness,
+                          "exponent": 1.5, "damping": 1e11, "friction": friction, "stiction_velocity": 1e-3,
+                          "shape": [{"sphere": R_BALL}, {"cylinder": [R_PIPE, 1.0], "axis": [1, 0, 0],
+                                                         "inside": True}]}]}
+
+
+def _period(motion):
+    """The mean period (s) of the ball's sideways swing y(t), from its downward zero crossings (interpolated)."""
+    t, y = motion.time, motion.position[:, motion.parts.index("ball"), 1]
+    i = np.flatnonzero((y[:-1] > 0) & (y[1:] <= 0))
+    crossings = t[i] + (t[i + 1] - t[i]) * y[i] / (y[i] - y[i + 1])
+    assert len(crossings) >= 3
+    return float(np.mean(np.diff(crossings)))
+
+
+@pytest.mark.parametrize("friction, factor, tol", [(0.0, 1.0, 1e-5), (0.8, 7 / 5, 3e-4)])
+def test_a_ball_in_a_pipe_swings_with_the_closed_form_period(friction, factor, tol):
+    # small oscillations about the bottom: ω² = g / (factor a), a the radius of the centre's path, factor 1 sliding
+    # without friction (the ball does not turn), 7/5 rolling without slipping (I = 2/5 m r²); the amplitude θ0
+    # adds θ0²/16 to the period (the pendulum's first correction). The compliant ball sits the static Hertz depth
+    # δ = (m g / k)^(2/3) into the wall (1.2e-4 of R − r): a = R − r + δ
+    theta0, k = 0.05, 1e8
+    motion = simulate(compile_model(parse_model(_ball_in_pipe(theta0, friction, k), source="ball in pipe")),
+                      times=np.linspace(0.0, 2.0, 401), rtol=1e-8, atol=1e-11)
+    assert motion.complete, motion.message
+    a = R_PIPE - R_BALL + (M_BALL * G / k) ** (2 / 3)
+    period = 2 * math.pi * math.sqrt(factor * a / G) * (1 + theta0 ** 2 / 16)
+    # tolerances: frictionless, the θ0⁴ term of the period (≈ 2e-8) and the crossings interpolated in 5 ms frames;
+    # rolling, the regularised friction lets the ball creep (slip ≤ 1e-4 m/s, 3e-3 of its speed)
+    assert _period(motion) == pytest.approx(period, rel=tol)
+    omega = motion.angular_velocity[:, motion.parts.index("ball"), 0]
+    if friction == 0:
+        assert np.max(np.abs(omega)) < 1e-9  # frictionless: the normal force passes through the centre
+    else:
+        # rolling: the ball turns at v/r relative to the pipe (v its centre's speed, the contact point at rest)
+        # rolling: the contact point at rest on the fixed pipe, the centre moves at |ω| r
+        speed = np.linalg.norm(motion.velocity[:, motion.parts.index("ball"), 1:], axis=1)
+        sel = speed > 0.3 * speed.max()
+        np.testing.assert_allclose(np.abs(omega[sel]) * R_BALL, speed[sel], rtol=5e-3)
+
+
+@pytest.mark.parametrize("friction, factor", [(0.0, 1.0), (0.8, 7 / 5)])
+def test_a_ball_in_a_pipe_with_the_unilateral_method_swings_with_the_closed_form_period(friction, factor):
+    # the same swing held by a rigid (unilateral) contact: a = R − r exactly, sliding or sticking (rolling)
+    theta0 = 0.05
+    data = _ball_in_pipe(theta0, friction, 1.0)
+    contact = data["contacts"][0]
+    for key in ("stiffness", "exponent", "damping", "stiction_velocity"):
+        del contact[key]
+    contact["method"] = "unilateral"
+    motion = simulate(compile_model(parse_model(data, source="ball in pipe")), times=np.linspace(0.0, 2.0, 401),
+                      rtol=1e-8, atol=1e-11)
+    assert motion.complete, motion.message
+    period = 2 * math.pi * math.sqrt(factor * (R_PIPE - R_BALL) / G) * (1 + theta0 ** 2 / 16)
+    assert _period(motion) == pytest.approx(period, rel=1e-5)
+
+
+# ---------------------------------------------------------------------------- refusals
+def _pair(shapes, method="compliant"):
+    return {"units": "m", "parts": {"a": {"fixed": True}, "b": {"position": [0, 0, 1], "mass": 1.0,
+                                                                "inertia": [1e-3] * 3}},
+            "contacts": [dict(LAW if method == "compliant" else {}, name="ab", parts=["b", "a"], method=method,
+                              shape=shapes, **({"damping": 1e4} if method == "compliant" else {}))]}
+
+
+@pytest.mark.parametrize("shapes, words", [
+    ([{"plane": {}}, {"plane": {}}], ["'ab'", "plane", "not built"]),
+    ([{"cylinder": [0.1, 0.2]}, {"box": [1, 1, 1]}], ["'ab'", "cylinder", "box", "not built"]),
+    ([{"cylinder": [0.1, 0.2]}, {"cylinder": [0.1, 0.2]}], ["'ab'", "cylinder", "not built"]),
+    ([{"sphere": -0.1}, {"cylinder": [0.1, 0.2]}], ["'ab'", "sphere", "positive"]),
+    ([{"sphere": 0.1}, {"cylinder": [-0.1, 0.2]}], ["'ab'", "cylinder radius", "positive"]),
+    ([{"sphere": 0.1}, {"cylinder": [0.1, 0.2], "inside": "yes"}], ["'ab'", "inside", "true or false"]),
+])
+def test_pairs_cadmotion_does_not_build_are_refused_naming_the_contact_and_the_shapes(shapes, words):
+    with pytest.raises(ModelFileError) as err:
+        parse_model(_pair(shapes), source="pair.toml")
+    text = str(err.value)
+    for w in words:
+        assert w in text, text
+
+
+def _kernel_error(data, shapes=None):
+    spec = parse_model(data, source="pair.toml")
+    if shapes is not None:
+        spec = dataclasses.replace(spec, contacts=(dataclasses.replace(spec.contacts[0], shapes=shapes),))
+    with pytest.raises(MechanismError) as err:
+        simulate(compile_model(spec), t_end=0.01, steps=1)
+    return str(err.value)
+
+
+def test_two_planes_say_why_they_are_no_pair():
+    # the model file refuses them first; a spec built otherwise (e.g. two CAD faces) is refused by the kernel
+    plane = ("plane", (0, 0, 0, 0, 0, 1))
+    text = _kernel_error(_pair([{"sphere": 0.1}, {"plane": {}}]), shapes=(plane, plane))
+    assert "'ab'" in text and "'plane' and 'plane'" in text and "half-spaces" in text and "box" in text
+
+
+def test_a_ball_too_big_for_its_bore_is_refused():
+    text = _kernel_error(_pair([{"sphere": 0.1}, {"cylinder": [0.1, 0.4], "inside": True}]))
+    assert "'ab'" in text and "does not fit the bore" in text
+
+
+def test_a_bore_against_a_plane_is_refused():
+    text = _kernel_error(_pair([{"cylinder": [0.1, 0.4], "inside": True}, {"plane": {}}]))
+    assert "'ab'" in text and "inside" in text and "sphere" in text
+
+
+def test_box_box_with_the_unilateral_method_names_the_compliant_method():
+    text = _kernel_error(_pair([{"box": [0.1, 0.1, 0.1]}, {"box": [1, 1, 1]}], method="unilateral"))
+    assert "'ab'" in text and "'box' and 'box'" in text and "compliant" in text
+
+
+def test_patterns_leave_box_box_pairs_out_of_unilateral_contacts_and_keep_them_in_compliant_ones():
+    parts = {"floor": {"fixed": True}, **{f"b{i}": {"position": [0.3 * i, 0, 0.2], "mass": 1.0,
+                                                     "inertia": [1e-3] * 3} for i in range(3)}}
+    shapes = {"b*": {"box": [0.1, 0.1, 0.1]}, "floor": {"plane": {}}}
+    for method, extra, expected in (("unilateral", {}, 3), ("compliant", dict(LAW, damping=1e4), 3 + 3)):
+        data = {"units": "m", "parts": parts,
+                "contacts": [dict(extra, name="all", pairs="all", shape=shapes, method=method)]}
+        pairs = [c.parts for c in parse_model(data, source="patterns").contacts]
+        assert len(pairs) == expected, pairs
+        assert sum("floor" in p for p in pairs) == 3  # every box on the floor
