@@ -6,12 +6,12 @@ VII.7): the solution at t = 0.03 s computed by PSIDE at rtol = atol = 1e-14 (``a
 The seven angles are the sample's joint coordinates plus their initial values (see
 ``samples/dynamics/make_andrews_squeezer.py``); the angular velocities are those of the parts.
 
-The mechanism turns K1 about 2.5 times in 0.03 s (β̇ reaches 1,140 rad/s) and passes the folded
-position Θ = 0 of K1–K2 it starts in (a dead centre of that dyad, where the spring does not act on
-the mechanism's one degree of freedom: the automatic choice finds it not stiff and runs
-projection / DOP853). Every formulation below runs at rtol = atol = 1e-10 (the automatic choice at its
-own 1e-8 / 1e-10) and, measured, reproduces the seven reference angles to 1.7e-9 rad (the automatic
-choice to 6.9e-9 rad; β and Θ carry the error, they are 15.8 rad): the bound is 1e-7 rad. The
+The mechanism turns K1 about 2.5 times in 0.03 s (β̇ reaches 1,140 rad/s). It starts with K1–K2
+folded (Θ = 0, a dead centre of that dyad, where the spring does not act on the mechanism's one
+degree of freedom: the automatic choice finds it not stiff and runs projection / DOP853). Every
+formulation below runs at rtol = atol = 1e-10 (the automatic choice at its own 1e-8 / 1e-10) and,
+measured, reproduces the seven reference angles to 1.7e-9 rad (partitioning 5.7e-9, the automatic
+choice 6.9e-9; β and Θ carry the error, they are 15.8 rad): the bound is 1e-7 rad. The
 relative formulations run on the tree they choose themselves (the seven test-set angles; K2's three
 joints at E are the cut joints, which close three planar loops, each with 3 redundant equations in
 3-D) and on a tree the model file chooses.
