@@ -452,12 +452,15 @@ class Formulation:
                 # an evaluation failed at a trial stage (partitioning's dependent coordinates found
                 # by no Newton iteration over a step too long for them, Andrews' squeezer): a
                 # rejected step, tried again from the last accepted state at a quarter of its length
-                h = getattr(solver, "h_abs", None)
+                reason, h = exc, getattr(solver, "h_abs", None)
                 if h is not None and retries < MAX_STEP_RETRIES and h / 4 > 1e-12 * max(1.0, abs(t_before)):
                     retries += 1
-                    solver = make(t_before, y_before, first_step=min(h / 4, t_end - t_before))
-                    continue
-                rec.fail(t_before, f"the equations of motion could not be solved after t = {t_before:.6g} s: {exc}")
+                    try:
+                        solver = make(t_before, y_before, first_step=min(h / 4, t_end - t_before))
+                        continue
+                    except (_Failure, np.linalg.LinAlgError, FloatingPointError, ValueError) as again:
+                        reason = again
+                rec.fail(t_before, f"the equations of motion could not be solved after t = {t_before:.6g} s: {reason}")
             retries = 0
             if solver.status == "failed" and self._singularity(t_before, y_before) is not None \
                     and self._singularity(t_before, y_before) < SINGULAR_ZONE_MAX and t_before > last_fallback:
