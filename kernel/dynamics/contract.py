@@ -96,6 +96,10 @@ SINGULAR_ZONE_MAX = 1e-2
 LOOP_TOL = 1e-8
 #: the crossing ends when the pivot ratio is back above SINGULAR_ZONE times this
 SINGULAR_EXIT = 4.0
+#: scipy's loop: an evaluation that fails inside a step (no Newton convergence, a singular
+#: matrix at a trial stage) rejects the step; it is tried again from the last accepted state at a
+#: quarter of its length, at most this many times in a row before the run stops
+MAX_STEP_RETRIES = 8
 #: the fallback crossing (:meth:`Formulation._cross_alpha`): generalised-α steps per chunk
 #: (the pivot ratio is checked between chunks)
 CROSSING_CHUNK = 16
@@ -444,24 +448,38 @@ class Formulation:
             if jac is not None:
                 extra["jac"] = jac
 
-        def make(t, y):
+        def make(t, y, first_step=None):
             # with contacts the largest step follows them (set again after every step; LSODA
             # keeps the first value)
+            step = {} if first_step is None else {"first_step": first_step}
             return cls(self._counted_rhs, t, y, t_end, rtol=rtol, atol=atol, max_step=self._contact_step_limit(t, y),
-                       **extra)
+                       **extra, **step)
 
         try:
             solver = make(times[0], y0)
         except (_Failure, np.linalg.LinAlgError, FloatingPointError, ValueError) as exc:
             rec.fail(times[0], f"the equations of motion could not be solved at t = {times[0]:.6g} s: {exc}")
         last_fallback = -np.inf
+        retries = 0
         while k < nt:
             t_before, y_before = solver.t, solver.y.copy()
             f_before = solver.f.copy() if hasattr(solver, "f") else None
             try:
                 message = solver.step()
             except (_Failure, np.linalg.LinAlgError, FloatingPointError, ValueError) as exc:
-                rec.fail(t_before, f"the equations of motion could not be solved after t = {t_before:.6g} s: {exc}")
+                # an evaluation failed at a trial stage (partitioning's dependent coordinates found
+                # by no Newton iteration over a step too long for them, Andrews' squeezer): a
+                # rejected step, tried again from the last accepted state at a quarter of its length
+                reason, h = exc, getattr(solver, "h_abs", None)
+                if h is not None and retries < MAX_STEP_RETRIES and h / 4 > 1e-12 * max(1.0, abs(t_before)):
+                    retries += 1
+                    try:
+                        solver = make(t_before, y_before, first_step=min(h / 4, t_end - t_before))
+                        continue
+                    except (_Failure, np.linalg.LinAlgError, FloatingPointError, ValueError) as again:
+                        reason = again
+                rec.fail(t_before, f"the equations of motion could not be solved after t = {t_before:.6g} s: {reason}")
+            retries = 0
             if solver.status == "failed" and self._singularity(t_before, y_before) is not None \
                     and self._singularity(t_before, y_before) < SINGULAR_ZONE_MAX and t_before > last_fallback:
                 # the step collapsed on the way into a singular configuration (an implicit method's
