@@ -5,7 +5,8 @@ QR with and without column pivoting, triangular and Cholesky solves). ``import
 scipy.linalg`` costs a process about 0.3 s of CPU (scipy ≥ 1.15 builds its array-API layer,
 which touches every lazily loaded numpy submodule), several times the whole 201-frame
 slider-crank run. The routines themselves live in one extension module,
-``scipy/linalg/_flapack``; it is loaded here straight from its file, which needs numpy only.
+``scipy/linalg/_flapack``; it is loaded here straight from its file (:mod:`.scipy_files`), which
+needs numpy only.
 The wrappers are the ones :func:`scipy.linalg.lapack.get_lapack_funcs` returns (the same
 compiled objects), and the helpers below call them with the arguments
 :func:`scipy.linalg.qr`, :func:`~scipy.linalg.cho_factor` and :func:`~scipy.linalg.cho_solve`
@@ -15,46 +16,23 @@ imported, or the file is not where scipy 1.x keeps it, ``get_lapack_funcs`` is u
 
 from __future__ import annotations
 
-import importlib.machinery
-import importlib.util
-import os
-import sys
-
 import numpy as np
+
+from .scipy_files import scipy_module
 
 __all__ = ["getrf", "getrs", "gecon", "geqrf", "orgqr", "trtrs", "potrf", "potrs", "geqp3",
            "qr_pivoted_r", "qr_economic_q", "cho_factor", "cho_solve"]
 
 _NAMES = ("getrf", "getrs", "gecon", "geqrf", "orgqr", "trtrs", "potrf", "potrs", "geqp3")
-_MODULE = "scipy.linalg._flapack"
-
-
-def _from_file():
-    """scipy's ``_flapack`` extension loaded from its file, or None where it is not found."""
-    spec = importlib.util.find_spec("scipy")  # locates the package without importing it
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    folder = os.path.join(next(iter(spec.submodule_search_locations)), "linalg")
-    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
-        path = os.path.join(folder, "_flapack" + suffix)
-        if os.path.exists(path):
-            module = importlib.util.module_from_spec(importlib.util.spec_from_file_location(_MODULE, path))
-            # an extension registers itself in sys.modules: leave that entry to scipy.linalg's own
-            # import (it gets the same compiled functions), whose package would otherwise lack it
-            if sys.modules.get(_MODULE) is module:
-                del sys.modules[_MODULE]
-            return module
-    return None
 
 
 def _routines():
-    if "scipy.linalg" not in sys.modules:
-        try:
-            module = _from_file()
-        except ImportError:
-            module = None
-        if module is not None and all(hasattr(module, "d" + n) for n in _NAMES):
-            return [getattr(module, "d" + n) for n in _NAMES]
+    try:
+        module = scipy_module("linalg/_flapack")
+    except ImportError:
+        module = None
+    if module is not None and all(hasattr(module, "d" + n) for n in _NAMES):
+        return [getattr(module, "d" + n) for n in _NAMES]
     from scipy.linalg.lapack import get_lapack_funcs
 
     return list(get_lapack_funcs(_NAMES, dtype=np.float64))
