@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 from typing import List
 
 import numpy as np
-import scipy.linalg as sla
-import scipy.sparse as sps
+
+from .lapack import qr_economic_q, qr_pivoted_r
+from .linalg import issparse
 
 __all__ = ["RankInfo", "rank_info", "DENSE_LIMIT"]
 
@@ -49,7 +50,7 @@ def _dense(J, rtol):
     nc, nq = J.shape
     if nc == 0:
         return RankInfo(0, 0, nq, np.zeros(0, int), np.zeros(0, int), 1.0)
-    R, piv = sla.qr(J.T, mode="r", pivoting=True)
+    R, piv = qr_pivoted_r(J.T)
     diag = np.abs(np.diag(R))
     scale = diag[0] if diag.size and diag[0] > 0 else 1.0
     rank = int(np.sum(diag > rtol * scale))
@@ -81,7 +82,7 @@ def _sparse(J, rtol):
     N = vecs[:, small]
     r = N.shape[1]
     if r:
-        _, _, piv = sla.qr(N.T, pivoting=True)
+        _, piv = qr_pivoted_r(N.T)
         redundant = np.sort(piv[:r])
     else:
         redundant = np.zeros(0, int)
@@ -105,7 +106,7 @@ def rank_info(J, rtol=1e-9, prefer=None):
     if prefer is not None and len(prefer):
         return _with_preferred_rows(J, np.asarray(prefer, int), rtol)
     nc, nq = J.shape
-    if sps.issparse(J):
+    if issparse(J):
         if nc + nq <= DENSE_LIMIT or nc < 3:
             return _dense(J.toarray(), rtol)
         return _sparse(J.tocsr(), rtol)
@@ -115,26 +116,28 @@ def rank_info(J, rtol=1e-9, prefer=None):
 def _with_preferred_rows(J, prefer, rtol):
     nc, nq = J.shape
     rest = np.setdiff1d(np.arange(nc), prefer)
-    J = J.tocsr() if sps.issparse(J) else np.asarray(J)
+    J = J.tocsr() if issparse(J) else np.asarray(J)
     P, R = J[prefer], J[rest]
     first = rank_info(P, rtol)
     P = P[first.independent]
-    if sps.issparse(P):
+    if issparse(P):
         PPt = (P @ P.T).tocsr()
         disjoint = PPt.nnz == P.shape[0] and np.all(PPt.indices == np.arange(P.shape[0]))
     else:
         disjoint = False
     if disjoint:  # rows on separate columns (one normalisation per body): project in sparse form
+        import scipy.sparse as sps
+
         Q = sps.diags(1.0 / np.sqrt(PPt.diagonal())) @ P
         R = (R - (R @ Q.T) @ Q).tocsr()
     else:
-        dense_p = P.toarray() if sps.issparse(P) else P
-        Q = sla.qr(dense_p.T, mode="economic")[0]
-        dense_r = R.toarray() if sps.issparse(R) else R
+        dense_p = P.toarray() if issparse(P) else P
+        Q = qr_economic_q(dense_p.T)
+        dense_r = R.toarray() if issparse(R) else R
         R = dense_r - (dense_r @ Q) @ Q.T
     # rows the preferred ones span entirely are left as zeros: redundant without a factorisation
     # (the sparse null-space search cannot return a null space as large as the matrix)
-    norms = np.sqrt(np.asarray(abs(R.multiply(R) if sps.issparse(R) else R * R).sum(axis=1)).ravel())
+    norms = np.sqrt(np.asarray(abs(R.multiply(R) if issparse(R) else R * R).sum(axis=1)).ravel())
     scale = _row_scale(J)
     alive = norms > rtol * scale
     second = rank_info(R[np.flatnonzero(alive)], rtol)
@@ -146,6 +149,6 @@ def _with_preferred_rows(J, prefer, rtol):
 
 def _row_scale(J):
     """The largest row norm of ``J`` (1 for an empty or zero matrix)."""
-    sq = J.multiply(J).sum(axis=1) if sps.issparse(J) else (J * J).sum(axis=1)
+    sq = J.multiply(J).sum(axis=1) if issparse(J) else (J * J).sum(axis=1)
     m = float(np.sqrt(np.max(sq))) if J.shape[0] else 0.0
     return m or 1.0

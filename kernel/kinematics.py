@@ -47,17 +47,14 @@ from dataclasses import dataclass, field
 from typing import List
 
 import numpy as np
-import scipy.linalg as sla
-import scipy.sparse as sps
 
 from ..errors import AssemblyError, DrivingError, SingularityError
 from .analysis import rank_info
 from .kinematics_fast import CHUNK, RCOND_MARGIN, compiled_frames
-from .linalg import RowSolver, WeightedRowSolver
+from .lapack import geqrf, orgqr, trtrs
+from .linalg import RowSolver, WeightedRowSolver, issparse, scale_columns
 from .motion import Event, JointCoordinate, Motion
 from .system import AngleState, System
-
-_geqrf, _orgqr, _trtrs = sla.lapack.get_lapack_funcs(("geqrf", "orgqr", "trtrs"), dtype=np.float64)
 
 __all__ = ["kinematics", "assemble", "AssemblyResult", "mobility", "Mobility", "FREE_DOF_MODES"]
 
@@ -206,7 +203,7 @@ def _newton(system, q, t, angles, tol, max_iter, shift=None, colscale=None):
         if colscale is None:
             step = RowSolver(J, rows).solve(-phi)
         else:
-            Js = J @ sps.diags(colscale) if sps.issparse(J) else J * colscale
+            Js = scale_columns(J, colscale)
             step = colscale * RowSolver(Js, rows).solve(-phi)
         # damp steps that grow the residual (a pose far from any assembly)
         alpha = 1.0
@@ -482,8 +479,8 @@ def _check_drivers(model, J, info, allow_free=False):
     independent of the joints (rank of all rows < rank of the joint rows + drivers), even
     where they happen to agree at the start.
     """
-    driver_rows = np.array([r for r, lab in enumerate(model.row_labels) if lab[1].startswith("drive-")], dtype=int)
-    joint_rows = np.setdiff1d(np.arange(model.nc), driver_rows)
+    is_driver = np.array([lab[1].startswith("drive-") for lab in model.row_labels], dtype=bool).reshape(-1)
+    driver_rows, joint_rows = np.flatnonzero(is_driver), np.flatnonzero(~is_driver)  # (np.setdiff1d imports numpy.ma)
     rank_joints = rank_info(J[joint_rows]).rank if len(joint_rows) else 0
     mobility_joints = model.nq - rank_joints
     drivers = sorted({model.row_labels[r][0] for r in driver_rows})
@@ -541,7 +538,7 @@ class _Stepper:
         if pattern is not None and pattern.rows is self.rows:
             return RowSolver(J, self.rows, pattern)
         solver = RowSolver(J, self.rows)
-        if sps.issparse(J):
+        if issparse(J):
             self._pattern = solver.pattern(J)
         return solver
 
@@ -578,7 +575,7 @@ class _Stepper:
 
         def rows_t_lam(sign):
             J = system.jacobian_auto(q + sign * eps * qd, t + sign * eps, angles)
-            J = J.tocsr()[rows] if sps.issparse(J) else np.asarray(J)[rows]
+            J = J.tocsr()[rows] if issparse(J) else np.asarray(J)[rows]
             return np.asarray(J.T @ lam).reshape(-1)
 
         turning = self.colscale ** 2 * (rows_t_lam(1.0) - rows_t_lam(-1.0)) / (2.0 * eps)
@@ -595,17 +592,17 @@ class _Stepper:
             return None
         cached = self._J_at
         J = cached[1] if cached is not None and cached[0] is q else self.system.jacobian_dense(q, t, angles)
-        J = J.toarray() if sps.issparse(J) else np.asarray(J)
+        J = J.toarray() if issparse(J) else np.asarray(J)
         # LAPACK's QR directly (scipy.linalg.qr's checks and copies cost more than the
         # factorisation of a small model): R is the upper triangle of qr, Q from its reflectors
-        qr, tau, _, info = _geqrf(J)
+        qr, tau, _, info = geqrf(J)
         if info != 0:  # pragma: no cover - only for invalid arguments
             return None
         d = np.abs(np.diag(qr))
         if d.min() < 1e-12 * d.max():
             return None  # all rows do not fix every coordinate (a singular pose)
         R = np.triu(qr[: J.shape[1]])
-        Q, _, info = _orgqr(qr, tau)
+        Q, _, info = orgqr(qr, tau)
         if info != 0:  # pragma: no cover
             return None
         return J, Q, R
@@ -625,7 +622,7 @@ class _Stepper:
         if full is None:
             return solver.solve(b)
         J, Q, R = full
-        x, info = _trtrs(R, Q.T @ b)
+        x, info = trtrs(R, Q.T @ b)
         if info != 0:  # pragma: no cover - R was checked non-singular
             return solver.solve(b)
         scale = max(1.0, float(np.abs(b).max()), float(np.abs(J).max()) * float(np.abs(x).max()))

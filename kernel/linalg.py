@@ -8,21 +8,44 @@ J_r = Φq[rows] has full row rank. Then J_r x = b_r is solved
   with free degrees of freedom, e.g. during assembly).
 
 Dense LAPACK is used up to :data:`DENSE_LIMIT` unknowns, SuperLU beyond, so the cost of
-a factorisation grows about linearly with the size of a chain-like mechanism.
+a factorisation grows about linearly with the size of a chain-like mechanism. scipy.sparse
+is imported only on the sparse side (the dense routines come from :mod:`.lapack`), so a
+small model's run does not pay for it.
 """
 
 from __future__ import annotations
 
-import numpy as np
-import scipy.linalg as sla
-import scipy.sparse as sps
-from scipy.sparse.linalg import splu
+import sys
 
-__all__ = ["RowSolver", "WeightedRowSolver", "SparsePattern", "DENSE_LIMIT"]
+import numpy as np
+
+from .lapack import cho_factor, cho_solve, gecon, getrf, getrs
+
+__all__ = ["RowSolver", "WeightedRowSolver", "SparsePattern", "DENSE_LIMIT", "issparse", "scale_columns"]
 
 DENSE_LIMIT = 120
 
-_getrf, _getrs, _gecon = sla.lapack.get_lapack_funcs(("getrf", "getrs", "gecon"), dtype=np.float64)
+
+def issparse(a):
+    """Whether ``a`` is a scipy.sparse matrix or array. A process that has not imported
+    scipy.sparse holds none, so the check does not import it (dense models never need it)."""
+    sparse = sys.modules.get("scipy.sparse")
+    return sparse is not None and sparse.issparse(a)
+
+
+def scale_columns(J, colscale):
+    """J · diag(colscale), dense or sparse as ``J`` is."""
+    if issparse(J):
+        import scipy.sparse as sps
+
+        return J @ sps.diags(colscale)
+    return J * colscale
+
+
+def _splu(A, permc_spec):
+    from scipy.sparse.linalg import splu
+
+    return splu(A, permc_spec=permc_spec)
 
 
 class SparsePattern:
@@ -36,6 +59,8 @@ class SparsePattern:
     """
 
     def __init__(self, J, rows, order):
+        import scipy.sparse as sps
+
         J = sps.csc_matrix(J)
         self.rows, self.nnz, self.order = rows, J.nnz, np.asarray(order)
         marker = sps.csc_matrix((np.arange(1.0, J.nnz + 1.0), J.indices, J.indptr), shape=J.shape)
@@ -46,10 +71,14 @@ class SparsePattern:
 
     def matches(self, J, rows):
         """Whether ``J`` (CSC) has this pattern's structure and row selection, so the ordering can be reused."""
+        import scipy.sparse as sps
+
         return sps.isspmatrix_csc(J) and J.nnz == self.nnz and rows is self.rows
 
     def ordered(self, J):
         """J[rows][:, order] as CSC, from the values of ``J`` (same pattern)."""
+        import scipy.sparse as sps
+
         return sps.csc_matrix((J.data[self.take], self.indices, self.indptr), shape=self.shape)
 
 
@@ -66,37 +95,39 @@ class RowSolver:
             self.shape = pattern.shape
             self.square, self.dense = True, False
             self._order = pattern.order
-            self._lu = splu(pattern.ordered(J), permc_spec="NATURAL")
+            self._lu = _splu(pattern.ordered(J), "NATURAL")
             u = np.abs(self._lu.U.diagonal())
             self.rcond = float(u.min() / u.max()) if u.size and u.max() > 0 else 0.0
             return
-        Jr = J[rows] if not sps.issparse(J) else J.tocsr()[rows]
+        Jr = J[rows] if not issparse(J) else J.tocsr()[rows]
         m, n = Jr.shape
         self.shape = (m, n)
         self.square = m == n
         self.dense = n <= DENSE_LIMIT
         if self.dense:
-            Jr = Jr.toarray() if sps.issparse(Jr) else np.asarray(Jr)
+            Jr = Jr.toarray() if issparse(Jr) else np.asarray(Jr)
             self.Jr = Jr
             if self.square:
-                lu, piv, info = _getrf(Jr)  # LAPACK directly, as lu_factor (an exact zero pivot: rcond 0)
+                lu, piv, info = getrf(Jr)  # LAPACK directly, as lu_factor (an exact zero pivot: rcond 0)
                 if info < 0:  # pragma: no cover - only for invalid arguments
                     raise ValueError(f"LAPACK getrf failed (info {info})")
                 self._lu = (lu, piv)
                 anorm = np.abs(Jr).sum(axis=0).max()
-                self.rcond = float(_gecon(lu, anorm, norm="1")[0]) if anorm > 0 and info == 0 else 0.0
+                self.rcond = float(gecon(lu, anorm, norm="1")[0]) if anorm > 0 and info == 0 else 0.0
             else:
                 G = Jr @ Jr.T
-                self._cho = sla.cho_factor(G, check_finite=False)
+                self._cho = cho_factor(G)
                 d = np.diag(G)
                 self.rcond = float(np.sqrt(d.min() / d.max())) if d.size else 1.0
         else:
+            import scipy.sparse as sps
+
             Jr = sps.csc_matrix(Jr)
             self.Jr = Jr
             if self.square:
-                self._lu = splu(Jr, permc_spec="COLAMD")
+                self._lu = _splu(Jr, "COLAMD")
             else:
-                self._lu = splu((Jr @ Jr.T).tocsc(), permc_spec="MMD_AT_PLUS_A")
+                self._lu = _splu((Jr @ Jr.T).tocsc(), "MMD_AT_PLUS_A")
             u = np.abs(self._lu.U.diagonal())
             self.rcond = float(u.min() / u.max()) if u.size and u.max() > 0 else 0.0
 
@@ -105,11 +136,11 @@ class RowSolver:
         br = b[self.rows]
         if self.dense:
             if self.square:  # LAPACK directly: scipy's lu_solve checks cost more than the solve
-                x, info = _getrs(self._lu[0], self._lu[1], br)
+                x, info = getrs(self._lu[0], self._lu[1], br)
                 if info != 0:  # pragma: no cover - only for invalid arguments
                     raise ValueError(f"LAPACK getrs failed (info {info})")
                 return x
-            return self.Jr.T @ sla.cho_solve(self._cho, br, check_finite=False)
+            return self.Jr.T @ cho_solve(self._cho, br)
         if self._order is not None:  # columns were factorised in pattern order
             x = np.empty(self.shape[1])
             x[self._order] = self._lu.solve(br)
@@ -143,7 +174,7 @@ class WeightedRowSolver:
         self.rows = rows
         self.colscale = np.asarray(colscale, dtype=float)
         self.J = J
-        Js = J @ sps.diags(self.colscale) if sps.issparse(J) else J * self.colscale
+        Js = scale_columns(J, self.colscale)
         self._inner = RowSolver(Js, rows)
         inner = self._inner
         self.shape = inner.shape
@@ -168,7 +199,7 @@ class WeightedRowSolver:
             return self.solve(b), None
         br = b[self.rows]
         if inner.dense:
-            lam = sla.cho_solve(inner._cho, br, check_finite=False)
+            lam = cho_solve(inner._cho, br)
         else:
             lam = inner._lu.solve(br)
         return self.colscale * (inner.Jr.T @ lam), lam

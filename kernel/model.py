@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from typing import Tuple
 
 import numpy as np
-import scipy.sparse as sps
 
 from ..errors import MechanismError
 from .cams import CamCode, cam_pair_law
@@ -136,7 +135,10 @@ class Model:
         return np.concatenate([q, self.q_fixed])
 
     def jacobian_matrix(self, data):
-        """A CSC matrix (nc, nq) from Jacobian data in the fixed pattern."""
+        """A CSC matrix (nc, nq) from Jacobian data in the fixed pattern (imports scipy.sparse:
+        only large models take the sparse path)."""
+        import scipy.sparse as sps
+
         return sps.csc_matrix((data, self.jac_rows, self.jac_indptr), shape=(self.nc, self.nq))
 
     def body_coordinates(self, q):
@@ -371,7 +373,9 @@ def compile_model(spec, parametrization="euler-parameters"):
     all_r = np.concatenate([p[0] for p in pending]) if pending else np.zeros(0, np.int64)
     all_c = np.concatenate([p[1] for p in pending]) if pending else np.zeros(0, np.int64)
     movable = all_c < nq
-    keys = np.unique(all_c[movable] * max(nc, 1) + all_r[movable])
+    keys = np.sort(all_c[movable] * max(nc, 1) + all_r[movable])
+    if keys.size:  # np.unique's result without its import of numpy.ma
+        keys = keys[np.concatenate(([True], keys[1:] != keys[:-1]))]
     cols_u, rows_u = np.divmod(keys, max(nc, 1))
     indptr = np.searchsorted(cols_u, np.arange(nq + 1))
     final_groups = []

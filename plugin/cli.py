@@ -87,8 +87,13 @@ def _option(text):
     return key, int(number) if number.is_integer() and value.lstrip("+-").isdigit() else number
 
 
-def build_parser():
-    """The ``cadmotion`` argument parser with every sub-command (no heavy imports)."""
+def build_parser(command=None):
+    """The ``cadmotion`` argument parser with every sub-command (no heavy imports).
+
+    ``command``: the sub-command about to be parsed (``""`` for none), where known. The
+    sub-commands of :data:`EXTERNAL_COMMANDS` get their options from their own modules; those
+    are imported only for that sub-command (or for all when ``command`` is None), so that
+    ``run`` does not load the batch runner and the FreeCAD installer."""
     parser = argparse.ArgumentParser(prog="cadmotion", description="Mechanism simulation for CAD assemblies.")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -192,7 +197,8 @@ def build_parser():
 
     for name, (module, help_text) in EXTERNAL_COMMANDS.items():
         cmd = sub.add_parser(name, help=help_text)
-        _external(module).add_arguments(cmd)
+        if command is None or command == name:
+            _external(module).add_arguments(cmd)
     return parser
 
 
@@ -512,7 +518,8 @@ def main(argv=None):
     import warnings
 
     warnings.showwarning = _show_warning
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(next((a for a in argv if not a.startswith("-")), ""))
     args = parser.parse_args(argv)
     try:
         if args.command in EXTERNAL_COMMANDS:

@@ -65,7 +65,6 @@ from dataclasses import dataclass, field
 from typing import List
 
 import numpy as np
-import scipy.integrate as si
 
 from ...errors import SolverError
 from .failures import _Failure
@@ -428,6 +427,8 @@ class Formulation:
                 t, y, k = self._cross_singular(t, y, rec, times, k, h)
 
     def _run_scipy(self, times, y0, rec, integrator, rtol, atol):
+        import scipy.integrate as si  # here: a run on the compiled loop does not need it (≈ 0.1 s to import)
+
         cls = getattr(si, integrator)
         t_end = times[-1]
         k = 1

@@ -64,11 +64,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import sympy as sp
 
 from ...errors import ExpressionError, MechanismError
 from ..expressions import parse_expression
 from ..model import frame_matrix
+from ..symbolic.lazy import lazy
 from .mass import rotation
 from .tyres import TYRE_PARAMS, Tyres, parse_tyre
 
@@ -78,6 +78,7 @@ FORCE_TYPES = ("spring-damper", "rotational-spring-damper", "torque", "force", "
 _AXIS_TORQUE_JOINTS = ("revolute", "cylindrical", "screw", "planar")
 _AXIS_FORCE_JOINTS = ("prismatic", "cylindrical", "screw", "point-on-line")
 _TWO_PI = 2.0 * math.pi
+sp = lazy("sympy")  # imported for force expressions only: a model without them does not load it (≈ 0.3 s)
 #: the numbers each force type takes (anything else is an error, not silently ignored)
 _PARAMS = {
     "spring-damper": ("stiffness", "damping", "free_length", "preload"),

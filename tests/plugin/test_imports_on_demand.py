@@ -86,3 +86,31 @@ def test_a_small_model_runs_on_its_numpy_code_without_importing_numba_or_sympy_t
     """
     assert "numba" not in _modules_after(run, env)
     assert _modules_after(run, env).isdisjoint({"numba", "sympy"})
+
+
+def test_a_warm_kinematic_run_imports_no_scipy_sympy_numba_or_cad_library(tmp_path):
+    """The warm slider-crank (issue 15 item 1: ≤ 0.4 s wall) must not pay for packages it does
+    not use: ``import scipy.linalg`` alone is ≈ 0.3 s of CPU (its array-API layer loads numpy's
+    f2py and testing), sympy ≈ 0.3 s, numba ≈ 0.15 s — each about the whole run. Its LAPACK
+    routines come from scipy's ``_flapack`` loaded without scipy's packages
+    (``kernel/lapack.py``); scipy.sparse is for large models. Nor does ``run`` import the batch
+    runner or the FreeCAD installer, or importlib.metadata (the code cache's version keys)."""
+    env = dict(os.environ, CADMOTION_CACHE=str(tmp_path / "codegen"), NUMBA_CACHE_DIR=str(tmp_path / "numba"),
+               CADMOTION_WARMUP="0")
+    env.pop("CADMOTION_BACKEND", None)
+    out = tmp_path / "sc.csv"
+    script = textwrap.dedent(f"""
+        import json, sys
+        from cadmotion.plugin.cli import main
+        assert main(["run", {str(SLIDER)!r}, "-q", "-o", {str(out)!r}]) == 0
+        print(json.dumps(sorted(sys.modules)))
+    """)
+    first = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
+    assert first.returncode == 0, first.stderr                    # fills the code cache
+    warm = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
+    assert warm.returncode == 0, warm.stderr
+    modules = set(json.loads(warm.stdout.strip().splitlines()[-1]))
+    assert out.is_file()
+    assert {m.split(".")[0] for m in modules}.isdisjoint(HEAVY), sorted(m for m in modules if m.split(".")[0] in HEAVY)
+    unwanted = {"cadmotion.plugin.batch", "cadmotion.plugin.freecad.install", "importlib.metadata", "numpy.ma"}
+    assert modules.isdisjoint(unwanted), sorted(modules & unwanted)
