@@ -49,8 +49,9 @@ DONE, NOT_FINITE, STEP_COLLAPSE, NAN_STATE, SINGULAR = 0, 1, 2, 3, 4
 #: layout of the ``stats`` array
 S_T, S_NFEV, S_NSTEPS, S_NPROJECT, S_K, S_T_FAIL, S_T_EVAL = range(7)
 
-# the model's compiled functions, bound in the generated module that compiles the templates
-rhs = groups = windings = step_limit = None
+# the model's compiled functions, bound in the generated module that compiles the templates (and
+# :func:`._rk4.probe_step`, a template there too)
+rhs = groups = windings = step_limit = probe_step = None
 
 
 @numba.njit(**_JIT)
@@ -186,10 +187,12 @@ def dop853(t, y0, times, rtol, atol, ptol, max_iter, zone, df, di, dd, ws, Y, DD
     driver does).
 
     With ``zone`` > 0, a step that passes through a singular configuration's zone
-    (:func:`strides_singular`) stops the loop at its start, and one that ends in it (the
-    measure :func:`._kernels.singularity` below ``zone``) at its end with status SINGULAR: the
-    state is in ``y_end`` and ``stats[S_T]`` is its time (the caller crosses the singular
-    configuration by other means and restarts the loop).
+    (:func:`._rk4.probe_step` and :func:`strided`, the test of :func:`strides_singular`) stops the
+    loop at its start, and one that a projection moves into it (the measure
+    :func:`._kernels.singularity` below ``zone``) at its end with status SINGULAR: the state is in
+    ``y_end`` and ``stats[S_T]`` is its time (the caller crosses the singular configuration by other
+    means and restarts the loop). A step's last probe is y_new itself and the first of the next
+    step when no projection moved it, so a step costs four probes and no evaluation more.
 
     ``step_limit(y, df, di, dd, ws)`` is the largest step (s) at an accepted state, scipy's
     ``max_step`` as the scipy driver sets it (the compliant contacts':
@@ -215,6 +218,9 @@ def dop853(t, y0, times, rtol, atol, ptol, max_iter, zone, df, di, dd, ws, Y, DD
     t_eval = t
     f, ok = rhs(t, y, df, di, dd, ws)
     nfev += 1
+    # √ of the singular measure at the probes of a step; the first, at y, is known from the step before
+    sp = np.empty(len(PROBES))
+    sp[0] = math.sqrt(max(K.singularity(df, di, dd, ws), 0.0)) if ok and zone > 0.0 else -1.0
     h_abs = 0.0
     h_max = step_limit(y, df, di, dd, ws)  # scipy's max_step, set after every step
     if ok:
@@ -300,10 +306,16 @@ def dop853(t, y0, times, rtol, atol, ptol, max_iter, zone, df, di, dd, ws, Y, DD
             t_fail = t_old
             break
         if zone > 0.0:
-            if strides_singular(t_old, h, y, y_new, Ks[0], Ks[N_STAGES], zone, tmp, df, di, dd, ws):
+            aux = K.f1(ws, di, K.I_AUX)
+            violation_v, violation_q = aux[0], aux[1]
+            probe_step(t_old, h, y, y_new, Ks[0], Ks[N_STAGES], sp, tmp, df, di, dd, ws)
+            if strided(sp, math.sqrt(zone)):
                 status = SINGULAR  # stop at the start of the step: the crossing takes it from there
                 break
-            rhs(t_new, y_new, df, di, dd, ws)  # the probes used the workspace: restore y_new's
+            # the last probe left y_new's kinematics, joint rows and measures in the workspace (what the
+            # bookkeeping reads, as the evaluation at y_new did); that evaluation's violations back
+            aux[0], aux[1] = violation_v, violation_q
+            sp[0] = sp[len(PROBES) - 1]  # the next step starts at y_new
         nsteps += 1
         t = t_new
         # bookkeeping at the accepted state (the workspace holds the evaluation at y_new)
@@ -350,9 +362,12 @@ def dop853(t, y0, times, rtol, atol, ptol, max_iter, zone, df, di, dd, ws, Y, DD
                 DD[k, :] = dd
                 k += 1
             break
-        if zone > 0.0 and K.singularity(df, di, dd, ws) < zone:
-            status = SINGULAR
-            break
+        if zone > 0.0 and changed:  # (unprojected, y is the step's last probe, above the zone)
+            measure = K.singularity(df, di, dd, ws)
+            if measure < zone:
+                status = SINGULAR
+                break
+            sp[0] = math.sqrt(max(measure, 0.0))
         h_max = step_limit(y, df, di, dd, ws)
     finish(y, y_end, stats, t, nfev, nsteps, nproject, k, t_fail, t_eval)
     return status
