@@ -49,9 +49,8 @@ DONE, NOT_FINITE, STEP_COLLAPSE, NAN_STATE, SINGULAR = 0, 1, 2, 3, 4
 #: layout of the ``stats`` array
 S_T, S_NFEV, S_NSTEPS, S_NPROJECT, S_K, S_T_FAIL, S_T_EVAL = range(7)
 
-# the model's compiled functions, bound in the generated module that compiles the templates (and
-# :func:`._rk4.probe_step`, a template there too)
-rhs = groups = windings = step_limit = probe_step = None
+# the model's compiled functions, bound in the generated module that compiles the templates
+rhs = groups = windings = step_limit = None
 
 
 @numba.njit(**_JIT)
@@ -187,7 +186,7 @@ def dop853(t, y0, times, rtol, atol, ptol, max_iter, zone, df, di, dd, ws, Y, DD
     driver does).
 
     With ``zone`` > 0, a step that passes through a singular configuration's zone
-    (:func:`._rk4.probe_step` and :func:`strided`, the test of :func:`strides_singular`) stops the
+    (:func:`probe_step` and :func:`strided`, the test of :func:`strides_singular`) stops the
     loop at its start, and one that a projection moves into it (the measure
     :func:`._kernels.singularity` below ``zone``) at its end with status SINGULAR: the state is in
     ``y_end`` and ``stats[S_T]`` is its time (the caller crosses the singular configuration by other
@@ -397,6 +396,36 @@ def strides_singular(t, h, y, y_new, f, f_new, zone, tmp, df, di, dd, ws):
     return strided(s, math.sqrt(zone))
 
 
+def probe_step(t, h, y, y_new, f, f_new, s, tmp, df, di, dd, ws):
+    """s[j] = √(:func:`._kernels.singularity`) at the :data:`PROBES` of the step from
+    (t, y) to (t + h, y_new) (template), the states from the cubic Hermite interpolant of y,
+    f = ẏ(t), y_new, f_new = ẏ(t + h), as :func:`strides_singular` takes them; s[0]
+    is kept if it is ≥ 0 (the measure at y, known from the step before). The ends are y and
+    y_new themselves (the interpolant's value there), so the workspace is left with y_new's
+    kinematics and joint rows (its violations ``aux[0:3]`` cleared)."""
+    n = y.shape[0]
+    last = len(PROBES) - 1
+    for j in range(len(PROBES)):
+        if j == 0 and s[0] >= 0.0:
+            continue
+        p = PROBES[j]
+        if j == 0:
+            state = y
+        elif j == last:
+            state = y_new
+        else:
+            h00 = 2.0 * p ** 3 - 3.0 * p ** 2 + 1.0
+            h10 = p ** 3 - 2.0 * p ** 2 + p
+            h01 = -2.0 * p ** 3 + 3.0 * p ** 2
+            h11 = p ** 3 - p ** 2
+            for i in range(n):
+                tmp[i] = h00 * y[i] + h10 * h * f[i] + h01 * y_new[i] + h11 * h * f_new[i]
+            state = tmp
+        K.stage_kinematics(state, df, di, ws)
+        groups(t + p * h, state, df, di, dd, ws, False)
+        s[j] = math.sqrt(max(K.singularity(df, di, dd, ws), 0.0))
+
+
 def project(t, y, df, di, dd, ws, tol, max_iter):
     """Project y in place onto the joints (template): positions by at most ``max_iter``
     mass-weighted Newton steps until max |Φ| (and ||p|² − 1|) ≤ tol, then velocities onto
@@ -416,7 +445,7 @@ def project(t, y, df, di, dd, ws, tol, max_iter):
 
 
 #: compiled inside each generated module (they call the model's ``rhs``, ``groups``, ``windings``)
-TEMPLATES = (initial_step, dense_output, strides_singular, project, dop853)
+TEMPLATES = (initial_step, dense_output, strides_singular, probe_step, project, dop853)
 #: names the templates use from this module
 HELPERS = ("A", "B", "C", "D", "E3", "E5", "N_STAGES", "SAFETY", "MIN_FACTOR", "MAX_FACTOR", "ERROR_EXPONENT",
            "TIME_EPS", "DONE", "NOT_FINITE", "STEP_COLLAPSE", "NAN_STATE", "SINGULAR", "S_T", "S_NFEV", "S_NSTEPS",
