@@ -9,7 +9,7 @@ integrator DOP853 at rtol = atol = CM_TOL (1e-8), run by the compiled DOP853 loo
 (kernel/dynamics/_dop853.py; ``integrator`` in the JSON says which loop ran).
 
 Environment: CM_TOL, CM_FORMULATION, CM_INTEGRATOR, CM_DT; PEERS_P2_N, PEERS_REPEAT.
-Prints one JSON line.
+Prints one JSON line (as a script; importing it gives ``chain_spec``, as benchmarks/dynamics_profile.py does).
 """
 import math
 import os
@@ -84,34 +84,40 @@ def metrics(motion, N, k):
     return p2_closure_violation(starts, ends), E, starts[N // 2]
 
 
-results = []
-for N in p2_N_list():
-    with Stopwatch() as sw_build:
-        model = compile_model(chain_spec(N))
-        run(model, 0.01, 1, formulation=FORMULATION, integrator=INTEGRATOR, rtol=TOL, atol=TOL, dt=DT,
-            options=OPTIONS)  # warm up
-    times = [0.0, P2["t_probe"], P2["t_end"]]
+def main():
+    results = []
+    for N in p2_N_list():
+        with Stopwatch() as sw_build:
+            model = compile_model(chain_spec(N))
+            run(model, 0.01, 1, formulation=FORMULATION, integrator=INTEGRATOR, rtol=TOL, atol=TOL, dt=DT,
+                options=OPTIONS)  # warm up
+        times = [0.0, P2["t_probe"], P2["t_end"]]
 
-    def run_once():
-        t0 = time.perf_counter()
-        motion, res = run(model, times=times, formulation=FORMULATION, integrator=INTEGRATOR, rtol=TOL, atol=TOL, dt=DT,
-                          options=OPTIONS)
-        return time.perf_counter() - t0, (motion, res)
+        def run_once():
+            t0 = time.perf_counter()
+            motion, res = run(model, times=times, formulation=FORMULATION, integrator=INTEGRATOR, rtol=TOL, atol=TOL,
+                              dt=DT, options=OPTIONS)
+            return time.perf_counter() - t0, (motion, res)
 
-    wall, walls, (motion, res) = timed_runs(run_once)
-    gap0, E0, _ = metrics(motion, N, 0)
-    _, _, probe = metrics(motion, N, 1)
-    gap, E1, _ = metrics(motion, N, motion.nt - 1)
-    results.append(dict(N=N, build_time_s=sw_build.dt, wall_time_s=wall, wall_times_s=walls,
-                        wall_per_sim_s=wall / P2["t_end"], constraint_violation_end=gap,
-                        energy_initial_J=E0, energy_drift_J=E1 - E0, energy_drift_rel=(E1 - E0) / abs(E0),
-                        finite=bool(motion.complete and np.all(np.isfinite(motion.position))),
-                        t_reached=float(motion.time[-1]), n_rhs_evals=res.nfev, n_steps=res.nsteps,
-                        probe_t=P2["t_probe"], probe_xy=probe.tolist(), message=motion.message))
-    print(results[-1], file=sys.stderr)
-emit(dict(engine="cadmotion", problem="P2",
-          integrator=f"{'compiled' if 'DOP853 in the compiled loop' in res.notes else 'scipy'} {INTEGRATOR} on the "
-                     f"index-1 equations in absolute coordinates ({FORMULATION}), compiled right-hand side, band "
-                     "Cholesky of the Schur complement",
-          settings=f"rtol=atol={TOL}" + (f", dt={DT}" if DT else "") + (f", projection tol {PTOL}" if OPTIONS else ""),
-          results=results))
+        wall, walls, (motion, res) = timed_runs(run_once)
+        gap0, E0, _ = metrics(motion, N, 0)
+        _, _, probe = metrics(motion, N, 1)
+        gap, E1, _ = metrics(motion, N, motion.nt - 1)
+        results.append(dict(N=N, build_time_s=sw_build.dt, wall_time_s=wall, wall_times_s=walls,
+                            wall_per_sim_s=wall / P2["t_end"], constraint_violation_end=gap,
+                            energy_initial_J=E0, energy_drift_J=E1 - E0, energy_drift_rel=(E1 - E0) / abs(E0),
+                            finite=bool(motion.complete and np.all(np.isfinite(motion.position))),
+                            t_reached=float(motion.time[-1]), n_rhs_evals=res.nfev, n_steps=res.nsteps,
+                            probe_t=P2["t_probe"], probe_xy=probe.tolist(), message=motion.message))
+        print(results[-1], file=sys.stderr)
+    emit(dict(engine="cadmotion", problem="P2",
+              integrator=f"{'compiled' if 'DOP853 in the compiled loop' in res.notes else 'scipy'} {INTEGRATOR} on the "
+                         f"index-1 equations in absolute coordinates ({FORMULATION}), compiled right-hand side, band "
+                         "Cholesky of the Schur complement",
+              settings=f"rtol=atol={TOL}" + (f", dt={DT}" if DT else "")
+              + (f", projection tol {PTOL}" if OPTIONS else ""),
+              results=results))
+
+
+if __name__ == "__main__":
+    main()

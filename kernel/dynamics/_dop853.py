@@ -191,10 +191,12 @@ def dop853(t, y0, times, rtol, atol, ptol, max_iter, zone, df, di, dd, ws, Y, DD
     driver does).
 
     With ``zone`` > 0, a step that passes through a singular configuration's zone
-    (:func:`strides_singular`) stops the loop at its start, and one that ends in it (the
-    measure :func:`._kernels.singularity` below ``zone``) at its end with status SINGULAR: the
-    state is in ``y_end`` and ``stats[S_T]`` is its time (the caller crosses the singular
-    configuration by other means and restarts the loop).
+    (:func:`probe_step` and :func:`strided`, the test of :func:`strides_singular`) stops the
+    loop at its start, and one that a projection moves into it (the measure
+    :func:`._kernels.singularity` below ``zone``) at its end with status SINGULAR: the state is in
+    ``y_end`` and ``stats[S_T]`` is its time (the caller crosses the singular configuration by other
+    means and restarts the loop). A step's last probe is y_new itself and the first of the next
+    step when no projection moved it, so a step costs four probes and no evaluation more.
 
     ``step_limit(y, df, di, dd, ws)`` is the largest step (s) at an accepted state, scipy's
     ``max_step`` as the scipy driver sets it (the compliant contacts':
@@ -220,6 +222,9 @@ def dop853(t, y0, times, rtol, atol, ptol, max_iter, zone, df, di, dd, ws, Y, DD
     t_eval = t
     f, ok = rhs(t, y, df, di, dd, ws)
     nfev += 1
+    # √ of the singular measure at the probes of a step; the first, at y, is known from the step before
+    sp = np.empty(len(PROBES))
+    sp[0] = math.sqrt(max(K.singularity(df, di, dd, ws), 0.0)) if ok and zone > 0.0 else -1.0
     h_abs = 0.0
     h_max = step_limit(y, df, di, dd, ws)  # scipy's max_step, set after every step
     if ok:
@@ -305,10 +310,16 @@ def dop853(t, y0, times, rtol, atol, ptol, max_iter, zone, df, di, dd, ws, Y, DD
             t_fail = t_old
             break
         if zone > 0.0:
-            if strides_singular(t_old, h, y, y_new, Ks[0], Ks[N_STAGES], zone, tmp, df, di, dd, ws):
+            aux = K.f1(ws, di, K.I_AUX)
+            violation_v, violation_q = aux[0], aux[1]
+            probe_step(t_old, h, y, y_new, Ks[0], Ks[N_STAGES], sp, tmp, df, di, dd, ws)
+            if strided(sp, math.sqrt(zone)):
                 status = SINGULAR  # stop at the start of the step: the crossing takes it from there
                 break
-            rhs(t_new, y_new, df, di, dd, ws)  # the probes used the workspace: restore y_new's
+            # the last probe left y_new's kinematics, joint rows and measures in the workspace (what the
+            # bookkeeping reads, as the evaluation at y_new did); that evaluation's violations back
+            aux[0], aux[1] = violation_v, violation_q
+            sp[0] = sp[len(PROBES) - 1]  # the next step starts at y_new
         nsteps += 1
         t = t_new
         # bookkeeping at the accepted state (the workspace holds the evaluation at y_new)
@@ -355,9 +366,12 @@ def dop853(t, y0, times, rtol, atol, ptol, max_iter, zone, df, di, dd, ws, Y, DD
                 DD[k, :] = dd
                 k += 1
             break
-        if zone > 0.0 and K.singularity(df, di, dd, ws) < zone:
-            status = SINGULAR
-            break
+        if zone > 0.0 and changed:  # (unprojected, y is the step's last probe, above the zone)
+            measure = K.singularity(df, di, dd, ws)
+            if measure < zone:
+                status = SINGULAR
+                break
+            sp[0] = math.sqrt(max(measure, 0.0))
         h_max = step_limit(y, df, di, dd, ws)
     finish(y, y_end, stats, t, nfev, nsteps, nproject, k, t_fail, t_eval)
     return status
@@ -387,6 +401,36 @@ def strides_singular(t, h, y, y_new, f, f_new, zone, tmp, df, di, dd, ws):
     return strided(s, math.sqrt(zone))
 
 
+def probe_step(t, h, y, y_new, f, f_new, s, tmp, df, di, dd, ws):
+    """s[j] = √(:func:`._kernels.singularity`) at the :data:`PROBES` of the step from
+    (t, y) to (t + h, y_new) (template), the states from the cubic Hermite interpolant of y,
+    f = ẏ(t), y_new, f_new = ẏ(t + h), as :func:`strides_singular` takes them; s[0]
+    is kept if it is ≥ 0 (the measure at y, known from the step before). The ends are y and
+    y_new themselves (the interpolant's value there), so the workspace is left with y_new's
+    kinematics and joint rows (its violations ``aux[0:3]`` cleared)."""
+    n = y.shape[0]
+    last = len(PROBES) - 1
+    for j in range(len(PROBES)):
+        if j == 0 and s[0] >= 0.0:
+            continue
+        p = PROBES[j]
+        if j == 0:
+            state = y
+        elif j == last:
+            state = y_new
+        else:
+            h00 = 2.0 * p ** 3 - 3.0 * p ** 2 + 1.0
+            h10 = p ** 3 - 2.0 * p ** 2 + p
+            h01 = -2.0 * p ** 3 + 3.0 * p ** 2
+            h11 = p ** 3 - p ** 2
+            for i in range(n):
+                tmp[i] = h00 * y[i] + h10 * h * f[i] + h01 * y_new[i] + h11 * h * f_new[i]
+            state = tmp
+        K.stage_kinematics(state, df, di, ws)
+        groups(t + p * h, state, df, di, dd, ws, False)
+        s[j] = math.sqrt(max(K.singularity(df, di, dd, ws), 0.0))
+
+
 def project(t, y, df, di, dd, ws, tol, max_iter):
     """Project y in place onto the joints (template): positions by at most ``max_iter``
     mass-weighted Newton steps until max |Φ| (and ||p|² − 1|) ≤ tol, then velocities onto
@@ -406,7 +450,7 @@ def project(t, y, df, di, dd, ws, tol, max_iter):
 
 
 #: compiled inside each generated module (they call the model's ``rhs``, ``groups``, ``windings``)
-TEMPLATES = (initial_step, dense_output, strides_singular, project, dop853)
+TEMPLATES = (initial_step, dense_output, strides_singular, probe_step, project, dop853)
 #: names the templates use from this module
 HELPERS = ("A", "B", "C", "D", "E3", "E5", "N_STAGES", "SAFETY", "MIN_FACTOR", "MAX_FACTOR", "ERROR_EXPONENT",
            "TIME_EPS", "DONE", "NOT_FINITE", "STEP_COLLAPSE", "NAN_STATE", "SINGULAR", "S_T", "S_NFEV", "S_NSTEPS",

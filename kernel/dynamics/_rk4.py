@@ -10,9 +10,10 @@ round-off. The whole loop runs in compiled code; it applies when nothing in ẏ 
 
 Units: t, dt and h in s; the state y = [q, v, W] in m, 1 (Euler parameters), m/s, rad/s and J.
 
-:func:`rk4` and :func:`probe_step` are templates (:data:`TEMPLATES`): :mod:`.fast` compiles their source
-inside each model structure's generated module, where ``rhs``, ``groups``, ``windings`` and
-``project`` are that module's functions (the last the template of :mod:`._dop853`).
+:func:`rk4` is a template (:data:`TEMPLATES`): :mod:`.fast` compiles its source inside each model
+structure's generated module, where ``rhs``, ``groups``, ``windings``, ``project`` and ``probe_step``
+are that module's functions (the last two templates of :mod:`._dop853`, whose loop probes its steps
+the same way).
 """
 
 import math
@@ -26,38 +27,9 @@ from ._dop853 import DONE, NAN_STATE, NOT_FINITE, PROBES, SINGULAR, finish, stri
 #: :data:`._radau.N_STATS` long; slots 7 and 8 are Radau's Jacobian and LU counts)
 S_STEP = 7
 
-# the model's compiled functions, bound in the generated module that compiles the templates
-rhs = groups = windings = project = None
-
-
-def probe_step(t, h, y, y_new, f, f_new, s, tmp, df, di, dd, ws):
-    """s[j] = √(:func:`._kernels.singularity`) at the :data:`._dop853.PROBES` of the step from
-    (t, y) to (t + h, y_new) (template), the states from the cubic Hermite interpolant of y,
-    f = ẏ(t), y_new, f_new = ẏ(t + h), as :func:`._dop853.strides_singular` takes them; s[0]
-    is kept if it is ≥ 0 (the measure at y, known from the step before). The ends are y and
-    y_new themselves (the interpolant's value there), so the workspace is left with y_new's
-    kinematics and joint rows (its violations ``aux[0:3]`` cleared)."""
-    n = y.shape[0]
-    last = len(PROBES) - 1
-    for j in range(len(PROBES)):
-        if j == 0 and s[0] >= 0.0:
-            continue
-        p = PROBES[j]
-        if j == 0:
-            state = y
-        elif j == last:
-            state = y_new
-        else:
-            h00 = 2.0 * p ** 3 - 3.0 * p ** 2 + 1.0
-            h10 = p ** 3 - 2.0 * p ** 2 + p
-            h01 = -2.0 * p ** 3 + 3.0 * p ** 2
-            h11 = p ** 3 - p ** 2
-            for i in range(n):
-                tmp[i] = h00 * y[i] + h10 * h * f[i] + h01 * y_new[i] + h11 * h * f_new[i]
-            state = tmp
-        K.stage_kinematics(state, df, di, ws)
-        groups(t + p * h, state, df, di, dd, ws, False)
-        s[j] = math.sqrt(max(K.singularity(df, di, dd, ws), 0.0))
+# the model's compiled functions, bound in the generated module that compiles the templates (and the
+# templates ``project`` and ``probe_step`` of :mod:`._dop853`)
+rhs = groups = windings = project = probe_step = None
 
 
 def rk4(t, y0, times, dt, ptol, max_iter, zone, df, di, dd, ws, Y, DD, stats, y_end):
@@ -71,7 +43,7 @@ def rk4(t, y0, times, dt, ptol, max_iter, zone, df, di, dd, ws, Y, DD, stats, y_
     at the projected state, as the Python loop does).
 
     With ``zone`` > 0 (closed loops), a step that passes through a singular configuration's
-    zone (:func:`probe_step` and :func:`._dop853.strided`, the test of
+    zone (:func:`._dop853.probe_step` and :func:`._dop853.strided`, the test of
     :func:`._dop853.strides_singular`, the last probe of a step reused as the first of the next
     when no projection moved the state) stops the loop at its start, and an output time whose state is
     in the zone (the measure :func:`._kernels.singularity` below ``zone``) stops it there, with
@@ -193,6 +165,6 @@ def rk4(t, y0, times, dt, ptol, max_iter, zone, df, di, dd, ws, Y, DD, stats, y_
 
 #: compiled inside each generated module (they call the model's ``rhs``, ``groups``, ``windings`` and the
 #: template ``project`` of :mod:`._dop853`)
-TEMPLATES = (probe_step, rk4)
+TEMPLATES = (rk4,)
 #: names the template uses from this module (the rest come from :data:`._dop853.HELPERS`)
 HELPERS = ("S_STEP",)

@@ -1010,7 +1010,7 @@ def strides_singular(t, h, y, y_new, f, f_new, zone, tmp, df, di, dd, ws):
 
 
 def probe_step(t, h, y, y_new, f, f_new, s, tmp, df, di, dd, ws):
-    """:func:`._rk4.probe_step` for the tree state (template): the last probe is y_new itself,
+    """:func:`._dop853.probe_step` for the tree state (template): the last probe is y_new itself,
     so the workspace is left with y_new's kinematics and joint rows."""
     last = len(PROBES) - 1
     for j in range(len(PROBES)):

@@ -504,18 +504,24 @@ def _template_source(jit):
     return "".join(jit + inspect.getsource(fn) for fn in D.TEMPLATES + R.TEMPLATES + R4.TEMPLATES)
 
 
+@functools.lru_cache(maxsize=None)
+def _compiled_sources():
+    """The text of every module a generated module compiles from, this one last (read once per
+    process: reading and tokenising them took ~0.7 ms, a sixtieth of a P1 run)."""
+    from . import _contact_kernels, _dop853, _kernels, _radau, _rk4, force_jacobians, tyres
+
+    return tuple(inspect.getsource(m) for m in (_kernels, _dop853, _radau, _rk4, force_jacobians, tyres,
+                                                 _contact_kernels)) + (Path(__file__).read_text(),)
+
+
 def _module_file(dyn):
     """(path, module name, source) of the model structure's generated module, the file written
     to the cache folder if missing (path None when the folder cannot be written)."""
     from ..symbolic.codegen import cache_dir
-    from . import _contact_kernels, _dop853, _kernels, _radau, _rk4, force_jacobians, tyres
 
     src, _ = _source(dyn)
     h = hashlib.sha256()
-    for text in (src, repr(_structure(dyn)), inspect.getsource(_kernels), inspect.getsource(_dop853),
-                 inspect.getsource(_radau), inspect.getsource(_rk4), inspect.getsource(force_jacobians),
-                 inspect.getsource(tyres), inspect.getsource(_contact_kernels),
-                 Path(__file__).read_text()):
+    for text in (src, repr(_structure(dyn))) + _compiled_sources():
         h.update(text.encode())
     digest = h.hexdigest()[:20]
     folder = cache_dir()
