@@ -179,15 +179,17 @@ class DynamicsResult:
 
 def _check_option(formulation, key, default, value):
     """An option's value of the kind of its default (a boolean for a switch, a number for a number,
-    a string for a choice; a default of None takes any); a SolverError naming both otherwise."""
+    a string or a boolean for a choice — index3's ``project_velocities`` is "output", "state" or
+    False; a default of None takes any); a SolverError naming both otherwise."""
     if default is None or value is None:
         return
+    boolean = isinstance(value, (bool, np.bool_))
     if isinstance(default, bool):
-        ok = isinstance(value, (bool, np.bool_))
+        ok = boolean
     elif isinstance(default, (int, float)):
-        ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+        ok = isinstance(value, (int, float, np.integer, np.floating)) and not boolean
     else:
-        ok = isinstance(value, type(default))
+        ok = isinstance(value, type(default)) or boolean
     if not ok:
         raise SolverError(f"formulation {formulation!r}: option {key!r} must be like its default {default!r}, "
                           f"got {value!r}")
