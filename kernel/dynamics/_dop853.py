@@ -385,19 +385,9 @@ def strides_singular(t, h, y, y_new, f, f_new, zone, tmp, df, di, dd, ws):
     √zone, or when an interior one is a sharp minimum (below :data:`V_DEPTH` times both its
     neighbours): s falls linearly to 0 at a singular configuration and rises after it, a V
     that a step can stride over between probes."""
-    n = y.shape[0]
     s = np.empty(len(PROBES))
-    for j in range(len(PROBES)):
-        p = PROBES[j]
-        h00 = 2.0 * p ** 3 - 3.0 * p ** 2 + 1.0
-        h10 = p ** 3 - 2.0 * p ** 2 + p
-        h01 = -2.0 * p ** 3 + 3.0 * p ** 2
-        h11 = p ** 3 - p ** 2
-        for i in range(n):
-            tmp[i] = h00 * y[i] + h10 * h * f[i] + h01 * y_new[i] + h11 * h * f_new[i]
-        K.stage_kinematics(tmp, df, di, ws)
-        groups(t + p * h, tmp, df, di, dd, ws, False)
-        s[j] = math.sqrt(max(K.singularity(df, di, dd, ws), 0.0))
+    s[0] = -1.0  # the measure at y is not known
+    probe_step(t, h, y, y_new, f, f_new, s, tmp, df, di, dd, ws)
     return strided(s, math.sqrt(zone))
 
 
