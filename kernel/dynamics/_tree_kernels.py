@@ -65,6 +65,7 @@ TREE = [
     ("t_Rpi", "f", 3), ("t_rpi", "f", 2), ("t_R0", "f", 3), ("t_r0", "f", 2), ("t_Rjc", "f", 3), ("t_rjc", "f", 2),
     ("t_Rcj", "f", 3), ("t_rcj", "f", 2), ("t_Rroot", "f", 3), ("t_rroot", "f", 2), ("t_com", "f", 2),
     ("t_ckind", "i", 1), ("t_cframe", "i", 1), ("t_cref", "i", 1), ("t_cjoint", "i", 1), ("t_caxis", "f", 2),
+    ("t_cw", "f", 1), ("t_rw", "f", 1),
     ("t_bjoint", "i", 1), ("t_crow", "i", 1), ("t_qadr", "i", 1), ("t_wadr", "i", 1), ("t_sq", "i", 1),
     ("t_sz", "i", 1),
     ("t_JR", "w", 3), ("t_jr", "w", 2), ("t_pref", "w", 2), ("t_RMi", "w", 3), ("t_rMi", "w", 2),
@@ -73,8 +74,8 @@ TREE = [
 ]
 _T = {name: i for i, (name, _, _) in enumerate(TREE)}
 (T_SIZES, T_TYPE, T_PARENT, T_CHILD, T_ZQ, T_Z, T_NCOL, T_RPI, T_rPI, T_R0, T_r0, T_RJC, T_rJC, T_RCJ, T_rCJ,
- T_RROOT, T_rROOT, T_COM, T_CKIND, T_CFRAME, T_CREF, T_CJOINT, T_CAXIS, T_BJOINT, T_CROW, T_QADR, T_WADR, T_SQ,
- T_SZ, T_JR, T_jr, T_PREF, T_RMI, T_rMI, T_RPRE, T_rPRE, T_RMJ, T_rMJ, T_B, T_ZV, T_RC, T_YA) = range(len(TREE))
+ T_RROOT, T_rROOT, T_COM, T_CKIND, T_CFRAME, T_CREF, T_CJOINT, T_CAXIS, T_CW, T_RW, T_BJOINT, T_CROW, T_QADR, T_WADR,
+ T_SQ, T_SZ, T_JR, T_jr, T_PREF, T_RMI, T_rMI, T_RPRE, T_rPRE, T_RMJ, T_rMJ, T_B, T_ZV, T_RC, T_YA) = range(len(TREE))
 
 
 # ---------------------------------------------------------------- small dense helpers
@@ -397,29 +398,27 @@ def _project_subtrees(P, b, par, chi, za, ncol, nj, nz, out):
 
 
 @numba.njit(**_JIT)
-def closure(df, di, ws, kt, a, C, cvec):
-    """C = Jc R_v (closure rows × nz) and cvec = γ̂_c − Jc a (a (nmov, 6) the parts' bias
-    accelerations [a_c, α]); returns the size of C's entries before cancellation."""
+def closure_jacobian(di, ws, kt, C):
+    """C = Jc R_v (closure rows × nz) by walking each closure row's parts up to the root; returns
+    the size of C's entries before cancellation."""
     sz = K.i1(di, kt + T_SIZES)
     nz, mc = sz[1], sz[4]
     par, za, ncol = K.i1(di, kt + T_PARENT), K.i1(di, kt + T_Z), K.i1(di, kt + T_NCOL)
     bjoint, crow = K.i1(di, kt + T_BJOINT), K.i1(di, kt + T_CROW)
     b, rc = K.f2(ws, di, kt + T_B), K.f2(ws, di, kt + T_RC)
-    Jc, rb, gam = K.f3(ws, di, K.I_JC), K.i2(di, K.I_RB), K.f1(ws, di, K.I_GAM)
+    Jc, rb = K.f3(ws, di, K.I_JC), K.i2(di, K.I_RB)
     jmax = 0.0
     rmax = 0.0
     for i in range(mc):
         for col in range(nz):
             C[i, col] = 0.0
         r = crow[i]
-        acc = gam[r]
         for s in range(rb.shape[1]):
             bd = rb[r, s]
             if bd < 0:
                 continue
             J = Jc[r, s]
             for l in range(6):
-                acc -= J[l] * a[bd, l]
                 if abs(J[l]) > jmax:
                     jmax = abs(J[l])
             k = bjoint[bd]
@@ -433,8 +432,28 @@ def closure(df, di, ws, kt, a, C, cvec):
                     C[i, col] += J[0] * l0 + J[1] * l1 + J[2] * l2 + J[3] * a0 + J[4] * a1 + J[5] * a2
                 p = par[k]
                 k = bjoint[p] if p >= 0 else -1
-        cvec[i] = acc
     return jmax * rmax
+
+
+@numba.njit(**_JIT)
+def closure(df, di, ws, kt, a, C, cvec):
+    """C = Jc R_v (:func:`closure_jacobian`) and cvec = γ̂_c − Jc a (a (nmov, 6) the parts' bias
+    accelerations [a_c, α]); returns the size of C's entries before cancellation."""
+    sz = K.i1(di, kt + T_SIZES)
+    mc = sz[4]
+    crow = K.i1(di, kt + T_CROW)
+    Jc, rb, gam = K.f3(ws, di, K.I_JC), K.i2(di, K.I_RB), K.f1(ws, di, K.I_GAM)
+    for i in range(mc):
+        r = crow[i]
+        acc = gam[r]
+        for s in range(rb.shape[1]):
+            bd = rb[r, s]
+            if bd < 0:
+                continue
+            for l in range(6):
+                acc -= Jc[r, s, l] * a[bd, l]
+        cvec[i] = acc
+    return closure_jacobian(di, ws, kt, C)
 
 
 @numba.njit(**_JIT)
@@ -756,43 +775,43 @@ def stage_rhs(t, y, df, di, dd, ws, kt):
     return out, ok
 
 
-@numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
-def singularity(di, dd, ws, kt):
-    """:meth:`.equations.Dynamics.singularity` of the joint rows in the workspace: the smallest
-    eigenvalue, after the redundant rows' zeros, of the Jacobi-scaled Jv W Jvᵀ over all rows,
-    W = diag(1, 1, 1, 1/ℓ², 1/ℓ², 1/ℓ²) per part (ℓ = ``stab[6]``). The numpy semi-recursive
-    formulation's measure (not the pivot ratio of :func:`._kernels.singularity`), so both paths
-    see the same singular configurations."""
-    Jc, rb = K.f3(ws, di, K.I_JC), K.i2(di, K.I_RB)
-    pi, pj, psi, psj = K.i1(di, K.I_PI), K.i1(di, K.I_PJ), K.i1(di, K.I_PSI), K.i1(di, K.I_PSJ)
-    m = rb.shape[0]
-    if m == 0:
+@numba.njit(**_JIT)
+def singularity(df, di, dd, ws, kt):
+    """:meth:`.semirecursive.SemiRecursiveFormulation.closure_singularity` of the closure Jacobian
+    C at the workspace's positions: the smallest eigenvalue, after the redundant rows' zeros, of
+    Dr C W Cᵀ Dr, Dr = ``t_rw`` and W = ``t_cw`` (the numpy formulation's constant weights) —
+    closure rows × closure rows, where the absolute measure (:func:`._kernels.singularity`)
+    takes all the joints' rows."""
+    sz = K.i1(di, kt + T_SIZES)
+    nz, mc = sz[1], sz[4]
+    if mc == 0:
         return 1.0
-    ell = K.f1(dd, di, K.I_STAB)[6]
-    inv = 1.0 / (ell * ell)
-    S = np.zeros((m, m))
-    for p in range(pi.shape[0]):
-        i, j, si, sj = pi[p], pj[p], psi[p], psj[p]
-        acc = Jc[i, si, 0] * Jc[j, sj, 0] + Jc[i, si, 1] * Jc[j, sj, 1] + Jc[i, si, 2] * Jc[j, sj, 2]
-        acc += inv * (Jc[i, si, 3] * Jc[j, sj, 3] + Jc[i, si, 4] * Jc[j, sj, 4] + Jc[i, si, 5] * Jc[j, sj, 5])
-        S[i, j] += acc
-    live = np.zeros(m, np.int64)
+    C = np.empty((mc, nz))
+    closure_jacobian(di, ws, kt, C)
+    cw, rw = K.f1(df, di, kt + T_CW), K.f1(df, di, kt + T_RW)
+    live = np.zeros(mc, np.int64)
     n = 0
-    for i in range(m):
-        if S[i, i] > 0.0:
+    for i in range(mc):
+        acc = 0.0
+        for col in range(nz):
+            acc += C[i, col] * cw[col] * C[i, col]
+        if acc > 0.0:
             live[n] = i
             n += 1
     if n == 0:
         return 1.0
     A = np.empty((n, n))
     for a in range(n):
+        i = live[a]
         for c in range(a + 1):
-            i, j = live[a], live[c]
-            v = S[i, j] if i >= j else S[j, i]
-            v /= math.sqrt(S[i, i] * S[j, j])
+            j = live[c]
+            acc = 0.0
+            for col in range(nz):
+                acc += C[i, col] * cw[col] * C[j, col]
+            v = rw[i] * rw[j] * acc
             A[a, c] = v
             A[c, a] = v
-    r = K.i1(di, kt + T_SIZES)[6] - (m - n)
+    r = sz[6] - (mc - n)
     return kth_eigenvalue(A, min(max(r, 0), n - 1))
 
 
@@ -884,9 +903,8 @@ def closure_violation(di, ws, kt):
 @numba.njit(**_JIT)
 def _closure_only(df, di, ws, kt):
     sz = K.i1(di, kt + T_SIZES)
-    mc, nz, nmov = sz[4], sz[1], sz[3]
-    C = np.empty((mc, nz))
-    closure(df, di, ws, kt, np.zeros((nmov, 6)), C, np.empty(mc))
+    C = np.empty((sz[4], sz[1]))
+    closure_jacobian(di, ws, kt, C)
     return C
 
 
@@ -988,7 +1006,7 @@ def project(t, y, df, di, dd, ws, tol, max_iter):
 def singular(t, y, df, di, dd, ws):
     """:func:`singularity` at the tree state y (template)."""
     tree_state(t, y, df, di, dd, ws, False)
-    return singularity(di, dd, ws, KT)
+    return singularity(df, di, dd, ws, KT)
 
 
 def _hermite(p, h, y, f, y_new, f_new, out):

@@ -71,11 +71,11 @@ def _source(dyn):
 
     src, _ = fast._source(dyn)
     # the integrator templates' watch for singular configurations reads the workspace's measure:
-    # in the tree module it is the numpy semi-recursive formulation's (:func:`._tree_kernels.singularity`)
+    # in the tree module it is the closure Jacobian's (:func:`._tree_kernels.singularity`)
     call = "K.singularity(df, di, dd, ws)"
     if call not in src:
         raise ImportError(f"the integrator templates no longer call {call}: update fast_tree._source")
-    src = src.replace(call, "singularity(di, dd, ws, KT)")
+    src = src.replace(call, "singularity(df, di, dd, ws, KT)")
     _, has_expressions = fast._expression_source(dyn)
     jit = "\n\n@numba.njit(cache=True, nogil=True)\n"
     head = ["", "", "# ---- the semi-recursive formulation's tree (cadmotion.kernel.dynamics.fast_tree)",
@@ -191,7 +191,8 @@ class FastTree(fast.FastRHS):
             t_Rcj=kin.R_cj, t_rcj=kin.r_cj, t_Rroot=kin.R_root, t_rroot=kin.r_root,
             t_com=self.dyn.mass.body_com.reshape(nmov, 3),
             t_ckind=i64(kin.col_kind), t_cframe=i64(kin.col_frame), t_cref=i64([T.REF_CODES[r] for r in kin.col_ref]),
-            t_cjoint=i64(kin.col_joint), t_caxis=kin.col_axis.reshape(-1, 3),
+            t_cjoint=i64(kin.col_joint), t_caxis=kin.col_axis.reshape(-1, 3), t_cw=form.col_weight,
+            t_rw=form.row_weight,
             t_bjoint=i64(tree.body_joint), t_crow=i64(crow), t_qadr=i64(qadr), t_wadr=i64(wadr),
             t_sq=i64(kin.scalar_q), t_sz=i64(kin.scalar_z),
             t_JR=np.zeros((nmov, 3, 3)), t_jr=np.zeros((nmov, 3)), t_pref=kin._p_ref.copy(),
