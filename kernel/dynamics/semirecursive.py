@@ -140,8 +140,9 @@ class SemiRecursiveFormulation(Formulation):
         1; a rotation 1/ℓ_c², ℓ_c (m) the coordinate's lever arm at the closure in the initial
         pose — the largest speed per rad/s its column of C gives a translational row, over that
         row's size: about the distance from the joint's axis to the points the loop closes at. So
-        an angle and a slide weigh alike whatever the parts' sizes and masses (a small pinion's
-        rotation driving a rack reads as well conditioned as the rack's slide). A rotation on no
+        an angle and a slide weigh alike whatever the parts' sizes and masses (the van's steering
+        arms, 0.1 m, turned by its driven rack read as conditioned as the rack's slide; with one
+        length for every rotation, as the absolute measure's, they read 3e-3). A rotation on no
         translational row, or whose axis passes through them all, takes
         :attr:`.equations.Dynamics.length_scale`."""
         kin, dyn = self.kin, self.dyn

@@ -254,10 +254,11 @@ def test_the_compiled_evaluation_equals_the_numpy_one_to_round_off(name, path):
 def test_the_closure_measure_reads_singular_where_the_joint_rows_do(path):
     """The singular measure from the closure Jacobian C alone (closure rows × closure rows) against
     the absolute one of all the joints' rows (:meth:`.equations.Dynamics.singularity`, independent
-    code) along the N-four-bar's motion through two flat configurations (the projection
-    formulation's run, 3 s): both fall below 1e-3 at the same passages and neither reads
+    code) along the N-four-bar's motion through its flat configurations (the projection
+    formulation's run, 3 s, three passages): the two are proportional within a factor 10 at every
+    frame (measured 2.9–6.5), so both fall to 1e-5–1e-4 at the same frames, and neither reads
     singular away from them. Where the scaled rows' norms would be renormalised at each pose,
-    the closure rows that shrink as the loop flattens read 0.086 at the passage (measured)."""
+    the closure rows that shrink as the loop flattens read 0.086 at a passage (measured)."""
     if path == "compiled":
         pytest.skip("the numpy definition (the compiled one equals it: the round-off test above)")
     model = sample("n_four_bar")
@@ -271,10 +272,9 @@ def test_the_closure_measure_reads_singular_where_the_joint_rows_do(path):
         absolute.append(dyn.singularity(ev))
         closure.append(form.singular_measure_at(0.0, q))
     absolute, closure = np.array(absolute), np.array(closure)
-    near = absolute < 1e-3
-    assert 2 <= np.sum(near) and np.all(closure[near] < 1e-3)  # measured ≤ 2.4e-4 where absolute ≤ 8e-5
-    far = absolute > 0.05
-    assert np.all(closure[far] > 0.1)  # measured ≥ 0.15
+    assert np.min(absolute) < 1e-4  # the run passes through the singular configurations (measured 8.7e-6)
+    assert np.all((closure > absolute) & (closure < 10 * absolute))
+    assert np.all(closure[absolute > 0.05] > 0.1)  # measured ≥ 0.16
 
 
 @pytest.mark.parametrize("name, least", [("slider_crank_torque", 1.0), ("closed_chain", 5.0), ("van", 0.15)])
