@@ -142,7 +142,7 @@ class SemiRecursiveFormulation(Formulation):
         row's size: about the distance from the joint's axis to the points the loop closes at. So
         an angle and a slide weigh alike whatever the parts' sizes and masses (the van's steering
         arms, 0.1 m, turned by its driven rack read as conditioned as the rack's slide; with one
-        length for every rotation, as the absolute measure's, they read 3e-3). A rotation on no
+        length for every rotation and rows rescaled at each pose, they read 3e-3). A rotation on no
         translational row, or whose axis passes through them all, takes
         :attr:`.equations.Dynamics.length_scale`."""
         kin, dyn = self.kin, self.dyn

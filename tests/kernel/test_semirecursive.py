@@ -282,8 +282,8 @@ def test_no_short_lever_or_point_mass_reads_as_singular(name, least, path):
     """Far from any singular configuration the measure is of order 1 whatever the parts' sizes
     and masses: P1's slider-crank (a point-mass slider), the closed chain of 20 links and the
     van, whose driven steering rack moves the uprights through 0.1 m steering arms (the absolute
-    measure reads 6.4e-4 there, a tenth of the singular zone's 1e-2 at RK4's tolerance).
-    Measured 1.40, 11.6 and 0.218 at the initial poses."""
+    measure reads 6.4e-4 there; one length for every rotation and rows rescaled at each pose, 3e-3).
+    Measured 1.40, 11.6 and 0.218 at the initial poses; the singular zone is at most 1e-2."""
     if path == "compiled":
         pytest.skip("the numpy definition (the compiled one equals it: the round-off test above)")
     folder = SAMPLES.parent / "vehicles" if name == "van" else SAMPLES
