@@ -65,16 +65,23 @@ TREE = [
     ("t_Rpi", "f", 3), ("t_rpi", "f", 2), ("t_R0", "f", 3), ("t_r0", "f", 2), ("t_Rjc", "f", 3), ("t_rjc", "f", 2),
     ("t_Rcj", "f", 3), ("t_rcj", "f", 2), ("t_Rroot", "f", 3), ("t_rroot", "f", 2), ("t_com", "f", 2),
     ("t_ckind", "i", 1), ("t_cframe", "i", 1), ("t_cref", "i", 1), ("t_cjoint", "i", 1), ("t_caxis", "f", 2),
+    ("t_cw", "f", 1), ("t_rw", "f", 1),
     ("t_bjoint", "i", 1), ("t_crow", "i", 1), ("t_qadr", "i", 1), ("t_wadr", "i", 1), ("t_sq", "i", 1),
     ("t_sz", "i", 1),
     ("t_JR", "w", 3), ("t_jr", "w", 2), ("t_pref", "w", 2), ("t_RMi", "w", 3), ("t_rMi", "w", 2),
     ("t_RPre", "w", 3), ("t_rPre", "w", 2), ("t_RMj", "w", 3), ("t_rMj", "w", 2), ("t_b", "w", 2), ("t_Z", "w", 2),
     ("t_rc", "w", 2), ("t_ya", "w", 1),
+    # scratch of one evaluation (flat; reshaped into the arrays a call would otherwise allocate, ~50–100 ns each)
+    ("t_w3", "w", 1), ("t_w6", "w", 1), ("t_wF", "w", 1), ("t_wv", "w", 1), ("t_wm", "w", 1), ("t_wC", "w", 1),
+    ("t_wR", "w", 1), ("t_wQ", "w", 1), ("t_wX", "w", 1), ("t_wMb", "w", 1),
 ]
 _T = {name: i for i, (name, _, _) in enumerate(TREE)}
 (T_SIZES, T_TYPE, T_PARENT, T_CHILD, T_ZQ, T_Z, T_NCOL, T_RPI, T_rPI, T_R0, T_r0, T_RJC, T_rJC, T_RCJ, T_rCJ,
- T_RROOT, T_rROOT, T_COM, T_CKIND, T_CFRAME, T_CREF, T_CJOINT, T_CAXIS, T_BJOINT, T_CROW, T_QADR, T_WADR, T_SQ,
- T_SZ, T_JR, T_jr, T_PREF, T_RMI, T_rMI, T_RPRE, T_rPRE, T_RMJ, T_rMJ, T_B, T_ZV, T_RC, T_YA) = range(len(TREE))
+ T_RROOT, T_rROOT, T_COM, T_CKIND, T_CFRAME, T_CREF, T_CJOINT, T_CAXIS, T_CW, T_RW, T_BJOINT, T_CROW, T_QADR, T_WADR,
+ T_SQ, T_SZ, T_JR, T_jr, T_PREF, T_RMI, T_rMI, T_RPRE, T_rPRE, T_RMJ, T_rMJ, T_B, T_ZV, T_RC, T_YA,
+ T_W3, T_W6, T_WF, T_WV, T_WM, T_WC, T_WR, T_WQ, T_WX, T_WMB) = range(len(TREE))
+#: floats of ``t_w3`` (:func:`kinematics`' 3 × 3 and 3-vectors, a quaternion)
+W3_SIZE = 6 * 9 + 6 * 3 + 4
 
 
 # ---------------------------------------------------------------- small dense helpers
@@ -168,9 +175,10 @@ def kinematics(y, df, di, ws, kt):
     b, Z, rc, ya = K.f2(ws, di, kt + T_B), K.f2(ws, di, kt + T_ZV), K.f2(ws, di, kt + T_RC), K.f1(ws, di, kt + T_YA)
     zq = y[:nzq]
     zd = y[nzq: nzq + nz]
-    Rpre, Rpost, Rpp, T1, T2, RP = (np.empty((3, 3)), np.empty((3, 3)), np.empty((3, 3)), np.empty((3, 3)),
-                                    np.empty((3, 3)), np.empty((3, 3)))
-    rpre, rpp, x1, x2, rP = np.empty(3), np.empty(3), np.empty(3), np.empty(3), np.empty(3)
+    w3 = K.f1(ws, di, kt + T_W3)
+    Rpre, Rpost, Rpp = w3[0:9].reshape((3, 3)), w3[9:18].reshape((3, 3)), w3[18:27].reshape((3, 3))
+    T1, T2, RP = w3[27:36].reshape((3, 3)), w3[36:45].reshape((3, 3)), w3[45:54].reshape((3, 3))
+    rpre, rpp, x1, x2, rP, u = w3[54:57], w3[57:60], w3[60:63], w3[63:66], w3[66:69], w3[69:72]
     for k in range(nj):
         t, a, c, p = typ[k], zqa[k], chi[k], par[k]
         if t == FREE:
@@ -241,7 +249,6 @@ def kinematics(y, df, di, ws, kt):
     # columns
     ckind, cref, cjoint, caxis = K.i1(di, kt + T_CKIND), K.i1(di, kt + T_CREF), K.i1(di, kt + T_CJOINT), \
         K.f2(df, di, kt + T_CAXIS)
-    u = np.empty(3)
     for col in range(nz):
         k = cjoint[col]
         r = cref[col]
@@ -275,7 +282,7 @@ def kinematics(y, df, di, ws, kt):
                 Z[c, i] += b[col, i] * zd[col]
     # the absolute state
     nq = 7 * nmov
-    qb = np.empty(4)
+    qb = w3[72:76]
     for bd in range(nmov):
         _shepperd(JR[bd], qb)
         if qb[0] * pref[bd, 0] + qb[1] * pref[bd, 1] + qb[2] * pref[bd, 2] + qb[3] * pref[bd, 3] < 0.0:
@@ -304,16 +311,16 @@ def mass_times(x, di, ws, kt, Jw, mass, out):
     nz, nj, nmov = sz[1], sz[2], sz[3]
     par, chi, za, ncol = K.i1(di, kt + T_PARENT), K.i1(di, kt + T_CHILD), K.i1(di, kt + T_Z), K.i1(di, kt + T_NCOL)
     b, rc = K.f2(ws, di, kt + T_B), K.f2(ws, di, kt + T_RC)
-    V = np.zeros((nmov, 6))
+    w6 = K.f1(ws, di, kt + T_W6)
+    V = w6[18 * nmov: 24 * nmov].reshape((nmov, 6))
+    P = w6[24 * nmov: 30 * nmov].reshape((nmov, 6))
     for k in range(nj):
         c, p = chi[k], par[k]
-        if p >= 0:
-            for i in range(6):
-                V[c, i] = V[p, i]
+        for i in range(6):
+            V[c, i] = V[p, i] if p >= 0 else 0.0
         for col in range(za[k], za[k] + ncol[k]):
             for i in range(6):
                 V[c, i] += b[col, i] * x[col]
-    P = np.empty((nmov, 6))
     for bd in range(nmov):
         w0, w1, w2 = V[bd, 3], V[bd, 4], V[bd, 5]
         r0, r1, r2 = rc[bd, 0], rc[bd, 1], rc[bd, 2]
@@ -397,29 +404,27 @@ def _project_subtrees(P, b, par, chi, za, ncol, nj, nz, out):
 
 
 @numba.njit(**_JIT)
-def closure(df, di, ws, kt, a, C, cvec):
-    """C = Jc R_v (closure rows × nz) and cvec = γ̂_c − Jc a (a (nmov, 6) the parts' bias
-    accelerations [a_c, α]); returns the size of C's entries before cancellation."""
+def closure_jacobian(di, ws, kt, C):
+    """C = Jc R_v (closure rows × nz) by walking each closure row's parts up to the root; returns
+    the size of C's entries before cancellation."""
     sz = K.i1(di, kt + T_SIZES)
     nz, mc = sz[1], sz[4]
     par, za, ncol = K.i1(di, kt + T_PARENT), K.i1(di, kt + T_Z), K.i1(di, kt + T_NCOL)
     bjoint, crow = K.i1(di, kt + T_BJOINT), K.i1(di, kt + T_CROW)
     b, rc = K.f2(ws, di, kt + T_B), K.f2(ws, di, kt + T_RC)
-    Jc, rb, gam = K.f3(ws, di, K.I_JC), K.i2(di, K.I_RB), K.f1(ws, di, K.I_GAM)
+    Jc, rb = K.f3(ws, di, K.I_JC), K.i2(di, K.I_RB)
     jmax = 0.0
     rmax = 0.0
     for i in range(mc):
         for col in range(nz):
             C[i, col] = 0.0
         r = crow[i]
-        acc = gam[r]
         for s in range(rb.shape[1]):
             bd = rb[r, s]
             if bd < 0:
                 continue
             J = Jc[r, s]
             for l in range(6):
-                acc -= J[l] * a[bd, l]
                 if abs(J[l]) > jmax:
                     jmax = abs(J[l])
             k = bjoint[bd]
@@ -433,23 +438,44 @@ def closure(df, di, ws, kt, a, C, cvec):
                     C[i, col] += J[0] * l0 + J[1] * l1 + J[2] * l2 + J[3] * a0 + J[4] * a1 + J[5] * a2
                 p = par[k]
                 k = bjoint[p] if p >= 0 else -1
-        cvec[i] = acc
     return jmax * rmax
 
 
 @numba.njit(**_JIT)
-def pivoted_qr(C, scale):
-    """(Q (m, m), R (m, n), perm (n,), rank) of C P = Q R by Householder reflections with column
-    pivoting (the remaining column of largest norm first, as LAPACK's geqp3); the rank counts
-    the pivots above :data:`RANK_TOL` times the largest (and times ``scale``, the size of C's
-    entries before cancellation, so that an all-redundant closure has rank 0)."""
+def closure(df, di, ws, kt, a, C, cvec):
+    """C = Jc R_v (:func:`closure_jacobian`) and cvec = γ̂_c − Jc a (a (nmov, 6) the parts' bias
+    accelerations [a_c, α]); returns the size of C's entries before cancellation."""
+    sz = K.i1(di, kt + T_SIZES)
+    mc = sz[4]
+    crow = K.i1(di, kt + T_CROW)
+    Jc, rb, gam = K.f3(ws, di, K.I_JC), K.i2(di, K.I_RB), K.f1(ws, di, K.I_GAM)
+    for i in range(mc):
+        r = crow[i]
+        acc = gam[r]
+        for s in range(rb.shape[1]):
+            bd = rb[r, s]
+            if bd < 0:
+                continue
+            for l in range(6):
+                acc -= Jc[r, s, l] * a[bd, l]
+        cvec[i] = acc
+    return closure_jacobian(di, ws, kt, C)
+
+
+@numba.njit(**_JIT)
+def pivoted_qr(C, scale, Q, R, v):
+    """(perm (n,), rank) of C P = Q R by Householder reflections with column pivoting (the
+    remaining column of largest norm first, as LAPACK's geqp3), Q (m, m) and R (m, n) filled in
+    place (v (m,) scratch); the rank counts the pivots above :data:`RANK_TOL` times the largest
+    (and times ``scale``, the size of C's entries before cancellation, so that an all-redundant
+    closure has rank 0)."""
     m, n = C.shape
-    R = C.copy()
-    Q = np.zeros((m, m))
     for i in range(m):
-        Q[i, i] = 1.0
+        for j in range(n):
+            R[i, j] = C[i, j]
+        for j in range(m):
+            Q[i, j] = 1.0 if i == j else 0.0
     perm = np.arange(n)
-    v = np.empty(m)
     for j in range(min(m, n)):
         best, bn = j, -1.0
         for c in range(j, n):
@@ -496,7 +522,7 @@ def pivoted_qr(C, scale):
     for j in range(min(m, n)):
         if abs(R[j, j]) > tol:
             rank += 1
-    return Q, R, perm, rank
+    return perm, rank
 
 
 @numba.njit(**_JIT)
@@ -584,16 +610,15 @@ def stage_rhs(t, y, df, di, dd, ws, kt):
     zd = y[nzq: nzq + nz]
     Jw, w, vc = K.f3(ws, di, K.I_JW), K.f2(ws, di, K.I_W), K.f2(ws, di, K.I_VC)
     mass = K.f1(df, di, K.I_MASS)
-    Fo = np.empty((nb, 3))
-    No = np.empty((nb, 3))
+    wF, w6, wv = K.f1(ws, di, kt + T_WF), K.f1(ws, di, kt + T_W6), K.f1(ws, di, kt + T_WV)
+    Fo, No = wF[: 3 * nb].reshape((nb, 3)), wF[3 * nb: 6 * nb].reshape((nb, 3))
     power = K.applied_forces(df, di, dd, ws, Fo, No)
     # the bias Ṙ ż down the tree, then the parts' com bias accelerations a = [a_c, α]
-    aZ = np.zeros((nmov, 6))
+    aZ = w6[: 6 * nmov].reshape((nmov, 6))
     for k in range(nj):
         c, p = chi[k], par[k]
-        if p >= 0:
-            for i in range(6):
-                aZ[c, i] = aZ[p, i]
+        for i in range(6):
+            aZ[c, i] = aZ[p, i] if p >= 0 else 0.0
         for col in range(za[k], za[k] + ncol[k]):
             f = cframe[col]
             src = p if f == 0 else (c if f == 1 else -1)
@@ -608,8 +633,8 @@ def stage_rhs(t, y, df, di, dd, ws, kt):
             aZ[c, 3] += (o1 * a2 - o2 * a1) * q
             aZ[c, 4] += (o2 * a0 - o0 * a2) * q
             aZ[c, 5] += (o0 * a1 - o1 * a0) * q
-    a = np.empty((nmov, 6))
-    G = np.empty((nmov, 6))
+    a = w6[6 * nmov: 12 * nmov].reshape((nmov, 6))
+    G = w6[12 * nmov: 18 * nmov].reshape((nmov, 6))
     for bd in range(nmov):
         al0, al1, al2 = aZ[bd, 3], aZ[bd, 4], aZ[bd, 5]
         r0, r1, r2 = rc[bd, 0], rc[bd, 1], rc[bd, 2]
@@ -630,14 +655,14 @@ def stage_rhs(t, y, df, di, dd, ws, kt):
         G[bd, 3] = N0 + r1 * F2 - r2 * F1
         G[bd, 4] = N1 + r2 * F0 - r0 * F2
         G[bd, 5] = N2 + r0 * F1 - r1 * F0
-    Qz = np.empty(nz)
+    Qz, zdd, e, me, rhs_i = wv[:nz], wv[nz: 2 * nz], wv[2 * nz: 3 * nz], wv[3 * nz: 4 * nz], wv[4 * nz: 5 * nz]
     _project_subtrees(G, b, par, chi, za, ncol, nj, nz, Qz)
     aux = K.f1(ws, di, K.I_AUX)
-    zdd = np.empty(nz)
     ok = True
     if mc > 0:
-        C = np.empty((mc, nz))
-        cvec = np.empty(mc)
+        wm = K.f1(ws, di, kt + T_WM)
+        C = K.f1(ws, di, kt + T_WC).reshape((mc, nz))
+        cvec = wm[:mc]
         scale = closure(df, di, ws, kt, a, C, cvec)
         crow = K.i1(di, kt + T_CROW)
         pt, ph = K.f1(ws, di, K.I_PT), K.f1(ws, di, K.I_PH)
@@ -650,18 +675,19 @@ def stage_rhs(t, y, df, di, dd, ws, kt):
             vres = max(vres, abs(s))
             pres = max(pres, abs(ph[crow[i]]))
         aux[0], aux[1] = vres, pres
-        Q, R, perm, r = pivoted_qr(C, scale)
+        Q, R = K.f1(ws, di, kt + T_WQ).reshape((mc, mc)), K.f1(ws, di, kt + T_WR).reshape((mc, nz))
+        perm, r = pivoted_qr(C, scale, Q, R, wm[4 * mc: 5 * mc])
         ni = nz - r
         # X = −R11⁻¹ R12 (r × ni), s = R11⁻¹ Q1ᵀ c
-        X = np.empty((r, ni))
-        col_ = np.empty(r)
+        X = K.f1(ws, di, kt + T_WX)[: r * ni].reshape((r, ni))
+        col_ = wm[mc: mc + r]
         for j in range(ni):
             for i in range(r):
                 col_[i] = -R[i, r + j]
             _upper_solve(R, r, col_)
             for i in range(r):
                 X[i, j] = col_[i]
-        s = np.empty(r)
+        s = wm[2 * mc: 2 * mc + r]
         for i in range(r):
             acc = 0.0
             for l in range(mc):
@@ -669,9 +695,7 @@ def stage_rhs(t, y, df, di, dd, ws, kt):
             s[i] = acc
         _upper_solve(R, r, s)
         # 𝐑ᵀ M̄ 𝐑 and 𝐑ᵀ (Q̄ − M̄ s): by the recursive products, or from M̄ for many columns
-        e = np.zeros(nz)
-        me = np.empty(nz)
-        Mbar = np.empty((ni, ni))
+        Mbar = np.empty((ni, ni)) if ni > DENSE_LIMIT else K.f1(ws, di, kt + T_WMB)[: ni * ni].reshape((ni, ni))
         if ni > DENSE_LIMIT:
             Mz = composite_mass(di, ws, kt, Jw, mass)
             E = np.empty((nz, ni))  # M̄ 𝐑
@@ -703,7 +727,7 @@ def stage_rhs(t, y, df, di, dd, ws, kt):
         for i in range(r):
             e[perm[i]] = s[i]
         mass_times(e, di, ws, kt, Jw, mass, me)
-        rhs_i = np.empty(ni)
+        rhs_i = rhs_i[:ni]
         for i in range(ni):
             acc = Qz[perm[r + i]] - me[perm[r + i]]
             for d in range(r):
@@ -719,7 +743,7 @@ def stage_rhs(t, y, df, di, dd, ws, kt):
             zdd[perm[d]] = acc
         if timed and r > 0:  # the drivers' power: λ = Q1 R11⁻ᵀ (Q̄ − M̄ z̈)_d
             mass_times(zdd, di, ws, kt, Jw, mass, me)
-            u = np.empty(r)
+            u = wm[3 * mc: 3 * mc + r]
             for i in range(r):
                 acc = Qz[perm[i]] - me[perm[i]]
                 for l in range(i):
@@ -735,9 +759,7 @@ def stage_rhs(t, y, df, di, dd, ws, kt):
         zdd[:] = Qz
         ok = _cholesky_solve(Mbar, zdd)
     else:
-        Mbar = np.empty((nz, nz))
-        e = np.zeros(nz)
-        me = np.empty(nz)
+        Mbar = K.f1(ws, di, kt + T_WMB)[: nz * nz].reshape((nz, nz))
         for j in range(nz):
             e[:] = 0.0
             e[j] = 1.0
@@ -756,56 +778,56 @@ def stage_rhs(t, y, df, di, dd, ws, kt):
     return out, ok
 
 
-@numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
-def singularity(di, dd, ws, kt):
-    """:meth:`.equations.Dynamics.singularity` of the joint rows in the workspace: the smallest
-    eigenvalue, after the redundant rows' zeros, of the Jacobi-scaled Jv W Jvᵀ over all rows,
-    W = diag(1, 1, 1, 1/ℓ², 1/ℓ², 1/ℓ²) per part (ℓ = ``stab[6]``). The numpy semi-recursive
-    formulation's measure (not the pivot ratio of :func:`._kernels.singularity`), so both paths
-    see the same singular configurations."""
-    Jc, rb = K.f3(ws, di, K.I_JC), K.i2(di, K.I_RB)
-    pi, pj, psi, psj = K.i1(di, K.I_PI), K.i1(di, K.I_PJ), K.i1(di, K.I_PSI), K.i1(di, K.I_PSJ)
-    m = rb.shape[0]
-    if m == 0:
+@numba.njit(**_JIT)
+def singularity(df, di, dd, ws, kt):
+    """:meth:`.semirecursive.SemiRecursiveFormulation.closure_singularity` of the closure Jacobian
+    C at the workspace's positions: the smallest eigenvalue, after the redundant rows' zeros, of
+    Dr C W Cᵀ Dr, Dr = ``t_rw`` and W = ``t_cw`` (the numpy formulation's constant weights) —
+    closure rows × closure rows, where the absolute measure (:func:`._kernels.singularity`)
+    takes all the joints' rows."""
+    sz = K.i1(di, kt + T_SIZES)
+    nz, mc = sz[1], sz[4]
+    if mc == 0:
         return 1.0
-    ell = K.f1(dd, di, K.I_STAB)[6]
-    inv = 1.0 / (ell * ell)
-    S = np.zeros((m, m))
-    for p in range(pi.shape[0]):
-        i, j, si, sj = pi[p], pj[p], psi[p], psj[p]
-        acc = Jc[i, si, 0] * Jc[j, sj, 0] + Jc[i, si, 1] * Jc[j, sj, 1] + Jc[i, si, 2] * Jc[j, sj, 2]
-        acc += inv * (Jc[i, si, 3] * Jc[j, sj, 3] + Jc[i, si, 4] * Jc[j, sj, 4] + Jc[i, si, 5] * Jc[j, sj, 5])
-        S[i, j] += acc
-    live = np.zeros(m, np.int64)
+    C = K.f1(ws, di, kt + T_WC).reshape((mc, nz))
+    closure_jacobian(di, ws, kt, C)
+    cw, rw = K.f1(df, di, kt + T_CW), K.f1(df, di, kt + T_RW)
+    wm = K.f1(ws, di, kt + T_WM)
+    live = wm[5 * mc: 6 * mc]  # the rows that are not zero (indices, as floats)
     n = 0
-    for i in range(m):
-        if S[i, i] > 0.0:
+    for i in range(mc):
+        acc = 0.0
+        for col in range(nz):
+            acc += C[i, col] * cw[col] * C[i, col]
+        if acc > 0.0:
             live[n] = i
             n += 1
     if n == 0:
         return 1.0
-    A = np.empty((n, n))
+    A = K.f1(ws, di, kt + T_WQ)[: n * n].reshape((n, n))
     for a in range(n):
+        i = int(live[a])
         for c in range(a + 1):
-            i, j = live[a], live[c]
-            v = S[i, j] if i >= j else S[j, i]
-            v /= math.sqrt(S[i, i] * S[j, j])
+            j = int(live[c])
+            acc = 0.0
+            for col in range(nz):
+                acc += C[i, col] * cw[col] * C[j, col]
+            v = rw[i] * rw[j] * acc
             A[a, c] = v
             A[c, a] = v
-    r = K.i1(di, kt + T_SIZES)[6] - (m - n)
-    return kth_eigenvalue(A, min(max(r, 0), n - 1))
+    r = sz[6] - (mc - n)
+    return kth_eigenvalue(A, min(max(r, 0), n - 1), wm[: 4 * mc])
 
 
 @numba.njit(cache=True, nogil=True)
-def kth_eigenvalue(A, k):
-    """The k-th smallest eigenvalue (0-based) of the symmetric matrix A (overwritten): Householder
+def kth_eigenvalue(A, k, work):
+    """The k-th smallest eigenvalue (0-based) of the symmetric matrix A (overwritten; ``work``: at
+    least 4 n floats of scratch): Householder
     reduction to tridiagonal form, then bisection on the Sturm sequence counts to round-off —
     a few µs for the tens of rows of a mechanism, where LAPACK's full eigvalsh costs ten times more."""
     n = A.shape[0]
-    d = np.empty(n)
-    e = np.zeros(n)
-    v = np.empty(n)
-    p = np.empty(n)
+    d, e, v, p = work[:n], work[n: 2 * n], work[2 * n: 3 * n], work[3 * n: 4 * n]
+    e[:] = 0.0
     for c in range(n - 2):
         nrm = 0.0
         for i in range(c + 1, n):
@@ -884,9 +906,8 @@ def closure_violation(di, ws, kt):
 @numba.njit(**_JIT)
 def _closure_only(df, di, ws, kt):
     sz = K.i1(di, kt + T_SIZES)
-    mc, nz, nmov = sz[4], sz[1], sz[3]
-    C = np.empty((mc, nz))
-    closure(df, di, ws, kt, np.zeros((nmov, 6)), C, np.empty(mc))
+    C = K.f1(ws, di, kt + T_WC).reshape((sz[4], sz[1]))
+    closure_jacobian(di, ws, kt, C)
     return C
 
 
@@ -988,7 +1009,7 @@ def project(t, y, df, di, dd, ws, tol, max_iter):
 def singular(t, y, df, di, dd, ws):
     """:func:`singularity` at the tree state y (template)."""
     tree_state(t, y, df, di, dd, ws, False)
-    return singularity(di, dd, ws, KT)
+    return singularity(df, di, dd, ws, KT)
 
 
 def _hermite(p, h, y, f, y_new, f_new, out):

@@ -71,11 +71,11 @@ def _source(dyn):
 
     src, _ = fast._source(dyn)
     # the integrator templates' watch for singular configurations reads the workspace's measure:
-    # in the tree module it is the numpy semi-recursive formulation's (:func:`._tree_kernels.singularity`)
+    # in the tree module it is the closure Jacobian's (:func:`._tree_kernels.singularity`)
     call = "K.singularity(df, di, dd, ws)"
     if call not in src:
         raise ImportError(f"the integrator templates no longer call {call}: update fast_tree._source")
-    src = src.replace(call, "singularity(di, dd, ws, KT)")
+    src = src.replace(call, "singularity(df, di, dd, ws, KT)")
     _, has_expressions = fast._expression_source(dyn)
     jit = "\n\n@numba.njit(cache=True, nogil=True)\n"
     head = ["", "", "# ---- the semi-recursive formulation's tree (cadmotion.kernel.dynamics.fast_tree)",
@@ -181,24 +181,29 @@ class FastTree(fast.FastRHS):
         position = np.empty(len(self.row_order), np.int64)
         position[self.row_order] = np.arange(len(self.row_order))
         crow = position[form.crows]
+        nz, mc = tree.nz, len(crow)
         qadr = [a for _, a, _ in kin.quat_blocks]
         wadr = [c for _, _, c in kin.quat_blocks]
         values = dict(
-            t_sizes=i64([tree.nzq, tree.nz, nj, nmov, len(crow), int(self.dyn.timed), len(self.dyn.redundant)]),
+            t_sizes=i64([tree.nzq, nz, nj, nmov, mc, int(self.dyn.timed), len(self.dyn.redundant)]),
             t_type=i64([T.TYPE_CODES[tj.type] for tj in J]), t_parent=i64(kin.parent), t_child=i64(kin.child),
             t_zq=i64([tj.zq_adr for tj in J]), t_z=i64([tj.z_adr for tj in J]), t_ncol=i64(ncol),
             t_Rpi=kin.R_pi, t_rpi=kin.r_pi, t_R0=kin.R0, t_r0=kin.r0, t_Rjc=kin.R_jc, t_rjc=kin.r_jc,
             t_Rcj=kin.R_cj, t_rcj=kin.r_cj, t_Rroot=kin.R_root, t_rroot=kin.r_root,
             t_com=self.dyn.mass.body_com.reshape(nmov, 3),
             t_ckind=i64(kin.col_kind), t_cframe=i64(kin.col_frame), t_cref=i64([T.REF_CODES[r] for r in kin.col_ref]),
-            t_cjoint=i64(kin.col_joint), t_caxis=kin.col_axis.reshape(-1, 3),
+            t_cjoint=i64(kin.col_joint), t_caxis=kin.col_axis.reshape(-1, 3), t_cw=form.col_weight,
+            t_rw=form.row_weight,
             t_bjoint=i64(tree.body_joint), t_crow=i64(crow), t_qadr=i64(qadr), t_wadr=i64(wadr),
             t_sq=i64(kin.scalar_q), t_sz=i64(kin.scalar_z),
             t_JR=np.zeros((nmov, 3, 3)), t_jr=np.zeros((nmov, 3)), t_pref=kin._p_ref.copy(),
             t_RMi=np.zeros((nj, 3, 3)), t_rMi=np.zeros((nj, 3)), t_RPre=np.zeros((nj, 3, 3)),
             t_rPre=np.zeros((nj, 3)), t_RMj=np.zeros((nj, 3, 3)), t_rMj=np.zeros((nj, 3)),
-            t_b=np.zeros((tree.nz, 6)), t_Z=np.zeros((nmov, 6)), t_rc=np.zeros((nmov, 3)),
-            t_ya=np.zeros(13 * nmov + 1))
+            t_b=np.zeros((nz, 6)), t_Z=np.zeros((nmov, 6)), t_rc=np.zeros((nmov, 3)),
+            t_ya=np.zeros(13 * nmov + 1),
+            t_w3=np.zeros(T.W3_SIZE), t_w6=np.zeros(30 * nmov), t_wF=np.zeros(6 * self.dyn.model.nb),
+            t_wv=np.zeros(5 * nz), t_wm=np.zeros(6 * mc), t_wC=np.zeros(mc * nz), t_wR=np.zeros(mc * nz),
+            t_wQ=np.zeros(mc * mc), t_wX=np.zeros(mc * nz), t_wMb=np.zeros(min(nz, T.DENSE_LIMIT) ** 2))
         out = []
         for name, kind, ndim in T.TREE:
             a = np.asarray(values[name])

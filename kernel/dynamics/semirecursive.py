@@ -127,10 +127,42 @@ class SemiRecursiveFormulation(Formulation):
         self._cbodies = np.unique(cols // 6)
         self._ccols = (6 * self._cbodies[:, None] + np.arange(6)[None, :]).reshape(-1)
         self._cpath = path[self._cbodies]
+        self.row_weight, self.col_weight = self._closure_weights()
         if self.options.get("fast", False) and not self.sparse:
             from .fast_tree import tree_fast
 
             self._fast = tree_fast(self)
+
+    def _closure_weights(self):
+        """(row weights (m,), column weights (nz,)) of :meth:`closure_singularity`, constants of the
+        geometry. A closure row is divided by its size, the largest |Jc| of its parts' velocity
+        entries (of their angular velocity entries for a row of angles): its unit. A slide weighs
+        1; a rotation 1/ℓ_c², ℓ_c (m) the coordinate's lever arm at the closure in the initial
+        pose — the largest speed per rad/s its column of C gives a translational row, over that
+        row's size: about the distance from the joint's axis to the points the loop closes at. So
+        an angle and a slide weigh alike whatever the parts' sizes and masses (the van's steering
+        arms, 0.1 m, turned by its driven rack read as conditioned as the rack's slide; with one
+        length for every rotation and rows rescaled at each pose, they read 3e-3). A rotation on no
+        translational row, or whose axis passes through them all, takes
+        :attr:`.equations.Dynamics.length_scale`."""
+        kin, dyn = self.kin, self.dyn
+        ell = np.full(self.tree.nz, dyn.length_scale)
+        size = np.ones(len(self.crows))
+        if len(self.crows):
+            _, _, q, _, b, _, rc = self._state(0.0, np.concatenate([self._zq_ref, np.zeros(self.tree.nz + 1)]))
+            ev = dyn.evaluate(q, np.zeros(dyn.nv), 0.0, self.refs, with_gamma=False, with_forces=False)
+            C = self._closure(ev, b, rc)
+            C = C.toarray() if sps.issparse(C) else C
+            Jc = ev.J[self.crows][:, self._ccols]
+            Jc = (Jc.toarray() if sps.issparse(Jc) else Jc).reshape(len(self.crows), -1, 6)
+            trans = np.max(np.abs(Jc[:, :, :3]), axis=(1, 2), initial=0.0)
+            turn = np.max(np.abs(Jc[:, :, 3:]), axis=(1, 2), initial=0.0)
+            size = np.where(trans > 0, trans, np.where(turn > 0, turn, 1.0))
+            if np.any(trans > 0):
+                arm = np.max(np.abs(C[trans > 0]) / size[trans > 0, None], axis=0)
+                rot = (kin.col_kind == 0) & (arm > 1e-9 * dyn.length_scale)
+                ell[rot] = arm[rot]
+        return 1.0 / size, np.where(kin.col_kind == 0, 1.0 / ell ** 2, 1.0)
 
     # ---------------------------------------------------------------- kinematics
     def _state(self, t, y):
@@ -525,12 +557,47 @@ class SemiRecursiveFormulation(Formulation):
         return y if new is None else new
 
     def singular_measure(self, t, y):
-        """:meth:`.equations.Dynamics.singularity` at the absolute state of y (compiled when the fast path runs)."""
+        """How near a singular configuration the state y is (:meth:`closure_singularity` of the
+        closure Jacobian C at y's positions; compiled when the fast path runs)."""
         if self._fast is not None:
             return self._fast.singularity(t, y)
-        q = self.kin.absolute(y[: self.tree.nzq])[0]  # a kinematic measure: the velocities play no part
+        _, _, q, _, b, _, rc = self._state(t, y)  # a kinematic measure: the velocities play no part
         ev = self.dyn.evaluate(q, np.zeros(self.dyn.nv), t, self.refs, with_gamma=False, with_forces=False)
-        return self.dyn.singularity(ev)
+        C = self._closure(ev, b, rc)
+        return self.closure_singularity(C.toarray() if sps.issparse(C) else C)
+
+    def singular_measure_at(self, t, q):
+        """:meth:`singular_measure` at the absolute coordinates q (nq,) (the crossing's exit test),
+        0 where it cannot be evaluated."""
+        try:
+            y = np.concatenate([self.kin.relative(q, self._zq_ref), np.zeros(self.tree.nz + 1)])
+            return self.singular_measure(t, y)
+        except (_Failure, np.linalg.LinAlgError):
+            return 0.0
+
+    def closure_singularity(self, C):
+        """The singular measure of the closure Jacobian C (m, nz): the smallest eigenvalue, after the
+        redundant rows' zeros, of Dr C W Cᵀ Dr, Dr and W the constant row and column weights of
+        :meth:`_closure_weights` (rows in their units, an angle against a slide by the lever arm).
+
+        The tree joints hold identically in z, so Jv loses rank exactly where C does: the measure
+        is about the square of C's smallest relative singular value that is not a redundancy, of
+        m × m rows instead of the absolute measure's (:meth:`.equations.Dynamics.singularity`) all
+        the joints' rows. Its scaling is constant: a closure row that shrinks as the loop
+        flattens (the N-four-bar's) must not be scaled back up. Order 1 far from a singular
+        configuration, → 0 at one; the compiled path's :func:`._tree_kernels.singularity` is the
+        same."""
+        m = C.shape[0]
+        if m == 0:
+            return 1.0
+        Cs = C * self.row_weight[:, None]
+        S = (Cs * self.col_weight[None, :]) @ Cs.T
+        live = np.diag(S) > 0
+        if not np.any(live):
+            return 1.0
+        eig = np.linalg.eigvalsh(S[np.ix_(live, live)])
+        r = len(self.dyn.redundant) - int(np.sum(~live))
+        return float(eig[min(max(r, 0), len(eig) - 1)])
 
 
 def _spd_solve(A, b, t):
