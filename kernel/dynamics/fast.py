@@ -508,10 +508,13 @@ def _template_source(jit):
 def _compiled_sources():
     """The text of every module a generated module compiles from, this one last (read once per
     process: reading and tokenising them took ~0.7 ms, a sixtieth of a P1 run)."""
-    from . import _contact_kernels, _dop853, _kernels, _radau, _rk4, force_jacobians, tyres
+    from .. import _kinematics_kernels
+    from . import _contact_kernels, _dop853, _frames, _kernels, _radau, _rk4, force_jacobians, tyres
 
+    # _frames and _kinematics_kernels too: _kernels calls (and numba inlines) their functions
     return tuple(inspect.getsource(m) for m in (_kernels, _dop853, _radau, _rk4, force_jacobians, tyres,
-                                                 _contact_kernels)) + (Path(__file__).read_text(),)
+                                                 _contact_kernels, _frames, _kinematics_kernels)) + (
+        Path(__file__).read_text(),)
 
 
 def _module_file(dyn):
