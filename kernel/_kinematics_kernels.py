@@ -14,8 +14,9 @@ and ``accept_all`` evaluate that model's constraint groups.
 
 import math
 
-import numba
 import numpy as np
+
+from .numba_cache import numba  # numba, its cache folder named by the kernel sources
 
 _JIT = dict(cache=True, nogil=True)
 

@@ -36,6 +36,9 @@ def load_module(path, name, src, functions):
     ``module.TEMPLATES``."""
     module = None
     if path is not None:
+        from .numba_cache import configure
+
+        configure()  # the machine code goes to the folder named by the kernel sources
         try:
             spec = importlib.util.spec_from_file_location(name, path)
             module = importlib.util.module_from_spec(spec)

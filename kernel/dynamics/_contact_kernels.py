@@ -34,8 +34,9 @@ touch that file too, or the new code is not linked in.
 
 import math
 
-import numba
 import numpy as np
+
+from ..numba_cache import numba  # numba, its cache folder named by the kernel sources
 
 _JIT = dict(cache=True, nogil=True, fastmath=False)
 # the small per-point helpers are inlined into the sweep over the points (see :func:`_sweep`)

@@ -23,9 +23,9 @@ direct calls of global functions, not functions passed as values). The helpers i
 
 import math
 
-import numba
 import numpy as np
 
+from ..numba_cache import numba  # numba, its cache folder named by the kernel sources
 from ..scipy_files import scipy_module
 from . import _kernels as K
 

@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 try:  # numba is optional: the same loops run as Python without it
-    import numba
+    from ..numba_cache import numba  # its cache folder named by the kernel sources
 
     jit = numba.njit(cache=True, nogil=True)
     HAVE_NUMBA = True

@@ -11,9 +11,9 @@ and factorised by a band Cholesky.
 
 import math
 
-import numba
 import numpy as np
 
+from ..numba_cache import numba  # numba, its cache folder named by the kernel sources
 from .._kinematics_kernels import gather, unwrap, winding  # noqa: F401 (generated modules call K.gather, K.winding, K.unwrap)
 from ._contact_kernels import contact_accept, contact_forces, contact_limit
 from ._frames import euler_rotation, frame_axes, relative_rotation_vector

@@ -35,9 +35,9 @@ inside each model structure's generated module; the rest is compiled once here.
 
 import math
 
-import numba
 import numpy as np
 
+from ..numba_cache import numba  # numba, its cache folder named by the kernel sources
 from . import _kernels as K
 from . import force_jacobians as FJ
 from ._dop853 import DONE, NAN_STATE, NOT_FINITE, SINGULAR, STEP_COLLAPSE, TIME_EPS, finish, rms

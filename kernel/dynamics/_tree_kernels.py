@@ -35,9 +35,9 @@ singular configurations is :func:`singularity`, the numpy formulation's).
 
 import math
 
-import numba
 import numpy as np
 
+from ..numba_cache import numba  # numba, its cache folder named by the kernel sources
 from . import _kernels as K
 from ._dop853 import PROBES, strided
 

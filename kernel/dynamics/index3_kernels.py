@@ -269,9 +269,8 @@ def element_blocks(nmov, c_k, c_d, Cs, Vs, el_a, el_b, Kb, Db, offd):
 
 
 if HAVE_NUMBA:
-    import numba
-
     from . import _kernels as _K
+    from ..numba_cache import numba  # its cache folder named by the kernel sources
 
     @numba.njit(cache=True, nogil=True)
     def applied_forces(A, rc, w, vc, F, N, nmov, grav_f, sp_ia, sp_ib, sp_da, sp_db, sp_k, sp_c, sp_l0, sp_F0,

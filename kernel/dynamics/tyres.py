@@ -43,9 +43,8 @@ the run's energy balance holds to the integration error.
 The per-tyre loop :func:`tyre_forces` is compiled by numba when it is present (else it runs as
 Python); it is the one implementation used by the numpy right-hand side
 (:meth:`.forces.ForceElements.evaluate`), the compiled one (:mod:`._kernels`) and index-3.
-numba's disk cache of :mod:`._kernels` does not see edits of this file (it keys on the calling
-module's own source): after changing :func:`tyre_forces`, touch ``_kernels.py`` (the generated
-modules of :mod:`.fast` hash this file and follow by themselves).
+numba's disk cache follows edits of this file (:mod:`cadmotion.kernel.numba_cache` names its
+folder after every kernel source that uses numba).
 """
 
 from __future__ import annotations

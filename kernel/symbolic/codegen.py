@@ -50,6 +50,7 @@ from pathlib import Path
 
 import numpy
 
+from ..cache_folder import cache_dir  # noqa: F401 (re-exported: callers import it from here)
 from .lazy import lazy
 from .parametrization import get_parametrization
 from .templates import TEMPLATES
@@ -60,15 +61,6 @@ sp = lazy("sympy")  # imported to derive code that is not cached, not to load wh
 
 _LOCK = threading.Lock()
 _MEMORY = {}
-
-
-def cache_dir():
-    """Folder holding generated code (``$CADMOTION_CACHE`` or ``~/.cache/cadmotion``)."""
-    root = os.environ.get("CADMOTION_CACHE")
-    if root:
-        return Path(root)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "cadmotion" / "codegen"
 
 
 class Symbols:
@@ -531,6 +523,10 @@ class GeneratedTemplate:
             # a real module from a file, so numba can cache the machine code beside it
             import sys
 
+            if backend == "numba":
+                from ..numba_cache import configure
+
+                configure()  # the machine code goes to the folder named by the kernel sources
             name = f"cadmotion_generated_{path.stem.replace('-', '_')}"
             spec = importlib.util.spec_from_file_location(name, path)
             module = importlib.util.module_from_spec(spec)
