@@ -151,6 +151,19 @@ def _shepperd(R, q):
         q[i] /= n
 
 
+@numba.njit(**_JIT)
+def _down_the_tree(b, x, par, chi, za, ncol, nj, V):
+    """V_c = V_parent + Σ b_col x_col over joint k's columns, from the root down (V (nmov, 6): the
+    parts' twists R x for the relative rates x (nz,)); the forward twin of :func:`_project_subtrees`."""
+    for k in range(nj):
+        c, p = chi[k], par[k]
+        for i in range(6):
+            V[c, i] = V[p, i] if p >= 0 else 0.0
+        for col in range(za[k], za[k] + ncol[k]):
+            for i in range(6):
+                V[c, i] += b[col, i] * x[col]
+
+
 # ---------------------------------------------------------------- kinematics
 @numba.njit(**_JIT)
 def kinematics(y, df, di, ws, kt):
@@ -272,14 +285,7 @@ def kinematics(y, df, di, ws, kt):
         else:
             b[col, 0], b[col, 1], b[col, 2] = u[0], u[1], u[2]
             b[col, 3] = b[col, 4] = b[col, 5] = 0.0
-    # velocities down the tree
-    for k in range(nj):
-        c, p = chi[k], par[k]
-        for i in range(6):
-            Z[c, i] = Z[p, i] if p >= 0 else 0.0
-        for col in range(za[k], za[k] + ncol[k]):
-            for i in range(6):
-                Z[c, i] += b[col, i] * zd[col]
+    _down_the_tree(b, zd, par, chi, za, ncol, nj, Z)  # the velocities
     # the absolute state
     nq = 7 * nmov
     qb = w3[72:76]
@@ -314,13 +320,7 @@ def mass_times(x, di, ws, kt, Jw, mass, out):
     w6 = K.f1(ws, di, kt + T_W6)
     V = w6[18 * nmov: 24 * nmov].reshape((nmov, 6))
     P = w6[24 * nmov: 30 * nmov].reshape((nmov, 6))
-    for k in range(nj):
-        c, p = chi[k], par[k]
-        for i in range(6):
-            V[c, i] = V[p, i] if p >= 0 else 0.0
-        for col in range(za[k], za[k] + ncol[k]):
-            for i in range(6):
-                V[c, i] += b[col, i] * x[col]
+    _down_the_tree(b, x, par, chi, za, ncol, nj, V)
     for bd in range(nmov):
         w0, w1, w2 = V[bd, 3], V[bd, 4], V[bd, 5]
         r0, r1, r2 = rc[bd, 0], rc[bd, 1], rc[bd, 2]
