@@ -800,12 +800,14 @@ def _motion(model, times, Q, Qd, Qdd, measures, events, complete=True, message="
         quat[1:] *= np.cumprod(turn, axis=0)[..., None]
     order = [model.body_index(p.name) for p in model.spec.parts]
     pos, quat, vel, om, acc, al = (a[:, order] for a in (pos, quat, vel, om, acc, al))
-    coords = []
-    for n, (joint, kind, _, _) in enumerate(model.joint_measures):
-        values = measures[:, n]
-        if kind == "angle":
-            values = np.unwrap(values)
-        coords.append(JointCoordinate(joint, kind, values))
+    # angles continuous over turns, every angle column in one call (one per column was 0.8 ms a
+    # frame of the 1,000-link loop's 20-frame run)
+    angles = [n for n, (_, kind, _, _) in enumerate(model.joint_measures) if kind == "angle"]
+    measures = np.array(measures, float)
+    if angles:
+        measures[:, angles] = np.unwrap(measures[:, angles], axis=0)
+    coords = [JointCoordinate(joint, kind, measures[:, n])
+              for n, (joint, kind, _, _) in enumerate(model.joint_measures)]
     motion = Motion(time=times, parts=[p.name for p in model.spec.parts], position=pos, quaternion=quat,
                     velocity=vel, angular_velocity=om, acceleration=acc, angular_acceleration=al,
                     joint_coordinates=coords, events=events, complete=complete, message=message, spec=model.spec)
