@@ -53,6 +53,9 @@ TIME_EPS = 1e-12
 DONE, NOT_FINITE, STEP_COLLAPSE, NAN_STATE, SINGULAR = 0, 1, 2, 3, 4
 #: layout of the ``stats`` array
 S_T, S_NFEV, S_NSTEPS, S_NPROJECT, S_K, S_T_FAIL, S_T_EVAL = range(7)
+#: ``stats`` slot of the steps whose interior singular-configuration probes were evaluated
+#: (:func:`probe_step`; the stats array is :data:`._radau.N_STATS` long)
+S_PROBED = 9
 
 # the model's compiled functions, bound in the generated module that compiles the templates
 rhs = groups = windings = step_limit = None
@@ -87,6 +90,10 @@ def rms(x, scale):
 PROBES = (0.0, 0.25, 0.5, 0.75, 1.0)
 #: an interior probe below this fraction of both neighbours is the bottom of a V
 V_DEPTH = 0.4
+#: a step's interior probes are skipped when every constraint row's measure is, at both ends
+#: of the step, more than CLEAR times its change over the step and over the step before (scaled
+#: to this step's length): see :func:`clear_of_singular`
+CLEAR = 4.0
 
 
 @numba.njit(**_JIT)
@@ -100,6 +107,48 @@ def strided(s, s_zone):
         if s[j] < V_DEPTH * s[j - 1] and s[j] < V_DEPTH * s[j + 1]:
             return True
     return False
+
+
+@numba.njit(**_JIT)
+def clear_of_singular(rows, h_before, h):
+    """True when no constraint row's measure can reach the bottom of a V inside the step, so
+    its interior probes would tell nothing the ends do not.
+
+    ``rows`` (3, m): each row's measure (√ of its pivot ratio, :func:`._kernels.singularity_rows`)
+    at the start of the step before (of length ``h_before`` s), at this step's start and at its
+    end (this step of length ``h`` s); −1 where not known, ``inf`` for a row dropped as redundant.
+    Near a singular configuration a row's measure falls linearly, s = a |t − t*|: a V whose
+    bottom is inside the step has s_start + s_end = a·h, while the row changed by a·h over the
+    step before (it was falling at that rate) and by up to a·h over this one. So the interior
+    probes are needed unless every row has s_start + s_end > :data:`CLEAR` × (its change over
+    this step, and over the step before scaled by h / h_before): far from every V, measured in
+    the row's own rate of change. Anything not known, a row dropped at one of the three states
+    and not at another, or a first step returns False (probe)."""
+    if not (h_before > 0.0 and h > 0.0):
+        return False
+    scale = h / h_before
+    for j in range(rows.shape[1]):
+        a, b, c = rows[0, j], rows[1, j], rows[2, j]
+        if a < 0.0 or b < 0.0 or c < 0.0:
+            return False
+        dropped = math.isinf(b)
+        if math.isinf(a) != dropped or math.isinf(c) != dropped:
+            return False
+        if dropped:
+            continue
+        if not b + c > CLEAR * max(abs(c - b), abs(b - a) * scale):
+            return False
+    return True
+
+
+@numba.njit(**_JIT)
+def next_step_probes(s, rows):
+    """After an accepted step: its end's measures are the next step's start (and its start
+    the step before's)."""
+    s[0] = s[s.shape[0] - 1]
+    for j in range(rows.shape[1]):
+        rows[0, j] = rows[1, j]
+        rows[1, j] = rows[2, j]
 
 
 @numba.njit(**_JIT)
@@ -225,6 +274,10 @@ def dop853(t, y0, times, rtol, atol, ptol, max_iter, zone, df, di, dd, ws, Y, DD
     # √ of the singular measure at the probes of a step; the first, at y, is known from the step before
     sp = np.empty(len(PROBES))
     sp[0] = math.sqrt(max(K.singularity(df, di, dd, ws), 0.0)) if ok and zone > 0.0 else -1.0
+    # each constraint row's measure at the step before's start, the step's start and its end (−1: not known)
+    sp_rows = np.full((3, K.i1(di, K.I_SIZES)[3] if zone > 0.0 else 0), -1.0)
+    h_before = 0.0  # s, the length of the step before (0: none)
+    nprobed = 0
     h_abs = 0.0
     h_max = step_limit(y, df, di, dd, ws)  # scipy's max_step, set after every step
     if ok:
@@ -312,14 +365,16 @@ def dop853(t, y0, times, rtol, atol, ptol, max_iter, zone, df, di, dd, ws, Y, DD
         if zone > 0.0:
             aux = K.f1(ws, di, K.I_AUX)
             violation_v, violation_q = aux[0], aux[1]
-            probe_step(t_old, h, y, y_new, Ks[0], Ks[N_STAGES], sp, tmp, df, di, dd, ws)
+            if probe_step(t_old, h, y, y_new, Ks[0], Ks[N_STAGES], sp, tmp, df, di, dd, ws, sp_rows, h_before):
+                nprobed += 1
             if strided(sp, math.sqrt(zone)):
                 status = SINGULAR  # stop at the start of the step: the crossing takes it from there
                 break
-            # the last probe left y_new's kinematics, joint rows and measures in the workspace (what the
-            # bookkeeping reads, as the evaluation at y_new did); that evaluation's violations back
+            # the workspace holds y_new's kinematics, joint rows and measures (what the bookkeeping
+            # reads, as the evaluation at y_new did); that evaluation's violations back
             aux[0], aux[1] = violation_v, violation_q
-            sp[0] = sp[len(PROBES) - 1]  # the next step starts at y_new
+            next_step_probes(sp, sp_rows)  # the next step starts at y_new
+            h_before = h
         nsteps += 1
         t = t_new
         # bookkeeping at the accepted state (the workspace holds the evaluation at y_new)
@@ -372,8 +427,10 @@ def dop853(t, y0, times, rtol, atol, ptol, max_iter, zone, df, di, dd, ws, Y, DD
                 status = SINGULAR
                 break
             sp[0] = math.sqrt(max(measure, 0.0))
+            sp_rows[1, :] = -1.0  # the rows' at the projected y: not known (the next step probes)
         h_max = step_limit(y, df, di, dd, ws)
     finish(y, y_end, stats, t, nfev, nsteps, nproject, k, t_fail, t_eval)
+    stats[S_PROBED] = nprobed
     return status
 
 
@@ -387,38 +444,54 @@ def strides_singular(t, h, y, y_new, f, f_new, zone, tmp, df, di, dd, ws):
     that a step can stride over between probes."""
     s = np.empty(len(PROBES))
     s[0] = -1.0  # the measure at y is not known
-    probe_step(t, h, y, y_new, f, f_new, s, tmp, df, di, dd, ws)
+    rows = np.full((3, K.i1(di, K.I_SIZES)[3]), -1.0)  # nor the step before's: every probe is taken
+    probe_step(t, h, y, y_new, f, f_new, s, tmp, df, di, dd, ws, rows, 0.0)
     return strided(s, math.sqrt(zone))
 
 
-def probe_step(t, h, y, y_new, f, f_new, s, tmp, df, di, dd, ws):
+def probe_step(t, h, y, y_new, f, f_new, s, tmp, df, di, dd, ws, rows, h_before):
     """s[j] = √(:func:`._kernels.singularity`) at the :data:`PROBES` of the step from
     (t, y) to (t + h, y_new) (template), the states from the cubic Hermite interpolant of y,
-    f = ẏ(t), y_new, f_new = ẏ(t + h), as :func:`strides_singular` takes them; s[0]
-    is kept if it is ≥ 0 (the measure at y, known from the step before). The ends are y and
-    y_new themselves (the interpolant's value there), so the workspace is left with y_new's
-    kinematics and joint rows (its violations ``aux[0:3]`` cleared)."""
+    f = ẏ(t), y_new, f_new = ẏ(t + h), as :func:`strides_singular` takes them.
+
+    The workspace must hold the evaluation at y_new (the loops' last evaluation is ẏ(y_new)),
+    and is left with it: y_new's kinematics, joint rows and measures (its violations
+    ``aux[0:3]`` cleared if the workspace was re-evaluated, which the callers restore).
+    s[0] is kept if it is ≥ 0 (the measure at y, known from the step before). ``rows`` (3, m)
+    holds each constraint row's measure at the start of the step before (length ``h_before``
+    s), at y and at y_new (filled here; see :func:`clear_of_singular`): when the rows are clear
+    of every V, the interior probes are not evaluated and s gets the straight line between its
+    ends there (no V for :func:`strided`). Returns True if the interior probes were evaluated."""
     n = y.shape[0]
     last = len(PROBES) - 1
-    for j in range(len(PROBES)):
-        if j == 0 and s[0] >= 0.0:
-            continue
+    at_new = True  # the workspace holds the evaluation at y_new
+    if s[0] < 0.0:
+        K.stage_kinematics(y, df, di, ws)
+        groups(t, y, df, di, dd, ws, False)
+        s[0] = math.sqrt(max(K.singularity_rows(df, di, dd, ws, rows[1]), 0.0))
+        at_new = False
+    if not at_new:
+        K.stage_kinematics(y_new, df, di, ws)
+        groups(t + h, y_new, df, di, dd, ws, False)
+    s[last] = math.sqrt(max(K.singularity_rows(df, di, dd, ws, rows[2]), 0.0))
+    if clear_of_singular(rows, h_before, h):
+        for j in range(1, last):
+            s[j] = s[0] + PROBES[j] * (s[last] - s[0])
+        return False
+    for j in range(1, last):
         p = PROBES[j]
-        if j == 0:
-            state = y
-        elif j == last:
-            state = y_new
-        else:
-            h00 = 2.0 * p ** 3 - 3.0 * p ** 2 + 1.0
-            h10 = p ** 3 - 2.0 * p ** 2 + p
-            h01 = -2.0 * p ** 3 + 3.0 * p ** 2
-            h11 = p ** 3 - p ** 2
-            for i in range(n):
-                tmp[i] = h00 * y[i] + h10 * h * f[i] + h01 * y_new[i] + h11 * h * f_new[i]
-            state = tmp
-        K.stage_kinematics(state, df, di, ws)
-        groups(t + p * h, state, df, di, dd, ws, False)
+        h00 = 2.0 * p ** 3 - 3.0 * p ** 2 + 1.0
+        h10 = p ** 3 - 2.0 * p ** 2 + p
+        h01 = -2.0 * p ** 3 + 3.0 * p ** 2
+        h11 = p ** 3 - p ** 2
+        for i in range(n):
+            tmp[i] = h00 * y[i] + h10 * h * f[i] + h01 * y_new[i] + h11 * h * f_new[i]
+        K.stage_kinematics(tmp, df, di, ws)
+        groups(t + p * h, tmp, df, di, dd, ws, False)
         s[j] = math.sqrt(max(K.singularity(df, di, dd, ws), 0.0))
+    K.stage_kinematics(y_new, df, di, ws)  # y_new's kinematics and rows back in the workspace
+    groups(t + h, y_new, df, di, dd, ws, False)
+    return True
 
 
 def project(t, y, df, di, dd, ws, tol, max_iter):
@@ -444,5 +517,5 @@ TEMPLATES = (initial_step, dense_output, strides_singular, probe_step, project, 
 #: names the templates use from this module
 HELPERS = ("A", "B", "C", "D", "E3", "E5", "N_STAGES", "SAFETY", "MIN_FACTOR", "MAX_FACTOR", "ERROR_EXPONENT",
            "TIME_EPS", "DONE", "NOT_FINITE", "STEP_COLLAPSE", "NAN_STATE", "SINGULAR", "S_T", "S_NFEV", "S_NSTEPS",
-           "S_NPROJECT", "S_K", "S_T_FAIL", "S_T_EVAL", "finish", "rms", "stage_state", "interpolate", "PROBES",
-           "strided")
+           "S_NPROJECT", "S_K", "S_PROBED", "S_T_FAIL", "S_T_EVAL", "finish", "rms", "stage_state", "interpolate",
+           "PROBES", "strided", "clear_of_singular", "next_step_probes")

@@ -441,11 +441,11 @@ def band_solve(Lb, m, bw, b, dropped):
 
 
 @numba.njit(**_JIT_LA)
-def factor_S(nmov, mass, Jwinv, Jc, rb, pair_i, pair_j, pair_si, pair_sj, bw, drop_tol, reg):
+def factor_S(nmov, mass, Jwinv, Jc, rb, pair_i, pair_j, pair_si, pair_sj, bw, drop_tol, reg, ratio):
     """X = Jc M⁻¹ and the band Cholesky of S + reg·I, S = Jv M⁻¹ Jvᵀ (redundant rows dropped;
     reg > 0 is the penalty formulations' 1/α, which keeps them), and the smallest pivot over
     its diagonal among the kept rows (1: well conditioned; → 0 as a singular configuration
-    is approached)."""
+    is approached); ``ratio`` (m,) gets every row's pivot over its diagonal."""
     m, ns = rb.shape
     X = np.zeros((m, ns, 6))
     for r in range(m):
@@ -470,7 +470,6 @@ def factor_S(nmov, mass, Jwinv, Jc, rb, pair_i, pair_j, pair_si, pair_sj, bw, dr
         for i in range(m):
             Lb[i, 0] += reg
     dropped = np.zeros(m, dtype=np.bool_)
-    ratio = np.empty(m)
     band_cholesky(Lb, m, bw, drop_tol, dropped, ratio)
     weakest = 1.0
     for r in range(m):
@@ -753,7 +752,7 @@ def _factor(df, di, dd, ws):
     nmov, bw = sizes[1], sizes[4]
     stab = f1(dd, di, I_STAB)
     return factor_S(nmov, f1(df, di, I_MASS), f3(ws, di, I_JWINV), f3(ws, di, I_JC), i2(di, I_RB), i1(di, I_PI),
-                    i1(di, I_PJ), i1(di, I_PSI), i1(di, I_PSJ), bw, stab[2], stab[3])
+                    i1(di, I_PJ), i1(di, I_PSI), i1(di, I_PSJ), bw, stab[2], stab[3], np.empty(sizes[3]))
 
 
 @numba.njit(**_JIT_LA)
@@ -762,6 +761,15 @@ def singularity(df, di, dd, ws):
     Jv W Jvᵀ over its kept rows, W = diag(1, 1, 1, 1/ℓ², 1/ℓ², 1/ℓ²) per body with ℓ the
     model's length scale (``stab[6]``, :attr:`.equations.Dynamics.length_scale`): a purely
     kinematic measure, so that light or slender parts do not read as singular. 1: far from one."""
+    return singularity_rows(df, di, dd, ws, np.empty(i1(di, I_SIZES)[3]))
+
+
+@numba.njit(**_JIT_LA)
+def singularity_rows(df, di, dd, ws, s_rows):
+    """:func:`singularity`, and each constraint row's part of it into ``s_rows`` (m,): the
+    square root of the row's pivot ratio (a row's √ratio falls linearly to 0 as a singular
+    configuration is crossed, the V the integrators' watch looks for), ``inf`` for a row
+    dropped as redundant."""
     sizes = i1(di, I_SIZES)
     nmov, bw = sizes[1], sizes[4]
     stab = f1(dd, di, I_STAB)
@@ -770,8 +778,11 @@ def singularity(df, di, dd, ws):
     for b in range(nmov):
         for i in range(3):
             iso[b, i, i] = inv
-    return factor_S(nmov, np.ones(nmov), iso, f3(ws, di, I_JC), i2(di, I_RB), i1(di, I_PI), i1(di, I_PJ),
-                    i1(di, I_PSI), i1(di, I_PSJ), bw, stab[2], 0.0)[3]
+    _, _, dropped, weakest = factor_S(nmov, np.ones(nmov), iso, f3(ws, di, I_JC), i2(di, I_RB), i1(di, I_PI),
+                                      i1(di, I_PJ), i1(di, I_PSI), i1(di, I_PSJ), bw, stab[2], 0.0, s_rows)
+    for r in range(s_rows.shape[0]):
+        s_rows[r] = np.inf if dropped[r] else math.sqrt(max(s_rows[r], 0.0))
+    return weakest
 
 
 @numba.njit(**_JIT)

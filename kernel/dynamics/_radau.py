@@ -68,7 +68,7 @@ R_MIN_FACTOR, R_MAX_FACTOR = 0.2, 10.0
 R_EPS = float(np.finfo(float).eps)
 #: ``stats`` entries beyond :mod:`._dop853`'s: Jacobian evaluations, LU factorisations
 S_NJEV, S_NLU = 7, 8
-N_STATS = 9
+N_STATS = 10
 
 
 @numba.njit(**_JIT)

@@ -21,7 +21,7 @@ import math
 import numpy as np
 
 from . import _kernels as K
-from ._dop853 import DONE, NAN_STATE, NOT_FINITE, PROBES, SINGULAR, finish, strided
+from ._dop853 import DONE, NAN_STATE, NOT_FINITE, PROBES, S_PROBED, SINGULAR, finish, next_step_probes, strided
 
 #: ``stats`` slot of the last step size h (s) taken or tried (the stats array is
 #: :data:`._radau.N_STATS` long; slots 7 and 8 are Radau's Jacobian and LU counts)
@@ -68,6 +68,10 @@ def rk4(t, y0, times, dt, ptol, max_iter, zone, df, di, dd, ws, Y, DD, stats, y_
     h = 0.0
     s = np.empty(len(PROBES))
     s[0] = -1.0  # the measure at y is not known yet
+    # each constraint row's measure at the step before's start, the step's start and its end (−1: not known)
+    s_rows = np.full((3, K.i1(di, K.I_SIZES)[3] if zone > 0.0 else 0), -1.0)
+    h_before = 0.0  # s, the length of the step before (0: none)
+    nprobed = 0
     f, ok = rhs(t, y, df, di, dd, ws)  # the first stage of the first step
     nfev += 1
     if not ok:
@@ -115,14 +119,16 @@ def rk4(t, y0, times, dt, ptol, max_iter, zone, df, di, dd, ws, Y, DD, stats, y_
             if zone > 0.0:
                 aux = K.f1(ws, di, K.I_AUX)
                 violation_v, violation_q = aux[0], aux[1]
-                probe_step(t, h, y, y_new, f, f_new, s, tmp, df, di, dd, ws)
+                if probe_step(t, h, y, y_new, f, f_new, s, tmp, df, di, dd, ws, s_rows, h_before):
+                    nprobed += 1
                 if strided(s, math.sqrt(zone)):
                     status = SINGULAR  # stop at the start of the step: the crossing takes it from there
                     break
-                # the last probe left y_new's kinematics, joint rows and measures in the workspace
-                # (what the bookkeeping reads); its evaluation's violations back
+                # the workspace holds y_new's kinematics, joint rows and measures (what the
+                # bookkeeping reads); its evaluation's violations back
                 aux[0], aux[1] = violation_v, violation_q
-                s[0] = s[len(PROBES) - 1]  # the next step starts at y_new
+                next_step_probes(s, s_rows)  # the next step starts at y_new
+                h_before = h
             nsteps += 1
             t = t_new
             # bookkeeping at the accepted state (the workspace holds the evaluation at y_new)
@@ -160,6 +166,7 @@ def rk4(t, y0, times, dt, ptol, max_iter, zone, df, di, dd, ws, Y, DD, stats, y_
             break
     finish(y, y_end, stats, t, nfev, nsteps, nproject, k, t_fail, t_eval)
     stats[S_STEP] = h
+    stats[S_PROBED] = nprobed
     return status
 
 

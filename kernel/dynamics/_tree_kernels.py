@@ -1030,9 +1030,11 @@ def strides_singular(t, h, y, y_new, f, f_new, zone, tmp, df, di, dd, ws):
     return strided(s, math.sqrt(zone))
 
 
-def probe_step(t, h, y, y_new, f, f_new, s, tmp, df, di, dd, ws):
+def probe_step(t, h, y, y_new, f, f_new, s, tmp, df, di, dd, ws, rows, h_before):
     """:func:`._dop853.probe_step` for the tree state (template): the last probe is y_new itself,
-    so the workspace is left with y_new's kinematics and joint rows."""
+    so the workspace is left with y_new's kinematics and joint rows. Every probe is taken (the
+    closure rows' measure has no per-row history here: ``rows`` and ``h_before`` are unused);
+    returns True."""
     last = len(PROBES) - 1
     for j in range(len(PROBES)):
         if j == 0 and s[0] >= 0.0:
@@ -1044,6 +1046,7 @@ def probe_step(t, h, y, y_new, f, f_new, s, tmp, df, di, dd, ws):
         else:
             _hermite(PROBES[j], h, y, f, y_new, f_new, tmp)
         s[j] = math.sqrt(max(singular(t + PROBES[j] * h, tmp, df, di, dd, ws), 0.0))
+    return True
 
 
 #: compiled inside each tree module after the integrator templates, whose ``rhs``, ``project``,

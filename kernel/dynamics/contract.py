@@ -339,6 +339,9 @@ class Formulation:
                              "a singular configuration")
         self.rtol, self.atol = rtol, atol
         self.crossings = []
+        # (accepted steps under the compiled DOP853/RK4 loops' singular-configuration watch, those
+        # of them whose interior probes were evaluated: :func:`._dop853.probe_step`)
+        self.probed_steps = (0, 0)
         contacts = self.dyn.forces.contacts
         if contacts is not None:
             side = "compiled" if self._fast is not None else "numpy"
@@ -796,8 +799,17 @@ class _Recorder:
             measures=np.array(self.meas).reshape(len(self.t), -1),
             success=self.success, message=self.message,
             t_fail=self.t_fail, nfev=form.nfev, nsteps=self.nsteps, nfactor=form.nfactor, nproject=form.nproject,
-            notes=list(self.notes) + _crossing_notes(form), events=list(self.events),
+            notes=list(self.notes) + _crossing_notes(form) + _watch_notes(form), events=list(self.events),
         )
+
+
+def _watch_notes(form):
+    """How many steps of the compiled loops the singular-configuration watch probed inside."""
+    watched, probed = getattr(form, "probed_steps", (0, 0))
+    if not watched:
+        return []
+    return [f"singular-configuration watch: {probed} of {watched} steps probed inside (the others were clear "
+            "of every V at both ends)"]
 
 
 def _crossing_notes(form):

@@ -168,6 +168,9 @@ class _IndexOne(Formulation):
             self.nfactor += int(stats[D.S_NFEV]) + (2 * int(stats[R.S_NJEV]) if integrator == "Radau" else 0)
             self.nproject += int(stats[D.S_NPROJECT])
             rec.nsteps += int(stats[D.S_NSTEPS])
+            if self.dyn.has_loops and integrator != "Radau":  # (Radau probes inside every step)
+                watched, probed = self.probed_steps
+                self.probed_steps = (watched + int(stats[D.S_NSTEPS]), probed + int(stats[D.S_PROBED]))
             for j in range(1, int(stats[D.S_K])):
                 mref = self._fast.restore(snaps[j])
                 if meas is not None:

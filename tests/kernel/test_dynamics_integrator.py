@@ -19,6 +19,7 @@ from scipy.integrate import solve_ivp
 from cadmotion.importers.modelfile import read_model_file
 from cadmotion.kernel import compile_model
 from cadmotion.kernel.dynamics import fast
+from cadmotion.kernel.dynamics._radau import N_STATS
 from cadmotion.kernel.dynamics.forward import run
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples" / "dynamics"
@@ -234,7 +235,7 @@ def _toy_integrator(one_step, rhs=_toy_rhs):
         times = np.asarray(times, float)
         Y = np.zeros((len(times), 3))
         Y[0] = _toy_exact(0.0)
-        stats = np.zeros(7)
+        stats = np.zeros(N_STATS)
         z = np.zeros(1)
         status = dop853(times[0], Y[0].copy(), times, tol, tol, -1.0, 0, 0.0, z, np.zeros(8, np.int64), z, z, Y,
                         np.zeros((len(times), 1)), stats, np.zeros(3))  # zone 0: no singular configurations
@@ -648,7 +649,7 @@ def _toy_rk4(rhs=_toy_rhs):
         times = np.asarray(times, float)
         Y = np.zeros((len(times), 3))
         Y[0] = _toy_exact(0.0)
-        stats = np.zeros(9)
+        stats = np.zeros(N_STATS)
         z = np.zeros(1)
         status = ns["rk4"](times[0], Y[0].copy(), times, dt, -1.0, 0, 0.0, z, np.zeros(8, np.int64), z, z, Y,
                            np.zeros((len(times), 1)), stats, np.zeros(3))
