@@ -46,6 +46,12 @@ _BINOPS = {
 _MAX_LENGTH = 2000
 
 
+#: expressions parsed in this process, by (text, variables): sympy expressions are immutable, and a
+#: model's force laws and drivers are parsed again at every run (1.6 ms of a 30 ms slider-crank run)
+_PARSED = {}
+_PARSED_MAX = 4096
+
+
 def parse_expression(text, *, variables=("t",), where=None):
     """Parse ``text`` into a sympy expression of the allowed ``variables``.
 
@@ -55,6 +61,17 @@ def parse_expression(text, *, variables=("t",), where=None):
     variables : names allowed as free variables (each becomes a real sympy Symbol).
     where : where the text came from, for the error message.
     """
+    key = (text, tuple(variables)) if isinstance(text, str) else None
+    if key in _PARSED:
+        return _PARSED[key]
+    expr = _parse(text, variables, where)
+    if len(_PARSED) >= _PARSED_MAX:
+        _PARSED.clear()
+    _PARSED[key] = expr
+    return expr
+
+
+def _parse(text, variables, where):
     if not isinstance(text, str):
         raise ExpressionError(f"expected an expression string, got {type(text).__name__}", where=where)
     if len(text) > _MAX_LENGTH:

@@ -41,6 +41,20 @@ def test_error_names_the_bad_name_and_the_allowed_ones():
     assert "tt" in str(info.value) and "m.toml" in str(info.value) and "sin" in str(info.value)
 
 
+def test_an_expression_is_parsed_once_per_process_and_a_bad_one_fails_each_time_where_it_is():
+    """Runs parse a model's laws again; the second parse is the first's (immutable) expression,
+    and the variables allowed are part of what is looked up."""
+    first = parse_expression("0.01*exp(-t)")
+    assert parse_expression("0.01*exp(-t)") is first
+    assert str(parse_expression("q*t", variables=("t", "q"))) == "q*t"
+    with pytest.raises(ExpressionError, match="unknown name 'q'"):
+        parse_expression("q*t")
+    for where in ("a.toml: [[drivers]] #1", "b.toml: [[forces]] #2"):
+        with pytest.raises(ExpressionError) as info:
+            parse_expression("sin(tt)", where=where)
+        assert where in str(info.value)
+
+
 def _driver(text, scale=1.0):
     from cadmotion.kernel.expressions import time_function
     from cadmotion.kernel.spec import TimeFunctionSpec
