@@ -273,9 +273,9 @@ def dop853(t, y0, times, rtol, atol, ptol, max_iter, zone, df, di, dd, ws, Y, DD
     nfev += 1
     # √ of the singular measure at the probes of a step; the first, at y, is known from the step before
     sp = np.empty(len(PROBES))
-    sp[0] = math.sqrt(max(K.singularity(df, di, dd, ws), 0.0)) if ok and zone > 0.0 else -1.0
     # each constraint row's measure at the step before's start, the step's start and its end (−1: not known)
     sp_rows = np.full((3, K.i1(di, K.I_SIZES)[3] if zone > 0.0 else 0), -1.0)
+    sp[0] = math.sqrt(max(measure_rows(df, di, dd, ws, sp_rows[1]), 0.0)) if ok and zone > 0.0 else -1.0
     h_before = 0.0  # s, the length of the step before (0: none)
     nprobed = 0
     h_abs = 0.0
@@ -422,12 +422,11 @@ def dop853(t, y0, times, rtol, atol, ptol, max_iter, zone, df, di, dd, ws, Y, DD
                 k += 1
             break
         if zone > 0.0 and changed:  # (unprojected, y is the step's last probe, above the zone)
-            measure = K.singularity(df, di, dd, ws)
+            measure = measure_rows(df, di, dd, ws, sp_rows[1])
             if measure < zone:
                 status = SINGULAR
                 break
             sp[0] = math.sqrt(max(measure, 0.0))
-            sp_rows[1, :] = -1.0  # the rows' at the projected y: not known (the next step probes)
         h_max = step_limit(y, df, di, dd, ws)
     finish(y, y_end, stats, t, nfev, nsteps, nproject, k, t_fail, t_eval)
     stats[S_PROBED] = nprobed
@@ -449,6 +448,13 @@ def strides_singular(t, h, y, y_new, f, f_new, zone, tmp, df, di, dd, ws):
     return strided(s, math.sqrt(zone))
 
 
+def measure_rows(df, di, dd, ws, rows):
+    """The singular-configuration measure at the workspace's state (:func:`._kernels.singularity`),
+    and each constraint row's √ pivot ratio into ``rows`` (m,) (template: a formulation whose
+    measure has no rows replaces it)."""
+    return K.singularity_rows(df, di, dd, ws, rows)
+
+
 def probe_step(t, h, y, y_new, f, f_new, s, tmp, df, di, dd, ws, rows, h_before):
     """s[j] = √(:func:`._kernels.singularity`) at the :data:`PROBES` of the step from
     (t, y) to (t + h, y_new) (template), the states from the cubic Hermite interpolant of y,
@@ -468,12 +474,12 @@ def probe_step(t, h, y, y_new, f, f_new, s, tmp, df, di, dd, ws, rows, h_before)
     if s[0] < 0.0:
         K.stage_kinematics(y, df, di, ws)
         groups(t, y, df, di, dd, ws, False)
-        s[0] = math.sqrt(max(K.singularity_rows(df, di, dd, ws, rows[1]), 0.0))
+        s[0] = math.sqrt(max(measure_rows(df, di, dd, ws, rows[1]), 0.0))
         at_new = False
     if not at_new:
         K.stage_kinematics(y_new, df, di, ws)
         groups(t + h, y_new, df, di, dd, ws, False)
-    s[last] = math.sqrt(max(K.singularity_rows(df, di, dd, ws, rows[2]), 0.0))
+    s[last] = math.sqrt(max(measure_rows(df, di, dd, ws, rows[2]), 0.0))
     if clear_of_singular(rows, h_before, h):
         for j in range(1, last):
             s[j] = s[0] + PROBES[j] * (s[last] - s[0])
@@ -513,7 +519,7 @@ def project(t, y, df, di, dd, ws, tol, max_iter):
 
 
 #: compiled inside each generated module (they call the model's ``rhs``, ``groups``, ``windings``)
-TEMPLATES = (initial_step, dense_output, strides_singular, probe_step, project, dop853)
+TEMPLATES = (initial_step, dense_output, strides_singular, measure_rows, probe_step, project, dop853)
 #: names the templates use from this module
 HELPERS = ("A", "B", "C", "D", "E3", "E5", "N_STAGES", "SAFETY", "MIN_FACTOR", "MAX_FACTOR", "ERROR_EXPONENT",
            "TIME_EPS", "DONE", "NOT_FINITE", "STEP_COLLAPSE", "NAN_STATE", "SINGULAR", "S_T", "S_NFEV", "S_NSTEPS",

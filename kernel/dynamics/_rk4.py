@@ -11,9 +11,9 @@ round-off. The whole loop runs in compiled code; it applies when nothing in ẏ 
 Units: t, dt and h in s; the state y = [q, v, W] in m, 1 (Euler parameters), m/s, rad/s and J.
 
 :func:`rk4` is a template (:data:`TEMPLATES`): :mod:`.fast` compiles its source inside each model
-structure's generated module, where ``rhs``, ``groups``, ``windings``, ``project`` and ``probe_step``
-are that module's functions (the last two templates of :mod:`._dop853`, whose loop probes its steps
-the same way).
+structure's generated module, where ``rhs``, ``groups``, ``windings``, ``project``, ``measure_rows`` and
+``probe_step`` are that module's functions (the last three templates of :mod:`._dop853`, whose loop probes its
+steps the same way).
 """
 
 import math
@@ -28,8 +28,8 @@ from ._dop853 import DONE, NAN_STATE, NOT_FINITE, PROBES, S_PROBED, SINGULAR, fi
 S_STEP = 7
 
 # the model's compiled functions, bound in the generated module that compiles the templates (and the
-# templates ``project`` and ``probe_step`` of :mod:`._dop853`)
-rhs = groups = windings = project = probe_step = None
+# templates ``project``, ``measure_rows`` and ``probe_step`` of :mod:`._dop853`)
+rhs = groups = windings = project = measure_rows = probe_step = None
 
 
 def rk4(t, y0, times, dt, ptol, max_iter, zone, df, di, dd, ws, Y, DD, stats, y_end):
@@ -44,11 +44,12 @@ def rk4(t, y0, times, dt, ptol, max_iter, zone, df, di, dd, ws, Y, DD, stats, y_
 
     With ``zone`` > 0 (closed loops), a step that passes through a singular configuration's
     zone (:func:`._dop853.probe_step` and :func:`._dop853.strided`, the test of
-    :func:`._dop853.strides_singular`, the last probe of a step reused as the first of the next
-    when no projection moved the state) stops the loop at its start, and an output time whose state is
-    in the zone (the measure :func:`._kernels.singularity` below ``zone``) stops it there, with
-    status SINGULAR: the state is in ``y_end``, ``stats[S_T]`` is its time and
-    ``stats[S_STEP]`` the step h (the caller crosses the singular configuration and restarts).
+    :func:`._dop853.strides_singular`, the last probe of a step reused as the first of the next,
+    or measured at the projected state after a projection) stops the loop at its start, and an
+    output time whose state is in the zone (the measure :func:`._kernels.singularity` below
+    ``zone``) stops it there, with status SINGULAR: the state is in ``y_end``, ``stats[S_T]`` is
+    its time and ``stats[S_STEP]`` the step h (the caller crosses the singular configuration and
+    restarts).
 
     Frame k ≥ 1 gets ``Y[k]`` (the state at times[k], a step end) and ``DD[k]`` (a copy of
     ``dd``: the references after that step). Returns the status (DONE, NOT_FINITE, NAN_STATE,
@@ -67,13 +68,13 @@ def rk4(t, y0, times, dt, ptol, max_iter, zone, df, di, dd, ws, Y, DD, stats, y_
     t_eval = t
     h = 0.0
     s = np.empty(len(PROBES))
-    s[0] = -1.0  # the measure at y is not known yet
     # each constraint row's measure at the step before's start, the step's start and its end (−1: not known)
     s_rows = np.full((3, K.i1(di, K.I_SIZES)[3] if zone > 0.0 else 0), -1.0)
     h_before = 0.0  # s, the length of the step before (0: none)
     nprobed = 0
     f, ok = rhs(t, y, df, di, dd, ws)  # the first stage of the first step
     nfev += 1
+    s[0] = math.sqrt(max(measure_rows(df, di, dd, ws, s_rows[1]), 0.0)) if ok and zone > 0.0 else -1.0
     if not ok:
         status = NOT_FINITE
     while status == DONE and k < nt:
@@ -140,7 +141,6 @@ def rk4(t, y0, times, dt, ptol, max_iter, zone, df, di, dd, ws, Y, DD, stats, y_
                     changed = project(t, y_new, df, di, dd, ws, ptol, max_iter)
                     if changed:
                         nproject += 1
-                        s[0] = -1.0
             for j in range(n):
                 y[j] = y_new[j]
             if changed:
@@ -149,6 +149,8 @@ def rk4(t, y0, times, dt, ptol, max_iter, zone, df, di, dd, ws, Y, DD, stats, y_
                 nfev += 1
                 if not ok:
                     break
+                if zone > 0.0:  # the next step starts at the projected y
+                    s[0] = math.sqrt(max(measure_rows(df, di, dd, ws, s_rows[1]), 0.0))
             else:
                 f = f_new
         if not ok:  # an evaluation in the step from t was not finite

@@ -1030,6 +1030,13 @@ def strides_singular(t, h, y, y_new, f, f_new, zone, tmp, df, di, dd, ws):
     return strided(s, math.sqrt(zone))
 
 
+def measure_rows(df, di, dd, ws, rows):
+    """:func:`._dop853.measure_rows` for the tree (template): the closure rows' measure
+    (:func:`singularity`), which has no per-row values: ``rows`` get −1 (not known)."""
+    rows[:] = -1.0
+    return singularity(df, di, dd, ws, KT)
+
+
 def probe_step(t, h, y, y_new, f, f_new, s, tmp, df, di, dd, ws, rows, h_before):
     """:func:`._dop853.probe_step` for the tree state (template): the last probe is y_new itself,
     so the workspace is left with y_new's kinematics and joint rows. Every probe is taken (the
@@ -1051,6 +1058,6 @@ def probe_step(t, h, y, y_new, f, f_new, s, tmp, df, di, dd, ws, rows, h_before)
 
 #: compiled inside each tree module after the integrator templates, whose ``rhs``, ``project``,
 #: ``strides_singular`` and ``probe_step`` they replace there
-TEMPLATES = (tree_state, rhs, project, singular, _hermite, strides_singular, probe_step)
+TEMPLATES = (tree_state, rhs, project, singular, _hermite, strides_singular, measure_rows, probe_step)
 #: names the templates use from this module
 HELPERS = ("kinematics", "stage_rhs", "closure_violation", "position_step", "velocity_step", "singularity", "T_YA")
