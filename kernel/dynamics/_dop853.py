@@ -253,7 +253,9 @@ def dop853(t, y0, times, rtol, atol, ptol, max_iter, zone, df, di, dd, ws, Y, DD
     the contacts' impact speeds.
 
     Frame k ≥ 1 gets ``Y[k]`` (the projected state if times[k] is a step end, else the dense
-    output of the step) and ``DD[k]`` (a copy of ``dd``: the references after that step).
+    output of the step, projected as a step end is when ``ptol`` ≥ 0: the frames are the output
+    states, :meth:`.contract.Formulation.output_state`) and ``DD[k]`` (a copy of ``dd``: the
+    references after that step).
     Returns the status (DONE, NOT_FINITE, STEP_COLLAPSE, NAN_STATE, SINGULAR); ``stats`` gets the time
     reached, evaluations, accepted steps, projections, frames filled, the start time of the
     failed step and the time of the failing evaluation.
@@ -401,6 +403,8 @@ def dop853(t, y0, times, rtol, atol, ptol, max_iter, zone, df, di, dd, ws, Y, DD
                     Y[k, :] = y_acc if changed else y_new
                 else:
                     interpolate(F, y, (times[k] - t_old) / h, Y[k])
+                    if ptol >= 0.0:  # the frame onto the joints, as the step ends are
+                        project(times[k], Y[k], df, di, dd, ws, ptol, max_iter)
                 DD[k, :] = dd
                 k += 1
         if changed:

@@ -704,6 +704,8 @@ def radau(t, y0, times, rtol, atol, ptol, max_iter, zone, df, di, dd, ws, Y, DD,
                 Y[k, :] = y_acc if changed else y_new
             else:
                 dense_value(Q, y_sol, (times[k] - t_sol) / h_sol, Y[k])
+                if ptol >= 0.0:  # the frame onto the joints, as the step ends are
+                    project(times[k], Y[k], df, di, dd, ws, ptol, max_iter)
             DD[k, :] = dd
             k += 1
         if changed:

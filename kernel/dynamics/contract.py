@@ -774,9 +774,12 @@ class _Recorder:
         self.notes = []
         self.events = []
 
-    def record(self, t, y, accepted=True, unpack=None):
+    def record(self, t, y, accepted=True, unpack=None, output_state=False):
+        """One output frame of the state y at t (s); ``output_state``: y is already the frame's
+        state (a compiled loop projected it as :meth:`Formulation.output_state` does)."""
         form = self.form
-        y = form.output_state(t, y)
+        if not output_state:
+            y = form.output_state(t, y)
         q, v, w = (unpack or form.unpack)(t, y)
         self.t.append(float(t))
         self.q.append(np.array(q, float))

@@ -175,7 +175,7 @@ class _IndexOne(Formulation):
                 mref = self._fast.restore(snaps[j])
                 if meas is not None:
                     self._meas_ref = mref
-                rec.record(part[j], Y[j])
+                rec.record(part[j], Y[j], output_state=ptol is not None)  # the loop projected the frames
             t_stop = float(stats[D.S_T])
             if status == D.STEP_COLLAPSE and self.dyn.has_loops and t_stop > last_fallback \
                     and self._singularity(t_stop, y_end) < SINGULAR_ZONE_MAX:

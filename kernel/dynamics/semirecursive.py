@@ -511,7 +511,7 @@ class SemiRecursiveFormulation(Formulation):
                 mref = fast.restore(snaps[j])
                 if meas is not None:
                     self._meas_ref = mref
-                rec.record(part[j], Y[j])
+                rec.record(part[j], Y[j], output_state=True)  # the loop projected the frames
             self._zq_ref = y_end[: self.tree.nzq].copy()
             if status != D.SINGULAR:
                 break
