@@ -796,7 +796,12 @@ class FastRHS:
                     rc=np.zeros((nb, 3)), E=np.zeros((nb, 3, 4)), Jw=np.zeros((nb, 3, 3)), Jwinv=np.zeros((nb, 3, 3)),
                     B=np.zeros((nb, 7, 6)), bdot=np.zeros((nb, 7)), w=np.zeros((nb, 3)), vc=np.zeros((nb, 3)),
                     Jc=np.zeros((nrows, ns, 6)), gam=np.zeros(nrows), pt=np.zeros(nrows), ph=np.zeros(nrows),
-                    aux=np.zeros(3 + nmeas))
+                    aux=np.zeros(3 + nmeas),
+                    X=np.zeros((nrows, ns, 6)), Lb=np.zeros((nrows, bw + 1)), dropped=np.zeros(nrows),
+                    ratio=np.zeros(nrows), X_kin=np.zeros((nrows, ns, 6)), L_kin=np.zeros((nrows, bw + 1)),
+                    drop_kin=np.zeros(nrows), vres=np.zeros(nrows), rhs_c=np.zeros(nrows), lam=np.zeros(nrows),
+                    lam_new=np.zeros(nrows), Fo=np.zeros((nb, 3)), No=np.zeros((nb, 3)), fv=np.zeros(6 * nmov),
+                    vd=np.zeros(6 * nmov))
         values.update(work)
         for name, kind, ndim in K.COMMON:
             a = np.asarray(values[name])
