@@ -429,15 +429,15 @@ def _source(dyn):
     lines.append("    nmov = sizes[1]")
     for k, gr in enumerate(dyn.groups):
         g = gr["g"]
-        lines.append(f"    Q = K.gather(qf, gather_{k})")
+        lines.append(f"    Q = K.gather_to(qf, gather_{k}, Q_{k})")
         if g.n_angles:
-            lines.append(f"    W = K.winding(angles_{k}(Q, markers_{k}), ref_{k})")
+            lines.append(f"    W = K.winding_to(angles_{k}(Q, markers_{k}), ref_{k}, W_{k})")
         else:
-            lines.append("    W = np.zeros((Q.shape[0], 0))")
+            lines.append(f"    W = W_{k}")
         lines += [
             f"    Jg = jac_{k}(Q, markers_{k}, params_{k}, F_{k}, W)",
             "    if need_gamma:",
-            f"        Gg = gamma_{k}(Q, K.gather(qdf, gather_{k}), markers_{k}, params_{k}, F_{k}, W)",
+            f"        Gg = gamma_{k}(Q, K.gather_to(qdf, gather_{k}, QD_{k}), markers_{k}, params_{k}, F_{k}, W)",
             "    else:",
             f"        Gg = np.zeros((Q.shape[0], {gr['neq']}))",
             f"    K.scatter(Jg, Gg, bodies_{k}, {gr['row0']}, {gr['neq']}, row_map, nmov, B, bdot, Jc, gam)",
@@ -819,7 +819,8 @@ class FastRHS:
                 for c, kind_ in enumerate(kinds):
                     pos[i, c] = mpos.get(gr["gi"], {}).get((i, kind_), -1)
             arrays = dict(gather=g.gather, markers=g.markers, params=g.params.reshape(g.n, -1), bodies=g.bodies,
-                          F=np.zeros((g.n, 3)), ref=np.zeros((g.n, g.n_angles)), mpos=pos, **_time_function_data(g))
+                          F=np.zeros((g.n, 3)), ref=np.zeros((g.n, g.n_angles)), mpos=pos, **_time_function_data(g),
+                          Q=np.zeros(g.gather.shape), QD=np.zeros(g.gather.shape), W=np.zeros((g.n, g.n_angles)))
             for name, kind, ndim in K.GROUP:
                 P.add(f"{name}_{k}", kind, arrays[name])
         for name, kind, a in self._extra_arrays():  # a subclass's own (the tree of :mod:`.fast_tree`)
