@@ -721,8 +721,12 @@ GROUP = [("gather", "i", 2), ("markers", "f", 2), ("params", "f", 2), ("bodies",
          ("ref", "d", 2), ("mpos", "i", 2),
          # drivers' time functions: constants of compiled expressions, tables' splines
          ("fn_const", "f", 2), ("spl_x", "f", 2), ("spl_c", "f", 3), ("spl_n", "i", 1),
-         # workspace: the group's gathered coordinates and rates (n, slots) and angle windings (n, angles)
-         ("Q", "w", 2), ("QD", "w", 2), ("W", "w", 2)]
+         # workspace: the group's gathered coordinates and rates (n, slots), angle windings (n, angles), and the
+         # outputs of its template's ``*_into`` functions: Φq (n, neq, slots), γ, Φ, Φt (n, neq), raw angles
+         # (n, angles), joint measures (n, measures) — each written by its function only, so that the entries it
+         # never writes stay zero
+         ("Q", "w", 2), ("QD", "w", 2), ("W", "w", 2), ("Jg", "w", 3), ("Gg", "w", 2), ("Ph", "w", 2), ("Pt", "w", 2),
+         ("An", "w", 2), ("Ms", "w", 2)]
 _I = {name: i for i, (name, _, _) in enumerate(COMMON)}
 I_Q_FIXED, I_COM, I_JB, I_JBINV, I_MASS, I_GRAVF = (_I[n] for n in ("q_fixed", "com_all", "Jb", "Jbinv", "mass",
                                                                      "gravf"))
