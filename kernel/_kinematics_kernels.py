@@ -37,8 +37,13 @@ def full(q, q_fixed):
 @numba.njit(**_JIT)
 def gather(src, idx):
     """src[idx] for a 2-D index array."""
+    return gather_to(src, idx, np.empty(idx.shape))
+
+
+@numba.njit(**_JIT)
+def gather_to(src, idx, out):
+    """out ← src[idx] for a 2-D index array (out of its shape, e.g. a workspace array); returns out."""
     n, k = idx.shape
-    out = np.empty((n, k))
     for i in range(n):
         for j in range(k):
             out[i, j] = src[idx[i, j]]
@@ -48,7 +53,12 @@ def gather(src, idx):
 @numba.njit(**_JIT)
 def winding(raw, ref):
     """2π·round((ref − raw)/2π): the turns that keep an angle continuous (rad)."""
-    out = np.empty_like(raw)
+    return winding_to(raw, ref, np.empty_like(raw))
+
+
+@numba.njit(**_JIT)
+def winding_to(raw, ref, out):
+    """out ← :func:`winding` (rad; out of raw's shape, e.g. a workspace array); returns out."""
     two_pi = 2.0 * math.pi
     for i in range(raw.shape[0]):
         for j in range(raw.shape[1]):

@@ -7,6 +7,11 @@ of the constraint instance, the body ``rb[r, s]`` (−1: fixed or unused) and th
 ``Jc[r, s]`` of Jv = Φq B on that body's velocities [v_c, ω]. S = Jv M⁻¹ Jvᵀ is assembled
 from the precomputed row pairs that share a body, in band storage ``Lb[i, d] = S[i, i − d]``,
 and factorised by a band Cholesky.
+
+An evaluation allocates nothing but the ẏ it returns: its intermediates (X = Jc M⁻¹, the
+factor of S, λ, the applied forces, the groups' gathered coordinates) are workspace arrays
+(``ws``, kind 'w' in :data:`COMMON` and :data:`GROUP`), seen through C-contiguous views
+(:func:`c_view`).
 """
 
 import math
@@ -14,7 +19,7 @@ import math
 import numpy as np
 
 from ..numba_cache import numba  # numba, its cache folder named by the kernel sources
-from .._kinematics_kernels import gather, unwrap, winding  # noqa: F401 (generated modules call K.gather, K.winding, K.unwrap)
+from .._kinematics_kernels import gather, gather_to, unwrap, winding_to  # noqa: F401 (generated modules call K.gather, K.gather_to, K.winding_to, K.unwrap)
 from ._contact_kernels import contact_accept, contact_forces, contact_limit
 from ._frames import euler_rotation, frame_axes, relative_rotation_vector
 from .tyres import tyre_forces
@@ -62,7 +67,9 @@ def body_kinematics(y, nq, nmov, nb, q_fixed, com_all, Jb, Jbinv, qf, qdf, A, rh
         E[b, 0, 0], E[b, 0, 1], E[b, 0, 2], E[b, 0, 3] = -e1, e0, -e3, e2
         E[b, 1, 0], E[b, 1, 1], E[b, 1, 2], E[b, 1, 3] = -e2, e3, e0, -e1
         E[b, 2, 0], E[b, 2, 1], E[b, 2, 2], E[b, 2, 3] = -e3, -e2, e1, e0
-        # world inertia and inverse: A J' Aᵀ
+        # world inertia and inverse: A J' Aᵀ, in this order. (A J') Aᵀ takes half the multiply-adds (0.08 µs on the
+        # slider-crank), but its round-off made the compiled DOP853 at 1e-8 miss the first singular crossing of
+        # tests/kernel/test_singular_passages.py (whose detection at that tolerance hangs on round-off)
         for i in range(3):
             for j in range(3):
                 s1 = 0.0
@@ -109,7 +116,11 @@ def body_kinematics(y, nq, nmov, nb, q_fixed, com_all, Jb, Jbinv, qf, qdf, A, rh
 
 @numba.njit(**_JIT)
 def scatter(Jg, Gg, bodies, row0, neq, row_map, nmov, B, bdot, Jc, gam):
-    """Jc and γ̂ = γ − Φq Ḃ v of one constraint group's kept rows."""
+    """Jc = Φq B and γ̂ = γ − Φq Ḃ v of one constraint group's kept rows.
+
+    B's translation columns (:func:`body_kinematics`) are the identity on ṙ and zero on ṗ, so
+    Jc's translation entries are Φq's ṙ entries (the sum over all 7 rows of B would add exact
+    zeros only)."""
     n = bodies.shape[0]
     ns = bodies.shape[1]
     for i in range(n):
@@ -122,7 +133,9 @@ def scatter(Jg, Gg, bodies, row0, neq, row_map, nmov, B, bdot, Jc, gam):
                 b = bodies[i, s]
                 if b >= nmov:
                     continue
-                for l in range(6):
+                for l in range(3):
+                    Jc[r, s, l] = Jg[i, e, 7 * s + l]
+                for l in range(3, 6):
                     acc = 0.0
                     for k in range(7):
                         acc += Jg[i, e, 7 * s + k] * B[b, k, l]
@@ -151,16 +164,21 @@ def cross(a0, a1, a2, b0, b1, b2):
 def axis_angle(A, a, b, Ri, Rj):
     """(raw angle in (−π, π] rad, axis z (world)) of an axis element between bodies a and b:
     the angle from marker i's x axis to marker j's x axis about marker i's z axis."""
-    Wi = np.zeros((3, 3))
-    Wj = np.zeros((3, 3))
-    for i in range(3):
-        for j in range(3):
-            for k in range(3):
-                Wi[i, j] += A[a, i, k] * Ri[k, j]
-                Wj[i, j] += A[b, i, k] * Rj[k, j]
-    ydx = Wi[0, 1] * Wj[0, 0] + Wi[1, 1] * Wj[1, 0] + Wi[2, 1] * Wj[2, 0]
-    xdx = Wi[0, 0] * Wj[0, 0] + Wi[1, 0] * Wj[1, 0] + Wi[2, 0] * Wj[2, 0]
-    return math.atan2(ydx, xdx), Wi[0, 2], Wi[1, 2], Wi[2, 2]
+    xi = marker_axis(A, a, Ri, 0)
+    yi = marker_axis(A, a, Ri, 1)
+    zi = marker_axis(A, a, Ri, 2)
+    xj = marker_axis(A, b, Rj, 0)
+    ydx = yi[0] * xj[0] + yi[1] * xj[1] + yi[2] * xj[2]
+    xdx = xi[0] * xj[0] + xi[1] * xj[1] + xi[2] * xj[2]
+    return math.atan2(ydx, xdx), zi[0], zi[1], zi[2]
+
+
+@numba.njit(**_JIT)
+def marker_axis(A, b, R, j):
+    """Axis j (world) of marker R (part axes) on body b: column j of A_b R."""
+    return (A[b, 0, 0] * R[0, j] + A[b, 0, 1] * R[1, j] + A[b, 0, 2] * R[2, j],
+            A[b, 1, 0] * R[0, j] + A[b, 1, 1] * R[1, j] + A[b, 1, 2] * R[2, j],
+            A[b, 2, 0] * R[0, j] + A[b, 2, 1] * R[1, j] + A[b, 2, 2] * R[2, j])
 
 
 @numba.njit(**_JIT)
@@ -187,12 +205,8 @@ def spring_forces(A, rc, w, vc, F, N, sp_ia, sp_ib, sp_da, sp_db, sp_k, sp_c, sp
     power = 0.0
     for s in range(sp_ia.shape[0]):
         a, bb = sp_ia[s], sp_ib[s]
-        pa = np.zeros(3)
-        pb = np.zeros(3)
-        for i in range(3):
-            for j in range(3):
-                pa[i] += A[a, i, j] * sp_da[s, j]
-                pb[i] += A[bb, i, j] * sp_db[s, j]
+        pa = point_offset(A, a, sp_da[s])
+        pb = point_offset(A, bb, sp_db[s])
         d0 = rc[bb, 0] + pb[0] - rc[a, 0] - pa[0]
         d1 = rc[bb, 1] + pb[1] - rc[a, 1] - pa[1]
         d2 = rc[bb, 2] + pb[2] - rc[a, 2] - pa[2]
@@ -375,13 +389,13 @@ def ball_forces(A, w, N, bl_ia, bl_ib, bl_Ri, bl_Rj, bl_k, bl_c):
 
 
 @numba.njit(**_JIT_LA)
-def band_cholesky(Lb, m, bw, drop_tol, dropped, ratio=None):
+def band_cholesky(Lb, m, bw, drop_tol, dropped, ratio):
     """In-place Cholesky of a positive semi-definite band matrix (Lb[i, d] = S[i, i − d]).
 
     A row whose pivot falls below ``drop_tol`` times its own diagonal is (numerically) a
     combination of the rows before it — a redundant constraint: it is dropped (its λ is
-    0 and the others do not use it), ``dropped[j]`` is set. ``ratio[j]`` (optional) gets the
-    pivot over the diagonal. Returns the number dropped.
+    0 and the others do not use it), ``dropped[j]`` is set. ``ratio[j]`` gets the pivot over
+    the diagonal. Returns the number dropped.
     """
     ndrop = 0
     for j in range(m):
@@ -392,8 +406,7 @@ def band_cholesky(Lb, m, bw, drop_tol, dropped, ratio=None):
             x = Lb[j, j - k]
             s -= x * x
         i1 = j + bw + 1 if j + bw + 1 < m else m
-        if ratio is not None:
-            ratio[j] = s / diag if diag > 0 else 0.0
+        ratio[j] = s / diag if diag > 0 else 0.0
         if not s > drop_tol * diag:
             dropped[j] = True
             ndrop += 1
@@ -416,9 +429,9 @@ def band_cholesky(Lb, m, bw, drop_tol, dropped, ratio=None):
 
 
 @numba.njit(**_JIT_LA)
-def band_solve(Lb, m, bw, b, dropped):
-    """S⁻¹ b on the kept rows (dropped rows get 0)."""
-    x = b.copy()
+def band_solve(Lb, m, bw, x, dropped):
+    """x ← S⁻¹ x on the kept rows, in place (dropped rows get 0), from the factor of
+    :func:`band_cholesky`."""
     for i in range(m):
         if dropped[i]:
             x[i] = 0.0
@@ -437,17 +450,14 @@ def band_solve(Lb, m, bw, b, dropped):
         for k in range(i + 1, k1):
             s -= Lb[k, k - i] * x[k]
         x[i] = s / Lb[i, 0]
-    return x
 
 
 @numba.njit(**_JIT_LA)
-def factor_S(nmov, mass, Jwinv, Jc, rb, pair_i, pair_j, pair_si, pair_sj, bw, drop_tol, reg, ratio):
-    """X = Jc M⁻¹ and the band Cholesky of S + reg·I, S = Jv M⁻¹ Jvᵀ (redundant rows dropped;
-    reg > 0 is the penalty formulations' 1/α, which keeps them), and the smallest pivot over
-    its diagonal among the kept rows (1: well conditioned; → 0 as a singular configuration
-    is approached); ``ratio`` (m,) gets every row's pivot over its diagonal."""
+def mass_weighted_rows(mass, Jwinv, Jc, rb, X):
+    """X ← Jc M⁻¹ per kept row and slot: Jc's translation part over the body's mass (kg), its
+    rotation part times the inverse world inertia (1/(kg m²), world axes). Slots without a
+    moving body are not written (the kernels skip them)."""
     m, ns = rb.shape
-    X = np.zeros((m, ns, 6))
     for r in range(m):
         for s in range(ns):
             b = rb[r, s]
@@ -459,7 +469,33 @@ def factor_S(nmov, mass, Jwinv, Jc, rb, pair_i, pair_j, pair_si, pair_sj, bw, dr
             for i in range(3):
                 X[r, s, 3 + i] = (Jwinv[b, i, 0] * Jc[r, s, 3] + Jwinv[b, i, 1] * Jc[r, s, 4]
                                   + Jwinv[b, i, 2] * Jc[r, s, 5])
-    Lb = np.zeros((m, bw + 1))
+
+
+@numba.njit(**_JIT_LA)
+def length_weighted_rows(Jc, rb, inv_l2, X):
+    """X ← Jc W per kept row and slot, W = diag(1, 1, 1, inv_l2, inv_l2, inv_l2) with inv_l2 =
+    1/ℓ² (1/m², ℓ the model's length scale): the purely kinematic weights of :func:`singularity`.
+    Slots without a moving body are not written."""
+    m, ns = rb.shape
+    for r in range(m):
+        for s in range(ns):
+            if rb[r, s] < 0:
+                continue
+            for l in range(3):
+                X[r, s, l] = Jc[r, s, l]
+                X[r, s, 3 + l] = inv_l2 * Jc[r, s, 3 + l]
+
+
+@numba.njit(**_JIT_LA)
+def factor_S(X, Jc, pair_i, pair_j, pair_si, pair_sj, bw, drop_tol, reg, Lb, dropped, ratio):
+    """Lb ← the band Cholesky of S + reg·I, S = X Jvᵀ assembled from the row pairs that share a
+    body (X = Jc M⁻¹ for the dynamics: :func:`mass_weighted_rows`), redundant rows dropped
+    (``dropped[r]`` 1, else 0; reg > 0 is the penalty formulations' 1/α, which keeps them) and
+    ``ratio[r]`` each pivot over its diagonal. Returns the smallest of those ratios among the
+    kept rows (1: well conditioned; → 0 as a singular configuration is approached).
+    Lb (m, bw + 1), dropped and ratio (m) are the caller's (workspace) arrays."""
+    m = Lb.shape[0]
+    Lb[:, :] = 0.0
     for p in range(pair_i.shape[0]):
         i, j, si, sj = pair_i[p], pair_j[p], pair_si[p], pair_sj[p]
         acc = 0.0
@@ -469,18 +505,18 @@ def factor_S(nmov, mass, Jwinv, Jc, rb, pair_i, pair_j, pair_si, pair_sj, bw, dr
     if reg > 0.0:
         for i in range(m):
             Lb[i, 0] += reg
-    dropped = np.zeros(m, dtype=np.bool_)
     band_cholesky(Lb, m, bw, drop_tol, dropped, ratio)
     weakest = 1.0
     for r in range(m):
         if not dropped[r] and ratio[r] < weakest:
             weakest = ratio[r]
-    return X, Lb, dropped, weakest
+    return weakest
 
 
 @numba.njit(**_JIT_LA)
-def minv(nmov, mass, Jwinv, f):
-    out = np.empty(6 * nmov)
+def minv(nmov, mass, Jwinv, f, out):
+    """out ← M⁻¹ f per moving body (f: forces in N and moments about the com in N m, world
+    axes; out: m/s² and rad/s²)."""
     for b in range(nmov):
         im = 1.0 / mass[b]
         for l in range(3):
@@ -488,7 +524,6 @@ def minv(nmov, mass, Jwinv, f):
         for i in range(3):
             out[6 * b + 3 + i] = (Jwinv[b, i, 0] * f[6 * b + 3] + Jwinv[b, i, 1] * f[6 * b + 4]
                                   + Jwinv[b, i, 2] * f[6 * b + 5])
-    return out
 
 
 @numba.njit(**_JIT_LA)
@@ -550,20 +585,48 @@ def f1(df, di, k):
     return df[o: o + di[4 * k + 1]]
 
 
-# the 2-D and 3-D views are made with as_strided: ``reshape`` is a library call costing ~30 ns,
-# which added up to a tenth of an evaluation of a small model
+@numba.extending.intrinsic
+def c_view(typingctx, a, shape):
+    """The C-contiguous array of ``shape`` (a tuple of ints) over the first prod(shape) items
+    of the 1-D C-contiguous ``a`` (its data and owner, no copy, no size check: the packed
+    header's shapes fit by construction).
+
+    ``reshape`` would be a library call (~30 ns, a tenth of an evaluation of a small model
+    over all the views) and ``as_strided`` types its result as of any layout, whose indexing
+    LLVM cannot simplify: the band Cholesky of S took 1.9 µs on such views and 1.3 µs on
+    C-contiguous arrays (slider-crank, m = 20, bandwidth 9)."""
+    from numba.core import cgutils, types
+    from numba.core.imputils import impl_ret_borrowed
+    from numba.np.arrayobj import make_array, populate_array
+
+    if not (isinstance(a, types.Array) and a.ndim == 1 and a.layout == "C" and isinstance(shape, types.UniTuple)
+            and isinstance(shape.dtype, types.Integer)):
+        return None
+    out_type = a.copy(ndim=shape.count, layout="C")
+
+    def codegen(context, builder, sig, args):
+        ary = make_array(sig.args[0])(context, builder, args[0])
+        out = make_array(out_type)(context, builder)
+        dims = [context.cast(builder, d, shape.dtype, types.intp) for d in cgutils.unpack_tuple(builder, args[1])]
+        strides = [ary.itemsize]
+        for d in dims[:0:-1]:  # C order: each stride the next one times the next dimension
+            strides.insert(0, builder.mul(strides[0], d))
+        populate_array(out, data=ary.data, shape=dims, strides=strides, itemsize=ary.itemsize, meminfo=ary.meminfo)
+        return impl_ret_borrowed(context, builder, out_type, out._getvalue())
+
+    return out_type(a, shape), codegen
+
+
 @numba.njit(**_JIT)
 def f2(df, di, k):
     o, d0, d1 = di[4 * k], di[4 * k + 1], di[4 * k + 2]
-    s = df.itemsize
-    return np.lib.stride_tricks.as_strided(df[o: o + d0 * d1], (d0, d1), (s * d1, s))
+    return c_view(df[o: o + d0 * d1], (d0, d1))
 
 
 @numba.njit(**_JIT)
 def f3(df, di, k):
     o, d0, d1, d2 = di[4 * k], di[4 * k + 1], di[4 * k + 2], di[4 * k + 3]
-    s = df.itemsize
-    return np.lib.stride_tricks.as_strided(df[o: o + d0 * d1 * d2], (d0, d1, d2), (s * d1 * d2, s * d2, s))
+    return c_view(df[o: o + d0 * d1 * d2], (d0, d1, d2))
 
 
 @numba.njit(**_JIT)
@@ -635,11 +698,25 @@ COMMON = [
     ("ct_s", "i", 1), ("ct_o", "i", 1), ("ct_ds", "f", 2), ("ct_do", "f", 2), ("ct_no", "f", 2), ("ct_half", "f", 2),
     ("ct_axis", "f", 2), ("ct_kind", "i", 1), ("ct_par", "f", 2), ("ct_pair", "i", 2), ("ct_pc", "f", 2),
     ("ct_state", "d", 1), ("ct_opt", "i", 1), ("ct_stats", "w", 1),
+    # the evaluation's intermediates, so that it allocates nothing but ẏ: X = Jc M⁻¹ (m, ns, 6), the band
+    # factor of S (m, bw + 1), its dropped rows (1.0) and pivot ratios (m); the singular measure's own X, factor
+    # and dropped rows; per row Jv v + Φt, Jv M⁻¹ f − γ̂, λ and the augmented Lagrangian's next λ; per body
+    # (nb, 3) the applied forces and moments; per velocity (6 nmov) f and v̇
+    ("X", "w", 3), ("Lb", "w", 2), ("dropped", "w", 1), ("ratio", "w", 1),
+    ("X_kin", "w", 3), ("L_kin", "w", 2), ("drop_kin", "w", 1),
+    ("vres", "w", 1), ("rhs_c", "w", 1), ("lam", "w", 1), ("lam_new", "w", 1),
+    ("Fo", "w", 2), ("No", "w", 2), ("fv", "w", 1), ("vd", "w", 1),
 ]
 GROUP = [("gather", "i", 2), ("markers", "f", 2), ("params", "f", 2), ("bodies", "i", 2), ("F", "d", 2),
          ("ref", "d", 2), ("mpos", "i", 2),
          # drivers' time functions: constants of compiled expressions, tables' splines
-         ("fn_const", "f", 2), ("spl_x", "f", 2), ("spl_c", "f", 3), ("spl_n", "i", 1)]
+         ("fn_const", "f", 2), ("spl_x", "f", 2), ("spl_c", "f", 3), ("spl_n", "i", 1),
+         # workspace: the group's gathered coordinates and rates (n, slots), angle windings (n, angles), and the
+         # outputs of its template's ``*_into`` functions: Φq (n, neq, slots), γ, Φ, Φt (n, neq), raw angles
+         # (n, angles), joint measures (n, measures) — each written by its function only, so that the entries it
+         # never writes stay zero
+         ("Q", "w", 2), ("QD", "w", 2), ("W", "w", 2), ("Jg", "w", 3), ("Gg", "w", 2), ("Ph", "w", 2), ("Pt", "w", 2),
+         ("An", "w", 2), ("Ms", "w", 2)]
 _I = {name: i for i, (name, _, _) in enumerate(COMMON)}
 I_Q_FIXED, I_COM, I_JB, I_JBINV, I_MASS, I_GRAVF = (_I[n] for n in ("q_fixed", "com_all", "Jb", "Jbinv", "mass",
                                                                      "gravf"))
@@ -659,6 +736,10 @@ I_LN_CONST = _I["ln_const"]  # (n_line, m): the same for force expressions along
 I_BU = _I["bu_ia"]
 I_TY = _I["ty_b"]  # tyres (:mod:`.tyres`): wheel bodies, centres, axes, parameters, bumps, their counts, outputs
 I_CT = _I["ct_s"]  # compliant contacts (:mod:`._contact_kernels`), the 14 arrays from here on
+I_X, I_LB, I_DROPPED, I_RATIO, I_X_KIN, I_L_KIN, I_DROP_KIN = (_I[n] for n in ("X", "Lb", "dropped", "ratio", "X_kin",
+                                                                            "L_kin", "drop_kin"))
+I_VRES, I_RHS_C, I_LAM, I_LAM_NEW, I_FO, I_NO, I_FV, I_VD = (_I[n] for n in ("vres", "rhs_c", "lam", "lam_new", "Fo",
+                                                                            "No", "fv", "vd"))
 
 
 @numba.njit(**_JIT)
@@ -748,11 +829,20 @@ def stage_kinematics(y, df, di, ws):
 
 @numba.njit(**_JIT_LA)
 def _factor(df, di, dd, ws):
+    """(X, Lb, dropped, weakest): X = Jc M⁻¹ and the band Cholesky of S = Jv M⁻¹ Jvᵀ (+ the
+    penalty's 1/α) in the workspace (:func:`factor_S`), from its body kinematics and rows; the
+    arrays are workspace views, overwritten by the next call."""
     sizes = i1(di, I_SIZES)
-    nmov, bw = sizes[1], sizes[4]
+    bw = sizes[4]
     stab = f1(dd, di, I_STAB)
-    return factor_S(nmov, f1(df, di, I_MASS), f3(ws, di, I_JWINV), f3(ws, di, I_JC), i2(di, I_RB), i1(di, I_PI),
-                    i1(di, I_PJ), i1(di, I_PSI), i1(di, I_PSJ), bw, stab[2], stab[3], np.empty(sizes[3]))
+    Jc = f3(ws, di, I_JC)
+    X = f3(ws, di, I_X)
+    Lb = f2(ws, di, I_LB)
+    dropped = f1(ws, di, I_DROPPED)
+    mass_weighted_rows(f1(df, di, I_MASS), f3(ws, di, I_JWINV), Jc, i2(di, I_RB), X)
+    weakest = factor_S(X, Jc, i1(di, I_PI), i1(di, I_PJ), i1(di, I_PSI), i1(di, I_PSJ), bw, stab[2], stab[3], Lb,
+                       dropped, f1(ws, di, I_RATIO))
+    return X, Lb, dropped, weakest
 
 
 @numba.njit(**_JIT_LA)
@@ -760,8 +850,10 @@ def singularity(df, di, dd, ws):
     """How near a singular configuration the evaluated state is: the smallest pivot ratio of
     Jv W Jvᵀ over its kept rows, W = diag(1, 1, 1, 1/ℓ², 1/ℓ², 1/ℓ²) per body with ℓ the
     model's length scale (``stab[6]``, :attr:`.equations.Dynamics.length_scale`): a purely
-    kinematic measure, so that light or slender parts do not read as singular. 1: far from one."""
-    return singularity_rows(df, di, dd, ws, np.empty(i1(di, I_SIZES)[3]))
+    kinematic measure, so that light or slender parts do not read as singular. 1: far from one.
+    Factorises in the workspace's own arrays (X_kin, L_kin, drop_kin; ratio is scratch), so the
+    factor of S of the last evaluation is kept."""
+    return singularity_rows(df, di, dd, ws, f1(ws, di, I_RATIO))
 
 
 @numba.njit(**_JIT_LA)
@@ -770,47 +862,44 @@ def singularity_rows(df, di, dd, ws, s_rows):
     square root of the row's pivot ratio (a row's √ratio falls linearly to 0 as a singular
     configuration is crossed, the V the integrators' watch looks for), ``inf`` for a row
     dropped as redundant."""
-    sizes = i1(di, I_SIZES)
-    nmov, bw = sizes[1], sizes[4]
+    bw = i1(di, I_SIZES)[4]
     stab = f1(dd, di, I_STAB)
-    iso = np.zeros((nmov, 3, 3))
-    inv = 1.0 / (stab[6] * stab[6])
-    for b in range(nmov):
-        for i in range(3):
-            iso[b, i, i] = inv
-    _, _, dropped, weakest = factor_S(nmov, np.ones(nmov), iso, f3(ws, di, I_JC), i2(di, I_RB), i1(di, I_PI),
-                                      i1(di, I_PJ), i1(di, I_PSI), i1(di, I_PSJ), bw, stab[2], 0.0, s_rows)
+    Jc = f3(ws, di, I_JC)
+    X = f3(ws, di, I_X_KIN)
+    dropped = f1(ws, di, I_DROP_KIN)
+    length_weighted_rows(Jc, i2(di, I_RB), 1.0 / (stab[6] * stab[6]), X)
+    weakest = factor_S(X, Jc, i1(di, I_PI), i1(di, I_PJ), i1(di, I_PSI), i1(di, I_PSJ), bw, stab[2], 0.0,
+                       f2(ws, di, I_L_KIN), dropped, s_rows)
     for r in range(s_rows.shape[0]):
-        s_rows[r] = np.inf if dropped[r] else math.sqrt(max(s_rows[r], 0.0))
+        s_rows[r] = np.inf if dropped[r] != 0.0 else math.sqrt(max(s_rows[r], 0.0))
     return weakest
 
 
 @numba.njit(**_JIT)
 def stage_rhs(t, y, df, di, dd, ws):
-    """ẏ = [q̇, v̇, P_nc] from the workspace filled by stage_kinematics and the group loop."""
+    """ẏ = [q̇, v̇, P_nc] from the workspace filled by stage_kinematics and the group loop
+    (q̇ in the state's units, v̇ in m/s² and rad/s², world axes, P_nc in W). Every intermediate
+    is a workspace array: the returned ẏ is the only allocation."""
     sizes = i1(di, I_SIZES)
-    nq, nmov, nb, m, bw = sizes[0], sizes[1], sizes[2], sizes[3], sizes[4]
+    nq, nmov, m, bw = sizes[0], sizes[1], sizes[3], sizes[4]
     nv = 6 * nmov
     stab = f1(dd, di, I_STAB)
     rb = i2(di, I_RB)
-    Jc = f3(ws, di, I_JC)
     gam = f1(ws, di, I_GAM)
     pt = f1(ws, di, I_PT)
     ph = f1(ws, di, I_PH)
     aux = f1(ws, di, I_AUX)
     Jw = f3(ws, di, I_JW)
-    Jwinv = f3(ws, di, I_JWINV)
     w = f2(ws, di, I_W)
-    mass = f1(df, di, I_MASS)
-    vres = np.empty(m)
-    velocity_residual(Jc, rb, y, nq, pt, vres)
+    vres = f1(ws, di, I_VRES)
+    velocity_residual(f3(ws, di, I_JC), rb, y, nq, pt, vres)
     if stab[0] != 0.0 or stab[1] != 0.0:
         for r in range(m):
             gam[r] += -2.0 * stab[0] * vres[r] - stab[1] * stab[1] * ph[r]
-    Fo = np.empty((nb, 3))
-    No = np.empty((nb, 3))
+    Fo = f2(ws, di, I_FO)
+    No = f2(ws, di, I_NO)
     power = applied_forces(df, di, dd, ws, Fo, No)
-    f = np.empty(nv)
+    f = f1(ws, di, I_FV)
     for b in range(nmov):
         Jww0 = Jw[b, 0, 0] * w[b, 0] + Jw[b, 0, 1] * w[b, 1] + Jw[b, 0, 2] * w[b, 2]
         Jww1 = Jw[b, 1, 0] * w[b, 0] + Jw[b, 1, 1] * w[b, 1] + Jw[b, 1, 2] * w[b, 2]
@@ -821,10 +910,14 @@ def stage_rhs(t, y, df, di, dd, ws):
         f[6 * b + 4] = No[b, 1] - (w[b, 2] * Jww0 - w[b, 0] * Jww2)
         f[6 * b + 5] = No[b, 2] - (w[b, 0] * Jww1 - w[b, 1] * Jww0)
     X, Lb, dropped, weakest = _factor(df, di, dd, ws)
-    vd = minv(nmov, mass, Jwinv, f)
-    rhs_c = -gam
+    vd = f1(ws, di, I_VD)
+    minv(nmov, f1(df, di, I_MASS), f3(ws, di, I_JWINV), f, vd)
+    rhs_c = f1(ws, di, I_RHS_C)
+    for r in range(m):
+        rhs_c[r] = -gam[r]
     apply_X(X, rb, f, rhs_c)
-    lam = multipliers(Lb, m, bw, rhs_c, dropped, stab, gam)
+    lam = f1(ws, di, I_LAM)
+    multipliers(Lb, m, bw, rhs_c, dropped, stab, gam, lam, f1(ws, di, I_LAM_NEW))
     apply_XT(X, rb, lam, vd)
     qdf = f1(ws, di, I_QDF)
     out = np.empty(nq + nv + 1)
@@ -847,8 +940,9 @@ def stage_rhs(t, y, df, di, dd, ws):
 
 
 @numba.njit(**_JIT_LA)
-def multipliers(Lb, m, bw, rhs_c, dropped, stab, gam):
-    """λ from the factor of S + εI (ε = stab[3]) and rhs_c = Jv M⁻¹ f − γ̂.
+def multipliers(Lb, m, bw, rhs_c, dropped, stab, gam, lam, lam_new):
+    """lam ← λ from the factor of S + εI (ε = stab[3]) and rhs_c = Jv M⁻¹ f − γ̂ (lam_new: the
+    iteration's scratch, m).
 
     Index 1 and penalty (ε = 1/α): one solve. Augmented Lagrangian (stab[4] = max_iter > 1):
     the iteration λ ← λ + α (Jv v̇ + r) of the penalty matrix in Schur-complement form,
@@ -858,23 +952,25 @@ def multipliers(Lb, m, bw, rhs_c, dropped, stab, gam):
     n_iter = int(stab[4])
     eps = stab[3]
     if n_iter <= 1 or eps <= 0.0:
-        return band_solve(Lb, m, bw, rhs_c, dropped)
+        for r in range(m):
+            lam[r] = rhs_c[r]
+        band_solve(Lb, m, bw, lam, dropped)
+        return
     tol = stab[5] * (1.0 + max_abs(gam))
-    lam = np.zeros(m)
-    shifted = np.empty(m)
+    for r in range(m):
+        lam[r] = 0.0
     for _ in range(n_iter):
         for r in range(m):
-            shifted[r] = rhs_c[r] + eps * lam[r]
-        new = band_solve(Lb, m, bw, shifted, dropped)
+            lam_new[r] = rhs_c[r] + eps * lam[r]
+        band_solve(Lb, m, bw, lam_new, dropped)
         res = 0.0
         for r in range(m):
-            d = eps * abs(new[r] - lam[r])
+            d = eps * abs(lam_new[r] - lam[r])
             if d > res:
                 res = d
-        lam = new
+            lam[r] = lam_new[r]
         if res <= tol:
             break
-    return lam
 
 
 @numba.njit(**_JIT)
@@ -888,8 +984,11 @@ def position_step(y, df, di, dd, ws):
     sizes = i1(di, I_SIZES)
     nmov, m, bw = sizes[1], sizes[3], sizes[4]
     X, Lb, dropped, _ = _factor(df, di, dd, ws)
-    mu = band_solve(Lb, m, bw, f1(ws, di, I_PH), dropped)
-    dv = np.zeros(6 * nmov)
+    mu = f1(ws, di, I_LAM)
+    mu[:] = f1(ws, di, I_PH)
+    band_solve(Lb, m, bw, mu, dropped)
+    dv = f1(ws, di, I_VD)
+    dv[:] = 0.0
     apply_XT(X, i2(di, I_RB), mu, dv)
     B = f3(ws, di, I_B)
     for b in range(nmov):
@@ -908,13 +1007,14 @@ def velocity_step(y, df, di, dd, ws, tol):
     """v −= M⁻¹ Jvᵀ S⁻¹ (Jv v + Φt) if the violation exceeds tol; returns the violation before."""
     sizes = i1(di, I_SIZES)
     nq, nmov, m, bw = sizes[0], sizes[1], sizes[3], sizes[4]
-    vres = np.empty(m)
-    velocity_residual(f3(ws, di, I_JC), i2(di, I_RB), y, nq, f1(ws, di, I_PT), vres)
-    viol = max_abs(vres)
+    mu = f1(ws, di, I_LAM)
+    velocity_residual(f3(ws, di, I_JC), i2(di, I_RB), y, nq, f1(ws, di, I_PT), mu)
+    viol = max_abs(mu)
     if viol > tol:
         X, Lb, dropped, _ = _factor(df, di, dd, ws)
-        mu = band_solve(Lb, m, bw, vres, dropped)
-        dv = np.zeros(6 * nmov)
+        band_solve(Lb, m, bw, mu, dropped)
+        dv = f1(ws, di, I_VD)
+        dv[:] = 0.0
         apply_XT(X, i2(di, I_RB), mu, dv)
         for i in range(6 * nmov):
             y[nq + i] += dv[i]

@@ -20,6 +20,11 @@ and return
     angles(Q, M)              -> (n, n_angles)       raw atan2 of each angle term
     measures(Q, M)            -> (n, n_measures)     joint coordinates (raw angles, disp)
 
+The numba backend also has ``<function>_into(..., out)`` for each: the same values written
+into ``out`` of that shape (e.g. a workspace array) and returned. Only the entries that are not
+identically zero are written, so ``out`` must hold zeros in the others — as an array that only
+this function writes does once it has been zeroed (the compiled dynamics' workspace).
+
 Time enters only through f: Φt = Φ_f f', Φtt = Φ_ff f'² + Φ_f f'', Φqt = Φq_f f'.
 
 Generated source is cached on disk, keyed by a hash of the template library's source, this
@@ -359,10 +364,12 @@ def _emit(name, args, shape, sym_groups, plan, style):
     if style == "array":
         lines = head + [f"    out = numpy.zeros((n,) + {tuple(shape)!r})"] + ["    " + b for b in body]
         lines.append("    return out")
-    elif style == "numba":
-        lines = ["@numba.njit(cache=True, fastmath=False)"] + head
-        lines += [f"    out = numpy.zeros((n,) + {tuple(shape)!r})", "    for i in range(n):"]
-        lines += (["        " + b for b in body] or ["        pass"]) + ["    return out"]
+    elif style == "numba":  # the loop writes into a given array; the function itself allocates it
+        jit = "@numba.njit(cache=True, fastmath=False)"
+        lines = [jit, f"def {name}_into({', '.join(args)}, out):", f"    n = {args[0]}.shape[0]",
+                 "    for i in range(n):"]
+        lines += (["        " + b for b in body] or ["        pass"]) + ["    return out", "", "", jit] + head
+        lines.append(f"    return {name}_into({', '.join(args)}, numpy.zeros((n,) + {tuple(shape)!r}))")
     else:
         lines = head + [f"    {a} = {a}.tolist()" for a in arrays] + ["    rows = []", "    for i in range(n):",
                                                                         f"        r = [0.0] * {size}"]
@@ -541,6 +548,8 @@ class GeneratedTemplate:
         self.nq_slots = namespace["NQ_SLOTS"]
         for fn in ("phi", "jac", "phit", "gamma", "angles", "measures"):
             setattr(self, fn, namespace[fn])
+            if backend == "numba":
+                setattr(self, f"{fn}_into", namespace[f"{fn}_into"])
 
 
 def generated(template_name, parametrization="euler-parameters", backend=None, instances=None):
