@@ -88,8 +88,12 @@ def rms(x, scale):
 
 #: fractions of a step at which :func:`strides_singular` probes the measure
 PROBES = (0.0, 0.25, 0.5, 0.75, 1.0)
-#: an interior probe below this fraction of both neighbours is the bottom of a V
-V_DEPTH = 0.4
+#: two neighbouring probes hold the bottom of a V between them when :func:`v_ratio` is below this:
+#: 1 for a V that reaches zero between them (wherever it falls), larger for a rounded minimum;
+#: 1.5 takes a V whose bottom is within a sixteenth of a step beyond the last probe (the next step
+#: starts before it), and a rounded minimum (√ measure m at its bottom, midway between two probes)
+#: with m below 0.45 times the measure's fall over a probe spacing, one the probes do not resolve
+V_RATIO = 1.5
 #: a step's interior probes are skipped when every constraint row's measure is, at both ends
 #: of the step, more than CLEAR times its change over the step and over the step before (scaled
 #: to this step's length): see :func:`clear_of_singular`
@@ -97,15 +101,47 @@ CLEAR = 4.0
 
 
 @numba.njit(**_JIT)
-def strided(s, s_zone):
-    """True if the square roots s of the measure at :data:`PROBES` show a singular
-    configuration: one below s_zone, or an interior sharp minimum (see :func:`strides_singular`)."""
+def v_ratio(s_a, s_b, d_ab, s_out, d_out):
+    """How far the probes s_a, s_b (d_ab apart) are from holding between them the bottom of a V
+    s = a |t − t*| that falls into them from s_out (d_out beyond s_a; d in any one unit): their
+    sum over d_ab against the fall (s_out − s_a) / d_out, which is the V's slope. 1 for such a V,
+    larger for a rounded minimum or a bottom further away, inf where s_out is not above s_a."""
+    fall = (s_out - s_a) / d_out
+    if not fall > 0.0:
+        return math.inf
+    return (s_a + s_b) / d_ab / fall
+
+
+@numba.njit(**_JIT)
+def strided(s, s_zone, s_before, d_before):
+    """True if the square roots s of the measure at :data:`PROBES` of a step show a singular
+    configuration: one below s_zone, or a V whose bottom lies between two neighbouring probes
+    (:func:`v_ratio` below :data:`V_RATIO` with the probe beyond either of them) or just beyond
+    the step's end. ``s_before`` is the measure's square root d_before (a fraction of this step's
+    length) before the step's start, the step before's last interior probe (−1 if not known).
+
+    The measure falls linearly to 0 at a singular configuration and rises after it: a V whose
+    bottom is anywhere between two probes, even midway, is seen, and one whose bottom is just
+    beyond the end too, so that the crossing starts before the bottom (the next step would start
+    after it)."""
     for j in range(s.shape[0]):
         if s[j] < s_zone:
             return True
-    for j in range(1, s.shape[0] - 1):
-        if s[j] < V_DEPTH * s[j - 1] and s[j] < V_DEPTH * s[j + 1]:
-            return True
+    last = s.shape[0] - 1
+    for j in range(-1, last):  # the pair (j, j + 1); j = −1: s_before and s[0]
+        if j == -1:
+            if s_before < 0.0:
+                continue
+            s_a, s_b, d_ab = s_before, s[0], d_before
+        else:
+            s_a, s_b, d_ab = s[j], s[j + 1], PROBES[j + 1] - PROBES[j]
+        if j >= 1 or (j == 0 and s_before >= 0.0):  # the probe before the pair
+            s_out, d_out = (s[j - 1], PROBES[j] - PROBES[j - 1]) if j >= 1 else (s_before, d_before)
+            if v_ratio(s_a, s_b, d_ab, s_out, d_out) < V_RATIO:
+                return True
+        if j + 2 <= last:  # the probe after it
+            if v_ratio(s_b, s_a, d_ab, s[j + 2], PROBES[j + 2] - PROBES[j + 1]) < V_RATIO:
+                return True
     return False
 
 
@@ -144,11 +180,15 @@ def clear_of_singular(rows, h_before, h):
 @numba.njit(**_JIT)
 def next_step_probes(s, rows):
     """After an accepted step: its end's measures are the next step's start (and its start
-    the step before's)."""
-    s[0] = s[s.shape[0] - 1]
+    the step before's). Returns the step's probe before its end (√ measure at PROBES[-2]), the next
+    step's ``s_before`` for :func:`strided`."""
+    last = s.shape[0] - 1
+    before = s[last - 1]
+    s[0] = s[last]
     for j in range(rows.shape[1]):
         rows[0, j] = rows[1, j]
         rows[1, j] = rows[2, j]
+    return before
 
 
 @numba.njit(**_JIT)
@@ -279,6 +319,7 @@ def dop853(t, y0, times, rtol, atol, ptol, max_iter, zone, df, di, dd, ws, Y, DD
     sp_rows = np.full((3, K.i1(di, K.I_SIZES)[3] if zone > 0.0 else 0), -1.0)
     sp[0] = math.sqrt(max(measure_rows(df, di, dd, ws, sp_rows[1]), 0.0)) if ok and zone > 0.0 else -1.0
     h_before = 0.0  # s, the length of the step before (0: none)
+    s_before = -1.0  # √ measure at the step before's last interior probe (−1: not known)
     nprobed = 0
     h_abs = 0.0
     h_max = step_limit(y, df, di, dd, ws)  # scipy's max_step, set after every step
@@ -369,18 +410,19 @@ def dop853(t, y0, times, rtol, atol, ptol, max_iter, zone, df, di, dd, ws, Y, DD
             violation_v, violation_q = aux[0], aux[1]
             if probe_step(t_old, h, y, y_new, Ks[0], Ks[N_STAGES], sp, tmp, df, di, dd, ws, sp_rows, h_before):
                 nprobed += 1
-            if strided(sp, math.sqrt(zone)):
+            if strided(sp, math.sqrt(zone), s_before, (1.0 - PROBES[len(PROBES) - 2]) * h_before / h):
                 status = SINGULAR  # stop at the start of the step: the crossing takes it from there
                 break
             # the workspace holds y_new's kinematics, joint rows and measures (what the bookkeeping
             # reads, as the evaluation at y_new did); that evaluation's violations back
             aux[0], aux[1] = violation_v, violation_q
-            next_step_probes(sp, sp_rows)  # the next step starts at y_new
+            s_before = next_step_probes(sp, sp_rows)  # the next step starts at y_new
             h_before = h
         nsteps += 1
         t = t_new
         # bookkeeping at the accepted state (the workspace holds the evaluation at y_new)
         windings(y_new, df, di, dd, ws)
+        choose_rows(df, di, dd, ws)
         changed = False
         y_acc = y_new
         if ptol >= 0.0:
@@ -442,14 +484,20 @@ def strides_singular(t, h, y, y_new, f, f_new, zone, tmp, df, di, dd, ws):
     (template; overwrites the workspace). The measure s = √(:func:`._kernels.singularity`),
     about the smallest relative singular value of Jv, is taken at :data:`PROBES` of the step
     (states from the cubic Hermite interpolant of y, f, y_new, f_new): True when one is below
-    √zone, or when an interior one is a sharp minimum (below :data:`V_DEPTH` times both its
-    neighbours): s falls linearly to 0 at a singular configuration and rises after it, a V
-    that a step can stride over between probes."""
+    √zone, or when they show a V (:func:`strided`): s falls linearly to 0 at a singular
+    configuration and rises after it, a V that a step can stride over between probes."""
     s = np.empty(len(PROBES))
     s[0] = -1.0  # the measure at y is not known
     rows = np.full((3, K.i1(di, K.I_SIZES)[3]), -1.0)  # nor the step before's: every probe is taken
     probe_step(t, h, y, y_new, f, f_new, s, tmp, df, di, dd, ws, rows, 0.0)
-    return strided(s, math.sqrt(zone))
+    return strided(s, math.sqrt(zone), -1.0, 0.0)
+
+
+def choose_rows(df, di, dd, ws):
+    """At an accepted state whose evaluation the workspace holds: the redundant rows the next
+    step's stages drop (:func:`._kernels.choose_rows`; template: a formulation without them
+    replaces it)."""
+    K.choose_rows(df, di, dd, ws)
 
 
 def measure_rows(df, di, dd, ws, rows):
@@ -523,7 +571,7 @@ def project(t, y, df, di, dd, ws, tol, max_iter):
 
 
 #: compiled inside each generated module (they call the model's ``rhs``, ``groups``, ``windings``)
-TEMPLATES = (initial_step, dense_output, strides_singular, measure_rows, probe_step, project, dop853)
+TEMPLATES = (initial_step, dense_output, strides_singular, choose_rows, measure_rows, probe_step, project, dop853)
 #: names the templates use from this module
 HELPERS = ("A", "B", "C", "D", "E3", "E5", "N_STAGES", "SAFETY", "MIN_FACTOR", "MAX_FACTOR", "ERROR_EXPONENT",
            "TIME_EPS", "DONE", "NOT_FINITE", "STEP_COLLAPSE", "NAN_STATE", "SINGULAR", "S_T", "S_NFEV", "S_NSTEPS",

@@ -389,23 +389,29 @@ def ball_forces(A, w, N, bl_ia, bl_ib, bl_Ri, bl_Rj, bl_k, bl_c):
 
 
 @numba.njit(**_JIT_LA)
-def band_cholesky(Lb, m, bw, drop_tol, dropped, ratio):
+def band_cholesky(Lb, m, bw, drop_tol, dropped, ratio, redundant):
     """In-place Cholesky of a positive semi-definite band matrix (Lb[i, d] = S[i, i − d]).
 
-    A row whose pivot falls below ``drop_tol`` times its own diagonal is (numerically) a
-    combination of the rows before it — a redundant constraint: it is dropped (its λ is
-    0 and the others do not use it), ``dropped[j]`` is set. ``ratio[j]`` gets the pivot over
-    the diagonal. Returns the number dropped.
+    The rows with ``redundant[j]`` ≠ 0 are dropped as they are met (the redundant constraints
+    chosen at the last accepted state, :func:`choose_rows`: the same rows at every stage of a
+    step, so that the equations do not change within it). Any other row whose pivot falls
+    below ``drop_tol`` times its own diagonal is (numerically) a combination of the rows before
+    it: it is dropped too. A dropped row's λ is 0 and the others do not use it; ``dropped[j]`` is
+    set. ``ratio[j]`` gets the pivot over the diagonal (0 for a row in ``redundant``). Returns the
+    number dropped.
     """
     ndrop = 0
     for j in range(m):
         s = Lb[j, 0]
         diag = s
         k0 = j - bw if j - bw > 0 else 0
-        for k in range(k0, j):
-            x = Lb[j, j - k]
-            s -= x * x
         i1 = j + bw + 1 if j + bw + 1 < m else m
+        if redundant[j] != 0.0:
+            s = 0.0
+        else:
+            for k in range(k0, j):
+                x = Lb[j, j - k]
+                s -= x * x
         ratio[j] = s / diag if diag > 0 else 0.0
         if not s > drop_tol * diag:
             dropped[j] = True
@@ -487,10 +493,11 @@ def length_weighted_rows(Jc, rb, inv_l2, X):
 
 
 @numba.njit(**_JIT_LA)
-def factor_S(X, Jc, pair_i, pair_j, pair_si, pair_sj, bw, drop_tol, reg, Lb, dropped, ratio):
+def factor_S(X, Jc, pair_i, pair_j, pair_si, pair_sj, bw, drop_tol, reg, Lb, dropped, ratio, redundant):
     """Lb ← the band Cholesky of S + reg·I, S = X Jvᵀ assembled from the row pairs that share a
     body (X = Jc M⁻¹ for the dynamics: :func:`mass_weighted_rows`), redundant rows dropped
-    (``dropped[r]`` 1, else 0; reg > 0 is the penalty formulations' 1/α, which keeps them) and
+    (:func:`band_cholesky`: the rows of ``redundant`` and any that falls below drop_tol;
+    ``dropped[r]`` 1, else 0; reg > 0 is the penalty formulations' 1/α, which keeps them all) and
     ``ratio[r]`` each pivot over its diagonal. Returns the smallest of those ratios among the
     kept rows (1: well conditioned; → 0 as a singular configuration is approached).
     Lb (m, bw + 1), dropped and ratio (m) are the caller's (workspace) arrays."""
@@ -505,7 +512,10 @@ def factor_S(X, Jc, pair_i, pair_j, pair_si, pair_sj, bw, drop_tol, reg, Lb, dro
     if reg > 0.0:
         for i in range(m):
             Lb[i, 0] += reg
-    band_cholesky(Lb, m, bw, drop_tol, dropped, ratio)
+    if reg > 0.0:
+        band_cholesky(Lb, m, bw, drop_tol, dropped, ratio, np.zeros(m))
+    else:
+        band_cholesky(Lb, m, bw, drop_tol, dropped, ratio, redundant)
     weakest = 1.0
     for r in range(m):
         if not dropped[r] and ratio[r] < weakest:
@@ -683,6 +693,9 @@ COMMON = [
     ("ax_tau0", "f", 1), ("ax_expr", "i", 1), ("ax_ref", "d", 1), ("tau", "d", 1),
     ("bl_ia", "i", 1), ("bl_ib", "i", 1), ("bl_Ri", "f", 3), ("bl_Rj", "f", 3), ("bl_k", "f", 1), ("bl_c", "f", 1),
     ("stab", "d", 1),
+    # per row 1.0 for the redundant constraints the factor of S drops until the next accepted state
+    # (:func:`choose_rows`)
+    ("redundant", "d", 1),
     ("qf", "w", 1), ("qdf", "w", 1), ("A", "w", 3), ("rho", "w", 2), ("rc", "w", 2), ("E", "w", 3), ("Jw", "w", 3),
     ("Jwinv", "w", 3), ("B", "w", 3), ("bdot", "w", 2), ("w", "w", 2), ("vc", "w", 2), ("Jc", "w", 3),
     ("gam", "w", 1), ("pt", "w", 1), ("ph", "w", 1), ("aux", "w", 1),
@@ -726,6 +739,7 @@ I_SP = _I["sp_ia"]
 I_AX = _I["ax_ia"]
 I_BL = _I["bl_ia"]
 I_STAB = _I["stab"]
+I_REDUNDANT = _I["redundant"]
 I_QF, I_QDF, I_A, I_RHO, I_RC, I_E, I_JW, I_JWINV, I_B, I_BDOT, I_W, I_VC, I_JC, I_GAM, I_PT, I_PH, I_AUX = (
     _I[n] for n in ("qf", "qdf", "A", "rho", "rc", "E", "Jw", "Jwinv", "B", "bdot", "w", "vc", "Jc", "gam", "pt",
                     "ph", "aux"))
@@ -841,8 +855,21 @@ def _factor(df, di, dd, ws):
     dropped = f1(ws, di, I_DROPPED)
     mass_weighted_rows(f1(df, di, I_MASS), f3(ws, di, I_JWINV), Jc, i2(di, I_RB), X)
     weakest = factor_S(X, Jc, i1(di, I_PI), i1(di, I_PJ), i1(di, I_PSI), i1(di, I_PSJ), bw, stab[2], stab[3], Lb,
-                       dropped, f1(ws, di, I_RATIO))
+                       dropped, f1(ws, di, I_RATIO), f1(dd, di, I_REDUNDANT))
     return X, Lb, dropped, weakest
+
+
+@numba.njit(**_JIT_LA)
+def choose_rows(df, di, dd, ws):
+    """At an accepted state (the workspace holds its body kinematics and joint rows): the rows
+    the factor of S drops until the next one (``redundant`` in ``dd``), chosen by their pivots
+    alone. On the joints a redundant row's pivot is round-off, far below every other; at the
+    stage states of a step, off the joints, it rises towards the others (the N-four-bar's to
+    3e-6), and a row dropped at one stage and kept at the next made ẏ jump between them."""
+    mask = f1(dd, di, I_REDUNDANT)
+    mask[:] = 0.0
+    _factor(df, di, dd, ws)
+    mask[:] = f1(ws, di, I_DROPPED)
 
 
 @numba.njit(**_JIT_LA)
@@ -869,7 +896,7 @@ def singularity_rows(df, di, dd, ws, s_rows):
     dropped = f1(ws, di, I_DROP_KIN)
     length_weighted_rows(Jc, i2(di, I_RB), 1.0 / (stab[6] * stab[6]), X)
     weakest = factor_S(X, Jc, i1(di, I_PI), i1(di, I_PJ), i1(di, I_PSI), i1(di, I_PSJ), bw, stab[2], 0.0,
-                       f2(ws, di, I_L_KIN), dropped, s_rows)
+                       f2(ws, di, I_L_KIN), dropped, s_rows, f1(dd, di, I_REDUNDANT))
     for r in range(s_rows.shape[0]):
         s_rows[r] = np.inf if dropped[r] != 0.0 else math.sqrt(max(s_rows[r], 0.0))
     return weakest

@@ -45,7 +45,7 @@ from ._dop853 import DONE, NAN_STATE, NOT_FINITE, SINGULAR, STEP_COLLAPSE, TIME_
 _JIT = dict(cache=True, nogil=True)
 
 # the model's compiled functions and the :mod:`._dop853` templates, bound in the generated module
-rhs = windings = initial_step = strides_singular = project = None
+rhs = windings = initial_step = strides_singular = choose_rows = project = None
 
 S6 = 6.0 ** 0.5
 RADAU_C = np.array([(4.0 - S6) / 10.0, (4.0 + S6) / 10.0, 1.0])
@@ -689,6 +689,7 @@ def radau(t, y0, times, rtol, atol, ptol, max_iter, zone, df, di, dd, ws, Y, DD,
         nsteps += 1
         t = t_new
         windings(y_new, df, di, dd, ws)
+        choose_rows(df, di, dd, ws)
         changed = False
         y_acc = y_new
         if ptol >= 0.0:

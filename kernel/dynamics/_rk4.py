@@ -29,7 +29,7 @@ S_STEP = 7
 
 # the model's compiled functions, bound in the generated module that compiles the templates (and the
 # templates ``project``, ``measure_rows`` and ``probe_step`` of :mod:`._dop853`)
-rhs = groups = windings = project = measure_rows = probe_step = None
+rhs = groups = windings = project = choose_rows = measure_rows = probe_step = None
 
 
 def rk4(t, y0, times, dt, ptol, max_iter, zone, df, di, dd, ws, Y, DD, stats, y_end):
@@ -71,6 +71,7 @@ def rk4(t, y0, times, dt, ptol, max_iter, zone, df, di, dd, ws, Y, DD, stats, y_
     # each constraint row's measure at the step before's start, the step's start and its end (−1: not known)
     s_rows = np.full((3, K.i1(di, K.I_SIZES)[3] if zone > 0.0 else 0), -1.0)
     h_before = 0.0  # s, the length of the step before (0: none)
+    s_before = -1.0  # √ measure at the step before's last interior probe (−1: not known)
     nprobed = 0
     f, ok = rhs(t, y, df, di, dd, ws)  # the first stage of the first step
     nfev += 1
@@ -122,18 +123,19 @@ def rk4(t, y0, times, dt, ptol, max_iter, zone, df, di, dd, ws, Y, DD, stats, y_
                 violation_v, violation_q = aux[0], aux[1]
                 if probe_step(t, h, y, y_new, f, f_new, s, tmp, df, di, dd, ws, s_rows, h_before):
                     nprobed += 1
-                if strided(s, math.sqrt(zone)):
+                if strided(s, math.sqrt(zone), s_before, (1.0 - PROBES[len(PROBES) - 2]) * h_before / h):
                     status = SINGULAR  # stop at the start of the step: the crossing takes it from there
                     break
                 # the workspace holds y_new's kinematics, joint rows and measures (what the
                 # bookkeeping reads); its evaluation's violations back
                 aux[0], aux[1] = violation_v, violation_q
-                next_step_probes(s, s_rows)  # the next step starts at y_new
+                s_before = next_step_probes(s, s_rows)  # the next step starts at y_new
                 h_before = h
             nsteps += 1
             t = t_new
             # bookkeeping at the accepted state (the workspace holds the evaluation at y_new)
             windings(y_new, df, di, dd, ws)
+            choose_rows(df, di, dd, ws)
             changed = False
             if ptol >= 0.0:
                 aux = K.f1(ws, di, K.I_AUX)

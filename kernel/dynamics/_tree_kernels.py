@@ -1027,7 +1027,13 @@ def strides_singular(t, h, y, y_new, f, f_new, zone, tmp, df, di, dd, ws):
     for j in range(len(PROBES)):
         _hermite(PROBES[j], h, y, f, y_new, f_new, tmp)
         s[j] = math.sqrt(max(singular(t + PROBES[j] * h, tmp, df, di, dd, ws), 0.0))
-    return strided(s, math.sqrt(zone))
+    return strided(s, math.sqrt(zone), -1.0, 0.0)
+
+
+def choose_rows(df, di, dd, ws):
+    """:func:`._dop853.choose_rows` for the tree (template): its closure rows are all kept, the
+    redundant ones by its own factorisation at every evaluation (nothing to choose)."""
+    return
 
 
 def measure_rows(df, di, dd, ws, rows):
@@ -1058,6 +1064,6 @@ def probe_step(t, h, y, y_new, f, f_new, s, tmp, df, di, dd, ws, rows, h_before)
 
 #: compiled inside each tree module after the integrator templates, whose ``rhs``, ``project``,
 #: ``strides_singular`` and ``probe_step`` they replace there
-TEMPLATES = (tree_state, rhs, project, singular, _hermite, strides_singular, measure_rows, probe_step)
+TEMPLATES = (tree_state, rhs, project, singular, _hermite, strides_singular, choose_rows, measure_rows, probe_step)
 #: names the templates use from this module
 HELPERS = ("kinematics", "stage_rhs", "closure_violation", "position_step", "velocity_step", "singularity", "T_YA")

@@ -301,6 +301,12 @@ class Formulation:
 
     _fast = None
 
+    def _choose_rows(self, t, y):
+        """At an accepted state of a run on the compiled right-hand side: the redundant rows its
+        evaluations drop until the next one (:meth:`.fast.FastRHS.choose_rows`)."""
+        if self._fast is not None:
+            self._fast.choose_rows(t, y)
+
     def _update_windings(self, q, bs=None, aux=None, v=None):
         """Bookkeeping at an accepted state: angles continuous over turns and, given the
         velocities ``v`` (nv,), the contacts' impact speeds."""
@@ -339,6 +345,8 @@ class Formulation:
                              "a singular configuration")
         self.rtol, self.atol = rtol, atol
         self.crossings = []
+        # the last step judged by _strides_singular: its end (s), last interior probe and length (s)
+        self._probes_before = (np.nan, -1.0, 0.0)
         # (accepted steps under the compiled DOP853/RK4 loops' singular-configuration watch, those
         # of them whose interior probes were evaluated: :func:`._dop853.probe_step`)
         self.probed_steps = (0, 0)
@@ -355,6 +363,7 @@ class Formulation:
                              + ("; steps limited so that no stop is stepped over"
                                 if integrator in SCIPY_INTEGRATORS else ""))
         y = self.initial_state(times[0], q0, v0)
+        self._choose_rows(times[0], y)
         driver = None
         if self.dyn.forces.contact_constraints is not None:
             from .hybrid import EventDriver
@@ -500,15 +509,16 @@ class Formulation:
                                    "(step size collapse: the model is stiff, singular or blows up)")
             if not np.all(np.isfinite(solver.y)):
                 rec.fail(t_before, f"the solution became NaN/inf after t = {t_before:.6g} s")
-            rec.nsteps += 1
             t_new = solver.t
             if f_before is not None and self._strides_singular(t_before, t_new - t_before, y_before, solver.y,
                                                               f_before, solver.f):
-                # cross from the start of the step (its frames are not recorded yet)
+                # cross from the start of the step (its frames are not recorded yet; the step is
+                # not taken, as in the compiled loops)
                 t_x, y_x, k = self._cross_singular(t_before, y_before, rec, times, k)
                 if k < nt:
                     solver = make(t_x, y_x)
                 continue
+            rec.nsteps += 1
             need_out = k < nt and times[k] <= t_new + 1e-12 * max(1.0, abs(t_new))
             sol = solver.dense_output() if need_out else None
             y_acc = solver.y
@@ -592,7 +602,9 @@ class Formulation:
     def _strides_singular(self, t, h, y, y_new, f, f_new):
         """True if the step from (t, y) to (t + h, y_new) passes through a singular
         configuration (:func:`._dop853.strides_singular`, on the cubic Hermite interpolant of
-        y, f = ẏ(t), y_new, f_new = ẏ(t + h))."""
+        y, f = ẏ(t), y_new, f_new = ẏ(t + h)). A step that starts where the last one judged
+        here ended also sees that step's last interior probe (a V whose bottom is at the step
+        boundary)."""
         if not self.dyn.has_loops:
             return False
         from ._dop853 import PROBES, strided
@@ -602,7 +614,13 @@ class Formulation:
             ym = ((2 * p ** 3 - 3 * p ** 2 + 1) * y + (p ** 3 - 2 * p ** 2 + p) * h * f
                   + (3 * p ** 2 - 2 * p ** 3) * y_new + (p ** 3 - p ** 2) * h * f_new)
             s[j] = math.sqrt(max(self._singularity(t + p * h, ym), 0.0))
-        return bool(strided.py_func(s, math.sqrt(self.singular_zone)))  # five numbers: Python, not a compile
+        t_end, s_before, h_before = self._probes_before
+        if not abs(t_end - t) <= 1e-12 * max(1.0, abs(t)):
+            s_before, h_before = -1.0, 0.0
+        d_before = (1.0 - PROBES[-2]) * h_before / h
+        strides = bool(strided.py_func(s, math.sqrt(self.singular_zone), s_before, d_before))  # Python, not a compile
+        self._probes_before = (np.nan, -1.0, 0.0) if strides else (t + h, s[-2], h)
+        return strides
 
     def _cross_singular(self, t, y, rec, times, k, h_hint=np.inf):
         """Cross a singular configuration (toggle, flat four-bar, branch point) from the state

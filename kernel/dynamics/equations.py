@@ -272,7 +272,7 @@ class Dynamics:
         tol = 1e-10
         for _ in range(3):
             Lb, dropped, ratio = Lb0.copy(), np.zeros(m, dtype=bool), np.zeros(m)
-            n = band_cholesky(Lb, m, bw, tol, dropped, ratio)
+            n = band_cholesky(Lb, m, bw, tol, dropped, ratio, np.zeros(m))
             if n == r:
                 break
             srt = np.sort(ratio)
@@ -536,16 +536,15 @@ class Dynamics:
         return kinetic_energy(self.mass, bs)
 
 
-def _band_cholesky_numpy(Lb, m, bw, drop_tol, dropped, ratio=None):
+def _band_cholesky_numpy(Lb, m, bw, drop_tol, dropped, ratio, redundant):
     """numpy version of :func:`._kernels.band_cholesky` (rank-revealing band Cholesky)."""
     n = 0
     for j in range(m):
         k0 = max(0, j - bw)
         row = Lb[j, 1: j - k0 + 1][::-1]  # L[j, k0..j-1]
         diag = Lb[j, 0]
-        s = diag - row @ row
-        if ratio is not None:
-            ratio[j] = s / diag if diag > 0 else 0.0
+        s = 0.0 if redundant[j] else diag - row @ row
+        ratio[j] = s / diag if diag > 0 else 0.0
         i1 = min(m, j + bw + 1)
         if not s > drop_tol * diag:
             dropped[j] = True

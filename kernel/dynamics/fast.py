@@ -672,7 +672,8 @@ class FastRHS:
         dyn = self.dyn
         model = dyn.model
         nmov, nb = dyn.nmov, model.nb
-        # every joint row: the band Cholesky drops the redundant ones as it meets them
+        # every joint row: the band Cholesky drops the redundant ones chosen at the last accepted
+        # state (_kernels.choose_rows)
         rows = np.arange(dyn.nc, dtype=np.int64)
         order = _rcm_order(dyn, rows)
         rows = rows[order]
@@ -780,7 +781,8 @@ class FastRHS:
                       gravf=forces.gravity_force.reshape(-1, 3),
                       row_map=row_map, rb=rb, pair_i=pi, pair_j=pj, pair_si=psi, pair_sj=psj, sizes=sizes,
                       stab=np.array([a_, b_, getattr(dyn, 'drop_tol', DROP_TOL), *(self.penalty or (0.0, 1, 0.0)),
-                                     dyn.length_scale]), ax_ref=np.zeros(len(ax[0])), tau=np.zeros(len(ax[0])),
+                                     dyn.length_scale]), redundant=np.zeros(m),
+                      ax_ref=np.zeros(len(ax[0])), tau=np.zeros(len(ax[0])),
                       ax_const=_expression_table(dyn, "torque", len(ax[0])),
                       ln_const=_expression_table(dyn, "force", len(lnt[0])),
                       is_angle=np.array([kind_ == "angle" for _, kind_, _, _ in model.joint_measures], np.int64),
@@ -859,6 +861,20 @@ class FastRHS:
         #: nothing in ẏ is evaluated in Python (drivers' time functions, torque or force
         #: expressions not compiled into the module): the compiled integrator loop applies
         self.self_contained = not (self._timed or python_exprs)
+
+    def choose_rows(self, t, y):
+        """At an accepted state y (at t s): the redundant rows the evaluations drop until the
+        next one (:func:`._kernels.choose_rows`)."""
+        from ._kernels import choose_rows, stage_kinematics
+
+        if self._needs_update:
+            self._update(t)
+        aux = self.aux.copy()
+        y = np.ascontiguousarray(y, dtype=float)
+        stage_kinematics(y, self.df, self.di, self.ws)
+        self.groups_fn(t, y, self.df, self.di, self.dd, self.ws, False)
+        choose_rows(self.df, self.di, self.dd, self.ws)
+        self.aux[:] = aux
 
     def _extra_arrays(self):
         """[(name, kind, array)] packed after the groups' arrays (none here)."""
@@ -956,6 +972,7 @@ class FastRHS:
         times = np.ascontiguousarray(times, dtype=float)
         y0 = np.ascontiguousarray(y0, dtype=float)
         self._update(times[0])
+        self.choose_rows(float(times[0]), y0)
         if meas_ref is not None:
             self._mref[:] = meas_ref
         nt = len(times)

@@ -211,6 +211,10 @@ class FastTree(fast.FastRHS):
             out.append((name, kind, a))
         return out
 
+    def choose_rows(self, t, y):
+        """Nothing to choose: the tree's closure rows are factorised anew at every evaluation
+        (its loops' ``choose_rows`` template is empty too)."""
+
     def singularity(self, t, y):
         """:func:`._kernels.singularity` at the tree state y (the last evaluation's ``aux`` kept)."""
         if self._needs_update:

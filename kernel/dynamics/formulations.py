@@ -360,6 +360,7 @@ class ProjectionFormulation(_IndexOne):
     def accept(self, t, y):
         """After an accepted step: update the angle windings, then project q and v onto the joints."""
         self._update_windings(y[: self.nq], aux=self._fast_aux(y), v=y[self.nq: self.nq + self.nv])
+        self._choose_rows(t, y)
         return self._project(t, y)
 
     def output_state(self, t, y):
@@ -392,6 +393,7 @@ class BaumgarteFormulation(_IndexOne):
     def accept(self, t, y):
         """After an accepted step: update the angle windings (no projection; returns None)."""
         self._update_windings(y[: self.nq], aux=self._fast_aux(y), v=y[self.nq: self.nq + self.nv])
+        self._choose_rows(t, y)
         return None
 
 
@@ -453,6 +455,7 @@ class PenaltyFormulation(_IndexOne):
     def accept(self, t, y):
         """After an accepted step: update the angle windings (no projection; returns None)."""
         self._update_windings(y[: self.nq], aux=self._fast_aux(y), v=y[self.nq: self.nq + self.nv])
+        self._choose_rows(t, y)
         return None
 
 

@@ -191,6 +191,11 @@ def _no_windings(y, df, di, dd, ws):
 
 
 @numba.njit
+def _no_rows(df, di, dd, ws):
+    return None
+
+
+@numba.njit
 def _no_groups(t, y, df, di, dd, ws, need_gamma):
     return 0
 
@@ -226,7 +231,7 @@ def _toy_integrator(one_step, rhs=_toy_rhs):
          f"from cadmotion.kernel.dynamics._dop853 import {', '.join(D.HELPERS)}\n", ns)
     for fn in D.TEMPLATES:
         exec("@numba.njit\n" + inspect.getsource(fn), ns)
-    ns.update(rhs=rhs, windings=_no_windings, groups=_no_groups, step_limit=_no_step_limit)
+    ns.update(rhs=rhs, windings=_no_windings, groups=_no_groups, step_limit=_no_step_limit, choose_rows=_no_rows)
     if one_step:
         ns["initial_step"] = _whole_interval
     dop853 = ns["dop853"]
@@ -643,7 +648,7 @@ def _toy_rk4(rhs=_toy_rhs):
          f"from cadmotion.kernel.dynamics._rk4 import {', '.join(R4.HELPERS)}\n", ns)
     for fn in D.TEMPLATES + R4.TEMPLATES:
         exec("@numba.njit\n" + inspect.getsource(fn), ns)
-    ns.update(rhs=rhs, windings=_no_windings, groups=_no_groups, step_limit=_no_step_limit)
+    ns.update(rhs=rhs, windings=_no_windings, groups=_no_groups, step_limit=_no_step_limit, choose_rows=_no_rows)
 
     def solve(times, dt):
         times = np.asarray(times, float)
