@@ -865,7 +865,15 @@ class FastRHS:
     def choose_rows(self, t, y):
         """At an accepted state y (at t s): the redundant rows the evaluations drop until the
         next one (:func:`._kernels.choose_rows`)."""
-        from ._kernels import choose_rows, stage_kinematics
+        from ._kernels import choose_rows
+
+        self._on_joint_rows(t, y, choose_rows)
+
+    def _on_joint_rows(self, t, y, fn):
+        """fn(df, di, dd, ws) on the joint rows at (t, y) only: body kinematics and the constraint
+        groups, not the forces and accelerations of a whole evaluation; ``aux`` keeps the
+        by-products of the last evaluation, which the step's bookkeeping reads."""
+        from ._kernels import stage_kinematics
 
         if self._needs_update:
             self._update(t)
@@ -873,8 +881,9 @@ class FastRHS:
         y = np.ascontiguousarray(y, dtype=float)
         stage_kinematics(y, self.df, self.di, self.ws)
         self.groups_fn(t, y, self.df, self.di, self.dd, self.ws, False)
-        choose_rows(self.df, self.di, self.dd, self.ws)
+        out = fn(self.df, self.di, self.dd, self.ws)
         self.aux[:] = aux
+        return out
 
     def _extra_arrays(self):
         """[(name, kind, array)] packed after the groups' arrays (none here)."""
@@ -906,20 +915,9 @@ class FastRHS:
 
     def singularity(self, t, y):
         """:func:`._kernels.singularity` at (t, y): how near a singular configuration y is."""
-        from ._kernels import singularity, stage_kinematics
+        from ._kernels import singularity
 
-        # only the joint rows at (t, y): body kinematics and the constraint groups, not the forces
-        # and accelerations of a whole evaluation (the fixed-step loops probe every step); ``aux``
-        # keeps the by-products of the last evaluation, which the step's bookkeeping reads
-        if self._needs_update:
-            self._update(t)
-        aux = self.aux.copy()
-        y = np.ascontiguousarray(y, dtype=float)
-        stage_kinematics(y, self.df, self.di, self.ws)
-        self.groups_fn(t, y, self.df, self.di, self.dd, self.ws, False)
-        measure = float(singularity(self.df, self.di, self.dd, self.ws))
-        self.aux[:] = aux
-        return measure
+        return float(self._on_joint_rows(t, y, singularity))  # (the fixed-step loops probe every step)
 
     def project(self, t, y, tol, max_iter=5):
         """(y, changed): positions then velocities projected onto the joints (mass-weighted,
