@@ -113,12 +113,22 @@ def v_ratio(s_a, s_b, d_ab, s_out, d_out):
 
 
 @numba.njit(**_JIT)
-def strided(s, s_zone, s_before, d_before):
+def _probe(s, s_before, h_ratio, j):
+    """(position, √ measure) of probe j of a step's probes preceded by the step before's last
+    interior probe: j = 0 that one (``s_before``, the step before ``h_ratio`` times this one's
+    length), j ≥ 1 ``s[j − 1]`` at ``PROBES[j − 1]``; positions in fractions of this step."""
+    if j == 0:
+        return -(1.0 - PROBES[len(PROBES) - 2]) * h_ratio, s_before
+    return PROBES[j - 1], s[j - 1]
+
+
+@numba.njit(**_JIT)
+def strided(s, s_zone, s_before, h_ratio):
     """True if the square roots s of the measure at :data:`PROBES` of a step show a singular
     configuration: one below s_zone, or a V whose bottom lies between two neighbouring probes
     (:func:`v_ratio` below :data:`V_RATIO` with the probe beyond either of them) or just beyond
-    the step's end. ``s_before`` is the measure's square root d_before (a fraction of this step's
-    length) before the step's start, the step before's last interior probe (−1 if not known).
+    the step's end. ``s_before`` is the step before's last interior probe (−1 if not known),
+    that step ``h_ratio`` times this one's length.
 
     The measure falls linearly to 0 at a singular configuration and rises after it: a V whose
     bottom is anywhere between two probes, even midway, is seen, and one whose bottom is just
@@ -127,20 +137,18 @@ def strided(s, s_zone, s_before, d_before):
     for j in range(s.shape[0]):
         if s[j] < s_zone:
             return True
-    last = s.shape[0] - 1
-    for j in range(-1, last):  # the pair (j, j + 1); j = −1: s_before and s[0]
-        if j == -1:
-            if s_before < 0.0:
-                continue
-            s_a, s_b, d_ab = s_before, s[0], d_before
-        else:
-            s_a, s_b, d_ab = s[j], s[j + 1], PROBES[j + 1] - PROBES[j]
-        if j >= 1 or (j == 0 and s_before >= 0.0):  # the probe before the pair
-            s_out, d_out = (s[j - 1], PROBES[j] - PROBES[j - 1]) if j >= 1 else (s_before, d_before)
-            if v_ratio(s_a, s_b, d_ab, s_out, d_out) < V_RATIO:
+    n = s.shape[0]  # the probes are j = first … n of :func:`_probe`
+    first = 0 if s_before >= 0.0 else 1
+    for j in range(first, n):  # the pair (j, j + 1)
+        x_a, s_a = _probe(s, s_before, h_ratio, j)
+        x_b, s_b = _probe(s, s_before, h_ratio, j + 1)
+        if j > first:  # the probe before the pair
+            x_o, s_o = _probe(s, s_before, h_ratio, j - 1)
+            if v_ratio(s_a, s_b, x_b - x_a, s_o, x_a - x_o) < V_RATIO:
                 return True
-        if j + 2 <= last:  # the probe after it
-            if v_ratio(s_b, s_a, d_ab, s[j + 2], PROBES[j + 2] - PROBES[j + 1]) < V_RATIO:
+        if j + 2 <= n:  # the probe after it
+            x_o, s_o = _probe(s, s_before, h_ratio, j + 2)
+            if v_ratio(s_b, s_a, x_b - x_a, s_o, x_o - x_b) < V_RATIO:
                 return True
     return False
 
@@ -410,7 +418,7 @@ def dop853(t, y0, times, rtol, atol, ptol, max_iter, zone, df, di, dd, ws, Y, DD
             violation_v, violation_q = aux[0], aux[1]
             if probe_step(t_old, h, y, y_new, Ks[0], Ks[N_STAGES], sp, tmp, df, di, dd, ws, sp_rows, h_before):
                 nprobed += 1
-            if strided(sp, math.sqrt(zone), s_before, (1.0 - PROBES[len(PROBES) - 2]) * h_before / h):
+            if strided(sp, math.sqrt(zone), s_before, h_before / h):
                 status = SINGULAR  # stop at the start of the step: the crossing takes it from there
                 break
             # the workspace holds y_new's kinematics, joint rows and measures (what the bookkeeping
@@ -422,7 +430,8 @@ def dop853(t, y0, times, rtol, atol, ptol, max_iter, zone, df, di, dd, ws, Y, DD
         t = t_new
         # bookkeeping at the accepted state (the workspace holds the evaluation at y_new)
         windings(y_new, df, di, dd, ws)
-        choose_rows(df, di, dd, ws)
+        # (redundant rows close loops: without, there is nothing to choose)
+        rows_changed = zone > 0.0 and choose_rows(df, di, dd, ws)
         changed = False
         y_acc = y_new
         if ptol >= 0.0:
@@ -449,8 +458,8 @@ def dop853(t, y0, times, rtol, atol, ptol, max_iter, zone, df, di, dd, ws, Y, DD
                         project(times[k], Y[k], df, di, dd, ws, ptol, max_iter)
                 DD[k, :] = dd
                 k += 1
-        if changed:
-            y = y_acc
+        y = y_acc if changed else y_new.copy()
+        if changed or rows_changed:  # ẏ(y) of the rows the next step drops
             t_eval = t
             f, ok = rhs(t, y, df, di, dd, ws)
             nfev += 1
@@ -459,7 +468,6 @@ def dop853(t, y0, times, rtol, atol, ptol, max_iter, zone, df, di, dd, ws, Y, DD
                 t_fail = t
                 break
         else:
-            y = y_new.copy()
             f = Ks[N_STAGES].copy()
         if t == t_bound:
             if k < nt:
@@ -496,8 +504,8 @@ def strides_singular(t, h, y, y_new, f, f_new, zone, tmp, df, di, dd, ws):
 def choose_rows(df, di, dd, ws):
     """At an accepted state whose evaluation the workspace holds: the redundant rows the next
     step's stages drop (:func:`._kernels.choose_rows`; template: a formulation without them
-    replaces it)."""
-    K.choose_rows(df, di, dd, ws)
+    replaces it). True if they changed."""
+    return K.choose_rows(df, di, dd, ws)
 
 
 def measure_rows(df, di, dd, ws, rows):

@@ -497,7 +497,8 @@ def factor_S(X, Jc, pair_i, pair_j, pair_si, pair_sj, bw, drop_tol, reg, Lb, dro
     """Lb ← the band Cholesky of S + reg·I, S = X Jvᵀ assembled from the row pairs that share a
     body (X = Jc M⁻¹ for the dynamics: :func:`mass_weighted_rows`), redundant rows dropped
     (:func:`band_cholesky`: the rows of ``redundant`` and any that falls below drop_tol;
-    ``dropped[r]`` 1, else 0; reg > 0 is the penalty formulations' 1/α, which keeps them all) and
+    ``dropped[r]`` 1, else 0; reg > 0 is the penalty formulations' 1/α, which keeps them all: their
+    :func:`choose_rows` chooses none) and
     ``ratio[r]`` each pivot over its diagonal. Returns the smallest of those ratios among the
     kept rows (1: well conditioned; → 0 as a singular configuration is approached).
     Lb (m, bw + 1), dropped and ratio (m) are the caller's (workspace) arrays."""
@@ -512,10 +513,7 @@ def factor_S(X, Jc, pair_i, pair_j, pair_si, pair_sj, bw, drop_tol, reg, Lb, dro
     if reg > 0.0:
         for i in range(m):
             Lb[i, 0] += reg
-    if reg > 0.0:
-        band_cholesky(Lb, m, bw, drop_tol, dropped, ratio, np.zeros(m))
-    else:
-        band_cholesky(Lb, m, bw, drop_tol, dropped, ratio, redundant)
+    band_cholesky(Lb, m, bw, drop_tol, dropped, ratio, redundant)
     weakest = 1.0
     for r in range(m):
         if not dropped[r] and ratio[r] < weakest:
@@ -865,11 +863,20 @@ def choose_rows(df, di, dd, ws):
     the factor of S drops until the next one (``redundant`` in ``dd``), chosen by their pivots
     alone. On the joints a redundant row's pivot is round-off, far below every other; at the
     stage states of a step, off the joints, it rises towards the others (the N-four-bar's to
-    3e-6), and a row dropped at one stage and kept at the next made ẏ jump between them."""
+    3e-6), and a row dropped at one stage and kept at the next made ẏ jump between them. Returns
+    True if the rows differ from the ones chosen before (ẏ at this state is then evaluated again,
+    so that the next step's first stage drops them too)."""
     mask = f1(dd, di, I_REDUNDANT)
+    before = mask.copy()
     mask[:] = 0.0
     _factor(df, di, dd, ws)
-    mask[:] = f1(ws, di, I_DROPPED)
+    dropped = f1(ws, di, I_DROPPED)
+    changed = False
+    for r in range(mask.shape[0]):
+        mask[r] = dropped[r]
+        if mask[r] != before[r]:
+            changed = True
+    return changed
 
 
 @numba.njit(**_JIT_LA)

@@ -689,7 +689,8 @@ def radau(t, y0, times, rtol, atol, ptol, max_iter, zone, df, di, dd, ws, Y, DD,
         nsteps += 1
         t = t_new
         windings(y_new, df, di, dd, ws)
-        choose_rows(df, di, dd, ws)
+        # (redundant rows close loops: without, there is nothing to choose)
+        rows_changed = zone > 0.0 and choose_rows(df, di, dd, ws)
         changed = False
         y_acc = y_new
         if ptol >= 0.0:
@@ -709,8 +710,8 @@ def radau(t, y0, times, rtol, atol, ptol, max_iter, zone, df, di, dd, ws, Y, DD,
                     project(times[k], Y[k], df, di, dd, ws, ptol, max_iter)
             DD[k, :] = dd
             k += 1
-        if changed:
-            y = y_acc
+        y = y_acc if changed else y_new.copy()
+        if changed or rows_changed:  # ẏ(y) of the rows the next step drops
             t_eval = t
             f, ok = rhs(t, y, df, di, dd, ws)
             nfev += 1
@@ -719,7 +720,6 @@ def radau(t, y0, times, rtol, atol, ptol, max_iter, zone, df, di, dd, ws, Y, DD,
                 t_fail = t
                 break
         else:
-            y = y_new.copy()
             f = f_new
         if t == t_bound:
             if k < nt:

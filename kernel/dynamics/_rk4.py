@@ -123,7 +123,7 @@ def rk4(t, y0, times, dt, ptol, max_iter, zone, df, di, dd, ws, Y, DD, stats, y_
                 violation_v, violation_q = aux[0], aux[1]
                 if probe_step(t, h, y, y_new, f, f_new, s, tmp, df, di, dd, ws, s_rows, h_before):
                     nprobed += 1
-                if strided(s, math.sqrt(zone), s_before, (1.0 - PROBES[len(PROBES) - 2]) * h_before / h):
+                if strided(s, math.sqrt(zone), s_before, h_before / h):
                     status = SINGULAR  # stop at the start of the step: the crossing takes it from there
                     break
                 # the workspace holds y_new's kinematics, joint rows and measures (what the
@@ -135,7 +135,8 @@ def rk4(t, y0, times, dt, ptol, max_iter, zone, df, di, dd, ws, Y, DD, stats, y_
             t = t_new
             # bookkeeping at the accepted state (the workspace holds the evaluation at y_new)
             windings(y_new, df, di, dd, ws)
-            choose_rows(df, di, dd, ws)
+            # (redundant rows close loops: without, there is nothing to choose)
+            rows_changed = zone > 0.0 and choose_rows(df, di, dd, ws)
             changed = False
             if ptol >= 0.0:
                 aux = K.f1(ws, di, K.I_AUX)
@@ -145,13 +146,13 @@ def rk4(t, y0, times, dt, ptol, max_iter, zone, df, di, dd, ws, Y, DD, stats, y_
                         nproject += 1
             for j in range(n):
                 y[j] = y_new[j]
-            if changed:
+            if changed or rows_changed:  # ẏ(y) of the rows the next step drops
                 t_eval = t
                 f, ok = rhs(t, y, df, di, dd, ws)
                 nfev += 1
                 if not ok:
                     break
-                if zone > 0.0:  # the next step starts at the projected y
+                if zone > 0.0 and changed:  # the next step starts at the projected y
                     s[0] = math.sqrt(max(measure_rows(df, di, dd, ws, s_rows[1]), 0.0))
             else:
                 f = f_new

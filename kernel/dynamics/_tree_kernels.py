@@ -1033,7 +1033,7 @@ def strides_singular(t, h, y, y_new, f, f_new, zone, tmp, df, di, dd, ws):
 def choose_rows(df, di, dd, ws):
     """:func:`._dop853.choose_rows` for the tree (template): its closure rows are all kept, the
     redundant ones by its own factorisation at every evaluation (nothing to choose)."""
-    return
+    return False
 
 
 def measure_rows(df, di, dd, ws, rows):

@@ -300,12 +300,15 @@ class Formulation:
         return None
 
     _fast = None
+    _rows_changed = False  # the last :meth:`_choose_rows` chose other rows
 
     def _choose_rows(self, t, y):
-        """At an accepted state of a run on the compiled right-hand side: the redundant rows its
-        evaluations drop until the next one (:meth:`.fast.FastRHS.choose_rows`)."""
-        if self._fast is not None:
-            self._fast.choose_rows(t, y)
+        """At an accepted state (or one a run starts from) on the compiled right-hand side: the
+        redundant rows its evaluations drop until the next one (:meth:`.fast.FastRHS.choose_rows`;
+        redundant rows close loops: without, there is nothing to choose). True if they changed:
+        ẏ at y, evaluated before, then belongs to the rows of the step before."""
+        self._rows_changed = self._fast is not None and self.dyn.has_loops and self._fast.choose_rows(t, y)
+        return self._rows_changed
 
     def _update_windings(self, q, bs=None, aux=None, v=None):
         """Bookkeeping at an accepted state: angles continuous over turns and, given the
@@ -548,6 +551,9 @@ class Formulation:
                 if explicit:
                     solver.y = new
                     solver.f = self._counted_rhs(t_new, new)
+            elif explicit and self._rows_changed:  # ẏ there with the rows the next step drops
+                solver.f = self._counted_rhs(t_new, solver.y)
+            self._rows_changed = False
             if self.dyn.forces.unilateral:  # never stride over a contact or a stop
                 solver.max_step = self._contact_step_limit(solver.t, solver.y)
             if solver.status == "finished" and k < nt:
@@ -617,8 +623,8 @@ class Formulation:
         t_end, s_before, h_before = self._probes_before
         if not abs(t_end - t) <= 1e-12 * max(1.0, abs(t)):
             s_before, h_before = -1.0, 0.0
-        d_before = (1.0 - PROBES[-2]) * h_before / h
-        strides = bool(strided.py_func(s, math.sqrt(self.singular_zone), s_before, d_before))  # Python, not a compile
+        # five numbers: Python, not a compile
+        strides = bool(strided.py_func(s, math.sqrt(self.singular_zone), s_before, h_before / h))
         self._probes_before = (np.nan, -1.0, 0.0) if strides else (t + h, s[-2], h)
         return strides
 
@@ -707,7 +713,9 @@ class Formulation:
         self.nfactor += step.nfactor
         rec.nsteps += steps
         self.crossings.append((t_start, t, method))
-        return t, self.state_from(t, q, v, work), k
+        y = self.state_from(t, q, v, work)
+        self._choose_rows(t, y)  # the run goes on from here: the rows of this state, not of the one before
+        return t, y, k
 
     def _cross_alpha(self, Index3Formulation, t, q, v, work, rec, times, k, h):
         """Generalised-α steps of h (s) from (q, v, W) at t in chunks of :data:`CROSSING_CHUNK`

@@ -864,10 +864,10 @@ class FastRHS:
 
     def choose_rows(self, t, y):
         """At an accepted state y (at t s): the redundant rows the evaluations drop until the
-        next one (:func:`._kernels.choose_rows`)."""
+        next one (:func:`._kernels.choose_rows`); True if they changed."""
         from ._kernels import choose_rows
 
-        self._on_joint_rows(t, y, choose_rows)
+        return bool(self._on_joint_rows(t, y, choose_rows))
 
     def _on_joint_rows(self, t, y, fn):
         """fn(df, di, dd, ws) on the joint rows at (t, y) only: body kinematics and the constraint

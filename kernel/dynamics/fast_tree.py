@@ -214,6 +214,7 @@ class FastTree(fast.FastRHS):
     def choose_rows(self, t, y):
         """Nothing to choose: the tree's closure rows are factorised anew at every evaluation
         (its loops' ``choose_rows`` template is empty too)."""
+        return False
 
     def singularity(self, t, y):
         """:func:`._kernels.singularity` at the tree state y (the last evaluation's ``aux`` kept)."""

@@ -255,10 +255,11 @@ def test_without_history_or_when_a_row_is_dropped_or_kept_anew_every_probe_is_ta
 
 
 # ---------------------------------------------------------------- what the probes of a step show
-def _strided(s, s_before=-1.0, d_before=0.0, s_zone=1e-6):
+def _strided(s, s_before=-1.0, h_ratio=1.0, s_zone=1e-6):
+    """``s_before``: the step before's last interior probe, that step ``h_ratio`` times this one."""
     from cadmotion.kernel.dynamics._dop853 import strided
 
-    return strided.py_func(np.asarray(s, float), s_zone, s_before, d_before)
+    return strided.py_func(np.asarray(s, float), s_zone, s_before, h_ratio)
 
 
 def _v(bottom, slope=1.0, m=0.0):
@@ -282,14 +283,14 @@ def test_a_V_whose_bottom_is_just_before_the_step_is_seen_with_the_probe_before(
     probe and this step's first probe: this step's probes alone show a steady rise."""
     s = _v(-0.1)
     assert not _strided(s)
-    assert _strided(s, s_before=0.25 - 0.1, d_before=0.25)
+    assert _strided(s, s_before=0.25 - 0.1)
 
 
 @pytest.mark.parametrize("s", [_v(0.5, m=0.25), _v(2.0), _v(-1.0), np.full(5, 0.3)])
 def test_a_resolved_minimum_a_steady_fall_or_a_flat_measure_is_not_a_V(s):
     """A rounded minimum whose bottom (0.25) is as deep as the measure's fall over a probe
     spacing, a fall or a rise that stays far from zero, a constant: no crossing."""
-    assert not _strided(s, s_before=s[0] + 0.01, d_before=0.25)
+    assert not _strided(s, s_before=s[0] + 0.01)
 
 
 def test_the_stages_of_a_step_drop_the_redundant_rows_chosen_at_its_start(model):
