@@ -1,11 +1,11 @@
-"""Generated modules in the code cache: one Python file per model structure, written once, loaded with
-the joint templates' numba code bound into it.
+"""Generated modules in the code cache: Python files written once, loaded with the joint templates'
+numba code bound into them.
 
-The compiled right-hand side (:mod:`.dynamics.fast`), the semi-recursive tree module
-(:mod:`.dynamics.fast_tree`) and the compiled kinematic step (:mod:`.kinematics_fast`) each generate
-source for a model structure and name its file by a digest of everything it is compiled from; numba
-caches its machine code beside it. The source is our own generated code, never text from a model file.
-"""
+The compiled dynamics library (:mod:`.dynamics.fast`) and the semi-recursive tree module
+(:mod:`.dynamics.fast_tree`), one per parametrisation for every model, and the compiled kinematic
+step (:mod:`.kinematics_fast`), one per model structure, generate their source and name its file by
+a digest of everything it is compiled from; numba caches its machine code beside it. The source is
+our own generated code, never text from a model file."""
 
 import importlib.util
 import os
@@ -48,10 +48,11 @@ def load_module(path, name, src, functions):
             module = None
     if module is None:  # read-only cache: compile in memory, without numba's disk cache
         module = types.ModuleType(name)
+        sys.modules[name] = module  # a module generated after it may import from it (the tree from the library)
         exec(compile(src.replace("cache=True", "cache=False"), f"<{name}>", "exec"), module.__dict__)
     from .symbolic.codegen import generated
 
-    for k, template in enumerate(module.TEMPLATES):
+    for k, template in enumerate(getattr(module, "TEMPLATES", ())):  # none in a module importing them
         code = generated(template, module.PARAMETRIZATION, "numba")
         for fn in functions:
             setattr(module, f"{fn}_{k}", getattr(code, fn))

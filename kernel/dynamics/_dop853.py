@@ -15,8 +15,8 @@ Units: t in s; the state y = [q, v, W] in m, 1 (Euler parameters), m/s, rad/s an
 
 The functions that call the model's compiled functions (``rhs``, ``groups``, ``windings``,
 ``step_limit``) are
-templates listed in :data:`TEMPLATES`: :mod:`.fast` compiles their source inside each model
-structure's generated module, where those names are that module's functions (numba can cache
+templates listed in :data:`TEMPLATES`: :mod:`.fast` compiles their source inside its generated
+library (and :mod:`.fast_tree` inside the tree module), where those names are that module's functions (numba can cache
 direct calls of global functions, not functions passed as values). The helpers in
 :data:`HELPERS` are compiled once here.
 """

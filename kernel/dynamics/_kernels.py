@@ -20,6 +20,7 @@ import numpy as np
 
 from ..numba_cache import numba  # numba, its cache folder named by the kernel sources
 from .._kinematics_kernels import gather, gather_to, unwrap, winding_to  # noqa: F401 (generated modules call K.gather, K.gather_to, K.winding_to, K.unwrap)
+from .._program_kernels import evaluate as evaluate_program
 from ._contact_kernels import contact_accept, contact_forces, contact_limit
 from ._frames import euler_rotation, frame_axes, relative_rotation_vector
 from .tyres import tyre_forces
@@ -694,6 +695,15 @@ COMMON = [
     # per row 1.0 for the redundant constraints the factor of S drops until the next accepted state
     # (:func:`choose_rows`)
     ("redundant", "d", 1),
+    # the constraint groups, one row each (columns G_TEMPLATE …, below): which template of the compiled
+    # library (:data:`.fast.library_templates`), first row, equations per instance, flags, header index
+    # of the group's first array
+    ("grp", "i", 2),
+    # the model's expressions as programs of :mod:`..expression_programs` (torques and forces along joint
+    # axes, drivers' time functions and their derivatives): opcodes, literals, program starts, the
+    # interpreter's variables (t, q, qd); per axis and line element its program (−1: none)
+    ("pg_ops", "i", 2), ("pg_val", "f", 1), ("pg_start", "i", 1), ("pg_x", "w", 1), ("ax_prog", "i", 1),
+    ("ln_prog", "i", 1),
     ("qf", "w", 1), ("qdf", "w", 1), ("A", "w", 3), ("rho", "w", 2), ("rc", "w", 2), ("E", "w", 3), ("Jw", "w", 3),
     ("Jwinv", "w", 3), ("B", "w", 3), ("bdot", "w", 2), ("w", "w", 2), ("vc", "w", 2), ("Jc", "w", 3),
     ("gam", "w", 1), ("pt", "w", 1), ("ph", "w", 1), ("aux", "w", 1),
@@ -720,8 +730,10 @@ COMMON = [
 ]
 GROUP = [("gather", "i", 2), ("markers", "f", 2), ("params", "f", 2), ("bodies", "i", 2), ("F", "d", 2),
          ("ref", "d", 2), ("mpos", "i", 2),
-         # drivers' time functions: constants of compiled expressions, tables' splines
-         ("fn_const", "f", 2), ("spl_x", "f", 2), ("spl_c", "f", 3), ("spl_n", "i", 1),
+         # drivers' time functions: per instance how compiled code evaluates it (FN_*), its programs of f, f', f''
+         # and their constants, tables' splines
+         ("fn_kind", "i", 1), ("fn_prog", "i", 2), ("fn_const", "f", 2), ("spl_x", "f", 2), ("spl_c", "f", 3),
+         ("spl_n", "i", 1),
          # workspace: the group's gathered coordinates and rates (n, slots), angle windings (n, angles), and the
          # outputs of its template's ``*_into`` functions: Φq (n, neq, slots), γ, Φ, Φt (n, neq), raw angles
          # (n, angles), joint measures (n, measures) — each written by its function only, so that the entries it
@@ -729,6 +741,17 @@ GROUP = [("gather", "i", 2), ("markers", "f", 2), ("params", "f", 2), ("bodies",
          ("Q", "w", 2), ("QD", "w", 2), ("W", "w", 2), ("Jg", "w", 3), ("Gg", "w", 2), ("Ph", "w", 2), ("Pt", "w", 2),
          ("An", "w", 2), ("Ms", "w", 2)]
 _I = {name: i for i, (name, _, _) in enumerate(COMMON)}
+#: a group's arrays: header index = its row's G_BASE + the array's position in GROUP
+_G = {name: j for j, (name, _, _) in enumerate(GROUP)}
+#: columns of a group's row in ``grp``: template index, first row, equations per instance, whether it has
+#: time functions (Φt), angle windings, joint measures; header index of its first array
+G_TEMPLATE, G_ROW0, G_NEQ, G_TIMED, G_ANGLES, G_MEASURED, G_BASE = range(7)
+#: positions of the driver arrays in GROUP (compiled code cannot read the dict)
+GA_F, GA_FN_KIND, GA_FN_PROG, GA_FN_CONST, GA_SPL_X, GA_SPL_C, GA_SPL_N = (
+    _G[n] for n in ("F", "fn_kind", "fn_prog", "fn_const", "spl_x", "spl_c", "spl_n"))
+#: how compiled code evaluates a driver's time function (``fn_kind``): not at all (a Python callback
+#: fills F before the call), a program, a table's spline
+FN_PYTHON, FN_PROGRAM, FN_TABLE = 0, 1, 2
 I_Q_FIXED, I_COM, I_JB, I_JBINV, I_MASS, I_GRAVF = (_I[n] for n in ("q_fixed", "com_all", "Jb", "Jbinv", "mass",
                                                                      "gravf"))
 I_ROW_MAP, I_RB, I_PI, I_PJ, I_PSI, I_PSJ, I_SIZES = (_I[n] for n in ("row_map", "rb", "pair_i", "pair_j", "pair_si",
@@ -742,6 +765,9 @@ I_QF, I_QDF, I_A, I_RHO, I_RC, I_E, I_JW, I_JWINV, I_B, I_BDOT, I_W, I_VC, I_JC,
     _I[n] for n in ("qf", "qdf", "A", "rho", "rc", "E", "Jw", "Jwinv", "B", "bdot", "w", "vc", "Jc", "gam", "pt",
                     "ph", "aux"))
 I_IS_ANGLE, I_MREF = _I["is_angle"], _I["mref"]
+I_GRP = _I["grp"]
+I_PG_OPS, I_PG_VAL, I_PG_START, I_PG_X, I_AX_PROG, I_LN_PROG = (_I[n] for n in ("pg_ops", "pg_val", "pg_start",
+                                                                             "pg_x", "ax_prog", "ln_prog"))
 I_AX_CONST = _I["ax_const"]  # (n_axis, m): the numbers of compiled torque expressions, row per element
 I_LN = _I["ln_ia"]
 I_LN_CONST = _I["ln_const"]  # (n_line, m): the same for force expressions along joint axes
@@ -1053,6 +1079,72 @@ def velocity_step(y, df, di, dd, ws, tol):
         for i in range(6 * nmov):
             y[nq + i] += dv[i]
     return viol
+
+
+# ---------------------------------------------------------------- the model's expressions
+@numba.njit(**_JIT)
+def time_functions(t, df, di, dd, ws, base):
+    """F = (f, f', f'') at t (s) of a driver group's instances (the group's arrays from header
+    index ``base``) whose time function compiled code evaluates: a program or a table's spline;
+    a Python callback's row was filled before the call (:meth:`.fast.FastRHS._update`)."""
+    kind = i1(di, base + GA_FN_KIND)
+    F = f2(dd, di, base + GA_F)
+    prog = i2(di, base + GA_FN_PROG)
+    const = f2(df, di, base + GA_FN_CONST)
+    ops, vals, start = i2(di, I_PG_OPS), f1(df, di, I_PG_VAL), i1(di, I_PG_START)
+    x = f1(ws, di, I_PG_X)
+    x[0], x[1], x[2] = t, 0.0, 0.0
+    for i in range(kind.shape[0]):
+        if kind[i] == FN_PROGRAM:
+            for d in range(3):
+                F[i, d] = evaluate_program(ops, vals, start, prog[i, d], x, const[i])
+        elif kind[i] == FN_TABLE:
+            v = spline_value(f2(df, di, base + GA_SPL_X)[i], f3(df, di, base + GA_SPL_C)[i],
+                             i1(di, base + GA_SPL_N)[i], t)
+            F[i, 0], F[i, 1], F[i, 2] = v[0], v[1], v[2]
+
+
+@numba.njit(**_JIT)
+def stage_expressions(t, df, di, dd, ws):
+    """The expression elements' values at t (s) from the workspace's body kinematics: torques
+    τ_s(t, q, qd) about joint axes into ``tau`` (q the element's continuous angle, rad, qd its
+    rate, rad/s, as :meth:`.forces.ForceElements._angles` computes them) and forces
+    F_s(t, q, qd) along joint axes into ``ln_F`` (q the displacement along the axis, m, qd its
+    rate, m/s, :func:`line_state`); elements without a program keep what Python wrote."""
+    ops, vals, start = i2(di, I_PG_OPS), f1(df, di, I_PG_VAL), i1(di, I_PG_START)
+    x = f1(ws, di, I_PG_X)
+    A = f3(ws, di, I_A)
+    w = f2(ws, di, I_W)
+    x[0] = t
+    prog = i1(di, I_AX_PROG)
+    if prog.shape[0]:
+        two_pi = 2.0 * math.pi
+        ia, ib = i1(di, I_AX), i1(di, I_AX + 1)
+        Ri, Rj = f3(df, di, I_AX + 2), f3(df, di, I_AX + 3)
+        ref, tau = f1(dd, di, I_AX + 8), f1(dd, di, I_AX + 9)
+        C = f2(df, di, I_AX_CONST)
+        for s in range(prog.shape[0]):
+            if prog[s] < 0:
+                continue
+            a, b = ia[s], ib[s]
+            raw, z0, z1, z2 = axis_angle(A, a, b, Ri[s], Rj[s])
+            x[1] = raw + two_pi * np.round((ref[s] - raw) / two_pi)
+            x[2] = z0 * (w[b, 0] - w[a, 0]) + z1 * (w[b, 1] - w[a, 1]) + z2 * (w[b, 2] - w[a, 2])
+            tau[s] = evaluate_program(ops, vals, start, prog[s], x, C[s])
+    prog = i1(di, I_LN_PROG)
+    if prog.shape[0]:
+        rc, vc = f2(ws, di, I_RC), f2(ws, di, I_VC)
+        lia, lib = i1(di, I_LN), i1(di, I_LN + 1)
+        Di, LR, Dj = f2(df, di, I_LN + 2), f3(df, di, I_LN + 3), f2(df, di, I_LN + 4)
+        mag = f1(dd, di, I_LN + 5)
+        C = f2(df, di, I_LN_CONST)
+        for s in range(prog.shape[0]):
+            if prog[s] < 0:
+                continue
+            q, qd, z0, z1, z2 = line_state(A, rc, w, vc, lia[s], lib[s], Di[s], LR[s], Dj[s])
+            x[1], x[2] = q, qd
+            mag[s] = evaluate_program(ops, vals, start, prog[s], x, C[s])
+    return 0
 
 
 # ---------------------------------------------------------------- after an accepted step

@@ -30,7 +30,7 @@ so the LU factorisations are of nv × nv matrices (the same solution as scipy's 
 Units: t in s; the state in m, 1 (Euler parameters), m/s, rad/s and J; ``rtol`` relative,
 ``atol`` in each component's units. The functions that call the model's compiled ``rhs``,
 ``windings`` and the :mod:`._dop853` templates are templates (:data:`TEMPLATES`), compiled
-inside each model structure's generated module; the rest is compiled once here.
+inside the generated library of :mod:`.fast`; the rest is compiled once here.
 """
 
 import math

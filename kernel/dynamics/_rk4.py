@@ -10,10 +10,10 @@ round-off. The whole loop runs in compiled code; it applies when nothing in ẏ 
 
 Units: t, dt and h in s; the state y = [q, v, W] in m, 1 (Euler parameters), m/s, rad/s and J.
 
-:func:`rk4` is a template (:data:`TEMPLATES`): :mod:`.fast` compiles its source inside each model
-structure's generated module, where ``rhs``, ``groups``, ``windings``, ``project``, ``measure_rows`` and
-``probe_step`` are that module's functions (the last three templates of :mod:`._dop853`, whose loop probes its
-steps the same way).
+:func:`rk4` is a template (:data:`TEMPLATES`): :mod:`.fast` compiles its source inside its generated
+library (and :mod:`.fast_tree` inside the tree module), where ``rhs``, ``groups``, ``windings``,
+``project``, ``measure_rows`` and ``probe_step`` are that module's functions (the last three templates
+of :mod:`._dop853`, whose loop probes its steps the same way).
 """
 
 import math

@@ -25,9 +25,9 @@ The model's absolute quantities (Jc, γ̂, Φ, Φt of the closure rows, the appl
 from the absolute formulation's compiled module (:mod:`.fast`) evaluated at the tree's
 absolute state ``ya`` = [q, v, 0], which :func:`kinematics` writes into the workspace.
 
-The functions of :data:`TEMPLATES` are compiled inside the tree module of a model structure
-(:mod:`.fast_tree`), where ``groups``, ``expressions`` and ``KT`` (the index of the first
-tree array in the packed header) are that module's; there they are the ``rhs``, ``project``,
+The functions of :data:`TEMPLATES` are compiled inside the tree module (:mod:`.fast_tree`),
+where ``groups`` and ``expressions`` are the absolute library's and ``KT`` (the index of the
+first tree array in the packed header) is that module's constant; there they are the ``rhs``, ``project``,
 ``strides_singular`` and ``probe_step`` that the integrator templates of :mod:`._dop853` and
 :mod:`._rk4` call, so the same loops step the tree state y = [z, ż, W] (and their measure of
 singular configurations is :func:`singularity`, the numpy formulation's).

@@ -8,34 +8,36 @@ function. The kept constraint rows are reordered by reverse Cuthill–McKee on t
 "two rows act on a common body", so S of a chain or a loop of N links has a bandwidth
 independent of N and the cost is linear in N.
 
-The compiled driver is generated per *model structure* (the sequence of constraint types
-and which force kinds exist), written to the code-generation cache folder under a name
-that hashes that structure, the generated template files it calls, the kernels, the
-integrator templates and this module — editing any of them selects a new file — and
-imported as a module so numba can cache its machine code beside it. The numbers of a model
-(geometry, masses, stiffness) are arguments, not constants, so models of the same structure
-share the compiled code. Besides ``rhs`` the module holds ``windings`` (the angle references
-follow an accepted state), ``step_limit`` (the largest step at an accepted state: the compliant
-contacts'), ``project`` (projection onto the joints) and the integration loops
-``dop853``, ``radau`` and ``rk4`` of :mod:`._dop853`, :mod:`._radau` and :mod:`._rk4` compiled
-around this model's ``rhs`` (:meth:`FastRHS.dop853`, :meth:`FastRHS.radau`, :meth:`FastRHS.rk4`;
-used when no input of ẏ is evaluated in Python).
+The compiled code is a *library*, one per parametrisation, shared by every model: the joint
+and driver templates are a fixed set (:func:`library_templates`), so ``groups`` loops over the
+model's constraint groups and dispatches each to its template's generated functions by the
+template's index, and everything a model has — topology, geometry, masses, force elements,
+expressions — is data in the packed arrays (:mod:`._kernels`). The library's source is written
+to the code-generation cache under a name that hashes it, the generated template files it
+binds, the kernels, the integrator templates and this module — editing any of them selects a
+new file — and imported as a module so numba can cache its machine code beside it: it is
+compiled once (≈ 3 minutes on an empty cache), never again for a new model. Besides ``rhs``
+the module holds ``windings`` (the angle references follow an accepted state),
+``step_limit`` (the largest step at an accepted state: the compliant contacts'), ``project``
+(projection onto the joints) and the integration loops ``dop853``, ``radau`` and ``rk4`` of
+:mod:`._dop853`, :mod:`._radau` and :mod:`._rk4` compiled around the library's ``rhs``
+(:meth:`FastRHS.dop853`, :meth:`FastRHS.radau`, :meth:`FastRHS.rk4`; used when no input of ẏ
+is evaluated in Python).
 
-Torque expressions τ(t, q, qd) (``torque`` force elements) and force expressions F(t, q, qd)
-along joint axes (``force`` elements) are compiled into the module too: the parsed, whitelisted
-sympy expression (:func:`~cadmotion.kernel.expressions.parse_expression`, never the user's
-text) is printed by sympy's Python code printer — the printer ``lambdify`` uses for the numpy
-path, so the constants are the same — the printed code is checked against a whitelist of names
-(t, q, qd, abs, min, max and ``math`` functions and constants) and becomes a numba function
-``torque_<s>`` (``force_<s>``) called by ``rhs`` with the element's continuous joint angle q
-(rad) and rate qd (rad/s) (displacement q in m and rate qd in m/s). The printed code is part of
-the source and so of the module's hash: each distinct set of expressions has its own cached
-module. An expression whose printed code fails the whitelist stays a Python callback (evaluated
-at (t, 0, 0) before each call, so only when it reads t alone). Drivers' time functions are
-compiled the same way — f, f' and f'' of an expression (differentiated after its decimals
-became c_k, so they stay data), a table's cubic spline from its coefficients (data too) — and
-evaluated in ``groups`` at the time of the call; a model with anything left in Python
-(:attr:`FastRHS.self_contained` False) keeps scipy's loop.
+Torque expressions τ(t, q, qd) (``torque`` force elements), force expressions F(t, q, qd)
+along joint axes (``force`` elements) and drivers' expression time functions f(t), f'(t),
+f''(t) are data too: the parsed, whitelisted sympy expression
+(:func:`~cadmotion.kernel.expressions.parse_expression`, never the user's text) is printed by
+sympy's Python code printer — the printer ``lambdify`` uses for the numpy path — with its
+decimals lifted to constants c_0, c_1, …, the printed code is checked against a whitelist of
+names (t, q, qd, abs, min, max and ``math`` functions and constants) and compiled to a program
+of :mod:`..expression_programs`, which the library's interpreter evaluates
+(:func:`._kernels.stage_expressions`: q the element's continuous joint angle in rad and qd its
+rate in rad/s, or its displacement in m and rate in m/s; :func:`._kernels.time_functions`). An
+expression that has no program stays a Python callback (evaluated at (t, 0, 0) before each
+call, so only when it reads t alone); a table's cubic spline is evaluated from its
+coefficients; a model with anything left in Python (:attr:`FastRHS.self_contained` False)
+keeps scipy's loop.
 
 Compliant contacts (:mod:`.contacts`) are evaluated in compiled code too (:mod:`._contact_kernels`:
 a broad phase by body pair, then the points of the pairs that are close); their impact speeds
@@ -46,11 +48,11 @@ Not covered (the numpy path of :mod:`.equations` is used instead): models withou
 with joint stops (:mod:`.stops`) or unilateral contacts (:mod:`.unilateral`), and torque or force
 expressions of q or qd that could not be compiled. :func:`fast_rhs` returns None in those cases.
 
-A run does not wait for numba (issue 15): when the module of a structure has not been compiled
-before (no ``.ready`` marker beside it holding this numba's version), :func:`fast_rhs` writes its
-source to the cache, returns None — the run goes on the numpy path — and the background warm-up
+A run does not wait for numba (issue 15): when the library has not been compiled before (no
+``.ready`` marker beside it holding this numba's version), :func:`fast_rhs` writes its source to
+the cache, returns None — the run goes on the numpy path — and the background warm-up
 (:mod:`cadmotion.kernel.symbolic.warmup`, started when the process exits) compiles its entry
-points (:func:`compile_module`) for the next run. ``CADMOTION_DYNAMICS_FAST=compile`` (or
+points (:func:`compile_module`) for the next run, and every later model. ``CADMOTION_DYNAMICS_FAST=compile`` (or
 ``CADMOTION_BACKEND=numba``) compiles in the run instead, as a long run in an empty cache may
 prefer; ``CADMOTION_DYNAMICS_FAST=0`` never uses the compiled path.
 """
@@ -96,7 +98,7 @@ def fast_rhs(dyn, angles, refs, baumgarte=None, penalty=None):
     if any(TEMPLATES[gr["g"].template].numeric for gr in dyn.groups):  # cams: their laws are numpy splines
         return None
     for kind in _EXPRESSION_KINDS:
-        if any(fn.uses_state and _expression_code(fn) is None for _, fn in _expression_elements(dyn, kind)):
+        if any(fn.uses_state and _expression_program(fn) is None for _, fn in _expression_elements(dyn, kind)):
             return None
     try:
         if not _ready(dyn):  # not compiled yet: numpy now, the warm-up compiles it for the next run
@@ -125,12 +127,17 @@ def _expression_code(fn):
     node: only arithmetic, comparisons and conditional expressions (``sign``), numbers, the
     arguments, abs/min/max and whitelisted ``math`` attributes. Decimal numbers are printed
     as ``c_0``, ``c_1``, … (:func:`_expression_constants` gives their values, passed at run
-    time), so expressions that differ only in them share one compiled module."""
+    time), so that expressions differing only in them have the same program."""
     return _expression_parts(fn)[0]
 
 
 def _expression_constants(fn):
-    """The values of ``c_0``, ``c_1``, … in :func:`_expression_code` (floats)."""
+    """The values of c_0, c_1, … in :func:`_expression_code`."""
+    return _expression_parts(fn)[2]
+
+
+def _expression_program(fn):
+    """The program (:mod:`..expression_programs`) of :func:`_expression_code`, or None."""
     return _expression_parts(fn)[1]
 
 
@@ -179,27 +186,33 @@ def _checked_code(expr, names):
 
 
 def _expression_parts(fn):
+    """(code, program, constants) of an expression element of (t, q, qd); (None, None, []) when
+    it has no expression or its code fails the whitelist or has no program."""
     expr = getattr(fn, "expr", None)
     if expr is None:
-        return None, []
+        return None, None, []
     import sympy
+
+    from ..expression_programs import compile_program
 
     key = ("t, q, qd", sympy.srepr(expr))
     if key not in _EXPR_CODE:
         lifted, values, consts = _lifted(expr)
         code = _checked_code(lifted, _EXPR_NAMES | {c.name for c in consts})
-        _EXPR_CODE[key] = (code, values if code is not None else [])
+        program = None if code is None else compile_program(code, ("t", "q", "qd"))
+        _EXPR_CODE[key] = (code, program, values) if program is not None else (code, None, [])
     return _EXPR_CODE[key]
 
 
 def _time_function_parts(fn):
-    """([f, f', f''] source, constants) of a driver's expression time function in t (s), or
+    """([f, f', f''] programs, constants) of a driver's expression time function in t (s), or
     (None, []): its decimals lifted to c_k before differentiation, so they stay data."""
     expr = getattr(fn, "expr", None)
     if expr is None:
         return None, []
     import sympy
 
+    from ..expression_programs import compile_program
     from ..expressions import derivatives
 
     key = ("time", sympy.srepr(expr))
@@ -207,49 +220,40 @@ def _time_function_parts(fn):
         lifted, values, consts = _lifted(expr)
         names = {"t", "abs", "min", "max"} | {c.name for c in consts}
         codes = [_checked_code(d, names) for d in derivatives(lifted)]
-        _EXPR_CODE[key] = (codes, values) if None not in codes else (None, [])
+        programs = [None if code is None else compile_program(code, ("t",)) for code in codes]
+        _EXPR_CODE[key] = (programs, values) if None not in programs else (None, [])
     return _EXPR_CODE[key]
 
 
 def _time_function_kind(fn):
-    """How compiled code evaluates a driver's time function: "expression", "table" or None
-    (a Python callback)."""
+    """How compiled code evaluates a driver's time function: ``_kernels.FN_PROGRAM``,
+    ``FN_TABLE`` or ``FN_PYTHON`` (a Python callback)."""
+    from . import _kernels as K
+
     if _time_function_parts(fn)[0] is not None:
-        return "expression"
-    return "table" if getattr(fn, "spline", None) is not None else None
+        return K.FN_PROGRAM
+    return K.FN_TABLE if getattr(fn, "spline", None) is not None else K.FN_PYTHON
 
 
-def _time_function_source(dyn):
-    """Source of ``timefn_<k>_<i>`` (f, f', f'') per compiled expression of group k, instance i,
-    and the lines of ``groups`` that fill each driver group's F (the tables by
-    :func:`._kernels.spline_value`)."""
-    jit = "\n\n@numba.njit(cache=True, nogil=True)\n"
-    src, lines = "", []
-    for k, gr in enumerate(dyn.groups):
-        for i, fn in enumerate(gr["g"].functions):
-            kind = _time_function_kind(fn)
-            if kind == "expression":
-                codes, values = _time_function_parts(fn)
-                unpack = "".join(f"    c_{j} = c[{j}]\n" for j in range(len(values)))
-                src += (jit + f"def timefn_{k}_{i}(t, c):\n{unpack}"
-                        + f"    return float({codes[0]}), float({codes[1]}), float({codes[2]})\n")
-                lines.append(f"    v = timefn_{k}_{i}(t, fn_const_{k}[{i}])")
-            elif kind == "table":
-                lines.append(f"    v = K.spline_value(spl_x_{k}[{i}], spl_c_{k}[{i}], spl_n_{k}[{i}], t)")
-            else:
-                continue
-            lines += [f"    F_{k}[{i}, 0] = v[0]", f"    F_{k}[{i}, 1] = v[1]", f"    F_{k}[{i}, 2] = v[2]"]
-    return src, lines
+def _time_function_data(g, programs):
+    """The arrays of K.GROUP ``fn_kind``, ``fn_prog``, ``fn_const``, ``spl_x``, ``spl_c``,
+    ``spl_n`` of group g, its programs added to the :class:`~..expression_programs.ProgramTable`
+    ``programs``."""
+    from . import _kernels as K
 
-
-def _time_function_data(g):
-    """The arrays of K.GROUP ``fn_const``, ``spl_x``, ``spl_c``, ``spl_n`` of group g."""
-    consts, splines = [], []
-    for fn in g.functions:
-        kind = _time_function_kind(fn)
-        consts.append(_time_function_parts(fn)[1] if kind == "expression" else [])
-        splines.append(fn.spline if kind == "table" else (np.zeros(2), np.zeros((4, 1))))
     n = g.n
+    kinds = np.full(n, K.FN_PYTHON, dtype=np.int64)
+    prog = np.full((n, 3), -1, dtype=np.int64)
+    consts, splines = [], []
+    for i, fn in enumerate(g.functions):
+        kinds[i] = kind = _time_function_kind(fn)
+        if kind == K.FN_PROGRAM:
+            fn_programs, values = _time_function_parts(fn)
+            prog[i] = [programs.add(pr) for pr in fn_programs]
+            consts.append(values)
+        else:
+            consts.append([])
+        splines.append(fn.spline if kind == K.FN_TABLE else (np.zeros(2), np.zeros((4, 1))))
     mc = max([len(c) for c in consts] + [1])
     nk = max([len(x) for x, _ in splines] + [2])
     fn_const = np.zeros((n, mc))
@@ -261,7 +265,7 @@ def _time_function_data(g):
         spl_x[i, :len(x)] = x
         spl_c[i, :, :coef.shape[1]] = coef
         spl_n[i] = len(x)
-    return dict(fn_const=fn_const, spl_x=spl_x, spl_c=spl_c, spl_n=spl_n)
+    return dict(fn_kind=kinds, fn_prog=prog, fn_const=fn_const, spl_x=spl_x, spl_c=spl_c, spl_n=spl_n)
 
 
 #: the kinds of expression elements (the generated functions' prefixes)
@@ -281,81 +285,25 @@ def _expression_elements(dyn, kind):
 
 
 def _compiled_expressions(dyn, kind):
-    """[(s, code, uses_state, constants)]: the expressions of ``kind`` compiled into the module."""
+    """[(s, program, constants)]: the expressions of ``kind`` compiled code evaluates."""
     out = []
     for s, fn in _expression_elements(dyn, kind):
-        code, values = _expression_parts(fn)
-        if code is not None:
-            out.append((s, code, bool(fn.uses_state), values))
+        _, program, values = _expression_parts(fn)
+        if program is not None:
+            out.append((s, program, values))
     return out
 
 
-def _expression_table(dyn, kind, n):
-    """(n, m) array: row s holds the constants c_k of the compiled expression of element s."""
+def _expression_table(dyn, kind, n, programs):
+    """(program per element, (n, m) constants) of the ``n`` elements of ``kind``: row s of the
+    constants holds the c_k of element s's program (added to ``programs``; −1: no program)."""
     items = _compiled_expressions(dyn, kind)
-    out = np.zeros((n, max([len(values) for _, _, _, values in items] + [1])))
-    for s, _, _, values in items:
-        out[s, :len(values)] = values
-    return out
-
-
-def _expression_source(dyn):
-    """Source of ``torque_<s>`` and ``force_<s>`` per compiled expression and of
-    ``expressions``, which writes τ_s(t, q, qd) into the per-call array ``tau`` (q, qd: the
-    element's continuous angle, rad, and rate, rad/s, as :meth:`.forces.ForceElements._angles`
-    computes them) and F_s(t, q, qd) into ``ln_F`` (q, qd: displacement along the axis, m, and
-    its rate, m/s, :func:`._kernels.line_state`)."""
-    torques, forces = _compiled_expressions(dyn, "torque"), _compiled_expressions(dyn, "force")
-    jit = "\n\n@numba.njit(cache=True, nogil=True)\n"
-    src = ""
-    for kind, items in (("torque", torques), ("force", forces)):
-        for s, code, _, values in items:
-            unpack = "".join(f"    c_{k} = c[{k}]\n" for k in range(len(values)))
-            src += jit + f"def {kind}_{s}(t, q, qd, c):\n{unpack}    return float({code})\n"
-    body = ["    A = K.f3(ws, di, K.I_A)", "    w = K.f2(ws, di, K.I_W)", "    two_pi = 2.0 * math.pi"]
-    if torques:
-        body += ["    ia = K.i1(di, K.I_AX)", "    ib = K.i1(di, K.I_AX + 1)",
-                 "    Ri = K.f3(df, di, K.I_AX + 2)", "    Rj = K.f3(df, di, K.I_AX + 3)",
-                 "    ref = K.f1(dd, di, K.I_AX + 8)", "    tau = K.f1(dd, di, K.I_AX + 9)",
-                 "    C = K.f2(df, di, K.I_AX_CONST)"]
-    for s, code, uses_state, _ in torques:
-        if uses_state:
-            body += [
-                f"    a, b = ia[{s}], ib[{s}]",
-                f"    raw, z0, z1, z2 = K.axis_angle(A, a, b, Ri[{s}], Rj[{s}])",
-                f"    q = raw + two_pi * np.round((ref[{s}] - raw) / two_pi)",
-                "    qd = z0 * (w[b, 0] - w[a, 0]) + z1 * (w[b, 1] - w[a, 1]) + z2 * (w[b, 2] - w[a, 2])",
-                f"    tau[{s}] = torque_{s}(t, q, qd, C[{s}])",
-            ]
-        else:
-            body.append(f"    tau[{s}] = torque_{s}(t, 0.0, 0.0, C[{s}])")
-    if forces:
-        body += ["    rc = K.f2(ws, di, K.I_RC)", "    vc = K.f2(ws, di, K.I_VC)",
-                 "    lia = K.i1(di, K.I_LN)", "    lib = K.i1(di, K.I_LN + 1)",
-                 "    Di = K.f2(df, di, K.I_LN + 2)", "    LR = K.f3(df, di, K.I_LN + 3)",
-                 "    Dj = K.f2(df, di, K.I_LN + 4)", "    mag = K.f1(dd, di, K.I_LN + 5)",
-                 "    LC = K.f2(df, di, K.I_LN_CONST)"]
-    for s, code, uses_state, _ in forces:
-        if uses_state:
-            body += [f"    q, qd, z0, z1, z2 = K.line_state(A, rc, w, vc, lia[{s}], lib[{s}], Di[{s}], LR[{s}], "
-                     f"Dj[{s}])",
-                     f"    mag[{s}] = force_{s}(t, q, qd, LC[{s}])"]
-        else:
-            body.append(f"    mag[{s}] = force_{s}(t, 0.0, 0.0, LC[{s}])")
-    body.append("    return 0")
-    src += jit + "def expressions(t, df, di, dd, ws):\n" + "\n".join(body) + "\n"
-    return src, bool(torques or forces)
-
-
-def _structure(dyn):
-    """The constraint groups as the module sees them: template, rows, slots, timed, angles and
-    the name of the template's numba source (which holds the hash of its derivation), known
-    without deriving or compiling anything."""
-    from ..symbolic.codegen import numba_path
-
-    par = dyn.model.parametrization.name
-    return [(gr["g"].template, gr["neq"], gr["g"].bodies.shape[1], bool(gr["g"].functions), gr["g"].n_angles,
-             numba_path(gr["g"].template, par).name) for gr in dyn.groups]
+    prog = np.full(n, -1, dtype=np.int64)
+    consts = np.zeros((n, max([len(values) for _, _, values in items] + [1])))
+    for s, program, values in items:
+        prog[s] = programs.add(program)
+        consts[s, :len(values)] = values
+    return prog, consts
 
 
 class _Packer:
@@ -398,101 +346,144 @@ def _n_measures(g):
     return len(TEMPLATES[g.template].measures)
 
 
-def _accessor(kind, ndim, k):
-    if kind == "i":
-        return f"K.i{ndim}(di, {k})"
-    src = {"f": "df", "d": "dd", "w": "ws"}[kind]
-    return f"K.f{ndim}({src}, di, {k})"
+def library_templates():
+    """The joint and driver templates the compiled library dispatches over, in the template
+    library's order: every template with generated code (the cams' laws are numpy splines)."""
+    from ..symbolic.templates import TEMPLATES
+
+    return tuple(name for name, template in TEMPLATES.items() if not template.numeric)
 
 
-def _source(dyn):
-    """Source of the per-structure module: ``groups``, the loop over the constraint groups,
-    ``rhs``, ``windings`` and the templates of :mod:`._dop853`, :mod:`._radau` and :mod:`._rk4`
-    (everything else is in the generic, separately cached :mod:`._kernels` and :mod:`._dop853`)."""
-    from . import _dop853 as D
+def _group_array(name, base="b"):
+    """Source of the accessor of a group's array ``name`` (its header index: ``base`` + its
+    position in ``_kernels.GROUP``)."""
     from . import _kernels as K
+
+    j = [n for n, _, _ in K.GROUP].index(name)
+    _, kind, ndim = K.GROUP[j]
+    if kind == "i":
+        return f"K.i{ndim}(di, {base} + {j})"
+    return f"K.f{ndim}({dict(f='df', d='dd', w='ws')[kind]}, di, {base} + {j})"
+
+
+def _dispatch_source(templates):
+    """Source of ``group_eval`` and ``group_angles``: template k's generated functions called
+    for the group whose row in ``grp`` names it (a chain of branches over the library)."""
+    ev = ["def group_eval(tid, Q, QD, M, S, F, W, An, ref, Jg, Gg, Ph, Pt, Ms, need_gamma, timed, angled, measured):",
+          '    """One group\'s Φq, γ (when need_gamma), Φ, Φt (timed) and joint measures (measured) into the',
+          '    workspace arrays, its angles first wound onto ref (angled)."""']
+    an = ["def group_angles(tid, Q, M, An):", '    """A group\'s raw angles (rad) into An."""']
+    for k in range(len(templates)):
+        word = "if" if k == 0 else "elif"
+        ev += [f"    {word} tid == {k}:  # {templates[k]}",
+               "        if angled:",
+               f"            W = K.winding_to(angles_into_{k}(Q, M, An), ref, W)",
+               f"        jac_into_{k}(Q, M, S, F, W, Jg)",
+               "        if need_gamma:",
+               f"            gamma_into_{k}(Q, QD, M, S, F, W, Gg)",
+               f"        phi_into_{k}(Q, M, S, F, W, Ph)",
+               "        if timed:",
+               f"            phit_into_{k}(Q, M, S, F, W, Pt)",
+               "        if measured:",
+               f"            measures_into_{k}(Q, M, Ms)"]
+        an += [f"    {word} tid == {k}:", f"        angles_into_{k}(Q, M, An)"]
+    return "\n".join(ev + ["    return 0"]) + "\n", "\n".join(an + ["    return An"]) + "\n"
+
+
+def generated_imports():
+    """The import lines of a generated module: numba, numpy, the kernels and the integrator
+    templates' helpers."""
+    from . import _dop853 as D
     from . import _radau as R
     from . import _rk4 as R4
 
-    lines = []
-    names = {"qf", "qdf", "B", "bdot", "Jc", "gam", "pt", "ph", "aux", "row_map", "sizes"}
-    for k, (name, kind, ndim) in enumerate(K.COMMON):
-        if name in names:
-            lines.append(f"    {name} = {_accessor(kind, ndim, k)}")
-    k0 = len(K.COMMON)
-    for g in range(len(dyn.groups)):
-        for j, (name, kind, ndim) in enumerate(K.GROUP):
-            lines.append(f"    {name}_{g} = {_accessor(kind, ndim, k0 + g * len(K.GROUP) + j)}")
-    k_qf = [name for name, _, _ in K.COMMON].index("qf")
-    time_src, time_lines = _time_function_source(dyn)
-    lines += time_lines  # the drivers' f, f', f'' at t, before any group uses them
-    lines.append("    nmov = sizes[1]")
-    for k, gr in enumerate(dyn.groups):
-        g = gr["g"]
-        # the template's *_into functions write into the group's workspace arrays (no allocation)
-        lines.append(f"    Q = K.gather_to(qf, gather_{k}, Q_{k})")
-        if g.n_angles:
-            lines.append(f"    W = K.winding_to(angles_into_{k}(Q, markers_{k}, An_{k}), ref_{k}, W_{k})")
-        else:
-            lines.append(f"    W = W_{k}")
-        args = f"markers_{k}, params_{k}, F_{k}, W"
-        lines += [
-            f"    Jg = jac_into_{k}(Q, {args}, Jg_{k})",
-            "    if need_gamma:",
-            f"        Gg = gamma_into_{k}(Q, K.gather_to(qdf, gather_{k}, QD_{k}), {args}, Gg_{k})",
-            "    else:",
-            f"        Gg = np.zeros((Q.shape[0], {gr['neq']}))",
-            f"    K.scatter(Jg, Gg, bodies_{k}, {gr['row0']}, {gr['neq']}, row_map, nmov, B, bdot, Jc, gam)",
-            f"    K.scatter_rows(phi_into_{k}(Q, {args}, Ph_{k}), {gr['row0']}, {gr['neq']}, row_map, ph)",
-        ]
-        if g.functions:
-            lines.append(f"    K.scatter_rows(phit_into_{k}(Q, {args}, Pt_{k}), {gr['row0']}, {gr['neq']}, "
-                         "row_map, pt)")
-        if g.kind == "joint" and _n_measures(g):
-            lines.append(f"    K.scatter_measures(measures_into_{k}(Q, markers_{k}, Ms_{k}), mpos_{k}, aux)")
-    lines.append("    return 0")
+    return ["import math", "import numba", "import numpy as np", "from cadmotion.kernel.dynamics import _kernels as K",
+            f"from cadmotion.kernel.dynamics._dop853 import {', '.join(D.HELPERS)}",
+            f"from cadmotion.kernel.dynamics._radau import {', '.join(R.HELPERS)}",
+            f"from cadmotion.kernel.dynamics._rk4 import {', '.join(R4.HELPERS)}"]
+
+
+#: the decorator of a generated module's functions
+JIT = "\n\n@numba.njit(cache=True, nogil=True)\n"
+
+
+def _source(parametrization):
+    """Source of the compiled library of a parametrisation: ``groups`` (the loop over the
+    model's constraint groups, each dispatched to its template), ``rhs``, ``expressions``,
+    ``windings``, ``step_limit`` and the templates of :mod:`._dop853`, :mod:`._radau` and
+    :mod:`._rk4` (everything else is in the generic, separately cached :mod:`._kernels`). The
+    model is data: one library serves every model of the parametrisation."""
+    templates = library_templates()
+    group_eval, group_angles = _dispatch_source(templates)
+    a = _group_array
+    groups = [
+        "def groups(t, y, df, di, dd, ws, need_gamma):",
+        '    """Every constraint group\'s rows at (t, y) into the workspace (its body kinematics filled)."""',
+        "    row_map = K.i1(di, K.I_ROW_MAP)", "    nmov = K.i1(di, K.I_SIZES)[1]",
+        "    qf = K.f1(ws, di, K.I_QF)", "    qdf = K.f1(ws, di, K.I_QDF)", "    B = K.f3(ws, di, K.I_B)",
+        "    bdot = K.f2(ws, di, K.I_BDOT)", "    Jc = K.f3(ws, di, K.I_JC)", "    gam = K.f1(ws, di, K.I_GAM)",
+        "    pt = K.f1(ws, di, K.I_PT)", "    ph = K.f1(ws, di, K.I_PH)", "    aux = K.f1(ws, di, K.I_AUX)",
+        "    grp = K.i2(di, K.I_GRP)",
+        "    for g in range(grp.shape[0]):",
+        "        tid, row0, neq, b = grp[g, K.G_TEMPLATE], grp[g, K.G_ROW0], grp[g, K.G_NEQ], grp[g, K.G_BASE]",
+        "        timed, angled, measured = grp[g, K.G_TIMED] != 0, grp[g, K.G_ANGLES] != 0, grp[g, K.G_MEASURED] != 0",
+        "        if timed:  # the drivers' f, f', f'' at t",
+        "            K.time_functions(t, df, di, dd, ws, b)",
+        f"        gather = {a('gather')}",
+        f"        Q = K.gather_to(qf, gather, {a('Q')})",
+        f"        QD = {a('QD')}",
+        f"        Gg = {a('Gg')}",
+        "        if need_gamma:",
+        "            K.gather_to(qdf, gather, QD)",
+        "        else:",
+        "            Gg[:] = 0.0",
+        f"        Jg, Ph, Pt = {a('Jg')}, {a('Ph')}, {a('Pt')}",
+        f"        Ms = {a('Ms')}",
+        f"        group_eval(tid, Q, QD, {a('markers')}, {a('params')}, {a('F')}, {a('W')}, {a('An')}, {a('ref')},",
+        "                   Jg, Gg, Ph, Pt, Ms, need_gamma, timed, angled, measured)",
+        f"        K.scatter(Jg, Gg, {a('bodies')}, row0, neq, row_map, nmov, B, bdot, Jc, gam)",
+        "        K.scatter_rows(Ph, row0, neq, row_map, ph)",
+        "        if timed:",
+        "            K.scatter_rows(Pt, row0, neq, row_map, pt)",
+        "        if measured:",
+        f"            K.scatter_measures(Ms, {a('mpos')}, aux)",
+        "    return 0"]
+    windings = [
+        "def windings(y, df, di, dd, ws):",
+        '    """After an accepted step: the angle groups\' references follow the state (then the axis',
+        '    elements\' and the joint measures\', in K.accept_refs)."""',
+        "    qf = K.f1(ws, di, K.I_QF)", "    grp = K.i2(di, K.I_GRP)",
+        "    for g in range(grp.shape[0]):",
+        "        if grp[g, K.G_ANGLES] != 0:",
+        "            b = grp[g, K.G_BASE]",
+        f"            Q = K.gather_to(qf, {a('gather')}, {a('Q')})",
+        f"            K.unwrap(group_angles(grp[g, K.G_TEMPLATE], Q, {a('markers')}, {a('An')}), {a('ref')})",
+        "    K.accept_refs(df, di, dd, ws)", "    return 0"]
     head = [
-        '"""Generated by cadmotion.kernel.dynamics.fast for one model structure. Do not edit."""',
-        "import math",
-        "import numba",
-        "import numpy as np",
-        "from cadmotion.kernel.dynamics import _kernels as K",
-        f"from cadmotion.kernel.dynamics._dop853 import {', '.join(D.HELPERS)}",
-        f"from cadmotion.kernel.dynamics._radau import {', '.join(R.HELPERS)}",
-        f"from cadmotion.kernel.dynamics._rk4 import {', '.join(R4.HELPERS)}",
+        '"""Generated by cadmotion.kernel.dynamics.fast: the compiled library of one parametrisation. Do not edit."""',
+        *generated_imports(),
         "",
-        "# the constraint groups' templates, whose generated numba functions fast.py binds below before the first call",
-        f"TEMPLATES = {tuple(gr['g'].template for gr in dyn.groups)!r}",
-        f"PARAMETRIZATION = {dyn.model.parametrization.name!r}",
+        "# the library's templates, whose generated numba functions fast.py binds below before the first call",
+        f"TEMPLATES = {templates!r}",
+        f"PARAMETRIZATION = {parametrization!r}",
     ]
-    for k in range(len(dyn.groups)):
+    for k in range(len(templates)):
         head.append(" = ".join(f"{fn}_{k}" for fn in _TEMPLATE_FUNCTIONS) + " = None")
-    # after an accepted step: the angle groups' references follow the state (then the axis
-    # elements' and the joint measures' references, in K.accept_refs)
-    wind = [f"    qf = {_accessor('w', 1, k_qf)}"]
-    for k, gr in enumerate(dyn.groups):
-        if gr["g"].n_angles:
-            base = k0 + k * len(K.GROUP)
-            acc = {name: _accessor(kind, ndim, base + j) for j, (name, kind, ndim) in enumerate(K.GROUP)}
-            wind.append(f"    K.unwrap(angles_{k}(K.gather(qf, {acc['gather']}), {acc['markers']}), {acc['ref']})")
-    wind += ["    K.accept_refs(df, di, dd, ws)", "    return 0"]
-    jit = "\n\n@numba.njit(cache=True, nogil=True)\n"
-    expression_src, has_expressions = _expression_source(dyn)
-    src = ("\n".join(head) + "\n" + expression_src + time_src + jit
-           + "def groups(t, y, df, di, dd, ws, need_gamma):\n" + "\n".join(lines) + "\n"
-           + jit
-           + "def rhs(t, y, df, di, dd, ws):\n"
-           + "    K.stage_kinematics(y, df, di, ws)\n"
-           + "    groups(t, y, df, di, dd, ws, True)\n"
-           + ("    expressions(t, df, di, dd, ws)\n" if has_expressions else "")
-           + "    return K.stage_rhs(t, y, df, di, dd, ws)\n"
-           + jit
-           + "def windings(y, df, di, dd, ws):\n" + "\n".join(wind) + "\n"
-           + jit
-           + "def step_limit(y, df, di, dd, ws):\n"
-           + "    return K.contact_step_limit(y, df, di, dd, ws)\n"
-           + _template_source(jit))
-    return src, None
+    jit = JIT
+    inline = jit.replace("nogil=True", "nogil=True, inline=\"always\"")  # one caller each: no call, no array passing
+    return ("\n".join(head) + "\n" + inline + group_eval + jit + group_angles + jit + "\n".join(groups) + "\n"
+            + jit + "def expressions(t, df, di, dd, ws):\n    return K.stage_expressions(t, df, di, dd, ws)\n"
+            + jit
+            + "def rhs(t, y, df, di, dd, ws):\n"
+            + "    K.stage_kinematics(y, df, di, ws)\n"
+            + "    groups(t, y, df, di, dd, ws, True)\n"
+            + "    expressions(t, df, di, dd, ws)\n"
+            + "    return K.stage_rhs(t, y, df, di, dd, ws)\n"
+            + jit + "\n".join(windings) + "\n"
+            + jit
+            + "def step_limit(y, df, di, dd, ws):\n"
+            + "    return K.contact_step_limit(y, df, di, dd, ws)\n"
+            + _template_source(jit))
 
 
 @functools.lru_cache(maxsize=None)
@@ -509,37 +500,45 @@ def _template_source(jit):
 def _compiled_sources():
     """The text of every module a generated module compiles from, this one last (read once per
     process: reading and tokenising them took ~0.7 ms, a sixtieth of a P1 run)."""
-    from .. import _kinematics_kernels
+    from .. import _kinematics_kernels, _program_kernels
     from . import _contact_kernels, _dop853, _frames, _kernels, _radau, _rk4, force_jacobians, tyres
 
-    # _frames and _kinematics_kernels too: _kernels calls (and numba inlines) their functions
+    # _frames, _kinematics_kernels and _program_kernels too: _kernels calls (and numba inlines) their functions
     return tuple(inspect.getsource(m) for m in (_kernels, _dop853, _radau, _rk4, force_jacobians, tyres,
-                                                 _contact_kernels, _frames, _kinematics_kernels)) + (
-        Path(__file__).read_text(),)
+                                                 _contact_kernels, _frames, _kinematics_kernels,
+                                                 _program_kernels)) + (Path(__file__).read_text(),)
 
 
-def _module_file(dyn):
-    """(path, module name, source) of the model structure's generated module, the file written
+@functools.lru_cache(maxsize=None)
+def _library(parametrization):
+    """(source, digest) of the parametrisation's compiled library: the digest hashes its
+    source, the generated template files it binds (whose names hash their derivation) and
+    every module it compiles from (once per process)."""
+    from ..symbolic.codegen import numba_path
+
+    src = _source(parametrization)
+    h = hashlib.sha256()
+    for text in (src, repr([numba_path(t, parametrization).name for t in library_templates()])) + _compiled_sources():
+        h.update(text.encode())
+    return src, h.hexdigest()[:20]
+
+
+def _module_file(parametrization):
+    """(path, module name, source) of the parametrisation's compiled library, the file written
     to the cache folder if missing (path None when the folder cannot be written)."""
     from ..symbolic.codegen import cache_dir
 
-    src, _ = _source(dyn)
-    h = hashlib.sha256()
-    for text in (src, repr(_structure(dyn))) + _compiled_sources():
-        h.update(text.encode())
-    digest = h.hexdigest()[:20]
-    folder = cache_dir()
-    path = write_source(folder / f"dynamics-{digest}.py", src)
+    src, digest = _library(parametrization)
+    path = write_source(cache_dir() / f"dynamics-{digest}.py", src)
     return path, f"cadmotion_dynamics_{digest}", src
 
 
-#: the template functions a generated module calls (bound as ``<function>_<k>`` by :func:`_load`): the
-#: evaluation's write into the workspace, ``windings`` (after accepted steps) allocates its angles
-_TEMPLATE_FUNCTIONS = ("angles", "jac_into", "gamma_into", "phit_into", "phi_into", "angles_into", "measures_into")
+#: the template functions a generated module calls (bound as ``<function>_<k>`` by :func:`_load`)
+_TEMPLATE_FUNCTIONS = ("jac_into", "gamma_into", "phit_into", "phi_into", "angles_into", "measures_into")
 
 
 def _load(path, name, src):
-    """The generated module, its template functions bound (numba code of each group's template)."""
+    """The generated module, its template functions bound (numba code of each library template)."""
     with _LOCK:
         if name in _MODULES:
             return _MODULES[name]
@@ -549,20 +548,21 @@ def _load(path, name, src):
 
 
 def _module(dyn):
-    return _load(*_module_file(dyn))
+    """The compiled library of ``dyn``'s parametrisation."""
+    return _load(*_module_file(dyn.model.parametrization.name))
 
 
 def _ready(dyn):
-    """True when the model structure's module may be used now: compiled before (its ready
-    marker, written by :func:`compile_module`, holds this numba's version), or compiling in the
-    run was asked for (``CADMOTION_DYNAMICS_FAST=compile`` or ``CADMOTION_BACKEND=numba``).
-    Otherwise the module's source is written to the cache and a background warm-up compiles it
-    for the next run."""
+    """True when the compiled library may be used now: compiled before (its ready marker,
+    written by :func:`compile_module`, holds this numba's version), or compiling in the run was
+    asked for (``CADMOTION_DYNAMICS_FAST=compile`` or ``CADMOTION_BACKEND=numba``). Otherwise
+    the library's source is written to the cache and a background warm-up compiles it for the
+    next run — once for every model of the parametrisation."""
     from ..symbolic.codegen import marker_ready, request_module_warmup
 
     if os.environ.get("CADMOTION_BACKEND") == "numba" or os.environ.get("CADMOTION_DYNAMICS_FAST") == "compile":
         return True
-    path, _, _ = _module_file(dyn)
+    path, _, _ = _module_file(dyn.model.parametrization.name)
     if path is None:  # a cache that cannot be written keeps no machine code: numpy is faster than compiling
         return False
     if marker_ready(path.with_suffix(".ready")):
@@ -579,11 +579,15 @@ def _entry_types():
     f, i = types.float64, types.int64
     a1, a2, ai = types.float64[::1], types.float64[:, ::1], types.int64[::1]
     data = (a1, ai, a1, a1)  # df, di, dd, ws
+    loop = (f, a1, a1, f, f, f, i, f) + data + (a2, a2, a1, a1)
     return {"rhs": (f, a1) + data,
+            "groups": (f, a1) + data + (types.boolean,),
             "project": (f, a1) + data + (f, i),
-            "dop853": (f, a1, a1, f, f, f, i, f) + data + (a2, a2, a1, a1),
+            "dop853": loop,
+            "radau": loop,
             "rk4": (f, a1, a1, f, f, i, f) + data + (a2, a2, a1, a1),
-            "singularity": data}
+            "singularity": data,
+            "choose_rows": data}
 
 
 def compile_module(path):
@@ -600,8 +604,12 @@ def compile_module(path):
     name = f"cadmotion_dynamics_{path.stem.split('-', 1)[1]}"
     module = _load(path, name, path.read_text())
     for fn, sig in _entry_types().items():
-        (_kernels.singularity if fn == "singularity" else getattr(module, fn)).compile(sig)
+        (getattr(_kernels, fn) if fn in _KERNEL_ENTRIES else getattr(module, fn)).compile(sig)
     return write_marker(path.with_suffix(".ready"))
+
+
+#: entry points FastRHS calls in :mod:`._kernels` itself rather than in the generated module
+_KERNEL_ENTRIES = ("singularity", "choose_rows")
 
 
 def _rcm_order(dyn, rows):
@@ -741,7 +749,7 @@ class FastRHS:
         # the expressions not compiled into the module: evaluated in Python (t only, see fast_rhs)
         self.exprs = {}
         for kind in _EXPRESSION_KINDS:
-            compiled = {s for s, _, _, _ in _compiled_expressions(dyn, kind)}
+            compiled = {s for s, _, _ in _compiled_expressions(dyn, kind)}
             self.exprs[kind] = [(s, fn) for s, fn in _expression_elements(dyn, kind) if s not in compiled]
         ln = forces.line
         if ln is None:
@@ -770,6 +778,19 @@ class FastRHS:
         else:
             tyt = ty.arrays() + (np.zeros((ty.n, len(TYRE_OUTPUTS))),)
         a_, b_ = (self.baumgarte or (0.0, 0.0))
+        from ..expression_programs import ProgramTable
+
+        programs = ProgramTable()  # every expression of the model, as data for the library's interpreter
+        ax_prog, ax_const = _expression_table(dyn, "torque", len(ax[0]), programs)
+        ln_prog, ln_const = _expression_table(dyn, "force", len(lnt[0]), programs)
+        group_data = [_time_function_data(gr["g"], programs) for gr in dyn.groups]
+        extra = self._extra_arrays()  # a subclass's own (the tree of :mod:`.fast_tree`), right after COMMON
+        templates = library_templates()
+        grp = np.zeros((len(dyn.groups), 7), dtype=np.int64)
+        for k, gr in enumerate(dyn.groups):
+            g = gr["g"]
+            grp[k] = (templates.index(g.template), gr["row0"], gr["neq"], bool(g.functions), g.n_angles > 0,
+                      g.kind == "joint" and _n_measures(g) > 0, len(K.COMMON) + len(extra) + k * len(K.GROUP))
         P = _Packer()
         nmeas = len(model.joint_measures)
         sizes = np.array([dyn.nq, nmov, nb, m, bw, nmeas], dtype=np.int64)
@@ -783,10 +804,11 @@ class FastRHS:
                       stab=np.array([a_, b_, getattr(dyn, 'drop_tol', DROP_TOL), *(self.penalty or (0.0, 1, 0.0)),
                                      dyn.length_scale]), redundant=np.zeros(m),
                       ax_ref=np.zeros(len(ax[0])), tau=np.zeros(len(ax[0])),
-                      ax_const=_expression_table(dyn, "torque", len(ax[0])),
-                      ln_const=_expression_table(dyn, "force", len(lnt[0])),
+                      ax_prog=ax_prog, ax_const=ax_const, ln_prog=ln_prog, ln_const=ln_const,
                       is_angle=np.array([kind_ == "angle" for _, kind_, _, _ in model.joint_measures], np.int64),
-                      mref=np.zeros(nmeas))
+                      mref=np.zeros(nmeas), grp=grp)
+        values.update(zip(("pg_ops", "pg_val", "pg_start"), programs.arrays()))
+        values["pg_x"] = np.zeros(3)
         values.update(zip(("sp_ia", "sp_ib", "sp_da", "sp_db", "sp_k", "sp_c", "sp_l0", "sp_F0"), sp))
         values.update(zip(("ax_ia", "ax_ib", "ax_Ri", "ax_Rj", "ax_k", "ax_c", "ax_tau0", "ax_expr"), ax))
         values.update(zip(("bl_ia", "bl_ib", "bl_Ri", "bl_Rj", "bl_k", "bl_c"), blt))
@@ -815,6 +837,8 @@ class FastRHS:
             a = np.asarray(values[name])
             assert a.ndim == ndim, (name, a.shape)
             P.add(name, kind, a)
+        for name, kind, a in extra:
+            P.add(name, kind, a)
         self._timed = []
         self._angle_groups = []
         from ..symbolic.templates import TEMPLATES
@@ -827,20 +851,18 @@ class FastRHS:
                 for c, kind_ in enumerate(kinds):
                     pos[i, c] = mpos.get(gr["gi"], {}).get((i, kind_), -1)
             arrays = dict(gather=g.gather, markers=g.markers, params=g.params.reshape(g.n, -1), bodies=g.bodies,
-                          F=np.zeros((g.n, 3)), ref=np.zeros((g.n, g.n_angles)), mpos=pos, **_time_function_data(g),
+                          F=np.zeros((g.n, 3)), ref=np.zeros((g.n, g.n_angles)), mpos=pos, **group_data[k],
                           Q=np.zeros(g.gather.shape), QD=np.zeros(g.gather.shape), W=np.zeros((g.n, g.n_angles)),
                           Jg=np.zeros((g.n, gr["neq"], g.gather.shape[1])), Gg=np.zeros((g.n, gr["neq"])),
                           Ph=np.zeros((g.n, gr["neq"])), Pt=np.zeros((g.n, gr["neq"])),
                           An=np.zeros((g.n, g.n_angles)), Ms=np.zeros((g.n, _n_measures(g))))
             for name, kind, ndim in K.GROUP:
                 P.add(f"{name}_{k}", kind, arrays[name])
-        for name, kind, a in self._extra_arrays():  # a subclass's own (the tree of :mod:`.fast_tree`)
-            P.add(name, kind, a)
         self.df, self.di, self.dd, self.ws, views = P.pack()
         self.aux = views["aux"]
         for k, gr in enumerate(dyn.groups):
             g = gr["g"]
-            python_fns = [(i, fn) for i, fn in enumerate(g.functions) if _time_function_kind(fn) is None]
+            python_fns = [(i, fn) for i, fn in enumerate(g.functions) if group_data[k]["fn_kind"][i] == K.FN_PYTHON]
             if python_fns:
                 self._timed.append((views[f"F_{k}"], python_fns))
             if g.n_angles:

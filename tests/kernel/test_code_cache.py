@@ -149,12 +149,12 @@ PROBE_DYNAMICS = textwrap.dedent("""
     from cadmotion.kernel.dynamics.forward import run
     warnings.simplefilter("always")
     with warnings.catch_warnings(record=True) as caught:
-        m, res = run(compile_model(load(sys.argv[1])), 1.0, 10, rtol=1e-10, atol=1e-10)
+        t_end = float(sys.argv[2]) if len(sys.argv) > 2 else 1.0  # s
+        m, res = run(compile_model(load(sys.argv[1])), t_end, 10, rtol=1e-10, atol=1e-10)
     fns = [getattr(mod, f) for mod in fast._MODULES.values() for f in ("rhs", "project", "dop853")]
-    link2 = m.parts.index("link2")
     print(json.dumps({"compiled": bool(fast._MODULES), "notes": res.notes,
                       "compiled_here": sum(len(f.stats.cache_misses) for f in fns),
-                      "energy": m.extra["energy.total"].tolist(), "link2": m.position[:, link2].tolist(),
+                      "energy": m.extra["energy.total"].tolist(), "last": m.position[:, -1].tolist(),
                       "warnings": [str(w.message) for w in caught]}))
 """)
 DOUBLE_PENDULUM = Path(__file__).resolve().parents[2] / "samples" / "dynamics" / "double_pendulum.cadmotion.toml"
@@ -176,30 +176,6 @@ def _probe_dynamics(env):
 def _conserves_energy(out):
     # released from rest, no forces but gravity: E(t) = E(0) = 0 J (to the integrator's 1e-10)
     assert max(abs(e) for e in out["energy"]) < 1e-7
-
-
-def test_dynamics_in_an_empty_cache_runs_numpy_and_leaves_the_compiled_module_to_the_warm_up(tmp_path):
-    env = _dynamics_env(tmp_path)
-    first = _probe_dynamics(env)
-    assert not first["compiled"] and "DOP853 in the compiled loop" not in first["notes"]
-    _conserves_energy(first)
-    (module,) = (tmp_path / "codegen").glob("dynamics-*.py")
-    assert not module.with_suffix(".ready").exists()
-    assert not list((tmp_path / "numba").rglob("*.nbi"))  # nothing was compiled by the run
-    # the warm-up the run would start at exit, run here in the foreground
-    proc = subprocess.run([sys.executable, "-m", "cadmotion.kernel.symbolic.warmup", f"module:{module}"],
-                          capture_output=True, text=True, env=env)
-    assert proc.returncode == 0, proc.stderr
-    assert module.with_suffix(".ready").exists()
-    second = _probe_dynamics(env)
-    assert second["compiled"] and "DOP853 in the compiled loop" in second["notes"]
-    assert second["compiled_here"] == 0  # loaded from numba's cache, compiled for the types the run passes
-    _conserves_energy(second)
-    # the two paths integrate the same equations to 1e-10: the chaotic motion agrees at 1 s
-    assert np.max(np.abs(np.subtract(first["link2"], second["link2"]))) < 1e-7
-    # a marker from another numba version (or garbage) is not trusted: numpy again
-    module.with_suffix(".ready").write_bytes(b"\xff\x00 not a version")
-    assert not _probe_dynamics(env)["compiled"]
 
 
 def test_dynamics_with_a_cache_folder_that_cannot_be_written_runs_numpy_without_compiling(tmp_path):
@@ -225,29 +201,46 @@ PROBE_SEMI_RECURSIVE = textwrap.dedent("""
                       "compiled_here": sum(len(f.stats.cache_misses) for f in fns),
                       "energy": m.extra["energy.total"].tolist()}))
 """)
+SQUEEZER = DOUBLE_PENDULUM.parent / "andrews_squeezer.cadmotion.toml"
 
 
-def test_semi_recursive_in_an_empty_cache_runs_numpy_and_leaves_its_tree_module_to_the_warm_up(tmp_path):
-    """kernel/dynamics/fast_tree.py follows the same rule: the first run does not wait for numba."""
+def test_dynamics_in_an_empty_cache_runs_numpy_and_leaves_one_library_to_the_warm_up_for_every_model(tmp_path):
+    """The first dynamic run in an empty cache does not wait for numba: it runs numpy and leaves
+    the compiled library (kernel/dynamics/fast.py) and the semi-recursive tree module
+    (fast_tree.py) to the warm-up. After it, runs load machine code — also for a model of
+    another structure (Andrews' squeezer: other joints' counts, a spring, a torque law),
+    which compiles nothing: the library is compiled once, for every model."""
     env = _dynamics_env(tmp_path)
 
-    def probe():
-        proc = subprocess.run([sys.executable, "-c", PROBE_SEMI_RECURSIVE, str(DOUBLE_PENDULUM)], capture_output=True,
-                              text=True, env=env)
+    def probe(program, *args):
+        args = args or (DOUBLE_PENDULUM,)
+        proc = subprocess.run([sys.executable, "-c", program, *map(str, args)], capture_output=True, text=True,
+                              env=env)
         assert proc.returncode == 0, proc.stderr
         return json.loads(proc.stdout.strip().splitlines()[-1])
 
-    first = probe()
-    assert not first["compiled"] and "DOP853 in the compiled loop" not in first["notes"]
-    _conserves_energy(first)
-    (module,) = (tmp_path / "codegen").glob("tree-*.py")
-    assert not module.with_suffix(".ready").exists()
-    assert not list((tmp_path / "numba").rglob("*.nbi"))
-    proc = subprocess.run([sys.executable, "-m", "cadmotion.kernel.symbolic.warmup", f"module:{module}"],
-                          capture_output=True, text=True, env=env)
+    first, first_tree = probe(PROBE_DYNAMICS), probe(PROBE_SEMI_RECURSIVE)
+    for out in (first, first_tree):
+        assert not out["compiled"] and "DOP853 in the compiled loop" not in out["notes"]
+        _conserves_energy(out)
+    (library,) = (tmp_path / "codegen").glob("dynamics-*.py")
+    (tree,) = (tmp_path / "codegen").glob("tree-*.py")
+    assert not library.with_suffix(".ready").exists() and not tree.with_suffix(".ready").exists()
+    assert not list((tmp_path / "numba").rglob("*.nbi"))  # nothing was compiled by the runs
+    # the warm-ups the runs would start at exit, run here in the foreground
+    proc = subprocess.run([sys.executable, "-m", "cadmotion.kernel.symbolic.warmup", f"module:{library}",
+                           f"module:{tree}"], capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stderr
-    assert module.with_suffix(".ready").exists()
-    second = probe()
-    assert second["compiled"] and "DOP853 in the compiled loop" in second["notes"]
-    assert second["compiled_here"] == 0
-    _conserves_energy(second)
+    assert library.with_suffix(".ready").exists() and tree.with_suffix(".ready").exists()
+    second, second_tree = probe(PROBE_DYNAMICS), probe(PROBE_SEMI_RECURSIVE)
+    for out in (second, second_tree):
+        assert out["compiled"] and "DOP853 in the compiled loop" in out["notes"]
+        assert out["compiled_here"] == 0  # loaded from numba's cache, compiled for the types the runs pass
+        _conserves_energy(out)
+    # the two paths integrate the same equations to 1e-10: the chaotic motion agrees at 1 s
+    assert np.max(np.abs(np.subtract(first["last"], second["last"]))) < 1e-7
+    other = probe(PROBE_DYNAMICS, SQUEEZER, 0.003)
+    assert other["compiled"] and other["compiled_here"] == 0
+    # a marker from another numba version (or garbage) is not trusted: numpy again
+    library.with_suffix(".ready").write_bytes(b"\xff\x00 not a version")
+    assert not probe(PROBE_DYNAMICS)["compiled"]

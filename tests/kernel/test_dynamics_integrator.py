@@ -82,7 +82,7 @@ CASES = {
     "four-bar (redundant rows)": (lambda build: model("four_bar"), "projection", 2.0, 1e-9),
     "four-bar, baumgarte": (lambda build: model("four_bar"), "baumgarte", 2.0, 1e-9),
     "spinning pendulum with spring": (_spinning_pendulum, "projection", 2.0, 1e-10),
-    # torque expressions compiled into the model's module (fast._expression_source)
+    # torque expressions as programs of the library's interpreter (fast._expression_table)
     "slider-crank, torque of t (P1)": (lambda build: model("slider_crank_torque"), "projection", 2.0, 1e-9),
     "spinning pendulum, torque of t, q, qd": (lambda build: _torque_pendulum(build, TORQUE), "projection", 2.0, 1e-10),
     "spinning pendulum, torque of t, q, qd, baumgarte": (lambda build: _torque_pendulum(build, TORQUE), "baumgarte",
@@ -435,21 +435,33 @@ def test_a_time_function_left_in_python_keeps_scipys_loop_with_the_same_motion(m
     nor a spline, e.g. built in Python) are called from Python before each evaluation."""
     mdl = _driven_pendulum(_shoulder_functions()["expression"][0])
     a, _ = run(mdl, 0.5, 5, rtol=1e-10, atol=1e-10)
-    monkeypatch.setattr(fast, "_time_function_kind", lambda fn: None)
+    from cadmotion.kernel.dynamics._kernels import FN_PYTHON
+
+    monkeypatch.setattr(fast, "_time_function_kind", lambda fn: FN_PYTHON)
     b, rb = run(mdl, 0.5, 5, rtol=1e-10, atol=1e-10)
     assert b.complete and COMPILED not in rb.notes
     np.testing.assert_allclose(a.position, b.position, rtol=0, atol=1e-9)
 
 
-def test_driver_decimals_are_data_not_code():
+def test_every_driver_expression_is_data_for_the_one_compiled_library():
+    """A driver's expression is a program the library interprets, not code compiled into it:
+    models whose drivers differ in decimals or in form share one compiled library, and each
+    runs its own f(t)."""
     from cadmotion.kernel.dynamics.equations import Dynamics
     from cadmotion.kernel.spec import TimeFunctionSpec
 
-    def module(text):
-        return fast._module(Dynamics(_driven_pendulum(TimeFunctionSpec(expression=text))))
+    def driven(text):
+        return _driven_pendulum(TimeFunctionSpec(expression=text))
 
-    assert module("0.3*sin(3.5*t)") is module("0.2*sin(1.5*t)")
-    assert module("0.3*sin(3.5*t)") is not module("0.3*cos(3.5*t)")
+    modules = {fast._module(Dynamics(driven(text))) for text in ("0.3*sin(3.5*t)", "0.2*sin(1.5*t)",
+                                                                  "0.3*cos(3.5*t)")}
+    assert len(modules) == 1
+    assert "math.sin" not in Path(modules.pop().__file__).read_text()
+    for text, law in (("0.3*sin(3.5*t)", lambda t: 0.3 * np.sin(3.5 * t)),
+                      ("0.3*cos(3.5*t)", lambda t: 0.3 * np.cos(3.5 * t))):  # each angle follows its own law
+        m, res = run(driven(text), 0.5, 5, rtol=1e-10, atol=1e-10)
+        assert m.complete and COMPILED in res.notes
+        np.testing.assert_allclose(m.coordinate("shoulder.angle"), law(m.time), rtol=0, atol=1e-9)
 
 
 # ---------------------------------------------------------------- torque expressions in compiled code
@@ -513,25 +525,24 @@ def _forces(mdl):
     return Dynamics(mdl).forces
 
 
-def test_each_expression_form_has_its_own_compiled_module_and_decimals_are_data(build):
-    """The printed expressions are part of the module's source and hash: models whose torque
-    expressions differ in form get different modules; decimals are passed at run time, so a
-    user tuning 0.01 to 0.02 does not wait for a new compilation, and gets the new torque."""
+def test_every_expression_form_shares_the_one_compiled_library_and_decimals_are_data(build):
+    """Torque expressions are programs of the library's interpreter: models whose expressions
+    differ in form or in decimals share one compiled library, so neither a new law nor a user
+    tuning 0.01 to 0.02 waits for a compilation; the decimals are the program's constants."""
     from cadmotion.kernel.dynamics.equations import Dynamics
+    from cadmotion.kernel.expression_programs import ProgramTable
 
     def module(expression):
         return fast._module(Dynamics(_torque_pendulum(build, expression)))
 
-    a, b = module("0.01*exp(-t)"), module("0.01*exp(-2*t)")
-    assert a is not b and a.__name__ != b.__name__
-    assert module("0.01*exp(-t)") is a and module("0.02*exp(-t)") is a
-    assert "math.exp(-t)" in Path(a.__file__).read_text() and "math.exp(-2*t)" in Path(b.__file__).read_text()
-    assert "0.01*math.exp" not in Path(a.__file__).read_text()
-    assert "c_0*math.exp(-t)" in Path(a.__file__).read_text()
+    a = module("0.01*exp(-t)")
+    assert module("0.01*exp(-2*t)") is a and module("0.02*exp(-t)") is a
+    assert "math.exp" not in Path(a.__file__).read_text()
     for value in (0.01, 0.02):
         dyn = Dynamics(_torque_pendulum(build, f"{value}*exp(-t)"))
         # element 0 is the spring (no expression), element 1 the torque
-        assert np.array_equal(fast._expression_table(dyn, "torque", 2), [[0.0], [value]])
+        prog, consts = fast._expression_table(dyn, "torque", 2, ProgramTable())
+        assert prog.tolist() == [-1, 0] and np.array_equal(consts, [[0.0], [value]])
 
 
 def test_expression_code_is_printed_from_the_tree_and_whitelisted():
