@@ -16,7 +16,7 @@ expressions — is data in the packed arrays (:mod:`._kernels`). The library's s
 to the code-generation cache under a name that hashes it, the generated template files it
 binds, the kernels, the integrator templates and this module — editing any of them selects a
 new file — and imported as a module so numba can cache its machine code beside it: it is
-compiled once (≈ 3 minutes on an empty cache), never again for a new model. Besides ``rhs``
+compiled once (≈ 4.5 minutes on an empty cache, 2 cores), never again for a new model. Besides ``rhs``
 the module holds ``windings`` (the angle references follow an accepted state),
 ``step_limit`` (the largest step at an accepted state: the compliant contacts'), ``project``
 (projection onto the joints) and the integration loops ``dop853``, ``radau`` and ``rk4`` of
