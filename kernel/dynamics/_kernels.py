@@ -1092,6 +1092,7 @@ def time_functions(t, df, di, dd, ws, base):
     prog = i2(di, base + GA_FN_PROG)
     const = f2(df, di, base + GA_FN_CONST)
     ops, vals, start = i2(di, I_PG_OPS), f1(df, di, I_PG_VAL), i1(di, I_PG_START)
+    spl_x, spl_c, spl_n = f2(df, di, base + GA_SPL_X), f3(df, di, base + GA_SPL_C), i1(di, base + GA_SPL_N)
     x = f1(ws, di, I_PG_X)
     x[0], x[1], x[2] = t, 0.0, 0.0
     for i in range(kind.shape[0]):
@@ -1099,8 +1100,7 @@ def time_functions(t, df, di, dd, ws, base):
             for d in range(3):
                 F[i, d] = evaluate_program(ops, vals, start, prog[i, d], x, const[i])
         elif kind[i] == FN_TABLE:
-            v = spline_value(f2(df, di, base + GA_SPL_X)[i], f3(df, di, base + GA_SPL_C)[i],
-                             i1(di, base + GA_SPL_N)[i], t)
+            v = spline_value(spl_x[i], spl_c[i], spl_n[i], t)
             F[i, 0], F[i, 1], F[i, 2] = v[0], v[1], v[2]
 
 

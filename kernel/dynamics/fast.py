@@ -16,8 +16,8 @@ expressions — is data in the packed arrays (:mod:`._kernels`). The library's s
 to the code-generation cache under a name that hashes it, the generated template files it
 binds, the kernels, the integrator templates and this module — editing any of them selects a
 new file — and imported as a module so numba can cache its machine code beside it: it is
-compiled once (≈ 4.5 minutes on an empty cache, 2 cores), never again for a new model. Besides ``rhs``
-the module holds ``windings`` (the angle references follow an accepted state),
+compiled once (≈ 4.5 minutes on an empty cache, 2 cores), never again for a new model.
+Besides ``rhs`` the module holds ``windings`` (the angle references follow an accepted state),
 ``step_limit`` (the largest step at an accepted state: the compliant contacts'), ``project``
 (projection onto the joints) and the integration loops ``dop853``, ``radau`` and ``rk4`` of
 :mod:`._dop853`, :mod:`._radau` and :mod:`._rk4` compiled around the library's ``rhs``
@@ -52,9 +52,10 @@ A run does not wait for numba (issue 15): when the library has not been compiled
 ``.ready`` marker beside it holding this numba's version), :func:`fast_rhs` writes its source to
 the cache, returns None — the run goes on the numpy path — and the background warm-up
 (:mod:`cadmotion.kernel.symbolic.warmup`, started when the process exits) compiles its entry
-points (:func:`compile_module`) for the next run, and every later model. ``CADMOTION_DYNAMICS_FAST=compile`` (or
-``CADMOTION_BACKEND=numba``) compiles in the run instead, as a long run in an empty cache may
-prefer; ``CADMOTION_DYNAMICS_FAST=0`` never uses the compiled path.
+points (:func:`compile_module`) for the next run, and every later model.
+``CADMOTION_DYNAMICS_FAST=compile`` (or ``CADMOTION_BACKEND=numba``) compiles in the run
+instead, as a long run in an empty cache may prefer; ``CADMOTION_DYNAMICS_FAST=0`` never uses
+the compiled path.
 """
 
 from __future__ import annotations
@@ -405,6 +406,8 @@ def generated_imports():
 
 #: the decorator of a generated module's functions
 JIT = "\n\n@numba.njit(cache=True, nogil=True)\n"
+#: the decorator of a generated function with one caller, compiled into it (no call, no arrays passed)
+JIT_INLINE = "\n\n@numba.njit(cache=True, nogil=True, inline=\"always\")\n"
 
 
 def _source(parametrization):
@@ -470,8 +473,7 @@ def _source(parametrization):
     for k in range(len(templates)):
         head.append(" = ".join(f"{fn}_{k}" for fn in _TEMPLATE_FUNCTIONS) + " = None")
     jit = JIT
-    inline = jit.replace("nogil=True", "nogil=True, inline=\"always\"")  # one caller each: no call, no array passing
-    return ("\n".join(head) + "\n" + inline + group_eval + jit + group_angles + jit + "\n".join(groups) + "\n"
+    return ("\n".join(head) + "\n" + JIT_INLINE + group_eval + jit + group_angles + jit + "\n".join(groups) + "\n"
             + jit + "def expressions(t, df, di, dd, ws):\n    return K.stage_expressions(t, df, di, dd, ws)\n"
             + jit
             + "def rhs(t, y, df, di, dd, ws):\n"

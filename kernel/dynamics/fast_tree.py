@@ -133,8 +133,9 @@ def compile_tree_module(path):
     from ..symbolic.codegen import write_marker
 
     path = Path(path)
-    _library(path.read_text())
-    module = fast._load(path, f"cadmotion_tree_{path.stem[len(PREFIX):]}", path.read_text())
+    src = path.read_text()
+    _library(src)
+    module = fast._load(path, f"cadmotion_tree_{path.stem[len(PREFIX):]}", src)
     for fn, sig in _entry_types().items():
         getattr(module, fn).compile(sig)
     return write_marker(path.with_suffix(".ready"))

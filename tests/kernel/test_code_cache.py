@@ -166,8 +166,11 @@ def _dynamics_env(tmp_path, **extra):
     return env
 
 
-def _probe_dynamics(env):
-    proc = subprocess.run([sys.executable, "-c", PROBE_DYNAMICS, str(DOUBLE_PENDULUM)], capture_output=True,
+def _probe_dynamics(env, program=None, *args):
+    """The JSON a probe ``program`` (PROBE_DYNAMICS) prints in a new interpreter, given ``args``
+    (the double pendulum)."""
+    args = args or (DOUBLE_PENDULUM,)
+    proc = subprocess.run([sys.executable, "-c", program or PROBE_DYNAMICS, *map(str, args)], capture_output=True,
                           text=True, env=env)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -229,11 +232,7 @@ def test_dynamics_without_the_librarys_marker_runs_numpy_and_leaves_one_library_
     machine_code = numba_cache_folder()
 
     def probe(program, *args):
-        args = args or (DOUBLE_PENDULUM,)
-        proc = subprocess.run([sys.executable, "-c", program, *map(str, args)], capture_output=True, text=True,
-                              env=env)
-        assert proc.returncode == 0, proc.stderr
-        return json.loads(proc.stdout.strip().splitlines()[-1])
+        return _probe_dynamics(env, program, *args)
 
     try:
         for m in markers:
