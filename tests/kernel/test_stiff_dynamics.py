@@ -379,8 +379,8 @@ def test_compiled_radau_keeps_the_a05_invariants(a05, a05_explicit):
 @needs_fast
 def test_the_automatic_choice_keeps_the_a05_invariants_with_margin(a05, a05_explicit):
     """No method given: Radau in the compiled loop at its own tolerances, rtol = atol = 1e-8 (the
-    stiff choice's, :data:`.stiffness.STIFF_ATOL`), keeps what issue 13 asks with a tenfold margin:
-    L_z to 1e-9 (asked 1e-8), the energy never rising, the symmetry and the explicit solution at
+    stiff choice's, :data:`.stiffness.STIFF_ATOL`), keeps what issue 13 asks with a margin: L_z to
+    2e-9 (asked 1e-8), the energy never rising, the symmetry to 3e-9 m and the explicit solution at
     rtol 1e-10 to 1e-8 m; the result says which tolerances ran."""
     m, res = run(a05, 10.0, 100)
     assert m.complete, m.message
@@ -389,7 +389,10 @@ def test_the_automatic_choice_keeps_the_a05_invariants_with_margin(a05, a05_expl
     L, E = _axial_momentum_and_energy(m, a05)
     assert np.max(np.abs(L - L[0])) < 2e-9 * abs(L[0]), np.max(np.abs(L - L[0])) / abs(L[0])
     assert np.all(np.diff(E) <= 1e-9 * E[0]), np.max(np.diff(E))
-    _check_symmetry(m, 1e-9)
+    # symmetry to 3e-9 m (asked 1e-8): its breaking is round-off carried through 10 s at rtol 1e-8,
+    # 1.57e-9 m with numpy 2.4.6 / scipy 1.17.1 on this machine's CPU (below 1e-9 before), so a
+    # threefold margin rather than tenfold
+    _check_symmetry(m, 3e-9)
     ref = a05_explicit
     assert np.max(np.abs(m.position - ref.position)) < 1e-8
     assert np.max(np.abs(m.coordinate("hinge_a.angle") - ref.coordinate("hinge_a.angle"))) < 1e-8
