@@ -13,7 +13,7 @@ shared machine they vary less than wall times (the load is printed). Model set-u
 
     python benchmarks/dynamics_profile.py [p1] [N ...]      (default: p1 10 20)
 
-Environment: PEERS_REPEAT (default 9). Prints one JSON line per model.
+Environment: PEERS_REPEAT (default 9), CM_TOL (P1's rtol = atol, default 1e-9). Prints one JSON line per model.
 """
 import json
 import os
@@ -37,6 +37,7 @@ from cadmotion.kernel.dynamics.fast import fast_rhs  # noqa: E402
 from cadmotion.kernel.dynamics.forward import prepare  # noqa: E402
 
 REPEAT = int(os.environ.get("PEERS_REPEAT", "9"))
+P1_TOL = float(os.environ.get("CM_TOL", "1e-9"))  # P1's rtol = atol
 CALLS = 5000
 SAMPLE_P1 = os.path.join(HERE, "..", "samples", "dynamics", "slider_crank_torque.cadmotion.toml")
 
@@ -120,7 +121,7 @@ def main(argv):
     for arg in argv or ["p1", "10", "20"]:
         if arg == "p1":
             model = compile_model(read_model_file(SAMPLE_P1))
-            print(json.dumps(profile("P1", model, [0.0] + list(P1["t_out"]), 1e-9, None)), flush=True)
+            print(json.dumps(profile("P1", model, [0.0] + list(P1["t_out"]), P1_TOL, None)), flush=True)
         else:
             n = int(arg)
             model = compile_model(p2.chain_spec(n))

@@ -278,6 +278,7 @@ class CamCode:
         return np.zeros((n, 0)), np.zeros((n, 3))
 
     def phi(self, Q, M, S, F, W):
+        """Φ (n, 1) = m − L(θ): the follower's coordinate m (m or rad) less the law at the cam angle θ."""
         Qa, Qb, Ma, Mb, Wa, Wb = self._split(Q, M, W)
         P, F0 = self._none(len(Q))
         theta = self._a.phi(Qa, Ma, P, F0, Wa)[:, 0]
@@ -285,6 +286,7 @@ class CamCode:
         return (m - self._law(S, theta, 0))[:, None]
 
     def jac(self, Q, M, S, F, W):
+        """Φq (n, 1, 4 slots × coordinates): −L'(θ) θ_q on the cam's slots, m_q on the follower's."""
         Qa, Qb, Ma, Mb, Wa, Wb = self._split(Q, M, W)
         P, F0 = self._none(len(Q))
         theta = self._a.phi(Qa, Ma, P, F0, Wa)[:, 0]
@@ -293,9 +295,11 @@ class CamCode:
         return np.concatenate([-self._law(S, theta, 1)[:, None, None] * Ja, Jb], axis=2)
 
     def phit(self, Q, M, S, F, W):
+        """Φt (n, 1): zeros (a cam law does not depend on time)."""
         return np.zeros((len(Q), 1))
 
     def gamma(self, Q, QD, M, S, F, W):
+        """γ (n, 1) = γ_m − L'(θ) γ_θ + L''(θ) θ̇² (the acceleration right-hand side)."""
         Qa, Qb, Ma, Mb, Wa, Wb = self._split(Q, M, W)
         h = self._half
         P, F0 = self._none(len(Q))
@@ -306,6 +310,7 @@ class CamCode:
         return (gb - self._law(S, theta, 1) * ga + self._law(S, theta, 2) * rate**2)[:, None]
 
     def angles(self, Q, M):
+        """Raw angles (n, 1 or 2), rad: the cam's, and the follower's for a revolute follower."""
         h = self._half
         raw = [self._a.angles(Q[:, :h], M[:, :24])]
         if self.follower == "angle":
@@ -313,6 +318,7 @@ class CamCode:
         return np.concatenate(raw, axis=1)
 
     def measures(self, Q, M):
+        """Joint measures (n, 0): a cam pair reports none of its own."""
         return np.zeros((len(Q), 0))
 
     def pressure_angles(self, Q, M, S):

@@ -61,6 +61,14 @@ class AngleState:
         return new
 
 
+def _frames_copy(a, nt):
+    """``a`` (n, ...) repeated for nt frames (nt n, ...), read-only where ``a`` is (the model's
+    arrays are: the same array type for numba's compiled code)."""
+    out = np.tile(a, (nt,) + (1,) * (a.ndim - 1))
+    out.flags.writeable = a.flags.writeable
+    return out
+
+
 class System:
     """Numeric constraint functions of a :class:`~cadmotion.kernel.model.Model`.
 
@@ -121,6 +129,24 @@ class System:
             Q = qf[g.gather]
             val = g.code.phi(Q, g.markers, g.params, self._F(gi, g, t), self._W(gi, g, Q, angles))
             out[r0:r1] = val.reshape(-1)
+        return out
+
+    def phi_frames(self, Q, times, angles):
+        """:meth:`phi` of every row of ``Q`` (nt, nq) at ``times[k]`` (s) with the winding state
+        ``angles[k]``: shape (nt, nc), one generated-code call per group for all frames."""
+        nt = Q.shape[0]
+        QF = np.concatenate([Q, np.broadcast_to(self._q_fixed, (nt, len(self._q_fixed)))], axis=1)
+        out = np.empty((nt, self._nc))
+        for gi, g, r0, r1 in self._rows:
+            G = QF[:, g.gather].reshape(nt * g.n, -1)
+            M, S = (_frames_copy(a, nt) for a in (g.markers, g.params))
+            F = np.concatenate([self._F(gi, g, t) for t in times]) if g.functions else np.zeros((nt * g.n, 3))
+            if self._has_angles[gi]:
+                ref = np.concatenate([a.ref[gi] for a in angles])
+                W = _TWO_PI * np.round((ref - g.code.angles(G, M)) / _TWO_PI)
+            else:
+                W = np.zeros((nt * g.n, g.n_angles))
+            out[:, r0:r1] = g.code.phi(G, M, S, F, W).reshape(nt, r1 - r0)
         return out
 
     def jacobian_data(self, q, t, angles):
@@ -215,8 +241,7 @@ class System:
         for gi, (positions, inst, col) in self._measure_plan().items():
             g = self.model.groups[gi]
             G = QF[:, g.gather].reshape(nt * g.n, -1)
-            M = np.tile(g.markers, (nt, 1))
-            M.flags.writeable = False  # the model's markers are read-only: the same array type for numba
+            M = _frames_copy(g.markers, nt)
             out[:, positions] = g.code.measures(G, M).reshape(nt, g.n, -1)[:, inst, col]
         return out
 

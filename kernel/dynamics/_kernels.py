@@ -749,6 +749,7 @@ G_TEMPLATE, G_ROW0, G_NEQ, G_TIMED, G_ANGLES, G_MEASURED, G_BASE = range(7)
 #: positions of the driver arrays in GROUP (compiled code cannot read the dict)
 GA_F, GA_FN_KIND, GA_FN_PROG, GA_FN_CONST, GA_SPL_X, GA_SPL_C, GA_SPL_N = (
     _G[n] for n in ("F", "fn_kind", "fn_prog", "fn_const", "spl_x", "spl_c", "spl_n"))
+_G_JG, _G_BODIES, _G_MARKERS = _G["Jg"], _G["bodies"], _G["markers"]
 #: how compiled code evaluates a driver's time function (``fn_kind``): not at all (a Python callback
 #: fills F before the call), a program, a table's spline
 FN_PYTHON, FN_PROGRAM, FN_TABLE = 0, 1, 2
@@ -997,6 +998,138 @@ def stage_rhs(t, y, df, di, dd, ws):
         if not math.isfinite(out[i]):
             ok = False
     return out, ok
+
+
+@numba.njit(**_JIT_LA)
+def frame_reactions(df, di, dd, ws, lam_out, wrench_out, involved):
+    """An output frame's reactions, after ``rhs`` at the frame's state (the workspace holds its
+    body kinematics, joint rows, factor of S and λ on the kept rows; the index-1 equations,
+    without stabilisation terms). As :meth:`.equations.Dynamics.full_multipliers` and
+    :meth:`.equations.Dynamics.constraint_wrenches` compute them in numpy:
+
+    * ``lam_out`` (nc,), model row order: the minimum-norm λ over all rows, λ0 − N (NᵀN)⁻¹ Nᵀ λ0 with
+      one column of N per row the factor dropped, e_k − c_k on the kept rows, c_k = S⁻¹ Jr M⁻¹ Jkᵀ
+      (N m, N: the row's generalised force); ``involved[r]`` set to 1 for each row with a part in
+      a redundancy (|N| > 1e-9 max(1, max |N|)), whose reactions are not unique;
+    * ``wrench_out`` (Σ instances, 6), in group and instance order: the constraint wrench on each
+      instance's second slot body, −(Φq B)ᵀ λ over the instance's rows, as [F (N), T (N m)] in
+      world axes with T about the origin P of the instance's first marker (on its first body):
+      T = n_c + (r_c − P) × F (instances with one slot: zeros).
+
+    Returns False if NᵀN could not be solved (λ0 is then left in ``lam_out``)."""
+    sizes = i1(di, I_SIZES)
+    nmov, m, bw = sizes[1], sizes[3], sizes[4]
+    X, Jc, Lb = f3(ws, di, I_X), f3(ws, di, I_JC), f2(ws, di, I_LB)
+    dropped, lam = f1(ws, di, I_DROPPED), f1(ws, di, I_LAM)
+    rb, row_map = i2(di, I_RB), i1(di, I_ROW_MAP)
+    ns = rb.shape[1]
+    nd = 0
+    for r in range(m):
+        if dropped[r] != 0.0:
+            nd += 1
+    lam_mn = lam.copy()
+    inv_ws = np.zeros(m, np.int64)
+    ok = True
+    if nd:
+        N = np.zeros((m, nd))
+        col = np.empty(m)
+        c = 0
+        for d in range(m):
+            if dropped[d] == 0.0:
+                continue
+            for i in range(m):  # (Jr M⁻¹ Jdᵀ)_i over the bodies row i shares with row d
+                acc = 0.0
+                if dropped[i] == 0.0:
+                    for si in range(ns):
+                        b = rb[i, si]
+                        if b < 0:
+                            continue
+                        for sd in range(ns):
+                            if rb[d, sd] == b:
+                                for l in range(6):
+                                    acc += X[i, si, l] * Jc[d, sd, l]
+                col[i] = acc
+            band_solve(Lb, m, bw, col, dropped)
+            for i in range(m):
+                N[i, c] = -col[i]
+            N[d, c] = 1.0
+            c += 1
+        NtN = np.zeros((nd, nd))
+        Ntl = np.zeros(nd)
+        nmax = 1.0
+        for i in range(m):
+            for a in range(nd):
+                x = N[i, a]
+                if abs(x) > nmax:
+                    nmax = abs(x)
+                Ntl[a] += x * lam[i]
+                for b in range(nd):
+                    NtN[a, b] += x * N[i, b]
+        mu = np.linalg.solve(NtN, Ntl)
+        for i in range(m):
+            acc = 0.0
+            for a in range(nd):
+                acc += N[i, a] * mu[a]
+                if abs(N[i, a]) > 1e-9 * nmax:
+                    inv_ws[i] = 1
+            lam_mn[i] -= acc
+        ok = math.isfinite(mu.sum())
+        if not ok:
+            lam_mn[:] = lam
+    for r in range(row_map.shape[0]):  # workspace (RCM) order → model order
+        if row_map[r] >= 0:
+            lam_out[r] = lam_mn[row_map[r]]
+            if inv_ws[row_map[r]]:
+                involved[r] = 1
+        else:
+            lam_out[r] = 0.0
+    A, rho, rc, qf, B = f3(ws, di, I_A), f2(ws, di, I_RHO), f2(ws, di, I_RC), f1(ws, di, I_QF), f3(ws, di, I_B)
+    grp = i2(di, I_GRP)
+    Bf = np.zeros((7, 6))
+    k = 0
+    for g in range(grp.shape[0]):
+        row0, neq, base = grp[g, G_ROW0], grp[g, G_NEQ], grp[g, G_BASE]
+        Jg = f3(ws, di, base + _G_JG)
+        bodies = i2(di, base + _G_BODIES)
+        markers = f2(df, di, base + _G_MARKERS)
+        for i in range(bodies.shape[0]):
+            for l in range(6):
+                wrench_out[k, l] = 0.0
+            if bodies.shape[1] < 2:
+                k += 1
+                continue
+            bi, bj = bodies[i, 0], bodies[i, 1]
+            if bj < nmov:
+                Bj = B[bj]
+            else:  # a fixed body: B as for a moving one (ṙ = v_c + ρ × ω, ṗ = ½ Eᵀ ω)
+                Bj = Bf
+                e0, e1, e2, e3 = qf[7 * bj + 3], qf[7 * bj + 4], qf[7 * bj + 5], qf[7 * bj + 6]
+                Bf[:, :] = 0.0
+                Bf[0, 0] = Bf[1, 1] = Bf[2, 2] = 1.0
+                Bf[0, 4], Bf[0, 5] = -rho[bj, 2], rho[bj, 1]
+                Bf[1, 3], Bf[1, 5] = rho[bj, 2], -rho[bj, 0]
+                Bf[2, 3], Bf[2, 4] = -rho[bj, 1], rho[bj, 0]
+                Ef = ((-e1, e0, -e3, e2), (-e2, e3, e0, -e1), (-e3, -e2, e1, e0))
+                for kk in range(4):
+                    for ll in range(3):
+                        Bf[3 + kk, 3 + ll] = 0.5 * Ef[ll][kk]
+            for e in range(neq):
+                lr = lam_out[row0 + i * neq + e]
+                for l in range(6):
+                    acc = 0.0
+                    for kk in range(7):
+                        acc += Jg[i, e, 7 + kk] * Bj[kk, l]
+                    wrench_out[k, l] -= acc * lr
+            Ai, m0, m1, m2 = A[bi], markers[i, 0], markers[i, 1], markers[i, 2]  # P = r_i + A_i (marker origin)
+            d0 = rc[bj, 0] - (qf[7 * bi] + Ai[0, 0] * m0 + Ai[0, 1] * m1 + Ai[0, 2] * m2)
+            d1 = rc[bj, 1] - (qf[7 * bi + 1] + Ai[1, 0] * m0 + Ai[1, 1] * m1 + Ai[1, 2] * m2)
+            d2 = rc[bj, 2] - (qf[7 * bi + 2] + Ai[2, 0] * m0 + Ai[2, 1] * m1 + Ai[2, 2] * m2)
+            F0, F1, F2 = wrench_out[k, 0], wrench_out[k, 1], wrench_out[k, 2]
+            wrench_out[k, 3] += d1 * F2 - d2 * F1
+            wrench_out[k, 4] += d2 * F0 - d0 * F2
+            wrench_out[k, 5] += d0 * F1 - d1 * F0
+            k += 1
+    return ok
 
 
 @numba.njit(**_JIT_LA)

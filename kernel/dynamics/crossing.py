@@ -79,6 +79,7 @@ class BDFCrossing:
 
     @property
     def t(self):
+        """Time (s) of the last accepted state."""
         return self.ts[-1]
 
     def advance(self):

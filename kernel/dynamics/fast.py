@@ -589,7 +589,8 @@ def _entry_types():
             "radau": loop,
             "rk4": (f, a1, a1, f, f, i, f) + data + (a2, a2, a1, a1),
             "singularity": data,
-            "choose_rows": data}
+            "choose_rows": data,
+            "frame_reactions": data + (a1, a2, ai)}
 
 
 def compile_module(path):
@@ -611,7 +612,7 @@ def compile_module(path):
 
 
 #: entry points FastRHS calls in :mod:`._kernels` itself rather than in the generated module
-_KERNEL_ENTRIES = ("singularity", "choose_rows")
+_KERNEL_ENTRIES = ("singularity", "choose_rows", "frame_reactions")
 
 
 def _rcm_order(dyn, rows):
@@ -717,6 +718,7 @@ class FastRHS:
         pj = np.array(pj, dtype=np.int64)
         bw = int(np.max(pi - pj)) if len(pi) else 0
         self.row_order = rows
+        self._row_map, self._rb = row_map, rb
         from . import _kernels as K
         from .tyres import N_PAR, TYRE_OUTPUTS
 
@@ -861,6 +863,7 @@ class FastRHS:
             for name, kind, ndim in K.GROUP:
                 P.add(f"{name}_{k}", kind, arrays[name])
         self.df, self.di, self.dd, self.ws, views = P.pack()
+        self._views = views
         self.aux = views["aux"]
         for k, gr in enumerate(dyn.groups):
             g = gr["g"]
@@ -936,6 +939,66 @@ class FastRHS:
             raise FloatingPointError(f"the accelerations are not finite at t = {t:.6g} s")
         # self.aux: max |Jv v + Φt|, max |Φ| (and ||p|² − 1|), smallest pivot ratio of S, raw joint measures
         return out
+
+    #: whether :meth:`frame` applies: the workspace holds the index-1 λ of every joint row after ``rhs``
+    #: (the semi-recursive tree's subclass solves in other coordinates)
+    frames = True
+
+    def frame(self, t, y, angles, refs):
+        """An output frame at (t, y) (y = [q, v, work]) with the winding state ``angles``, ``refs``
+        of that frame: ``rhs`` on the index-1 equations (no Baumgarte or penalty terms; the rows
+        of ``dyn.redundant`` dropped, as the numpy outputs drop them; :meth:`_rows_hold`), then
+        :func:`._kernels.frame_reactions`. Returns None where that fails (not finite, or the
+        redundancy's NᵀN singular: the numpy outputs then take the frame), else a dict of ``vd``
+        (6 nmov,: m/s², rad/s², world), ``lam`` (nc,: the minimum-norm multipliers in row order),
+        ``wrench`` (Σ group instances, 6: [F N, T N m] on each instance's second body, about its
+        first marker's origin, world axes), ``involved`` (nc,: 1 for the rows of a redundancy),
+        ``vres`` (the rows' Jv v + Φt) and copies of the body kinematics (``qf``, ``A``, ``rho``,
+        ``rc``, ``E``, ``Jw``, ``Jwinv``, ``vc``, ``w``) at unit Euler parameters."""
+        from ._kernels import frame_reactions
+
+        views = self._views
+        stab, redundant = views["stab"], views["redundant"]
+        saved = (self.angles, self.refs, stab.copy(), redundant.copy())
+        try:
+            self.angles, self.refs = angles, refs
+            self._update(t)
+            stab[0] = stab[1] = stab[3] = 0.0  # the index-1 λ: no Baumgarte terms, no penalty
+            stab[4] = 1.0
+            redundant[:] = 0.0
+            redundant[self._row_map[self.dyn.redundant]] = 1.0
+            y = np.ascontiguousarray(y, dtype=float)
+            out, ok = self.rhs_fn(t, y, self.df, self.di, self.dd, self.ws)
+            if not ok or not self._rows_hold(out[self.dyn.nq: self.dyn.nq + self.dyn.nv]):
+                return None
+            lam = np.zeros(self.dyn.nc)
+            involved = np.zeros(self.dyn.nc, dtype=np.int64)
+            wrench = np.zeros((sum(gr["n"] for gr in self.dyn.groups), 6))
+            if not frame_reactions(self.df, self.di, self.dd, self.ws, lam, wrench, involved):
+                return None
+        finally:
+            self.angles, self.refs = saved[0], saved[1]
+            stab[:], redundant[:] = saved[2], saved[3]
+        nq, nv = self.dyn.nq, self.dyn.nv
+        frame = {name: views[name].copy() for name in ("qf", "A", "rho", "rc", "E", "Jw", "Jwinv", "vc", "w", "vres")}
+        frame.update(vd=out[nq: nq + nv], lam=lam, wrench=wrench, involved=involved)
+        return frame
+
+    def _rows_hold(self, vd, rtol=1e-6):
+        """After ``rhs`` with the rows of ``dyn.redundant`` dropped: True if exactly those were
+        dropped and the accelerations vd satisfy every row, theirs included, Jv v̇ = γ̂ to rtol
+        (relative to 1 + max |γ̂| + max |Jv v̇|). False where the redundant rows chosen before are
+        no longer the dependent ones (a planar loop's move with its configuration)."""
+        views = self._views
+        if int(np.count_nonzero(views["dropped"])) != len(self.dyn.redundant):
+            return False
+        if not len(self.dyn.redundant):
+            return True
+        V = np.zeros((self.dyn.nmov + 1, 6))
+        V[:-1] = vd.reshape(-1, 6)
+        Jvd = np.einsum("rsl,rsl->r", views["Jc"], V[self._rb])
+        gam = views["gam"]
+        return bool(np.max(np.abs(Jvd - gam)) <= rtol * (1.0 + np.max(np.abs(gam)) + np.max(np.abs(Jvd))))
 
     def singularity(self, t, y):
         """:func:`._kernels.singularity` at (t, y): how near a singular configuration y is."""

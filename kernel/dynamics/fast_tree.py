@@ -162,6 +162,8 @@ class FastTree(fast.FastRHS):
     rows, then the raw joint measures.
     """
 
+    frames = False  # its workspace holds no λ of the absolute rows: the numpy outputs take the frames
+
     def __init__(self, form):
         self.form = form
         dyn = form.dyn

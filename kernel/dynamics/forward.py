@@ -44,8 +44,8 @@ from .contract import default_dt
 from .formulations import FORMULATIONS, get_formulation
 from .integrators import REGISTRY
 from .invariants import FIXED_STEP, Accuracy, Bodies, check_motion, free_system
-from .mass import cross, body_state
-from .outputs import FrameOutputs, lift_off_events, reactions_event
+from .mass import accelerations_to_qdd, body_state, cross, frames_state, rates_from_velocities
+from .outputs import CompiledFrameOutputs, FrameOutputs, lift_off_events, reactions_event
 from .stiffness import default_method
 
 __all__ = ["simulate", "run", "initial_velocities", "prepare", "check_settings", "describe_methods",
@@ -314,7 +314,7 @@ def run(model, t_end=1.0, steps=100, *, formulation=None, integrator=None, rtol=
     result.rtol, result.atol = rtol, atol
     if integrator in FIXED_STEP:
         result.dt = float(dt) if dt is not None else default_dt(times)
-    motion = to_motion(dyn, result, formulation=cls.name, integrator=integrator)
+    motion = to_motion(dyn, result, formulation=cls.name, integrator=integrator, fast=getattr(form, "_fast", None))
     penalty = None
     if cls.name == "penalty" and getattr(form, "alpha", 0) > 0:
         penalty = (form.alpha, form.options.get("omega", 10.0), form.options.get("xi", 1.0))
@@ -392,28 +392,38 @@ def _ran(result, integrator):
     return f"{integrator} (compiled loop)" if compiled else integrator
 
 
-def to_motion(dyn, result, formulation="", integrator=""):
-    """Stage 6: a Motion (with the extra series) from a :class:`~.formulations.DynamicsResult`."""
+def to_motion(dyn, result, formulation="", integrator="", fast=None):
+    """Stage 6: a Motion (with the extra series) from a :class:`~.formulations.DynamicsResult`;
+    its frames' outputs from the compiled library when the run had it (``fast``, a
+    :class:`~.fast.FastRHS`), else from the numpy equations."""
     model = dyn.model
     nt = len(result.t)
-    out = FrameOutputs(dyn)
+    out = CompiledFrameOutputs(dyn, fast) if fast is not None and fast.frames else FrameOutputs(dyn)
     Qd = np.zeros((nt, dyn.nq))
     Qdd = np.zeros((nt, dyn.nq))
     measures = np.zeros((nt, len(model.joint_measures)))
+    VD, deferred = np.zeros((nt, dyn.nv)), []
     done = nt
     message = result.message
     for k in range(nt):
         q, v = result.q[k], result.v[k]
         try:
-            _, qdd = out.add(result.t[k], q, v, result.work[k], result.angles[k], result.refs[k])
+            vd, qdd = out.add(result.t[k], q, v, result.work[k], result.angles[k], result.refs[k])
         except np.linalg.LinAlgError:
             done = k
             message = message or f"the equations of motion are singular at t = {result.t[k]:.6g} s"
             break
-        bs = body_state(model, dyn.mass, q, v)
-        Qd[k] = dyn.qd(bs, v)
-        Qdd[k] = qdd
+        if qdd is not None:
+            Qdd[k] = qdd
+        else:  # (the compiled outputs' frames: q̈ below, for all of them at once)
+            deferred.append(k)
+            VD[k] = vd
         measures[k] = result.measures[k]
+    Q, V = result.q[:done], result.v[:done]
+    Qd[:done] = rates_from_velocities(frames_state(dyn.mass, Q), V, dyn.nmov)
+    if deferred:  # at unit Euler parameters, as the equations of the frame evaluated them
+        Qdd[deferred] = accelerations_to_qdd(frames_state(dyn.mass, Q[deferred], normalise=True), V[deferred],
+                                             VD[deferred], dyn.nmov)
     events = []
     ev = reactions_event(dyn, result.t[0] if nt else 0.0, out.not_unique)
     if ev is not None:

@@ -59,6 +59,8 @@ class EventDriver:
     # ------------------------------------------------------------------ state helpers
     @property
     def state(self):
+        """The unilateral contacts' state in the formulation's references: per point its mode (OPEN,
+        SLIP, STICK) and slip direction (a view, :meth:`.forces.ForceElements.contact_modes`)."""
         return self.dyn.forces.contact_modes(self.form.refs)
 
     def _evaluate(self, t, y):

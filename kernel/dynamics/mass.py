@@ -258,13 +258,38 @@ def body_state(model, mass, q, v):
 
 
 def rates_from_velocities(bs, v, nmov):
-    """q̇ (7 nmov,) from v: ṙ = v_c + ρ × ω, ṗ = ½ Eᵀ ω."""
-    V = v.reshape(nmov, 6)
-    w = V[:, 3:]
-    qd = np.empty((nmov, 7))
-    qd[:, :3] = V[:, :3] + cross(bs.rho[:nmov], w)
-    qd[:, 3:] = 0.5 * np.einsum("bji,bj->bi", bs.E, w)
-    return qd.reshape(-1)
+    """q̇ (..., 7 nmov) from v (..., 6 nmov): ṙ = v_c + ρ × ω, ṗ = ½ Eᵀ ω (leading axes: frames,
+    with ``bs`` holding their stacked ρ and E, :func:`frames_state`)."""
+    lead = v.shape[:-1]
+    V = v.reshape(lead + (nmov, 6))
+    w = V[..., 3:]
+    qd = np.empty(lead + (nmov, 7))
+    qd[..., :3] = V[..., :3] + cross(bs.rho[..., :nmov, :], w)
+    qd[..., 3:] = 0.5 * np.einsum("...bji,...bj->...bi", bs.E, w)
+    return qd.reshape(lead + (-1,))
+
+
+@dataclass
+class FramesState:
+    """Of the moving bodies at every frame (leading axis nt): Euler parameters ``p``, ρ = A c
+    (m, world) and E(p) — what :func:`rates_from_velocities` and :func:`accelerations_to_qdd`
+    read of a :class:`BodyState`."""
+
+    p: np.ndarray
+    rho: np.ndarray
+    E: np.ndarray
+
+
+def frames_state(mass, Q, normalise=False):
+    """:class:`FramesState` of the coordinates Q (nt, 7 nmov), with the body state's formulas (A
+    from the Euler parameters as they are, or at unit length with ``normalise``, as the
+    equations evaluate them)."""
+    nmov = mass.nmov
+    p = Q.reshape(len(Q), nmov, 7)[:, :, 3:]
+    if normalise:
+        p = p / np.sqrt(np.einsum("tbi,tbi->tb", p, p))[:, :, None]
+    rho = np.einsum("tbij,bj->tbi", rotation(p), mass.body_com_all[:nmov])
+    return FramesState(p, rho, E_matrix(p))
 
 
 def velocities_from_rates(bs, qd, nmov):
@@ -278,15 +303,17 @@ def velocities_from_rates(bs, qd, nmov):
 
 
 def accelerations_to_qdd(bs, v, vd, nmov):
-    """q̈ (7 nmov,) = B v̇ + Ḃ v."""
-    V = v.reshape(nmov, 6)
-    Vd = vd.reshape(nmov, 6)
-    w, wd = V[:, 3:], Vd[:, 3:]
-    rho = bs.rho[:nmov]
-    qdd = np.empty((nmov, 7))
-    qdd[:, :3] = Vd[:, :3] + cross(rho, wd) - cross(w, cross(w, rho))
-    qdd[:, 3:] = 0.5 * np.einsum("bji,bj->bi", bs.E, wd) - 0.25 * np.sum(w * w, axis=1)[:, None] * bs.p[:nmov]
-    return qdd.reshape(-1)
+    """q̈ (..., 7 nmov) = B v̇ + Ḃ v (leading axes: frames, as :func:`rates_from_velocities`)."""
+    lead = v.shape[:-1]
+    V = v.reshape(lead + (nmov, 6))
+    Vd = vd.reshape(lead + (nmov, 6))
+    w, wd = V[..., 3:], Vd[..., 3:]
+    rho = bs.rho[..., :nmov, :]
+    qdd = np.empty(lead + (nmov, 7))
+    qdd[..., :3] = Vd[..., :3] + cross(rho, wd) - cross(w, cross(w, rho))
+    qdd[..., 3:] = (0.5 * np.einsum("...bji,...bj->...bi", bs.E, wd)
+                    - 0.25 * np.sum(w * w, axis=-1)[..., None] * bs.p[..., :nmov, :])
+    return qdd.reshape(lead + (-1,))
 
 
 def mass_blocks(mass, bs):

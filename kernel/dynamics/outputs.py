@@ -41,7 +41,7 @@ from .mass import cross
 
 from ..motion import Event
 
-__all__ = ["FrameOutputs", "reactions_event", "lift_off_events"]
+__all__ = ["FrameOutputs", "CompiledFrameOutputs", "reactions_event", "lift_off_events"]
 
 
 class FrameOutputs:
@@ -183,6 +183,89 @@ class FrameOutputs:
     def extra(self):
         """The recorded series, {name: ndarray of shape (n_frames,)}, in SI units, for ``Motion.extra``."""
         return {k: np.asarray(v, float) for k, v in self.rows.items()}
+
+
+class CompiledFrameOutputs(FrameOutputs):
+    """:class:`FrameOutputs` of a run on the compiled library: each frame's accelerations,
+    minimum-norm multipliers and joint reactions from one compiled evaluation
+    (:meth:`.fast.FastRHS.frame`, the same equations and formulas, equal to round-off), the
+    energies and the force elements' series from its body kinematics. A frame the compiled
+    evaluation cannot take (not finite; a singular NᵀN) goes through the numpy outputs."""
+
+    def __init__(self, dyn, fast):
+        super().__init__(dyn)
+        self.fast = fast
+        self._deferred = []  # (series index, q, t, angles) of the frames whose |Φ| extra() evaluates
+        first = np.cumsum([0] + [gr["n"] for gr in dyn.groups])
+        #: per joint group: its instances' rows of the frame's wrenches and their six series each
+        self._joint_series = [(first[k], [[self.rows[f"{name}.{c}"] for c in ("fx", "fy", "fz", "tx", "ty", "tz")]
+                                          for name in gr["g"].names]) for k, gr in self.joint_groups]
+        self._load_series = [(gr["row0"], [self.rows[f"{name}.{kind}"] for name in gr["g"].names])
+                             for groups, kind in ((self.driver_groups, "effort"), (self.cam_groups, "force"))
+                             for _, gr in groups]
+
+    def add(self, t, q, v, work, angles, refs, vd=None):
+        """One frame (see :meth:`FrameOutputs.add`), returning (v̇, None): the caller takes q̈ of
+        such frames together (:func:`~.mass.accelerations_to_qdd` over frames); inverse dynamics
+        (``vd`` given) and the frames the compiled evaluation cannot take go through the numpy
+        outputs."""
+        if vd is not None:
+            return super().add(t, q, v, work, angles, refs, vd)
+        dyn = self.dyn
+        frame = self.fast.frame(t, np.concatenate([q, v, [work]]), angles, refs)
+        if frame is None:
+            return super().add(t, q, v, work, angles, refs)
+        from .mass import BodyState
+
+        nmov = dyn.nmov
+        qf = frame["qf"].reshape(-1, 7)
+        bs = BodyState(qf[:, 3:], frame["A"], frame["rho"], frame["rc"], frame["vc"], frame["w"], frame["E"][:nmov],
+                       frame["Jw"][:nmov], frame["Jwinv"][:nmov])
+        lam, wrench = frame["lam"], frame["wrench"]
+        for r in np.flatnonzero(frame["involved"]):
+            self.not_unique.add(dyn.row_labels[r][0])
+        for first, series in self._joint_series:
+            for i, columns in enumerate(series):
+                for column, value in zip(columns, wrench[first + i]):
+                    column.append(value)
+        for row0, series in self._load_series:
+            for i, column in enumerate(series):
+                column.append(-lam[row0 + i])
+        out = self.rows
+        T_kin = dyn.kinetic(bs)
+        V = dyn.forces.potential(bs, refs)
+        out["energy.kinetic"].append(T_kin)
+        out["energy.potential"].append(V)
+        out["energy.total"].append(T_kin + V)
+        out["work.nonconservative"].append(work)
+        contacts = dyn.forces.contacts
+        if contacts is not None:
+            for c, values in contacts.report(bs, dyn.forces.contact_state(refs)).items():
+                for name, value in zip(contacts.names, values):
+                    out[f"{name}.{c}"].append(float(value))
+        tyres = dyn.forces.tyres
+        if tyres is not None:
+            for c, values in tyres.report(bs).items():
+                for name, value in zip(tyres.names, values):
+                    out[f"{name}.{c}"].append(float(value))
+        deferred = out["violation.position"]  # |Φ| of every frame at once, in extra()
+        self._deferred.append((len(deferred), q, t, angles))
+        deferred.append(np.nan)
+        out["violation.velocity"].append(float(np.linalg.norm(frame["vres"])))
+        return frame["vd"], None
+
+    def extra(self):
+        """As :meth:`FrameOutputs.extra`, the violations |Φ| of the compiled frames evaluated
+        together (:meth:`~cadmotion.kernel.system.System.phi_frames`, with the frames'
+        coordinates as they are)."""
+        if self._deferred:
+            index, Q, times, angles = zip(*self._deferred)
+            norms = np.linalg.norm(self.dyn.system.phi_frames(np.array(Q), times, angles), axis=1)
+            series = self.rows["violation.position"]
+            for i, value in zip(index, norms):
+                series[i] = float(value)
+            self._deferred = []
+        return super().extra()
 
 
 def reactions_event(dyn, t0, not_unique=()):

@@ -272,6 +272,7 @@ def qrot(p, x):
 
 
 def qconj(p):
+    """Conjugate quaternions (..., 4): the inverse rotations of unit p."""
     out = p.copy()
     out[..., 1:] *= -1.0
     return out
@@ -283,6 +284,7 @@ def compose(pa, ra, pb, rb):
 
 
 def invert(p, r):
+    """X⁻¹ of poses (p, r): (p̄, −A(p̄) r)."""
     pc = qconj(p)
     return pc, -qrot(pc, r)
 
