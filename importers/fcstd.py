@@ -85,7 +85,6 @@ import os
 import posixpath
 import re
 import struct
-import tempfile
 import warnings
 import xml.etree.ElementTree as ET
 import zipfile
@@ -524,70 +523,23 @@ class _Geometry:
         data = self.arc.read(member)
         shape = None
         if data.strip():
-            from OCP.BRep import BRep_Builder
-            from OCP.BRepTools import BRepTools
-            from OCP.TopoDS import TopoDS_Shape
+            from ..geometry.brep import read_brep
 
-            shape = TopoDS_Shape()
-            fd, tmp = tempfile.mkstemp(suffix=".brp")
-            try:
-                with os.fdopen(fd, "wb") as fh:
-                    fh.write(data)
-                ok = BRepTools.Read_s(shape, tmp, BRep_Builder())
-            finally:
-                os.unlink(tmp)
-            if not ok or shape.IsNull():
+            shape = read_brep(data)
+            if shape is None:
                 raise CadImportError("cannot read the BRep shape",
                                      where=f"{self.arc.path}: member {member!r}")
         self.cache[member] = shape
         return shape
 
 
-def _trsf(X):
-    from OCP.gp import gp_Trsf
-
-    t = gp_Trsf()
-    R, p = X[:3, :3], X[:3, 3]
-    t.SetValues(*R[0], p[0], *R[1], p[1], *R[2], p[2])
-    return t
-
-
 def _moved(shape, X):
     """``shape`` moved by the rigid 4x4 pose X (a location, no geometry copy)."""
-    from OCP.TopLoc import TopLoc_Location
+    from ..geometry.placements import moved
 
     if np.array_equal(X, np.eye(4)):
         return shape
-    return shape.Moved(TopLoc_Location(_trsf(X)))
-
-
-def _in_metres(shape):
-    """A copy of a location-free shape scaled from mm to m (geometry is rewritten)."""
-    from OCP.BRepBuilderAPI import BRepBuilderAPI_Transform
-    from OCP.gp import gp_Pnt, gp_Trsf
-
-    t = gp_Trsf()
-    t.SetScale(gp_Pnt(0, 0, 0), MM)
-    return BRepBuilderAPI_Transform(shape, t, True).Shape()
-
-
-def _location_matrix(shape):
-    t = shape.Location().Transformation()
-    X = np.eye(4)
-    X[:3, :] = [[t.Value(i, j) for j in (1, 2, 3, 4)] for i in (1, 2, 3)]
-    return X
-
-
-def _compound(shapes):
-    from OCP.BRep import BRep_Builder
-    from OCP.TopoDS import TopoDS_Compound
-
-    comp = TopoDS_Compound()
-    b = BRep_Builder()
-    b.MakeCompound(comp)
-    for s in shapes:
-        b.Add(comp, s)
-    return comp
+    return moved(shape, X)
 
 
 def _local_shape(doc, geo, obj, depth=0):
@@ -621,7 +573,9 @@ def _make_local_shape(doc, geo, obj, depth):
                 s = _moved(s, _placement(o.prop("Placement"), doc.where(o.label())))
             if s is not None:
                 kids.append(s)
-        return _compound(kids) if kids else None
+        from ..geometry.shapes import compound
+
+        return compound(kids) if kids else None
     raw = geo.brep(obj)
     if raw is None:
         return None
@@ -631,19 +585,19 @@ def _make_local_shape(doc, geo, obj, depth):
     # The stored shape carries the placement as its location (mm): the shape in the
     # object's frame is X^-1 L s0 with s0 the location-free shape.  Scale s0 to metres and
     # keep the (usually identity) remainder X^-1 L as a location: exact geometry.
-    L = _location_matrix(raw)
+    from ..geometry.placements import located, location_matrix, scaled
+
+    L = location_matrix(raw)
     L[:3, 3] *= MM
     D = invert_pose(X) @ L
     if np.allclose(D, np.eye(4), rtol=0.0, atol=1e-12):
         D = np.eye(4)
-    from OCP.TopLoc import TopLoc_Location
-
-    return _moved(_in_metres(raw.Located(TopLoc_Location())), D)
+    return _moved(scaled(located(raw), MM), D)
 
 
 def _mass_properties(shape, density):
     """Mass (kg), centre of mass (m) and inertia about it (kg m², shape axes) of a shape in metres."""
-    from .massprops import volume_properties
+    from ..geometry.mass_properties import volume_properties
 
     return volume_properties(shape).with_density(density)
 
@@ -660,14 +614,9 @@ def _element_geometry(doc, geo, holder, element, item):
     if m is None:
         return None, 0.0
     kind, idx = m.group(1), int(m.group(2))
-    try:
-        from OCP.BRepAdaptor import BRepAdaptor_Curve, BRepAdaptor_Surface
-        from OCP.GeomAbs import GeomAbs_CurveType, GeomAbs_SurfaceType
-        from OCP.TopAbs import TopAbs_EDGE, TopAbs_FACE, TopAbs_VERTEX
-        from OCP.TopExp import TopExp
-        from OCP.TopoDS import TopoDS
-        from OCP.TopTools import TopTools_IndexedMapOfShape
-    except ImportError:
+    from ..geometry import analytic, ocp_available, shapes
+
+    if not ocp_available():
         if kind == "Vertex":
             return "Point", 0.0
         raise CadImportError(f"{item}: the kind of {element} (line, circle, plane, cylinder, ...) "
@@ -680,27 +629,20 @@ def _element_geometry(doc, geo, holder, element, item):
         if kind == "Vertex":
             return "Point", 0.0
         raise CadImportError(f"{item}: cannot find the shape holding {element}", where=doc.arc.path)
-    tmap = TopTools_IndexedMapOfShape()
-    TopExp.MapShapes_s(shape, {"Vertex": TopAbs_VERTEX, "Edge": TopAbs_EDGE, "Face": TopAbs_FACE}[kind], tmap)
-    if not 1 <= idx <= tmap.Extent():
+    sub = shapes.sub_shape(shape, kind.lower(), idx)
+    if sub is None:
         raise CadImportError(f"{item}: {element} does not exist in {target.label()!r}", where=doc.arc.path)
-    sub = tmap.FindKey(idx)
     if kind == "Vertex":
         return "Point", 0.0
     if kind == "Edge":
-        curve = BRepAdaptor_Curve(TopoDS.Edge_s(sub))
-        t = curve.GetType()
-        if t == GeomAbs_CurveType.GeomAbs_Circle:
-            return "Circle", curve.Circle().Radius() * MM
-        return ("Line" if t == GeomAbs_CurveType.GeomAbs_Line else "Curve"), 0.0
-    surf = BRepAdaptor_Surface(TopoDS.Face_s(sub))
-    t = surf.GetType()
-    if t == GeomAbs_SurfaceType.GeomAbs_Cylinder:
-        return "Cylinder", surf.Cylinder().Radius() * MM
-    if t == GeomAbs_SurfaceType.GeomAbs_Sphere:
-        return "Sphere", surf.Sphere().Radius() * MM
-    return {GeomAbs_SurfaceType.GeomAbs_Plane: "Plane", GeomAbs_SurfaceType.GeomAbs_Torus: "Torus",
-            GeomAbs_SurfaceType.GeomAbs_Cone: "Cone"}.get(t, "Surface"), 0.0
+        t = analytic.curve_kind(sub)
+        if t == "circle":
+            return "Circle", analytic.radius(sub, t) * MM
+        return ("Line" if t == "line" else "Curve"), 0.0
+    t = analytic.surface_kind(sub)
+    if t in ("cylinder", "sphere"):
+        return t.capitalize(), analytic.radius(sub, t) * MM
+    return {"plane": "Plane", "torus": "Torus", "cone": "Cone"}.get(t, "Surface"), 0.0
 
 
 # --------------------------------------------------------------------------------------
@@ -710,9 +652,9 @@ def _element_geometry(doc, geo, holder, element, item):
 
 def _ocp_installed(path):
     """True when OCP can be imported; else a warning that the shapes are left out."""
-    try:
-        import OCP  # noqa: F401
-    except ImportError:
+    from ..geometry import ocp_available
+
+    if not ocp_available():
         warnings.warn(f"{path}: OCP is not installed, the parts are read without their shapes (no mass "
                       f"properties; placeholders in the views); for them: pip install \"cadmotion[cad]\"",
                       stacklevel=3)
