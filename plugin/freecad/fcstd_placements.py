@@ -141,9 +141,9 @@ def _relocate_brep(data, X_old, X_new, where):
 
 def read_placements(path):
     """Object name -> Placement pose (4x4, m) of every object with a Placement in the file."""
-    from ...importers.fcstd import _Archive
+    from ...importers.fcstd_archive import Archive
 
-    arc = _Archive(path)
+    arc = Archive(path)
     try:
         text = arc.read("Document.xml").decode("utf-8")
     finally:
@@ -180,14 +180,14 @@ def write_placements(src, dst, placements, *, in_place=False):
     CadImportError
         ``src`` is not a readable FCStd file.
     """
-    from ...importers.fcstd import _Archive
+    from ...importers.fcstd_archive import Archive
     from ..writers.atomic import atomic_path
 
     src, dst = Path(src), Path(dst)
     if src.resolve() == dst.resolve() and not in_place:
         raise OutputError("the output would overwrite the input", where=str(dst),
                           hint="write to another file, or pass in_place=True")
-    arc = _Archive(src)
+    arc = Archive(src)
     try:
         text = arc.read("Document.xml").decode("utf-8")
         labels = _names_and_labels(text)
