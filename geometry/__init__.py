@@ -9,21 +9,21 @@ frames are named in each function's docstring.
 
 Modules, one job each:
 
-=================  ==========================================================================
-``placements``     rigid transforms: ``gp_Trsf``/``TopLoc_Location`` <-> 4x4 numpy poses;
-                   shapes moved, located, scaled
-``shapes``         topology: compounds, numbered sub-shapes, faces around an edge, copies,
-                   bounding boxes
-``brep``           OCCT's BRep text format (the shapes inside ``.FCStd`` archives)
-``xcaf``           reading a STEP file into an XCAF document: labels, names, colours, units
-``step_writing``   writing an XCAF assembly to a STEP file
-``mass_properties`` volume, centre and inertia of solids (``BRepGProp``)
-``triangulation``  meshing (``BRepMesh``) and a shape's stored triangulation face by face
-``analytic``       what a face or edge is exactly: plane, cylinder, cone, sphere, torus,
-                   circle, line — with their axes, radii and planes
-``distance``       exact distances and closest points (``BRepExtrema``) and point
-                   classification against solids (``BRepClass3d``)
-=================  ==========================================================================
+===================  ==========================================================================
+``placements``       rigid transforms: ``gp_Trsf``/``TopLoc_Location`` <-> 4x4 numpy poses;
+                     shapes moved, located, scaled
+``shapes``           topology: compounds, numbered sub-shapes, faces around an edge, copies,
+                     bounding boxes
+``brep``             OCCT's BRep text format (the shapes inside ``.FCStd`` archives)
+``xcaf``             reading a STEP file into an XCAF document: labels, names, colours, units
+``step_writing``     writing an XCAF assembly to a STEP file
+``mass_properties``  volume, centre and inertia of solids (``BRepGProp``)
+``triangulation``    meshing (``BRepMesh``) and a shape's stored triangulation face by face
+``analytic``         what a face or edge is exactly: plane, cylinder, cone, sphere, torus,
+                     circle, line — with their axes, radii and planes
+``distance``         exact distances and closest points (``BRepExtrema``) and point
+                     classification against solids (``BRepClass3d``)
+===================  ==========================================================================
 
 Importing any module of this package imports no OCP: each function imports what it calls
 when it is called, so a command loads OCP only when it reads or writes CAD geometry (a model
@@ -32,7 +32,7 @@ file without CAD, ``--help`` and the kernel never do). The kernel never imports 
 
 from __future__ import annotations
 
-__all__ = ["ocp_available"]
+__all__ = ["ocp_available", "ocp_import_error"]
 
 
 def ocp_available() -> bool:
