@@ -56,17 +56,18 @@ __all__ = ["from_cadquery", "assembly_spec", "assembly_parts", "constraint_joint
 # --------------------------------------------------------------------------- parts
 def _loc_matrix(loc):
     """4x4 (assembly units) of a cq.Location."""
-    T = loc.wrapped.Transformation()
-    return np.array([[T.Value(r, c) for c in range(1, 5)] for r in range(1, 4)] + [[0, 0, 0, 1]], float)
+    from ..geometry.placements import matrix_of_location
+
+    return matrix_of_location(loc.wrapped)
 
 
 def _matrix_loc(X):
+    """The cq.Location of a 4x4 pose (assembly units)."""
     import cadquery as cq
-    from OCP.gp import gp_Trsf
 
-    t = gp_Trsf()
-    t.SetValues(*X[0, :4], *X[1, :4], *X[2, :4])
-    return cq.Location(t)
+    from ..geometry.placements import trsf_of_matrix
+
+    return cq.Location(trsf_of_matrix(X))
 
 
 def _nodes(assy):
@@ -101,17 +102,6 @@ def _shape_of(obj):
     return None
 
 
-def _scaled(shape, scale):
-    from OCP.BRepBuilderAPI import BRepBuilderAPI_Transform
-    from OCP.gp import gp_Pnt, gp_Trsf
-
-    if scale == 1.0:
-        return shape
-    t = gp_Trsf()
-    t.SetScale(gp_Pnt(0, 0, 0), scale)
-    return BRepBuilderAPI_Transform(shape, t, True).Shape()
-
-
 @dataclass(frozen=True)
 class _Part:
     name: str
@@ -122,6 +112,7 @@ class _Part:
 
 def assembly_parts(assy, length_unit="mm"):
     """The parts of ``assy``: key -> (node, X_WP in metres, shape in metres)."""
+    from ..geometry.placements import scaled
     from ..importers.modelfile import UNITS
 
     if length_unit not in UNITS:
@@ -134,7 +125,7 @@ def assembly_parts(assy, length_unit="mm"):
             continue
         Xm = X.copy()
         Xm[:3, 3] *= scale
-        parts[key] = (node, Xm, _scaled(shape, scale))
+        parts[key] = (node, Xm, scaled(shape, scale))
     if not parts:
         raise MechanismError(f"the assembly {assy.name!r} holds no shapes", hint="add parts with assy.add(...)")
     return parts
@@ -142,7 +133,7 @@ def assembly_parts(assy, length_unit="mm"):
 
 def _part_specs(parts, density, fixed):
     from ..importers.asmt import matrix_to_quaternion
-    from ..importers.massprops import volume_properties
+    from ..geometry.mass_properties import volume_properties
     from ..kernel.spec import PartSpec
 
     specs = {}

@@ -41,6 +41,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import CadImportError
+from ..geometry import analytic, distance, shapes, triangulation
 
 __all__ = ["face_primitive", "primitive_near", "tessellation_points", "MESH_ANGULAR_DEFLECTION", "MAX_MESH_POINTS",
            "MIN_MESH_DEFLECTION"]
@@ -67,37 +68,15 @@ def face_primitive(face, R, p, point):
 
 def _fit(face, R, p, point):
     """(kind or None, numbers, convex) of ``face`` (see :func:`face_primitive`)."""
-    from OCP.BRepAdaptor import BRepAdaptor_Surface
-    from OCP.BRepLProp import BRepLProp_SLProps
-    from OCP.BRepTools import BRepTools
-    from OCP.GeomAbs import GeomAbs_Cylinder, GeomAbs_Plane, GeomAbs_Sphere
-    from OCP.TopAbs import TopAbs_REVERSED
-
-    def local(x):
-        return R.T @ (np.asarray(x, float) - p)
-
-    surf = BRepAdaptor_Surface(face)
-    kind = surf.GetType()
-    # a sphere's or cylinder's natural normal points away from its centre or axis: the face is
-    # convex (material inside) unless the face is reversed (a socket, a hole)
-    outward = face.Orientation() != TopAbs_REVERSED
-    if kind == GeomAbs_Plane:
-        u0, u1, v0, v1 = BRepTools.UVBounds_s(face)
-        n = BRepLProp_SLProps(surf, 0.5 * (u0 + u1), 0.5 * (v0 + v1), 1, 1e-9).Normal()
-        normal = np.array([n.X(), n.Y(), n.Z()]) * (1.0 if outward else -1.0)
-        return "plane", dict(point=local(point), normal=R.T @ normal), True
-    if kind == GeomAbs_Sphere:
-        c = surf.Sphere().Location()
-        return "sphere", dict(radius=surf.Sphere().Radius(), center=local((c.X(), c.Y(), c.Z()))), outward
-    if kind == GeomAbs_Cylinder:
-        ax = surf.Cylinder().Axis()
-        o, d = ax.Location(), ax.Direction()
-        axis = np.array([d.X(), d.Y(), d.Z()])
-        _, _, v0, v1 = BRepTools.UVBounds_s(face)
-        centre = np.array([o.X(), o.Y(), o.Z()]) + 0.5 * (v0 + v1) * axis
-        return "cylinder", dict(radius=surf.Cylinder().Radius(), height=abs(v1 - v0), center=local(centre),
-                                axis=R.T @ axis), outward
-    return None, {}, False
+    kind, numbers, convex = analytic.face_fit(face)
+    if kind == "plane":
+        return kind, dict(point=R.T @ (np.asarray(point, float) - p), normal=R.T @ numbers["normal"]), convex
+    if kind == "sphere":
+        return kind, dict(radius=numbers["radius"], center=R.T @ (numbers["center"] - p)), convex
+    if kind == "cylinder":
+        return kind, dict(radius=numbers["radius"], height=numbers["height"], center=R.T @ (numbers["center"] - p),
+                          axis=R.T @ numbers["axis"]), convex
+    return kind, numbers, convex
 
 
 def _pose(part):
@@ -116,19 +95,15 @@ def primitive_near(part, near):
 
     where = f"part {part.name!r}"
     q = np.asarray(near, float)
-    best = _nearest_face(world_shape(part), q)
+    best = distance.nearest_face(world_shape(part), q)
     if best is None:
         raise CadImportError("the part has no faces to take a contact shape from", where=where,
                              hint="give the shape as a primitive (sphere, box, cylinder or plane)")
     index, face, _, foot = best
     R, p = _pose(part)
-    kind, numbers, convex = _fit(face, R, p, (foot.X(), foot.Y(), foot.Z()))
+    kind, numbers, convex = _fit(face, R, p, foot)
     if kind is None:
-        from OCP.BRepAdaptor import BRepAdaptor_Surface
-
-        from .geometry_refs import _SURFACE_NAMES
-
-        name = _SURFACE_NAMES.get(BRepAdaptor_Surface(face).GetType(), "free-form")
+        name = analytic.surface_kind(face)
         raise CadImportError(f"face {index} nearest {q.tolist()} is a {name}, not a plane, sphere or cylinder",
                              where=where,
                              hint="point at a flat, spherical or cylindrical face, add `mesh = <deflection>` to "
@@ -144,28 +119,6 @@ def primitive_near(part, near):
     return kind, numbers
 
 
-def _nearest_face(shape, near):
-    """(index, face, distance, foot point) of ``shape``'s face nearest the point ``near`` (shape frame), or None."""
-    from OCP.BRepBuilderAPI import BRepBuilderAPI_MakeVertex
-    from OCP.BRepExtrema import BRepExtrema_DistShapeShape
-    from OCP.gp import gp_Pnt
-    from OCP.TopAbs import TopAbs_FACE
-    from OCP.TopExp import TopExp
-    from OCP.TopoDS import TopoDS
-    from OCP.TopTools import TopTools_IndexedMapOfShape
-
-    faces = TopTools_IndexedMapOfShape()
-    TopExp.MapShapes_s(shape, TopAbs_FACE, faces)
-    vertex = BRepBuilderAPI_MakeVertex(gp_Pnt(*map(float, near))).Vertex()
-    best = None
-    for i in range(1, faces.Extent() + 1):
-        face = TopoDS.Face_s(faces.FindKey(i))
-        dist = BRepExtrema_DistShapeShape(vertex, face)
-        if dist.IsDone() and (best is None or dist.Value() < best[2]):
-            best = (i, face, dist.Value(), dist.PointOnShape2(1))
-    return best
-
-
 def tessellation_points(part, deflection, near=None):
     """The distinct vertices (n, 3) of the tessellation of ``part``'s shape — or of its face nearest
     ``near`` (assembly frame, m) — in the part frame (m), at linear deflection ``deflection`` (m).
@@ -173,11 +126,6 @@ def tessellation_points(part, deflection, near=None):
     Raises CadImportError naming the part when it has no geometry, the deflection is not > 0 or
     the tessellation has no vertices or more than :data:`MAX_MESH_POINTS`; the deflection is at least
     :data:`MIN_MESH_DEFLECTION`."""
-    from OCP.BRepBuilderAPI import BRepBuilderAPI_Copy
-    from OCP.BRepMesh import BRepMesh_IncrementalMesh
-
-    from .triangulation import triangulated_faces
-
     where = f"part {part.name!r}"
     if part.shape is None:
         raise CadImportError("the part has no geometry to tessellate", where=where,
@@ -185,16 +133,16 @@ def tessellation_points(part, deflection, near=None):
     if not (deflection >= MIN_MESH_DEFLECTION):
         raise CadImportError(f"the tessellation's deflection must be at least {MIN_MESH_DEFLECTION:g} m (OCCT's "
                              f"precision), got {deflection!r} m", where=where)
-    shape = BRepBuilderAPI_Copy(part.shape, True, False).Shape()
+    shape = shapes.copy(part.shape)
     if near is not None:
         R, p = _pose(part)
-        found = _nearest_face(shape, R.T @ (np.asarray(near, float) - p))
+        found = distance.nearest_face(shape, R.T @ (np.asarray(near, float) - p))
         if found is None:
             raise CadImportError("the part has no faces to take a contact shape from", where=where,
                                  hint="give the shape as a primitive (sphere, box, cylinder or plane)")
         shape = found[1]
-    BRepMesh_IncrementalMesh(shape, float(deflection), False, MESH_ANGULAR_DEFLECTION, True)
-    nodes = [tf.nodes for tf in triangulated_faces(shape)]
+    triangulation.mesh(shape, float(deflection), MESH_ANGULAR_DEFLECTION)
+    nodes = [tf.nodes for tf in triangulation.triangulated_faces(shape)]
     points = np.unique(np.round(np.concatenate(nodes), 12), axis=0) if nodes else np.zeros((0, 3))
     if len(points) == 0:
         raise CadImportError("the tessellation has no vertices (no faces)", where=where,

@@ -76,28 +76,32 @@ not close), a :class:`UserWarning` names the joints and the size of the violatio
 Units: FreeCAD stores mm and degrees; everything is converted to m and rad.  Shapes are
 scaled to metres too.  Mass properties use ``density`` (kg/m³, default 1000, or a
 material name, or a mapping part name -> density or material name).
+
+This module interprets the assembly; the file's layers are read by :mod:`.fcstd_archive`
+(the zip, checked), :mod:`.fcstd_document` (Document.xml and placements),
+:mod:`.fcstd_shapes` (the BReps, through :mod:`cadmotion.geometry`) and
+:mod:`.fcstd_colours` (GuiDocument.xml); :mod:`.fcstd_distance` decides ``Distance`` joints.
 """
 
 from __future__ import annotations
 
 import math
 import os
-import posixpath
 import re
-import struct
-import tempfile
 import warnings
-import xml.etree.ElementTree as ET
-import zipfile
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Dict, Optional
 
 import numpy as np
 
 from ..errors import CadImportError
-from ..kernel.rotations import invert_pose, pose_matrix
+from ..kernel.rotations import invert_pose
 from ..kernel.spec import Frame, JointSpec, MechanismSpec, PartSpec
+from .fcstd_archive import MAX_COMPRESSION_RATIO, MAX_MEMBER_BYTES, MAX_TOTAL_BYTES, Archive
+from .fcstd_colours import part_color, view_colors
 from .fcstd_distance import SUPPORTED_PAIRS, map_distance_joint
+from .fcstd_document import GROUP_TYPES, MM, DocumentObject, parse_document, placement_pose
+from .fcstd_shapes import BrepShapes, element_geometry, local_shape, mass_properties
 from .materials import part_density
 from .asmt import (align_axes, joint_violations, matrix_to_quaternion, ondsel_coupler,
                    zero_joint_coordinates)
@@ -105,12 +109,6 @@ from .asmt import (align_axes, joint_violations, matrix_to_quaternion, ondsel_co
 __all__ = ["read_fcstd", "FREECAD_JOINT_TYPES", "MAX_MEMBER_BYTES", "MAX_TOTAL_BYTES",
            "MAX_COMPRESSION_RATIO"]
 
-MM = 1e-3
-MAX_MEMBER_BYTES = 512 * 2**20     #: largest single member accepted, bytes
-MAX_TOTAL_BYTES = 2 * 2**30        #: largest total uncompressed size, bytes
-MAX_MEMBERS = 200_000              #: most members in the archive
-MAX_COMPRESSION_RATIO = 200.0      #: uncompressed/compressed above this is a zip bomb ...
-_RATIO_MIN_BYTES = 2**20           #: ... for members of at least this size
 
 #: The order of FreeCAD 1.0's ``JointType`` enumeration (used when a file stores the
 #: index without the list of names).
@@ -127,7 +125,6 @@ FREECAD_JOINT_TYPES = {
     "Screw": "rack-and-pinion",
 }
 
-_GROUP_TYPES = {"App::DocumentObjectGroup", "App::DocumentObjectGroupPython"}
 _SKIP_TYPES = {"Assembly::JointGroup", "Assembly::ViewGroup", "Assembly::BomGroup",
                "Assembly::SimulationGroup", "App::Origin", "Spreadsheet::Sheet",
                "App::TextDocument", "App::VarSet"}
@@ -138,165 +135,6 @@ _DATUM_TYPES = {"App::Origin", "App::Line", "App::Plane", "App::Point", "App::Lo
 _BODY_SUBOBJECT = re.compile(
     r"^(Sketcher::|PartDesign::(Plane|Line|Point|CoordinateSystem)"
     r"|App::(Line|Plane|Point|Origin|LocalCoordinateSystem))")
-
-
-# --------------------------------------------------------------------------------------
-# the zip archive
-# --------------------------------------------------------------------------------------
-def _safe_member_name(name):
-    if not name or "\x00" in name or name.startswith(("/", "\\")) or "\\" in name:
-        return False
-    if re.match(r"^[A-Za-z]:", name):
-        return False
-    parts = name.split("/")
-    return ".." not in parts and posixpath.normpath(name) == name.rstrip("/")
-
-
-class _Archive:
-    """A checked FCStd zip: names, sizes and ratios are validated before anything is read."""
-
-    def __init__(self, path):
-        self.path = os.fspath(path)
-        self.name = os.path.basename(self.path)
-        try:
-            self.zip = zipfile.ZipFile(self.path)
-        except FileNotFoundError:
-            raise CadImportError("no such file", where=self.path) from None
-        except (zipfile.BadZipFile, OSError) as exc:
-            raise CadImportError(f"not a readable FCStd (zip) file: {exc}", where=self.path,
-                                 hint="an .FCStd file is a zip archive written by FreeCAD") from None
-        infos = self.zip.infolist()
-        if len(infos) > MAX_MEMBERS:
-            raise CadImportError(f"the archive has {len(infos)} members; more than {MAX_MEMBERS} "
-                                 "is refused", where=self.path)
-        total = 0
-        self.members = {}
-        for info in infos:
-            where = f"{self.path}: member {info.filename!r}"
-            if not _safe_member_name(info.filename):
-                raise CadImportError("unsafe member name (absolute path or '..')", where=where,
-                                     hint="the file may be malicious; FreeCAD never writes such names")
-            if info.file_size > MAX_MEMBER_BYTES:
-                raise CadImportError(f"the member would unpack to {info.file_size} bytes "
-                                     f"(limit {MAX_MEMBER_BYTES})", where=where)
-            if info.file_size >= _RATIO_MIN_BYTES and \
-                    info.file_size > MAX_COMPRESSION_RATIO * max(info.compress_size, 1):
-                raise CadImportError(
-                    f"compression ratio {info.file_size / max(info.compress_size, 1):.0f}:1 "
-                    f"exceeds {MAX_COMPRESSION_RATIO:.0f}:1 (zip bomb)", where=where)
-            total += info.file_size
-            if total > MAX_TOTAL_BYTES:
-                raise CadImportError(f"the archive would unpack to more than {MAX_TOTAL_BYTES} bytes",
-                                     where=self.path)
-            self.members[info.filename] = info
-        if "Document.xml" not in self.members:
-            raise CadImportError("the archive has no Document.xml member", where=self.path,
-                                 hint="this is not a FreeCAD document")
-
-    def read(self, member):
-        """Bytes of one member, reading no more than its declared size."""
-        info = self.members.get(member)
-        if info is None:
-            raise CadImportError(f"the member {member!r} is missing", where=self.path)
-        try:
-            with self.zip.open(info) as fh:
-                data = fh.read(info.file_size + 1)
-        except (zipfile.BadZipFile, OSError, RuntimeError, NotImplementedError) as exc:
-            raise CadImportError(f"cannot unpack: {exc}", where=f"{self.path}: member {member!r}") from None
-        if len(data) > info.file_size:
-            raise CadImportError("the member is larger than its header says",
-                                 where=f"{self.path}: member {member!r}")
-        return data
-
-    def close(self):
-        self.zip.close()
-
-
-# --------------------------------------------------------------------------------------
-# Document.xml
-# --------------------------------------------------------------------------------------
-@dataclass
-class _Obj:
-    name: str
-    type: str
-    props: Dict[str, ET.Element] = field(default_factory=dict)
-
-    def prop(self, key):
-        p = self.props.get(key)
-        return None if p is None or len(p) == 0 else p[0]
-
-    def label(self):
-        e = self.prop("Label")
-        return e.get("value") if e is not None and e.get("value") else self.name
-
-    def boolean(self, key, default=None):
-        e = self.prop(key)
-        if e is None or e.tag != "Bool":
-            return default
-        return e.get("value") == "true"
-
-    def real(self, key, default=None):
-        e = self.prop(key)
-        if e is None or e.get("value") is None:
-            return default
-        try:
-            return float(e.get("value"))
-        except ValueError:
-            return default
-
-    def link(self, key):
-        e = self.prop(key)
-        return None if e is None else (e.get("value") or e.get("name") or None)
-
-    def links(self, key):
-        e = self.prop(key)
-        return [] if e is None else [l.get("value") for l in e.iter("Link") if l.get("value")]
-
-
-def _parse_document(arc):
-    data = arc.read("Document.xml")
-    head = data[:4096].upper()
-    if b"<!DOCTYPE" in head or b"<!ENTITY" in data.upper():
-        raise CadImportError("Document.xml declares a DTD or entities, which FreeCAD never writes",
-                             where=f"{arc.path}: Document.xml", hint="the file may be malicious")
-    try:
-        root = ET.fromstring(data)
-    except ET.ParseError as exc:
-        raise CadImportError(f"Document.xml is not well-formed XML: {exc}",
-                             where=f"{arc.path}: Document.xml") from None
-    types = {}
-    objs_el = root.find("Objects")
-    if objs_el is None:
-        raise CadImportError("Document.xml has no <Objects>", where=f"{arc.path}: Document.xml")
-    for o in objs_el.findall("Object"):
-        types[o.get("name")] = o.get("type", "")
-    objects = {}
-    data_el = root.find("ObjectData")
-    for o in (data_el.findall("Object") if data_el is not None else []):
-        name = o.get("name")
-        ob = _Obj(name, types.get(name, ""))
-        props = o.find("Properties")
-        for p in (props.findall("Property") if props is not None else []):
-            ob.props[p.get("name")] = p
-        objects[name] = ob
-    for name, t in types.items():
-        objects.setdefault(name, _Obj(name, t))
-    return objects
-
-
-def _placement(el, where):
-    """4x4 pose (m) from a <PropertyPlacement Px.. Q0..Q3/> element (FreeCAD quaternion x,y,z,w)."""
-    if el is None or el.tag != "PropertyPlacement":
-        raise CadImportError("missing or malformed Placement", where=where)
-    try:
-        p = np.array([float(el.get(k)) for k in ("Px", "Py", "Pz")]) * MM
-        x, y, z, w = (float(el.get(k)) for k in ("Q0", "Q1", "Q2", "Q3"))
-    except (TypeError, ValueError):
-        raise CadImportError("malformed Placement values", where=where) from None
-    n = math.sqrt(x * x + y * y + z * z + w * w)
-    if not np.all(np.isfinite(p)) or not math.isfinite(n) or n < 1e-12:
-        raise CadImportError("a Placement is not finite or has a zero quaternion", where=where)
-    return pose_matrix(p, (w, x, y, z))
 
 
 def _to_frame(X):
@@ -310,7 +148,7 @@ def _to_frame(X):
 @dataclass
 class _Part:
     name: str            # user-facing name
-    obj: _Obj            # the object in the assembly
+    obj: DocumentObject            # the object in the assembly
     X_WP: np.ndarray     # 4x4, metres
     path: str
     fixed: bool = False
@@ -352,7 +190,7 @@ class _Document:
 
     # -- parts ------------------------------------------------------------------------
     def is_part_like(self, o):
-        if o is None or o.type in _SKIP_TYPES or o.type in _DATUM_TYPES or o.type in _GROUP_TYPES:
+        if o is None or o.type in _SKIP_TYPES or o.type in _DATUM_TYPES or o.type in GROUP_TYPES:
             return False
         if o.type in ("App::Link", "App::LinkPython"):
             return self.is_part_like(self.obj(o.link("LinkedObject")))
@@ -369,13 +207,13 @@ class _Document:
                 o = self.obj(n)
                 if o is None:
                     continue
-                if o.type in _GROUP_TYPES:
+                if o.type in GROUP_TYPES:
                     visit(o.links("Group"), prefix)
                 elif self.is_part_like(o) and n not in self.parts:
                     if o.type in ("Assembly::AssemblyObject", "Assembly::AssemblyLink"):
                         warnings.warn(f"{self.file}: the sub-assembly {o.label()!r} is taken as one "
                                       "rigid part", stacklevel=5)
-                    X = _placement(o.prop("Placement"), self.where(f"part {o.label()}"))
+                    X = placement_pose(o.prop("Placement"), self.where(f"part {o.label()}"))
                     self.parts[n] = _Part(o.label(), o, X, f"{prefix}/{n}")
                     order.append(n)
 
@@ -420,7 +258,7 @@ class _Document:
         # the moving part: the first object of the chain that is a part (groups skipped)
         k = 0
         while k < len(chain) and self.obj(chain[k]) is not None and \
-                self.obj(chain[k]).type in _GROUP_TYPES:
+                self.obj(chain[k]).type in GROUP_TYPES:
             k += 1
         if k == len(chain) or self.obj(chain[k]) is None:
             missing = chain[min(k, len(chain) - 1)]
@@ -451,7 +289,7 @@ class _Document:
             if holder is not part.obj and kind != "PartDesign::Body" and "Shape" in holder.props:
                 break
             if o.prop("Placement") is not None:
-                X = X @ _placement(o.prop("Placement"), self.where(item))
+                X = X @ placement_pose(o.prop("Placement"), self.where(item))
             holder = o
         return part, X, holder, element
 
@@ -476,7 +314,7 @@ class _Document:
         holder = self.obj(oname) or part.obj
         X = np.eye(4)
         if holder is not part.obj and holder.prop("Placement") is not None:
-            X = invert_pose(part.X_WP) @ _placement(holder.prop("Placement"), self.where(item))
+            X = invert_pose(part.X_WP) @ placement_pose(holder.prop("Placement"), self.where(item))
         el = joint.prop(f"Element{index}")
         return part, X, holder, (el.get("value") if el is not None else "")
 
@@ -504,215 +342,15 @@ def _is_active(joint):
 
 
 # --------------------------------------------------------------------------------------
-# geometry (OCP, imported lazily)
-# --------------------------------------------------------------------------------------
-class _Geometry:
-    """Loads BRep members on demand and caches shapes per member."""
-
-    def __init__(self, arc):
-        self.arc = arc
-        self.cache = {}
-
-    def brep(self, obj):
-        """The object's stored shape (document units, with its stored location), or None."""
-        p = obj.prop("Shape")
-        member = p.get("file") if p is not None else None
-        if not member:
-            return None
-        if member in self.cache:
-            return self.cache[member]
-        data = self.arc.read(member)
-        shape = None
-        if data.strip():
-            from OCP.BRep import BRep_Builder
-            from OCP.BRepTools import BRepTools
-            from OCP.TopoDS import TopoDS_Shape
-
-            shape = TopoDS_Shape()
-            fd, tmp = tempfile.mkstemp(suffix=".brp")
-            try:
-                with os.fdopen(fd, "wb") as fh:
-                    fh.write(data)
-                ok = BRepTools.Read_s(shape, tmp, BRep_Builder())
-            finally:
-                os.unlink(tmp)
-            if not ok or shape.IsNull():
-                raise CadImportError("cannot read the BRep shape",
-                                     where=f"{self.arc.path}: member {member!r}")
-        self.cache[member] = shape
-        return shape
-
-
-def _trsf(X):
-    from OCP.gp import gp_Trsf
-
-    t = gp_Trsf()
-    R, p = X[:3, :3], X[:3, 3]
-    t.SetValues(*R[0], p[0], *R[1], p[1], *R[2], p[2])
-    return t
-
-
-def _moved(shape, X):
-    """``shape`` moved by the rigid 4x4 pose X (a location, no geometry copy)."""
-    from OCP.TopLoc import TopLoc_Location
-
-    if np.array_equal(X, np.eye(4)):
-        return shape
-    return shape.Moved(TopLoc_Location(_trsf(X)))
-
-
-def _in_metres(shape):
-    """A copy of a location-free shape scaled from mm to m (geometry is rewritten)."""
-    from OCP.BRepBuilderAPI import BRepBuilderAPI_Transform
-    from OCP.gp import gp_Pnt, gp_Trsf
-
-    t = gp_Trsf()
-    t.SetScale(gp_Pnt(0, 0, 0), MM)
-    return BRepBuilderAPI_Transform(shape, t, True).Shape()
-
-
-def _location_matrix(shape):
-    t = shape.Location().Transformation()
-    X = np.eye(4)
-    X[:3, :] = [[t.Value(i, j) for j in (1, 2, 3, 4)] for i in (1, 2, 3)]
-    return X
-
-
-def _compound(shapes):
-    from OCP.BRep import BRep_Builder
-    from OCP.TopoDS import TopoDS_Compound
-
-    comp = TopoDS_Compound()
-    b = BRep_Builder()
-    b.MakeCompound(comp)
-    for s in shapes:
-        b.Add(comp, s)
-    return comp
-
-
-def _local_shape(doc, geo, obj, depth=0):
-    """Shape of ``obj`` in its own frame, in metres, or None (cached: links share it)."""
-    key = ("local", obj.name)
-    if key not in geo.cache:
-        geo.cache[key] = _make_local_shape(doc, geo, obj, depth)
-    return geo.cache[key]
-
-
-def _make_local_shape(doc, geo, obj, depth):
-    if depth > 20:
-        raise CadImportError(f"links nest deeper than 20 levels at {obj.label()!r}", where=doc.arc.path)
-    if obj.type in ("App::Link", "App::LinkPython"):
-        target = doc.obj(obj.link("LinkedObject"))
-        if target is None:
-            raise CadImportError(f"link {obj.label()!r} points to a missing object", where=doc.arc.path)
-        s = _local_shape(doc, geo, target, depth + 1)
-        if s is not None and obj.boolean("LinkTransform", False) and target.prop("Placement") is not None:
-            s = _moved(s, _placement(target.prop("Placement"), doc.where(obj.label())))
-        return s
-    if obj.type in ("App::Part", "Assembly::AssemblyObject", "Assembly::AssemblyLink") or \
-            ("Shape" not in obj.props and obj.links("Group")):
-        kids = []
-        for n in obj.links("Group"):
-            o = doc.obj(n)
-            if o is None or not doc.is_part_like(o) and o.type not in _GROUP_TYPES:
-                continue
-            s = _local_shape(doc, geo, o, depth + 1)
-            if s is not None and o.prop("Placement") is not None:
-                s = _moved(s, _placement(o.prop("Placement"), doc.where(o.label())))
-            if s is not None:
-                kids.append(s)
-        return _compound(kids) if kids else None
-    raw = geo.brep(obj)
-    if raw is None:
-        return None
-    X = np.eye(4)
-    if obj.prop("Placement") is not None:
-        X = _placement(obj.prop("Placement"), doc.where(obj.label()))
-    # The stored shape carries the placement as its location (mm): the shape in the
-    # object's frame is X^-1 L s0 with s0 the location-free shape.  Scale s0 to metres and
-    # keep the (usually identity) remainder X^-1 L as a location: exact geometry.
-    L = _location_matrix(raw)
-    L[:3, 3] *= MM
-    D = invert_pose(X) @ L
-    if np.allclose(D, np.eye(4), rtol=0.0, atol=1e-12):
-        D = np.eye(4)
-    from OCP.TopLoc import TopLoc_Location
-
-    return _moved(_in_metres(raw.Located(TopLoc_Location())), D)
-
-
-def _mass_properties(shape, density):
-    """Mass (kg), centre of mass (m) and inertia about it (kg m², shape axes) of a shape in metres."""
-    from .massprops import volume_properties
-
-    return volume_properties(shape).with_density(density)
-
-
-def _element_geometry(doc, geo, holder, element, item):
-    """(kind, radius) of a sub-element like 'Edge12': the kind is 'Point', 'Line', 'Circle',
-    'Curve', 'Plane', 'Cylinder', 'Sphere', 'Torus', 'Cone' or 'Surface' (None for the
-    whole object) and the radius (m) of a circle, cylinder or sphere (0 otherwise).
-
-    A vertex is a point whatever the shape, so it needs neither the shape nor OCP; the
-    other kinds are read from the stored BRep (OCP), which must hold the element.
-    """
-    m = re.fullmatch(r"(Vertex|Edge|Face)(\d+)", element or "")
-    if m is None:
-        return None, 0.0
-    kind, idx = m.group(1), int(m.group(2))
-    try:
-        from OCP.BRepAdaptor import BRepAdaptor_Curve, BRepAdaptor_Surface
-        from OCP.GeomAbs import GeomAbs_CurveType, GeomAbs_SurfaceType
-        from OCP.TopAbs import TopAbs_EDGE, TopAbs_FACE, TopAbs_VERTEX
-        from OCP.TopExp import TopExp
-        from OCP.TopoDS import TopoDS
-        from OCP.TopTools import TopTools_IndexedMapOfShape
-    except ImportError:
-        if kind == "Vertex":
-            return "Point", 0.0
-        raise CadImportError(f"{item}: the kind of {element} (line, circle, plane, cylinder, ...) "
-                             "decides which joint a FreeCAD Distance joint is, and reading it "
-                             "needs OCP, which is not installed", where=doc.arc.path,
-                             hint='pip install "cadmotion[cad]"') from None
-    target = doc.target(holder)
-    shape = geo.brep(target)
-    if shape is None:
-        if kind == "Vertex":
-            return "Point", 0.0
-        raise CadImportError(f"{item}: cannot find the shape holding {element}", where=doc.arc.path)
-    tmap = TopTools_IndexedMapOfShape()
-    TopExp.MapShapes_s(shape, {"Vertex": TopAbs_VERTEX, "Edge": TopAbs_EDGE, "Face": TopAbs_FACE}[kind], tmap)
-    if not 1 <= idx <= tmap.Extent():
-        raise CadImportError(f"{item}: {element} does not exist in {target.label()!r}", where=doc.arc.path)
-    sub = tmap.FindKey(idx)
-    if kind == "Vertex":
-        return "Point", 0.0
-    if kind == "Edge":
-        curve = BRepAdaptor_Curve(TopoDS.Edge_s(sub))
-        t = curve.GetType()
-        if t == GeomAbs_CurveType.GeomAbs_Circle:
-            return "Circle", curve.Circle().Radius() * MM
-        return ("Line" if t == GeomAbs_CurveType.GeomAbs_Line else "Curve"), 0.0
-    surf = BRepAdaptor_Surface(TopoDS.Face_s(sub))
-    t = surf.GetType()
-    if t == GeomAbs_SurfaceType.GeomAbs_Cylinder:
-        return "Cylinder", surf.Cylinder().Radius() * MM
-    if t == GeomAbs_SurfaceType.GeomAbs_Sphere:
-        return "Sphere", surf.Sphere().Radius() * MM
-    return {GeomAbs_SurfaceType.GeomAbs_Plane: "Plane", GeomAbs_SurfaceType.GeomAbs_Torus: "Torus",
-            GeomAbs_SurfaceType.GeomAbs_Cone: "Cone"}.get(t, "Surface"), 0.0
-
-
-# --------------------------------------------------------------------------------------
 # public API
 # --------------------------------------------------------------------------------------
 
 
 def _ocp_installed(path):
     """True when OCP can be imported; else a warning that the shapes are left out."""
-    try:
-        import OCP  # noqa: F401
-    except ImportError:
+    from ..geometry import ocp_available
+
+    if not ocp_available():
         warnings.warn(f"{path}: OCP is not installed, the parts are read without their shapes (no mass "
                       f"properties; placeholders in the views); for them: pip install \"cadmotion[cad]\"",
                       stacklevel=3)
@@ -766,115 +404,18 @@ def read_fcstd(path, *, include_deactivated=False, geometry=None, density=1000.0
         raise ValueError("unconnected must be 'fix' or 'free'")
     if geometry is None:
         geometry = _ocp_installed(path)
-    arc = _Archive(path)
+    arc = Archive(path)
     try:
         return _read(arc, include_deactivated, geometry, density, assembly, unconnected)
     finally:
         arc.close()
 
 
-# --------------------------------------------------------------------------------------
-# GuiDocument.xml: the colours FreeCAD shows
-# --------------------------------------------------------------------------------------
-def _unpack_rgb(value):
-    """sRGB (0..1) of a FreeCAD packed colour 0xRRGGBBAA (the last byte is ignored)."""
-    value = int(value) & 0xFFFFFFFF
-    return tuple(((value >> shift) & 0xFF) / 255.0 for shift in (24, 16, 8))
-
-
-def _material_list_diffuse(data, version):
-    """(sRGB, transparency) of the first entry of a PropertyMaterialList file, or None.
-
-    Layout (little-endian, FreeCAD's Base::OutputStream): version 2 and 3 start with the
-    count; older files with a signed version word (negative: the count follows). Each
-    entry: ambient, diffuse, specular, emissive packed colours (uint32), shininess and
-    transparency (float32); version 3 appends strings after all entries.
-    """
-    off = 0
-    if version not in ("2", "3"):
-        (first,) = struct.unpack_from("<i", data, 0)
-        off = 8 if first < 0 else 0
-    (count,) = struct.unpack_from("<I", data, off)
-    if count == 0:
-        return None
-    _, diffuse, _, _, _, transparency = struct.unpack_from("<4I2f", data, off + 4)
-    return _unpack_rgb(diffuse), float(transparency)
-
-
-def _view_colors(arc):
-    """Object name -> sRGBA (0..1) of its shape as FreeCAD shows it.
-
-    From ``GuiDocument.xml``: ``ShapeAppearance`` (FreeCAD 1.x, a material list in its
-    own member) or ``ShapeColor`` (0.x), with ``Transparency`` (percent). Links whose view
-    does not override the material are left out (they show their target's colour).
-    Documents saved without a GUI have no GuiDocument.xml: no colours. Colours are
-    cosmetic, so a damaged entry is skipped rather than failing the import.
-    """
-    if "GuiDocument.xml" not in arc.members:
-        return {}
-    data = arc.read("GuiDocument.xml")
-    if b"<!DOCTYPE" in data[:4096].upper() or b"<!ENTITY" in data.upper():
-        return {}
-    try:
-        root = ET.fromstring(data)
-    except ET.ParseError:
-        warnings.warn(f"{arc.name}: GuiDocument.xml is not well-formed; part colours not read", stacklevel=4)
-        return {}
-    colors = {}
-    for vp in root.iter("ViewProvider"):
-        props = {p.get("name"): p for p in vp.iter("Property")}
-        rgb, alpha = None, 1.0
-        try:
-            appearance = props.get("ShapeAppearance")
-            color = props.get("ShapeColor")
-            override = props.get("OverrideMaterial")
-            if override is not None:                    # a link's view
-                flag = override.find("Bool")
-                material = props.get("ShapeMaterial")
-                if flag is None or flag.get("value") != "true" or material is None:
-                    continue
-                el = material.find("PropertyMaterial")
-                rgb, alpha = _unpack_rgb(el.get("diffuseColor")), 1.0 - float(el.get("transparency", 0))
-            elif appearance is not None and appearance.find("MaterialList") is not None:
-                el = appearance.find("MaterialList")
-                member = el.get("file")
-                if member and member in arc.members:
-                    found = _material_list_diffuse(arc.read(member), el.get("version"))
-                    if found is not None:
-                        rgb, alpha = found[0], 1.0 - found[1]
-            elif color is not None and color.find("PropertyColor") is not None:
-                rgb = _unpack_rgb(color.find("PropertyColor").get("value"))
-                percent = props.get("Transparency")
-                if percent is not None and percent.find("Integer") is not None:
-                    alpha = 1.0 - float(percent.find("Integer").get("value")) / 100.0
-        except (ValueError, TypeError, AttributeError, struct.error):
-            continue
-        if rgb is not None:
-            colors[vp.get("name")] = tuple(rgb) + ((min(max(alpha, 0.0), 1.0),) if alpha < 1.0 else ())
-    return colors
-
-
-def _part_color(doc, colors, obj, depth=0):
-    """The colour FreeCAD shows for a part object: its own, else its link target's, else
-    (containers) that of its first coloured child; None when nothing is known."""
-    if obj is None or depth > 20:
-        return None
-    if obj.name in colors:
-        return colors[obj.name]
-    if obj.type in ("App::Link", "App::LinkPython"):
-        return _part_color(doc, colors, doc.obj(obj.link("LinkedObject")), depth + 1)
-    for child in obj.links("Group"):
-        found = _part_color(doc, colors, doc.obj(child), depth + 1)
-        if found is not None:
-            return found
-    return None
-
-
 def _read(arc, include_deactivated, geometry, density, assembly, unconnected):
-    objects = _parse_document(arc)
+    objects = parse_document(arc)
     doc = _Document(arc, objects, assembly)
     order = doc.collect_parts()
-    geo = _Geometry(arc)
+    geo = BrepShapes(arc)
 
     group = [doc.obj(n) for n in doc.assembly.links("Group")]
     jgroups = [o for o in group if o is not None and o.type == "Assembly::JointGroup"]
@@ -912,7 +453,7 @@ def _read(arc, include_deactivated, geometry, density, assembly, unconnected):
         sides = []
         for k in (1, 2):
             part, X_PH, holder, element = doc.resolve(o, k)
-            plc = _placement(o.prop(f"Placement{k}"), f"{where}, Placement{k}")
+            plc = placement_pose(o.prop(f"Placement{k}"), f"{where}, Placement{k}")
             sides.append((part, X_PH @ plc, holder, element))
         if sides[0][0] is sides[1][0]:
             raise CadImportError(f"joint {label} connects {sides[0][0].name} to itself", where=where)
@@ -958,19 +499,19 @@ def _read(arc, include_deactivated, geometry, density, assembly, unconnected):
         warnings.warn(f"{arc.name}: no part is grounded (FreeCAD would not solve this assembly)",
                       stacklevel=3)
 
-    colors = _view_colors(arc)
+    colors = view_colors(arc)
     part_specs = []
     for p in parts_all:
         mass = inertia = shape = None
         com = (0.0, 0.0, 0.0)
         if geometry and p is not doc.ground:
-            shape = _local_shape(doc, geo, p.obj)
+            shape = local_shape(doc, geo, p.obj)
             if shape is not None:
-                mass, com, inertia = _mass_properties(shape, part_density(density, p.name))
+                mass, com, inertia = mass_properties(shape, part_density(density, p.name))
         part_specs.append(PartSpec(
             name=p.name, fixed=p.fixed, position=tuple(float(v) for v in p.X_WP[:3, 3]),
             orientation=matrix_to_quaternion(p.X_WP[:3, :3]), mass=mass, com=com,
-            inertia=inertia, shape=shape, path=p.path, color=_part_color(doc, colors, p.obj),
+            inertia=inertia, shape=shape, path=p.path, color=part_color(doc, colors, p.obj),
             source=f"{arc.name}: {p.obj.label()} ({p.obj.name}, {p.obj.type})"))
     spec = MechanismSpec(parts=tuple(part_specs), joints=tuple(specs),
                          name=os.path.splitext(arc.name)[0], source=arc.path)
@@ -1016,8 +557,8 @@ def _simple_joint(doc, geo, o, jname, jtype, sides, src, where):
             params = (("angle", ang),)
     elif jtype == "Distance":
         dist = o.real("Distance", 0.0) * MM
-        k1, r1 = _element_geometry(doc, geo, h1, e1, f"joint {o.label()}")
-        k2, r2 = _element_geometry(doc, geo, h2, e2, f"joint {o.label()}")
+        k1, r1 = element_geometry(doc, geo, h1, e1, f"joint {o.label()}")
+        k2, r2 = element_geometry(doc, geo, h2, e2, f"joint {o.label()}")
         mapped = map_distance_joint(k1, r1, k2, r2, dist)
         if mapped is None:
             raise CadImportError(

@@ -7,7 +7,7 @@ becomes side 1 (marker I) and adds the radii of circles, cylinders and spheres t
 joint's ``Distance``.  This module repeats that decision on element kinds and radii alone
 (no FreeCAD, no OCP), so it is testable by itself.
 
-Element kinds (as :func:`cadmotion.importers.fcstd._element_kind` names them): vertices
+Element kinds (as :func:`cadmotion.importers.fcstd_shapes.element_geometry` names them): vertices
 ``Point``; edges ``Line``, ``Circle``, ``Curve``; faces ``Plane``, ``Cylinder``,
 ``Sphere``, ``Torus``, ``Cone``, ``Surface``.
 

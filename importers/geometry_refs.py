@@ -38,39 +38,9 @@ from dataclasses import dataclass
 from typing import Optional, Sequence, Tuple
 
 import numpy as np
-from OCP.BRepAdaptor import BRepAdaptor_Curve, BRepAdaptor_Surface
-from OCP.BRepBuilderAPI import BRepBuilderAPI_MakeVertex
-from OCP.BRepExtrema import BRepExtrema_DistShapeShape
-from OCP.GeomAbs import (
-    GeomAbs_BezierCurve,
-    GeomAbs_BezierSurface,
-    GeomAbs_BSplineCurve,
-    GeomAbs_BSplineSurface,
-    GeomAbs_Circle,
-    GeomAbs_Cone,
-    GeomAbs_Cylinder,
-    GeomAbs_Ellipse,
-    GeomAbs_Hyperbola,
-    GeomAbs_Line,
-    GeomAbs_OffsetCurve,
-    GeomAbs_OffsetSurface,
-    GeomAbs_OtherCurve,
-    GeomAbs_OtherSurface,
-    GeomAbs_Parabola,
-    GeomAbs_Plane,
-    GeomAbs_Sphere,
-    GeomAbs_SurfaceOfExtrusion,
-    GeomAbs_SurfaceOfRevolution,
-    GeomAbs_Torus,
-)
-from OCP.gp import gp_Pnt, gp_Quaternion, gp_Trsf, gp_Vec
-from OCP.TopAbs import TopAbs_EDGE, TopAbs_FACE, TopAbs_REVERSED
-from OCP.TopExp import TopExp
-from OCP.TopLoc import TopLoc_Location
-from OCP.TopoDS import TopoDS
-from OCP.TopTools import TopTools_IndexedMapOfShape
 
 from ..errors import CadImportError
+from ..geometry import analytic, distance, placements, shapes
 
 __all__ = [
     "GeometryRef",
@@ -87,31 +57,6 @@ __all__ = [
 class GeometryRefWarning(UserWarning):
     """A geometry reference was resolved, but not unambiguously."""
 
-
-_SURFACE_NAMES = {
-    GeomAbs_Plane: "plane",
-    GeomAbs_Cylinder: "cylinder",
-    GeomAbs_Cone: "cone",
-    GeomAbs_Sphere: "sphere",
-    GeomAbs_Torus: "torus",
-    GeomAbs_BezierSurface: "bezier",
-    GeomAbs_BSplineSurface: "bspline",
-    GeomAbs_SurfaceOfRevolution: "revolution",
-    GeomAbs_SurfaceOfExtrusion: "extrusion",
-    GeomAbs_OffsetSurface: "offset",
-    GeomAbs_OtherSurface: "other",
-}
-_CURVE_NAMES = {
-    GeomAbs_Line: "line",
-    GeomAbs_Circle: "circle",
-    GeomAbs_Ellipse: "ellipse",
-    GeomAbs_Hyperbola: "hyperbola",
-    GeomAbs_Parabola: "parabola",
-    GeomAbs_BezierCurve: "bezier",
-    GeomAbs_BSplineCurve: "bspline",
-    GeomAbs_OffsetCurve: "offset",
-    GeomAbs_OtherCurve: "other",
-}
 
 FACE_KINDS = ("cylinder", "cone", "revolution", "torus", "sphere", "plane")
 """Face kinds that :func:`find_geometry` can turn into an axis or a plane."""
@@ -172,31 +117,13 @@ def world_shape(part):
             "the part has no geometry", where=f"part {part.name!r}",
             hint="geometry references need a part read from a CAD file",
         )
-    w, x, y, z = part.orientation
-    trsf = gp_Trsf()
-    trsf.SetRotation(gp_Quaternion(x, y, z, w))
-    trsf.SetTranslationPart(gp_Vec(*part.position))
-    return part.shape.Moved(TopLoc_Location(trsf))
-
-
-def _map(shape, topabs):
-    shapes = TopTools_IndexedMapOfShape()
-    TopExp.MapShapes_s(shape, topabs, shapes)
-    return shapes
+    return placements.placed(part.shape, part.position, part.orientation)
 
 
 def geometry_kinds(shape) -> dict:
     """Counts of face and edge kinds of ``shape``, e.g. ``{"face": {"plane": 6}, "edge": {...}}``."""
-    faces = _map(shape, TopAbs_FACE)
-    edges = _map(shape, TopAbs_EDGE)
-    fk = Counter(
-        _SURFACE_NAMES.get(BRepAdaptor_Surface(TopoDS.Face_s(faces.FindKey(i))).GetType(), "other")
-        for i in range(1, faces.Extent() + 1)
-    )
-    ek = Counter(
-        _CURVE_NAMES.get(BRepAdaptor_Curve(TopoDS.Edge_s(edges.FindKey(i))).GetType(), "other")
-        for i in range(1, edges.Extent() + 1)
-    )
+    fk = Counter(analytic.surface_kind(face) for face in shapes.sub_shapes(shape, "face"))
+    ek = Counter(analytic.curve_kind(edge) for edge in shapes.sub_shapes(shape, "edge"))
     return {"face": dict(fk), "edge": dict(ek)}
 
 
@@ -204,54 +131,6 @@ def _describe(counts: dict) -> str:
     if not counts:
         return "none"
     return ", ".join(f"{k} x{n}" for k, n in sorted(counts.items(), key=lambda kv: -kv[1]))
-
-
-def _xyz(v) -> np.ndarray:
-    return np.array([v.X(), v.Y(), v.Z()], dtype=float)
-
-
-def _foot_on_line(p0, d, q):
-    return p0 + np.dot(q - p0, d) * d
-
-
-def _axis_of(kind, item, q):
-    """(point, direction, radius) of one face/edge ``item`` of ``kind``, see the module table."""
-    if kind in EDGE_KINDS:
-        curve = BRepAdaptor_Curve(item)
-        if kind == "circle":
-            circ = curve.Circle()
-            ax = circ.Axis()
-            return _xyz(ax.Location()), _xyz(ax.Direction()), circ.Radius()
-        line = curve.Line()
-        p0, d = _xyz(line.Location()), _xyz(line.Direction())
-        return _foot_on_line(p0, d, q), d, None
-    surf = BRepAdaptor_Surface(item)
-    if kind == "plane":
-        ax = surf.Plane().Axis()
-        p0, n = _xyz(ax.Location()), _xyz(ax.Direction())
-        if item.Orientation() == TopAbs_REVERSED:
-            n = -n
-        return q - np.dot(q - p0, n) * n, n, None
-    if kind == "cylinder":
-        cyl = surf.Cylinder()
-        ax = cyl.Axis()
-        p0, d = _xyz(ax.Location()), _xyz(ax.Direction())
-        return _foot_on_line(p0, d, q), d, cyl.Radius()
-    if kind == "cone":
-        ax = surf.Cone().Axis()
-        p0, d = _xyz(ax.Location()), _xyz(ax.Direction())
-        return _foot_on_line(p0, d, q), d, None
-    if kind == "revolution":
-        ax = surf.AxeOfRevolution()
-        p0, d = _xyz(ax.Location()), _xyz(ax.Direction())
-        return _foot_on_line(p0, d, q), d, None
-    if kind == "torus":
-        tor = surf.Torus()
-        ax = tor.Axis()
-        return _xyz(ax.Location()), _xyz(ax.Direction()), tor.MajorRadius()
-    sph = surf.Sphere()  # "sphere"
-    pos = sph.Position()
-    return _xyz(pos.Location()), _xyz(pos.Direction()), sph.Radius()
 
 
 def _check_near(near, where) -> np.ndarray:
@@ -317,33 +196,21 @@ def find_geometry(shape, kind: str, near: Sequence[float], *, entity: Optional[s
             f"{entity} = {kind!r} is not a {entity} kind", where=where,
             hint=f"use {kind_entity} = {kind!r}, or {entity} = one of " + ", ".join(valid),
         )
-    if shape is None or shape.IsNull():
+    if shapes.is_empty(shape):
         raise CadImportError("the part has no geometry", where=where,
                              hint="geometry references need a part read from a CAD file")
     q = _check_near(near, where)
 
-    if kind_entity == "face":
-        items = _map(shape, TopAbs_FACE)
-        cast, names = TopoDS.Face_s, _SURFACE_NAMES
-        type_of = lambda it: names.get(BRepAdaptor_Surface(it).GetType(), "other")  # noqa: E731
-    else:
-        items = _map(shape, TopAbs_EDGE)
-        cast, names = TopoDS.Edge_s, _CURVE_NAMES
-        type_of = lambda it: names.get(BRepAdaptor_Curve(it).GetType(), "other")  # noqa: E731
-
-    vertex = BRepBuilderAPI_MakeVertex(gp_Pnt(*q)).Vertex()
-    found = []  # (distance, index, item)
+    type_of = analytic.surface_kind if kind_entity == "face" else analytic.curve_kind
     counts: Counter = Counter()
-    for i in range(1, items.Extent() + 1):
-        item = cast(items.FindKey(i))
+    candidates = []  # (index, item) of the kind
+    for i, item in enumerate(shapes.sub_shapes(shape, kind_entity), start=1):
         t = type_of(item)
         counts[t] += 1
-        if t != kind:
-            continue
-        dist = BRepExtrema_DistShapeShape(vertex, item)
-        if not dist.IsDone():
-            continue
-        found.append((dist.Value(), i, item))
+        if t == kind:
+            candidates.append((i, item))
+    found = [(d, i, item) for d, (i, item) in zip(distance.point_distances(q, [it for _, it in candidates]),
+                                                   candidates) if d is not None]  # (distance, index, item)
     if not found:
         raise CadImportError(
             f"the part has no {kind} {kind_entity}; its {kind_entity}s are: {_describe(counts)}",
@@ -352,13 +219,13 @@ def find_geometry(shape, kind: str, near: Sequence[float], *, entity: Optional[s
             "or give the axis as numbers",
         )
     found.sort(key=lambda f: (f[0], f[1]))
-    distance, index, item = found[0]
-    point, direction, radius = _axis_of(kind, item, q)
+    nearest, index, item = found[0]
+    point, direction, radius = analytic.axis_of(kind, item, q)
     direction = direction / np.linalg.norm(direction) + 0.0  # (+ 0.0 turns -0.0 into 0.0)
     for d2, i2, item2 in found[1:]:
-        if d2 - distance > _AMBIGUOUS_TOL:
+        if d2 - nearest > _AMBIGUOUS_TOL:
             break
-        p2, dir2, _ = _axis_of(kind, item2, q)
+        p2, dir2, _ = analytic.axis_of(kind, item2, q)
         same_line = (abs(abs(np.dot(dir2, direction)) - 1.0) < 1e-9
                      and np.linalg.norm(np.cross(p2 - point, direction)) < 1e-9)
         if kind == "plane":
@@ -370,7 +237,7 @@ def find_geometry(shape, kind: str, near: Sequence[float], *, entity: Optional[s
                 GeometryRefWarning, stacklevel=2,
             )
             break
-    return GeometryRef(kind, kind_entity, index, point, direction, radius, float(distance))
+    return GeometryRef(kind, kind_entity, index, point, direction, radius, float(nearest))
 
 
 def resolve_axis(shape_in_world, kind: str, near: Sequence[float], *,
@@ -413,19 +280,9 @@ def face_outline(shape, near: Sequence[float], samples: int = 720, *, part: str 
     planar face of ``shape`` nearest to ``near`` (same frame and unit as ``shape``): a cam's
     outline taken from its side face. The face is picked as :func:`find_geometry` picks a
     ``plane``; the points run once around without repeating the first."""
-    from OCP.BRepAdaptor import BRepAdaptor_CompCurve
-    from OCP.BRepTools import BRepTools
-    from OCP.GCPnts import GCPnts_UniformAbscissa
-
     ref = find_geometry(shape, "plane", near, entity="face", part=part)
-    face = TopoDS.Face_s(_map(shape, TopAbs_FACE).FindKey(ref.index))
-    curve = BRepAdaptor_CompCurve(BRepTools.OuterWire_s(face))
-    spacing = GCPnts_UniformAbscissa(curve, int(samples) + 1)
-    if not spacing.IsDone():
+    pts = analytic.outer_boundary_points(shapes.sub_shape(shape, "face", ref.index), samples)
+    if pts is None:
         raise CadImportError("OCCT could not sample the face's outer boundary", where=f"part {part!r}",
                              hint="give the profile as points, profile = [[x, y, z], ...]")
-    pts = []
-    for i in range(1, spacing.NbPoints()):  # the last point closes the loop onto the first
-        p = curve.Value(spacing.Parameter(i))
-        pts.append((p.X(), p.Y(), p.Z()))
-    return np.array(pts)
+    return pts

@@ -56,36 +56,20 @@ from types import MappingProxyType
 from typing import Dict, List, Mapping, Optional, Tuple
 
 from ..errors import CadImportError
+from ..geometry import ocp_import_error, placements, xcaf
+from ..geometry.mass_properties import MassProperties, volume_properties
+from ..geometry.shapes import count_loose_faces
+from ..kernel.spec import MechanismSpec, PartSpec
+from .materials import density_of
+from .part_names import clean_name, uniquify
 
 #: what to install for STEP files: OCP (OpenCascade) comes with the ``cad`` extra (cadquery)
 CAD_EXTRA_HINT = 'install the CAD extra: pip install "cadmotion[cad]" (cadquery and OCP, ~1.8 GB)'
 
-try:
-    from OCP.BRepBuilderAPI import BRepBuilderAPI_Transform
-    from OCP.gp import gp_Trsf
-    from OCP.IFSelect import IFSelect_RetDone
-    from OCP.Quantity import Quantity_ColorRGBA, Quantity_TOC_sRGB
-    from OCP.STEPCAFControl import STEPCAFControl_Reader
-    from OCP.TCollection import TCollection_AsciiString, TCollection_ExtendedString
-    from OCP.TColStd import TColStd_SequenceOfAsciiString
-    from OCP.TDataStd import TDataStd_Name
-    from OCP.TDF import TDF_Label, TDF_LabelSequence, TDF_Tool
-    from OCP.TDocStd import TDocStd_Document
-    from OCP.XCAFDoc import (
-        XCAFDoc_ColorGen,
-        XCAFDoc_ColorSurf,
-        XCAFDoc_ColorTool,
-        XCAFDoc_DocumentTool,
-        XCAFDoc_ShapeTool,
-    )
-except ImportError as _exc:                 # cadmotion installed without the cad extra
+_exc = ocp_import_error()
+if _exc is not None:                        # cadmotion installed without the cad extra
     raise CadImportError(f"reading STEP files (.step/.stp) needs OCP, which is not installed ({_exc})",
                          hint=CAD_EXTRA_HINT) from _exc
-
-from ..kernel.spec import MechanismSpec, PartSpec
-from .massprops import MassProperties, count_loose_faces, volume_properties
-from .materials import density_of
-from .part_names import clean_name, uniquify
 
 __all__ = ["read_step", "read_step_model", "StepAssembly", "StepImportWarning", "LENGTH_UNITS"]
 
@@ -118,9 +102,6 @@ LENGTH_UNITS: Mapping[str, Tuple[str, float]] = MappingProxyType(
     }
 )
 """Length unit names as OCCT reports them (lower-cased) -> (abbreviation, metres per unit)."""
-
-_RIGID_TOL = 1e-9
-
 
 @dataclass(frozen=True)
 class StepAssembly:
@@ -236,59 +217,13 @@ def _check_step_file(path: Path) -> None:
         )
 
 
-# --------------------------------------------------------------------------- XCAF helpers
+# --------------------------------------------------------------------------- units
 
 
-def _label_name(label: TDF_Label) -> Optional[str]:
-    # ask IsAttribute first: FindAttribute on a label without the attribute segfaulted
-    # in OCP 7.9 once another XCAF document had been built in the process (cadquery's toCAF)
-    if not label.IsAttribute(TDataStd_Name.GetID_s()):
-        return None
-    attr = TDataStd_Name()
-    if label.FindAttribute(TDataStd_Name.GetID_s(), attr):
-        return attr.Get().ToExtString()
-    return None
-
-
-def _entry(label: TDF_Label) -> str:
-    s = TCollection_AsciiString()
-    TDF_Tool.Entry_s(label, s)
-    return s.ToCString()
-
-
-def _color_tuple(c: Quantity_ColorRGBA) -> Tuple[float, ...]:
-    r, g, b = c.GetRGB().Values(Quantity_TOC_sRGB)
-    rgb = tuple(round(min(max(v, 0.0), 1.0), 6) for v in (r, g, b))
-    alpha = round(c.Alpha(), 6)
-    return rgb if alpha >= 1.0 else rgb + (alpha,)
-
-
-def _label_color(label: TDF_Label) -> Optional[Tuple[float, ...]]:
-    for ctype in (XCAFDoc_ColorSurf, XCAFDoc_ColorGen):
-        c = Quantity_ColorRGBA()
-        if XCAFDoc_ColorTool.GetColor_s(label, ctype, c):
-            return _color_tuple(c)
-    return None
-
-
-def _subshape_color(label: TDF_Label) -> Optional[Tuple[float, ...]]:
-    subs = TDF_LabelSequence()
-    XCAFDoc_ShapeTool.GetSubShapes_s(label, subs)
-    for i in range(1, subs.Length() + 1):
-        color = _label_color(subs.Value(i))
-        if color is not None:
-            return color
-    return None
-
-
-def _length_unit(reader: STEPCAFControl_Reader) -> Tuple[str, Optional[float]]:
-    lengths = TColStd_SequenceOfAsciiString()
-    angles = TColStd_SequenceOfAsciiString()
-    solid_angles = TColStd_SequenceOfAsciiString()
-    reader.ChangeReader().FileUnits(lengths, angles, solid_angles)
-    if lengths.Length() == 0:
+def _length_unit(name: Optional[str]) -> Tuple[str, Optional[float]]:
+    """(abbreviation, metres per unit) of a length unit as OCCT names it (None: not declared)."""
+    if name is None:
         return "unknown", None
-    name = lengths.Value(1).ToCString().strip().lower()
     if name in LENGTH_UNITS:
         return LENGTH_UNITS[name]
     return name or "unknown", None
@@ -303,69 +238,45 @@ class _Instance:
 
     raw_name: str
     segments: Tuple[str, ...]
-    comp: Optional[TDF_Label]  # None for a top-level part without an instance
-    ref: TDF_Label
-    trsf: gp_Trsf
-    ancestors: Tuple[TDF_Label, ...]  # enclosing instance and product labels, nearest first
+    comp: Optional[object]  # XCAF label; None for a top-level part without an instance
+    ref: object  # the product's XCAF label
+    trsf: object  # gp_Trsf, X_WP
+    ancestors: Tuple[object, ...]  # enclosing instance and product labels, nearest first
     key: str = ""  # product key, set once the product is known
 
 
 def _walk(label, trsf, segments, ancestors, out, problems, where):
-    comps = TDF_LabelSequence()
-    XCAFDoc_ShapeTool.GetComponents_s(label, comps)
     items = []
-    for i in range(1, comps.Length() + 1):
-        comp = comps.Value(i)
-        ref = TDF_Label()
-        if not XCAFDoc_ShapeTool.GetReferredShape_s(comp, ref):
-            problems.append(f"{where}: instance {_label_name(comp)!r} refers to no product; skipped")
+    for comp, ref in xcaf.components(label):
+        if ref is None:
+            problems.append(f"{where}: instance {xcaf.label_name(comp)!r} refers to no product; skipped")
             continue
-        name = (clean_name(_label_name(comp)) or clean_name(_label_name(ref))
-                or ("assembly" if XCAFDoc_ShapeTool.IsAssembly_s(ref) else "part"))
+        name = (clean_name(xcaf.label_name(comp)) or clean_name(xcaf.label_name(ref))
+                or ("assembly" if xcaf.is_assembly(ref) else "part"))
         items.append((comp, ref, name))
     for (comp, ref, name), seg in zip(items, uniquify([n for _, _, n in items])):
-        child = trsf.Multiplied(XCAFDoc_ShapeTool.GetLocation_s(comp).Transformation())
-        if XCAFDoc_ShapeTool.IsAssembly_s(ref):
+        child = placements.compose(trsf, xcaf.component_trsf(comp))
+        if xcaf.is_assembly(ref):
             _walk(ref, child, segments + (seg,), (comp, ref) + ancestors, out, problems, where)
         else:
             out.append(_Instance(name, segments + (seg,), comp, ref, child, ancestors))
 
 
-def _collect_instances(shape_tool, where, problems) -> Tuple[List[_Instance], str]:
-    roots = TDF_LabelSequence()
-    shape_tool.GetFreeShapes(roots)
-    if roots.Length() == 0:
+def _collect_instances(doc, where, problems) -> Tuple[List[_Instance], str]:
+    root_labels = xcaf.free_shapes(doc)
+    if not root_labels:
         raise CadImportError("the STEP file holds no shape", where=where,
                              hint="export the assembly with its geometry (solids)")
-    root_labels = [roots.Value(i) for i in range(1, roots.Length() + 1)]
-    root_names = uniquify([clean_name(_label_name(lb)) or "model" for lb in root_labels])
+    root_names = uniquify([clean_name(xcaf.label_name(lb)) or "model" for lb in root_labels])
     several = len(root_labels) > 1
     out: List[_Instance] = []
     for label, rname in zip(root_labels, root_names):
         prefix = (rname,) if several else ()
-        if XCAFDoc_ShapeTool.IsAssembly_s(label):
-            _walk(label, gp_Trsf(), prefix, (label,), out, problems, where)
+        if xcaf.is_assembly(label):
+            _walk(label, placements.identity_trsf(), prefix, (label,), out, problems, where)
         else:  # a single part at the top level
-            out.append(_Instance(rname, prefix or (rname,), None, label, gp_Trsf(), ()))
+            out.append(_Instance(rname, prefix or (rname,), None, label, placements.identity_trsf(), ()))
     return out, root_names[0]
-
-
-# --------------------------------------------------------------------------- placements
-
-
-def _is_rigid(trsf: gp_Trsf) -> bool:
-    return abs(trsf.ScaleFactor() - 1.0) <= _RIGID_TOL and not trsf.IsNegative()
-
-
-def _pose(trsf: gp_Trsf):
-    t = trsf.TranslationPart()
-    q = trsf.GetRotation()
-    w, x, y, z = q.W(), q.X(), q.Y(), q.Z()
-    n = math.sqrt(w * w + x * x + y * y + z * z)
-    w, x, y, z = (v / n for v in (w, x, y, z))
-    if w < 0.0:
-        w, x, y, z = -w, -x, -y, -z
-    return (t.X(), t.Y(), t.Z()), (w, x, y, z)
 
 
 # --------------------------------------------------------------------------- densities
@@ -428,67 +339,6 @@ def _resolve_densities(insts, names, product_names, default_density, densities, 
 # --------------------------------------------------------------------------- reader
 
 
-def _parse_fails(reader: STEPCAFControl_Reader) -> List[str]:
-    """The messages of the parser's global check (syntax errors, unresolved references)."""
-    check = reader.ChangeReader().WS().Model().GlobalCheck()
-    out = []
-    for i in range(1, check.NbFails() + 1):
-        message = check.CFail(i)
-        out.append(message if isinstance(message, str) else message.ToCString())
-    return out
-
-
-def _read_document(path: Path, problems: List[str]):
-    """Parse and translate ``path`` into an XCAF document in metres; returns (doc, unit)."""
-    where = str(path)
-    reader = STEPCAFControl_Reader()
-    reader.SetNameMode(True)
-    reader.SetColorMode(True)
-    for off in ("SetLayerMode", "SetPropsMode", "SetGDTMode", "SetMatMode", "SetViewMode",
-                "SetSHUOMode"):
-        getattr(reader, off)(False)
-    try:
-        status = reader.ReadFile(str(path))
-    except Exception as exc:  # OCCT's Standard_Failure, surfaced by OCP
-        raise CadImportError(f"the STEP parser failed: {exc}", where=where,
-                             hint="check that the file is a complete, valid STEP file") from exc
-    if status != IFSelect_RetDone:
-        raise CadImportError(
-            f"the STEP parser could not read the file (status {status.name})", where=where,
-            hint="check that the file is a complete, valid STEP file; "
-            "re-export it from the CAD system",
-        )
-    fails = _parse_fails(reader)
-    unresolved = [m for m in fails if "unresolved reference" in m.lower()]
-    if unresolved:
-        raise CadImportError(
-            f"the STEP file is incomplete: {len(unresolved)} reference(s) to entities that are "
-            f"not in the file (first: {unresolved[0]})", where=where,
-            hint="the file was probably cut short or edited by hand; export it again",
-        )
-    if fails:
-        problems.append(f"{where}: the STEP parser reported {len(fails)} problem(s), "
-                        f"first: {fails[0]}")
-    if reader.NbRootsForTransfer() == 0:
-        raise CadImportError("the STEP file holds no product with a shape", where=where,
-                             hint="export the assembly with its geometry (solids)")
-    unit = _length_unit(reader)
-    doc = TDocStd_Document(TCollection_ExtendedString("XmlXCAF"))
-    # Target length unit of the transfer: 1.0 = metres. STEPCAFControl_Reader reads it
-    # from the document (prepareUnits) and only falls back to xstep.cascade.unit when
-    # the document has none, so no process-wide setting is touched.
-    XCAFDoc_DocumentTool.SetLengthUnit_s(doc, 1.0)
-    try:
-        ok = reader.Transfer(doc)
-    except Exception as exc:
-        raise CadImportError(f"the STEP translation failed: {exc}", where=where,
-                             hint="check the file in a CAD viewer and re-export it") from exc
-    if not ok:
-        raise CadImportError("the STEP file could not be translated into shapes", where=where,
-                             hint="check the file in a CAD viewer and re-export it")
-    return doc, unit
-
-
 @dataclass
 class _Product:
     key: str
@@ -546,9 +396,9 @@ def read_step(
     where = str(path)
     _check_step_file(path)
     problems: List[str] = []
-    doc, (unit, unit_scale) = _read_document(path, problems)
-    shape_tool = XCAFDoc_DocumentTool.ShapeTool_s(doc.Main())
-    insts, top_name = _collect_instances(shape_tool, where, problems)
+    doc, unit_name = xcaf.read_step_document(path, problems)
+    unit, unit_scale = _length_unit(unit_name)
+    insts, top_name = _collect_instances(doc, where, problems)
     if not insts:
         raise CadImportError("the STEP file holds no part", where=where,
                              hint="export the assembly with its parts' geometry")
@@ -557,24 +407,23 @@ def read_step(
     # one shape and one set of geometric mass properties per product
     products: Dict[str, _Product] = {}
     for inst, name in zip(insts, names):
-        key = _entry(inst.ref)
-        if not _is_rigid(inst.trsf):
+        key = xcaf.label_entry(inst.ref)
+        if not placements.is_rigid(inst.trsf):
             problems.append(
                 f"{where}: part {name!r} is placed by a mirror or scaling; its geometry is "
                 "moved into the assembly frame and its placement set to the identity"
             )
             key = f"{key}@{'/'.join(inst.segments)}"
-            base = XCAFDoc_ShapeTool.GetShape_s(inst.ref)
-            shape = BRepBuilderAPI_Transform(base, inst.trsf, True).Shape()
-            inst.trsf = gp_Trsf()
+            shape = placements.transformed(xcaf.label_shape(inst.ref), inst.trsf)
+            inst.trsf = placements.identity_trsf()
         else:
             shape = None
         inst.key = key
         if key in products:
             continue
         if shape is None:
-            shape = XCAFDoc_ShapeTool.GetShape_s(inst.ref)
-        pname = clean_name(_label_name(inst.ref)) or name
+            shape = xcaf.label_shape(inst.ref)
+        pname = clean_name(xcaf.label_name(inst.ref)) or name
         props = volume_properties(shape)
         if props.is_empty:
             problems.append(
@@ -606,16 +455,16 @@ def read_step(
         product = products[inst.key]
         color = None
         if inst.comp is not None:
-            color = _label_color(inst.comp)
+            color = xcaf.label_color(inst.comp)
         if color is None:
-            color = _label_color(inst.ref)
+            color = xcaf.label_color(inst.ref)
         if color is None:
-            color = _subshape_color(inst.ref)
+            color = xcaf.subshape_color(inst.ref)
         for label in inst.ancestors:
             if color is not None:
                 break
-            color = _label_color(label)
-        position, orientation = _pose(inst.trsf)
+            color = xcaf.label_color(label)
+        position, orientation = placements.pose_of_trsf(inst.trsf)
         mass, com, inertia = product.props.with_density(rho)
         part_path = "/".join(inst.segments)
         parts.append(

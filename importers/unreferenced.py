@@ -60,24 +60,18 @@ def _placed_shape(part):
     """The part's shape at its initial pose (assembly frame), or None."""
     if part.shape is None:
         return None
-    from OCP.gp import gp_Trsf
-    from OCP.TopLoc import TopLoc_Location
+    from ..geometry.placements import placed
 
-    R = unit_quat_to_matrix(part.orientation)
-    p = np.asarray(part.position, float)
-    trsf = gp_Trsf()
-    trsf.SetValues(*(float(v) for v in np.column_stack([R, p]).ravel()))
-    return part.shape.Moved(TopLoc_Location(trsf))
+    return placed(part.shape, part.position, part.orientation)
 
 
 def _distance(a, b):
     """Exact distance between two placed shapes (m; 0 when they touch), infinite if unknown."""
     if a is None or b is None:
         return np.inf
-    from OCP.BRepExtrema import BRepExtrema_DistShapeShape
+    from ..geometry.distance import distance
 
-    ext = BRepExtrema_DistShapeShape(a, b)
-    return float(ext.Value()) if ext.IsDone() else np.inf
+    return distance(a, b)
 
 
 def _weld_joint(name, target, part):

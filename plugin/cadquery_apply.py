@@ -53,28 +53,18 @@ __all__ = ["apply_motion", "location_from_matrix", "matrix_from_location"]
 def location_from_matrix(X):
     """A ``cq.Location`` from a 4x4 homogeneous matrix (rotation orthonormalised)."""
     import cadquery as cq
-    from OCP.gp import gp_Mat, gp_Quaternion, gp_Trsf, gp_Vec
+
+    from ..geometry.placements import orthonormalised, rotation_trsf
 
     X = np.asarray(X, dtype=float)
-    U, _, Vt = np.linalg.svd(X[:3, :3])           # nearest rotation, so OCCT accepts it
-    R = U @ Vt
-    if np.linalg.det(R) < 0:
-        U[:, -1] *= -1
-        R = U @ Vt
-    T = gp_Trsf()
-    T.SetRotation(gp_Quaternion(gp_Mat(*R.ravel().tolist())))
-    T.SetTranslationPart(gp_Vec(*X[:3, 3].tolist()))
-    return cq.Location(T)
+    return cq.Location(rotation_trsf(orthonormalised(X[:3, :3]), X[:3, 3]))
 
 
 def matrix_from_location(loc):
     """The 4x4 homogeneous matrix of a ``cq.Location``."""
-    T = loc.wrapped.Transformation()
-    X = np.eye(4)
-    for i in range(3):
-        for j in range(4):
-            X[i, j] = T.Value(i + 1, j + 1)
-    return X
+    from ..geometry.placements import matrix_of_location
+
+    return matrix_of_location(loc.wrapped)
 
 
 def _path(node, root):

@@ -17,47 +17,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..geometry import distance, placements, shapes
 from ..importers.contact_shapes import face_primitive
 
 __all__ = ["propose_contacts", "fitted_primitive"]
 
 
-def _part_shape_at(part, X):
-    """``part``'s shape moved to the pose X (4x4, m): the geometry in the assembly frame."""
-    from OCP.TopLoc import TopLoc_Location
-
-    from .interference.geometry import trsf
-
-    return part.shape.Moved(TopLoc_Location(trsf(X[:3, :3], X[:3, 3])))
-
-
 def _bounding_box(shape):
     """(edge lengths (3,), centre (3,)) of the exact box of ``shape`` in its own frame (m)."""
-    from OCP.Bnd import Bnd_Box
-    from OCP.BRepBndLib import BRepBndLib
-
-    box = Bnd_Box()
-    BRepBndLib.AddOptimal_s(shape, box, False, False)
-    x0, y0, z0, x1, y1, z1 = box.Get()
-    lo, hi = np.array([x0, y0, z0]), np.array([x1, y1, z1])
+    lo, hi = shapes.bounding_box(shape)
     return hi - lo, 0.5 * (hi + lo)
-
-
-def _faces_at(shape, support):
-    """The faces of ``shape`` a closest point lies on: the support itself when it is a face,
-    else the faces around the support edge or vertex."""
-    from OCP.TopAbs import TopAbs_FACE
-    from OCP.TopExp import TopExp
-    from OCP.TopoDS import TopoDS
-    from OCP.TopTools import TopTools_IndexedDataMapOfShapeListOfShape
-
-    if support.ShapeType() == TopAbs_FACE:
-        return [TopoDS.Face_s(support)]
-    around = TopTools_IndexedDataMapOfShapeListOfShape()
-    TopExp.MapShapesAndAncestors_s(shape, support.ShapeType(), TopAbs_FACE, around)
-    if not around.Contains(support):
-        return []
-    return [TopoDS.Face_s(f) for f in around.FindFromKey(support)]
 
 
 def fitted_primitive(part, X, shape, support, point, towards):
@@ -67,7 +36,7 @@ def fitted_primitive(part, X, shape, support, point, towards):
     ``towards``), else the part's bounding box; ``(kind, numbers in the part frame, m)``."""
     R, p = X[:3, :3], X[:3, 3]
     best, score = None, -np.inf
-    for face in _faces_at(shape, support):
+    for face in shapes.faces_around(shape, support):
         fitted = face_primitive(face, R, p, point)
         if fitted is None:
             continue
@@ -105,8 +74,6 @@ def propose_contacts(motion, spec, pairs, scale=1.0):
     ``scale`` is the model file's unit in metres (1e-3 for mm); the tables are written in it.
     Parts without geometry, or whose closest points OCCT cannot find, get a comment saying so.
     """
-    from OCP.BRepExtrema import BRepExtrema_DistShapeShape
-
     from ..kernel.dynamics.contacts import UNILATERAL_PAIRS
 
     parts = {p.name: p for p in spec.parts}
@@ -117,17 +84,16 @@ def propose_contacts(motion, spec, pairs, scale=1.0):
             blocks.append(f"# {a} / {b}: no CAD geometry to fit a contact shape to")
             continue
         Xa, Xb = motion.pose(a, t), motion.pose(b, t)
-        sa, sb = _part_shape_at(pa, Xa), _part_shape_at(pb, Xb)
-        dss = BRepExtrema_DistShapeShape(sa, sb)
-        if not dss.IsDone() or dss.NbSolution() < 1:
+        sa, sb = placements.moved(pa.shape, Xa), placements.moved(pb.shape, Xb)
+        solutions = distance.closest_points(sa, sb)
+        if not solutions:
             blocks.append(f"# {a} / {b}: OCCT found no closest points at t = {t:.6g} s")
             continue
-        k = _most_faces(dss)
-        p1, p2 = dss.PointOnShape1(k), dss.PointOnShape2(k)
-        point = 0.5 * (np.array([p1.X(), p1.Y(), p1.Z()]) + np.array([p2.X(), p2.Y(), p2.Z()]))
+        best = _most_faces(solutions)
+        point = 0.5 * (best.point_a + best.point_b)
         ca, cb = (X[:3, :3] @ _bounding_box(q.shape)[1] + X[:3, 3] for X, q in ((Xa, pa), (Xb, pb)))
-        ka, na = fitted_primitive(pa, Xa, sa, dss.SupportOnShape1(k), point, _unit(cb - ca))
-        kb, nb = fitted_primitive(pb, Xb, sb, dss.SupportOnShape2(k), point, _unit(ca - cb))
+        ka, na = fitted_primitive(pa, Xa, sa, best.support_a, point, _unit(cb - ca))
+        kb, nb = fitted_primitive(pb, Xb, sb, best.support_b, point, _unit(ca - cb))
         if sorted((ka, kb)) not in UNILATERAL_PAIRS and "plane" not in (ka, kb):
             # no plane on either side: the part touched on a face is, locally, its tangent plane
             if ka == "box":
@@ -148,13 +114,10 @@ def propose_contacts(motion, spec, pairs, scale=1.0):
     return "\n\n".join(blocks)
 
 
-def _most_faces(dss):
-    """The 1-based index of the closest-point solution that lies on faces most (faces fit best)."""
-    from OCP.TopAbs import TopAbs_FACE
-
-    count = [(dss.SupportOnShape1(i).ShapeType() == TopAbs_FACE) + (dss.SupportOnShape2(i).ShapeType() == TopAbs_FACE)
-             for i in range(1, dss.NbSolution() + 1)]
-    return 1 + int(np.argmax(count))
+def _most_faces(solutions):
+    """The closest-point solution that lies on faces most (faces fit best); the first of a tie."""
+    count = [shapes.is_face(s.support_a) + shapes.is_face(s.support_b) for s in solutions]
+    return solutions[int(np.argmax(count))]
 
 
 def _unit(v):

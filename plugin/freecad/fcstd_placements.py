@@ -28,7 +28,6 @@ given in (its container, or the assembly for Assembly-workbench parts) — the f
 
 from __future__ import annotations
 
-import io
 import math
 import re
 import zipfile
@@ -124,40 +123,27 @@ def _unescape(s):
 
 def _relocate_brep(data, X_old, X_new, where):
     """BRep text with its top-level location changed by X_new · X_old^-1 (poses in metres)."""
-    try:
-        from OCP.BRep import BRep_Builder
-        from OCP.BRepTools import BRepTools
-        from OCP.gp import gp_Trsf
-        from OCP.TopLoc import TopLoc_Location
-        from OCP.TopoDS import TopoDS_Shape
-        from OCP.TopTools import TopTools_FormatVersion
-    except ImportError:
+    from ...geometry import brep, ocp_available, placements
+
+    if not ocp_available():
         raise OutputError("rewriting the shapes inside an .FCStd needs OCP (cadquery's OpenCASCADE "
-                          "bindings)", where=where, hint="pip install cadquery-ocp (or cadquery)") from None
-    shape = TopoDS_Shape()
-    BRepTools.Read_s(shape, io.BytesIO(data), BRep_Builder())
-    if shape.IsNull():
+                          "bindings)", where=where, hint="pip install cadquery-ocp (or cadquery)")
+    shape = brep.read_brep(data)
+    if shape is None:
         raise OutputError("cannot read the BRep shape", where=where)
     D = X_new @ np.linalg.inv(X_old)
     D[:3, 3] /= MM          # the BRep is in mm
-    old = shape.Location().Transformation()
-    L = np.array([[old.Value(r, c) for c in range(1, 5)] for r in range(1, 4)] + [[0, 0, 0, 1]], float)
-    L = D @ L               # one location, not a chain: what FreeCAD reads back as the placement
+    L = D @ placements.location_matrix(shape)   # one location, not a chain: what FreeCAD reads back as the placement
     R, T = np.linalg.qr(L[:3, :3])
     R = R * np.sign(np.diag(T))          # re-orthonormalised, the columns keep their senses
-    t = gp_Trsf()
-    t.SetValues(*R[0], L[0, 3], *R[1], L[1, 3], *R[2], L[2, 3])
-    shape.Location(TopLoc_Location(t))
-    out = io.BytesIO()
-    BRepTools.Write_s(shape, out, False, False, TopTools_FormatVersion.TopTools_FormatVersion_VERSION_1)
-    return out.getvalue()
+    return brep.write_brep(placements.located(shape, placements.location(R, L[:3, 3])))
 
 
 def read_placements(path):
     """Object name -> Placement pose (4x4, m) of every object with a Placement in the file."""
-    from ...importers.fcstd import _Archive
+    from ...importers.fcstd_archive import Archive
 
-    arc = _Archive(path)
+    arc = Archive(path)
     try:
         text = arc.read("Document.xml").decode("utf-8")
     finally:
@@ -194,14 +180,14 @@ def write_placements(src, dst, placements, *, in_place=False):
     CadImportError
         ``src`` is not a readable FCStd file.
     """
-    from ...importers.fcstd import _Archive
+    from ...importers.fcstd_archive import Archive
     from ..writers.atomic import atomic_path
 
     src, dst = Path(src), Path(dst)
     if src.resolve() == dst.resolve() and not in_place:
         raise OutputError("the output would overwrite the input", where=str(dst),
                           hint="write to another file, or pass in_place=True")
-    arc = _Archive(src)
+    arc = Archive(src)
     try:
         text = arc.read("Document.xml").decode("utf-8")
         labels = _names_and_labels(text)

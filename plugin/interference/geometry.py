@@ -1,13 +1,12 @@
 """One distinct part shape prepared for the interference check, in its part frame (m):
-exact box, triangulation with chord errors, BVH, solid classifier and exact distance (OCCT)."""
+exact box, triangulation with chord errors, BVH, solid classifier and exact distance (the OCCT
+side in :mod:`cadmotion.geometry`)."""
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from ..writers.step_frames import as_compound
+from ...geometry import analytic, distance, placements, shapes, triangulation
 from .mesh import bvh_build, node_delta
 
 #: factor on the chord error BRepMesh reports for a face, to bound the mesh-to-surface distance
@@ -24,15 +23,8 @@ class NoGeometry(Exception):
     """A part without usable geometry (no shape, an empty box or no triangles): its pairs are skipped."""
 
 
-def trsf(R, p):
-    """An OCCT ``gp_Trsf`` of the rigid motion x -> R x + p (R (3, 3), p (3,) in metres)."""
-    from OCP.gp import gp_Trsf
-
-    T = gp_Trsf()
-    T.SetValues(R[0, 0], R[0, 1], R[0, 2], p[0],
-                R[1, 0], R[1, 1], R[1, 2], p[1],
-                R[2, 0], R[2, 1], R[2, 2], p[2])
-    return T
+#: an OCCT ``gp_Trsf`` of the rigid motion x -> R x + p (R (3, 3), p (3,) in metres)
+trsf = placements.trsf
 
 
 class Geometry:
@@ -46,21 +38,14 @@ class Geometry:
     """
 
     def __init__(self, shape):
-        from OCP.Bnd import Bnd_Box
-        from OCP.BRepBndLib import BRepBndLib
-        from OCP.TopAbs import TopAbs_SOLID
-        from OCP.TopExp import TopExp_Explorer
-
-        if shape is None or shape.IsNull():
+        if shapes.is_empty(shape):
             raise NoGeometry
         self.shape = shape
-        box = Bnd_Box()
-        BRepBndLib.AddOptimal_s(shape, box, False, False)
-        if box.IsVoid():
+        box = shapes.bounding_box(shape)
+        if box is None:
             raise NoGeometry
-        x0, y0, z0, x1, y1, z1 = box.Get()
-        self.lo = np.array([x0, y0, z0])
-        self.hi = np.array([x1, y1, z1])
+        self.lo, self.hi = box
+        (x0, y0, z0), (x1, y1, z1) = box
         self.centre = 0.5 * (self.lo + self.hi)
         self.half = 0.5 * (self.hi - self.lo)
         self.rho = float(np.linalg.norm(self.half))
@@ -69,52 +54,33 @@ class Geometry:
         self._mesh(float(np.linalg.norm(self.hi - self.lo)))
         if len(self.tris) == 0:
             raise NoGeometry
-        self.has_solid = TopExp_Explorer(shape, TopAbs_SOLID).More()
-        self.cmp = as_compound(shape)
+        self.has_solid = shapes.has_solid(shape)
+        self.cmp = shapes.compound([shape])
         self._classifier = None
         self._dss = None
 
     def _mesh(self, diag):
-        from OCP.BRep import BRep_Tool
-        from OCP.BRepAdaptor import BRepAdaptor_Curve, BRepAdaptor_Surface
-        from OCP.BRepMesh import BRepMesh_IncrementalMesh
-        from OCP.GeomAbs import GeomAbs_Line, GeomAbs_Plane
-        from OCP.TopAbs import TopAbs_EDGE
-        from OCP.TopExp import TopExp_Explorer
-        from OCP.TopoDS import TopoDS
-
-        from ..writers.tessellate import ANGULAR_DEFLECTION, LINEAR_DEFLECTION, triangulated_faces
+        from ..writers.tessellate import ANGULAR_DEFLECTION, LINEAR_DEFLECTION
 
         # the writers' parameters, so the triangulation stored in the shape is shared
         requested = max(LINEAR_DEFLECTION * diag, 1e-9)
-        BRepMesh_IncrementalMesh(self.shape, requested, False, ANGULAR_DEFLECTION, True)
+        triangulation.mesh(self.shape, requested, ANGULAR_DEFLECTION)
         tris, fids, tdels, nodes, faces = [], [], [], [], []
         fpl, fn, fo = [], [], []
-        for tf in triangulated_faces(self.shape):
-            face, tri, loc, P, ij = tf.face, tf.triangulation, tf.location, tf.nodes, tf.triangles
+        for tf in triangulation.triangulated_faces(self.shape):
+            face, P, ij = tf.face, tf.nodes, tf.triangles
             nv, nf = len(P), len(ij)
-            surface = BRepAdaptor_Surface(face)
-            planar = surface.GetType() == GeomAbs_Plane
-            # chord errors: of the face (curved faces), of its boundary polygons (per segment)
+            planar = analytic.surface_kind(face) == "plane"
+            # chord errors: of the face (curved faces), of its boundary polygons (per segment);
+            # unknown: a curved edge without its polygon, fall back to the requested value
+            polygons, unknown = triangulation.boundary_polygons(tf)
             seg_keys, seg_del = [], []
             edge_del = 0.0
-            unknown = False  # a curved edge without its polygon: fall back to the requested value
-            edges = TopExp_Explorer(face, TopAbs_EDGE)
-            while edges.More():
-                edge = TopoDS.Edge_s(edges.Current())
-                edges.Next()
-                poly = BRep_Tool.PolygonOnTriangulation_s(edge, tri, loc)
-                if poly is None:
-                    unknown = unknown or (not BRep_Tool.Degenerated_s(edge)
-                                          and BRepAdaptor_Curve(edge).GetType() != GeomAbs_Line)
-                    continue
-                if poly.Deflection() <= 0.0:
-                    continue
-                edge_del = max(edge_del, poly.Deflection())
-                idx = np.array([poly.Node(i) for i in range(1, poly.NbNodes() + 1)], np.int64) - 1
+            for idx, deflection in polygons:
+                edge_del = max(edge_del, deflection)
                 lo_, hi_ = np.minimum(idx[:-1], idx[1:]), np.maximum(idx[:-1], idx[1:])
                 seg_keys.append(lo_ * nv + hi_)
-                seg_del.append(np.full(len(lo_), poly.Deflection()))
+                seg_del.append(np.full(len(lo_), deflection))
             if planar and unknown:
                 tdel = np.full(nf, max(requested, edge_del))
             elif planar:
@@ -130,12 +96,12 @@ class Geometry:
                         hit = keys[pos] == k
                         tdel = np.where(hit, np.maximum(tdel, vals[pos]), tdel)
             else:
-                face_del = tri.Deflection() if tri.Deflection() > 0.0 else requested
+                face_del = triangulation.face_deflection(tf)
+                face_del = face_del if face_del > 0.0 else requested
                 tdel = np.full(nf, max(face_del, edge_del, requested if unknown else 0.0))
             if planar:
-                plane = surface.Plane()
-                n = np.array(plane.Axis().Direction().Coord())
-                o = float(n @ np.array(plane.Location().Coord()))
+                n, origin = analytic.face_plane(face)
+                o = float(n @ origin)
             else:
                 n, o = np.zeros(3), 0.0
             f = len(faces)
@@ -170,14 +136,7 @@ class Geometry:
         key = tuple(sorted(set(int(i) for i in indices)))
         comp = self._compounds.get(key)
         if comp is None:
-            from OCP.BRep import BRep_Builder
-            from OCP.TopoDS import TopoDS_Compound
-
-            comp = TopoDS_Compound()
-            builder = BRep_Builder()
-            builder.MakeCompound(comp)
-            for i in key:
-                builder.Add(comp, self.faces[i])
+            comp = shapes.compound([self.faces[i] for i in key])
             if len(self._compounds) < 4096:
                 self._compounds[key] = comp
         return comp
@@ -209,23 +168,18 @@ class Geometry:
 
     @property
     def classifier(self):
-        """OCCT's solid classifier of the shape (None when it has no solid)."""
+        """OCCT's solid classifier of the shape (:class:`~cadmotion.geometry.distance.PointClassifier`;
+        None when it has no solid)."""
         if self._classifier is None and self.has_solid:
-            from OCP.BRepClass3d import BRepClass3d_SolidClassifier
-
-            self._classifier = BRepClass3d_SolidClassifier(self.shape)
+            self._classifier = distance.PointClassifier(self.shape)
         return self._classifier
 
     @property
     def dss(self):
-        """A BRepExtrema_DistShapeShape with this shape loaded first (its boxes are kept)."""
+        """Exact distances from this shape, loaded once (its boxes are kept):
+        a :class:`~cadmotion.geometry.distance.DistanceFrom` of its compound."""
         if self._dss is None:
-            from OCP.BRepExtrema import BRepExtrema_DistShapeShape
-            from OCP.Extrema import Extrema_ExtFlag_MIN
-
-            self._dss = BRepExtrema_DistShapeShape()
-            self._dss.SetFlag(Extrema_ExtFlag_MIN)
-            self._dss.LoadS1(self.cmp)  # a compound: no costly inside test of every vertex
+            self._dss = distance.DistanceFrom(self.cmp)  # a compound: no costly inside test of every vertex
         return self._dss
 
     def mesh_args(self):
@@ -234,35 +188,12 @@ class Geometry:
 
     def classify(self, points, tol):
         """OCCT states of points (part frame): 'in', 'on' or 'out'."""
-        from OCP.gp import gp_Pnt
-        from OCP.TopAbs import TopAbs_IN, TopAbs_ON
-
-        cls = self.classifier
-        out = []
-        for q in points:
-            cls.Perform(gp_Pnt(float(q[0]), float(q[1]), float(q[2])), tol)
-            state = cls.State()
-            out.append("in" if state == TopAbs_IN else "on" if state == TopAbs_ON else "out")
-        return out
+        return self.classifier.classify(points, tol)
 
     def point_distance(self, q):
         """Exact distance from a point (part frame) to the boundary of the shape."""
-        from OCP.BRepBuilderAPI import BRepBuilderAPI_MakeVertex
-        from OCP.gp import gp_Pnt
-
-        dss = self.dss
-        dss.LoadS2(BRepBuilderAPI_MakeVertex(gp_Pnt(*map(float, q))).Vertex())
-        dss.Perform()
-        return float(dss.Value()) if dss.IsDone() else math.inf
+        return self.dss.to_point(q)
 
     def surface_point(self, q):
         """The point of the exact surface nearest to ``q`` (part frame), or None."""
-        from OCP.BRepBuilderAPI import BRepBuilderAPI_MakeVertex
-        from OCP.gp import gp_Pnt
-
-        dss = self.dss
-        dss.LoadS2(BRepBuilderAPI_MakeVertex(gp_Pnt(*map(float, q))).Vertex())
-        dss.Perform()
-        if not dss.IsDone() or dss.NbSolution() == 0:
-            return None
-        return np.array(dss.PointOnShape1(1).Coord())
+        return self.dss.nearest_point(q)

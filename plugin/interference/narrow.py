@@ -10,7 +10,9 @@ from typing import Optional
 
 import numpy as np
 
-from .geometry import DEPTH_NODES, GUARD_LEVELS, WITNESS_NODES, trsf
+from ...geometry.distance import DistanceFrom
+from ...geometry.placements import located, location
+from .geometry import DEPTH_NODES, GUARD_LEVELS, WITNESS_NODES
 from .mesh import RAYS, mesh_bounds, points_distance, points_inside, tri_tri_closest
 
 @dataclass
@@ -65,29 +67,18 @@ class PairCheck:
         With ``ub`` (an upper bound of the distance) only the faces that may come that close
         are handed to OCCT: the faces of triangle pairs whose lower bound is at most ``ub``.
         """
-        from OCP.TopLoc import TopLoc_Location
-
         self.ctx.stats["exact_distances"] += 1
-        loc = TopLoc_Location(trsf(R, p))
+        loc = location(R, p)
         if ub is not None and np.isfinite(ub):
             self.ctx.stats["mesh_queries"] += 1
             pairs = mesh_bounds(*self.ga.mesh_args(), *self.gb.mesh_args(), R, p, float(ub) + 1e-12,
                                  -1.0, float(ub) + 1e-12)[5]
             if len(pairs) and len(set(pairs[:, 0])) < len(self.ga.faces):
-                from OCP.BRepExtrema import BRepExtrema_DistShapeShape
-                from OCP.Extrema import Extrema_ExtFlag_MIN
-
-                dss = BRepExtrema_DistShapeShape()
-                dss.SetFlag(Extrema_ExtFlag_MIN)
-                dss.LoadS1(self.ga.faces_compound(pairs[:, 0]))
-                dss.LoadS2(self.gb.faces_compound(pairs[:, 1]).Located(loc))
-                dss.Perform()
-                if dss.IsDone():
-                    return float(dss.Value())
-        dss = self.ga.dss
-        dss.LoadS2(self.gb.cmp.Located(loc))
-        dss.Perform()
-        return float(dss.Value()) if dss.IsDone() else math.inf
+                d = DistanceFrom.between(self.ga.faces_compound(pairs[:, 0]),
+                                         located(self.gb.faces_compound(pairs[:, 1]), loc))
+                if d < math.inf:
+                    return d
+        return self.ga.dss.to(located(self.gb.cmp, loc))
 
     def _sides(self, R, p):
         """(X, Y, R, p): part Y moved into part X's frame, for both orders."""

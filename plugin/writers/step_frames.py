@@ -12,12 +12,12 @@ Units: shapes are in metres (the unit of :class:`~cadmotion.kernel.spec.PartSpec
 XCAF document says so (``XCAFDoc_DocumentTool.SetLengthUnit``); the file declares
 millimetres (``STEP_UNIT``), the unit CAD systems expect, and OCCT scales the values on
 writing. OCCT's process-wide ``write.step.unit`` is set for the write and restored after;
-``xstep.cascade.unit`` is neither read nor changed.
+``xstep.cascade.unit`` is neither read nor changed. The OCCT side is
+:mod:`cadmotion.geometry.step_writing`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
 import warnings
 from pathlib import Path
@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import OutputError
+from ...geometry.shapes import compound, is_empty
 from .atomic import atomic_path, check_writable_dir
 from .scene import PALETTE, part_specs
 
@@ -32,55 +33,6 @@ __all__ = ["write_step", "write_step_frames", "frame_file_name", "check_time", "
 
 #: unit declared in the written files (OCCT name)
 STEP_UNIT = "MM"
-
-
-@contextlib.contextmanager
-def _interface_static(values):
-    """Temporarily set OCCT ``Interface_Static`` string parameters."""
-    from OCP.Interface import Interface_Static
-
-    old = {}
-    for key, value in values.items():
-        old[key] = Interface_Static.CVal_s(key)
-        Interface_Static.SetCVal_s(key, value)
-    try:
-        yield
-    finally:
-        for key, value in old.items():
-            if value:
-                Interface_Static.SetCVal_s(key, value)
-
-
-@contextlib.contextmanager
-def _quiet_occt():
-    """Keep OCCT's transfer statistics off stdout (only failures are printed) while writing."""
-    from OCP.Message import Message, Message_Gravity
-
-    printers = list(Message.DefaultMessenger_s().Printers())
-    levels = [p.GetTraceLevel() for p in printers]
-    for p in printers:
-        p.SetTraceLevel(Message_Gravity.Message_Fail)
-    try:
-        yield
-    finally:
-        for p, level in zip(printers, levels):
-            p.SetTraceLevel(level)
-
-
-def _location(X):
-    """TopLoc_Location of a 4x4 rigid transform (m)."""
-    from OCP.gp import gp_Trsf
-    from OCP.TopLoc import TopLoc_Location
-
-    R, p = X[:3, :3], X[:3, 3]
-    # re-orthonormalise against round-off so that gp_Trsf accepts the matrix
-    u, _, vt = np.linalg.svd(R)
-    R = u @ vt
-    trsf = gp_Trsf()
-    trsf.SetValues(*(float(v) for v in (R[0, 0], R[0, 1], R[0, 2], p[0],
-                                        R[1, 0], R[1, 1], R[1, 2], p[1],
-                                        R[2, 0], R[2, 1], R[2, 2], p[2])))
-    return TopLoc_Location(trsf)
 
 
 def _pose(motion, b, part, t):
@@ -97,84 +49,37 @@ def _pose(motion, b, part, t):
 
 def as_compound(shape):
     """A compound holding ``shape`` (a location can then be put on the whole)."""
-    from OCP.BRep import BRep_Builder
-    from OCP.TopoDS import TopoDS_Compound
-
-    compound = TopoDS_Compound()
-    builder = BRep_Builder()
-    builder.MakeCompound(compound)
-    builder.Add(compound, shape)
-    return compound
+    return compound([shape])
 
 
 def _document(motion, t, specs):
     """An XCAF document holding the assembly at time ``t``; returns (doc, omitted part names)."""
-    from OCP.Quantity import Quantity_Color, Quantity_ColorRGBA, Quantity_TOC_sRGB
-    from OCP.TCollection import TCollection_ExtendedString
-    from OCP.TDataStd import TDataStd_Name
-    from OCP.TDocStd import TDocStd_Document
-    from OCP.XCAFApp import XCAFApp_Application
-    from OCP.XCAFDoc import XCAFDoc_ColorGen, XCAFDoc_DocumentTool
-
-    app = XCAFApp_Application.GetApplication_s()
-    doc = TDocStd_Document(TCollection_ExtendedString("XmlXCAF"))
-    app.InitDocument(doc)
-    XCAFDoc_DocumentTool.SetLengthUnit_s(doc, 1.0)  # shapes are in metres
-    shapes = XCAFDoc_DocumentTool.ShapeTool_s(doc.Main())
-    colors = XCAFDoc_DocumentTool.ColorTool_s(doc.Main())
-
-    def name(label, text):
-        TDataStd_Name.Set_s(label, TCollection_ExtendedString(text))
+    from ...geometry.step_writing import XcafAssembly
 
     spec = getattr(motion, "spec", None)
-    top = shapes.NewShape()
-    name(top, str(getattr(spec, "name", "") or "mechanism"))
+    assembly = XcafAssembly(str(getattr(spec, "name", "") or "mechanism"))
     products, omitted = {}, []
     for b, part in enumerate(motion.parts):
         ps = specs.get(part)
-        if ps is None or ps.shape is None or ps.shape.IsNull():
+        if ps is None or is_empty(ps.shape):
             omitted.append(part)
             continue
         rgba = tuple(ps.color) if ps.color is not None else PALETTE[b % len(PALETTE)]
         key = (id(ps.shape), rgba)
         if key not in products:
-            # a fresh compound per (shape, colour): OCCT 7.9 writes the colour of a
-            # compound product but not of a bare solid. STEP styles attach to the geometry,
-            # so a second colour of the same shape needs a copy of the geometry.
-            shape = ps.shape
-            if any(k[0] == key[0] for k in products):
-                from OCP.BRepBuilderAPI import BRepBuilderAPI_Copy
-                shape = BRepBuilderAPI_Copy(shape).Shape()
-            label = shapes.AddShape(as_compound(shape), False)
-            name(label, part)
-            r, g, bl = (min(max(float(c), 0.0), 1.0) for c in rgba[:3])
-            alpha = float(rgba[3]) if len(rgba) > 3 else 1.0
-            colors.SetColor(label, Quantity_ColorRGBA(Quantity_Color(r, g, bl, Quantity_TOC_sRGB), alpha),
-                            XCAFDoc_ColorGen)
-            products[key] = label
-        component = shapes.AddComponent(top, products[key], _location(_pose(motion, b, part, t)))
-        name(component, part)
-    shapes.UpdateAssemblies()
-    return doc, omitted, len(products)
+            # one product per (shape, colour); a second colour of the same shape is a copy
+            products[key] = assembly.add_product(ps.shape, part, rgba,
+                                                 copy_geometry=any(k[0] == key[0] for k in products))
+        assembly.add_component(products[key], _pose(motion, b, part, t), part)
+    assembly.finish()
+    return assembly.doc, omitted, len(products)
 
 
 def _write_document(doc, path):
-    from OCP.IFSelect import IFSelect_ReturnStatus
-    from OCP.STEPCAFControl import STEPCAFControl_Writer
-    from OCP.STEPControl import STEPControl_StepModelType
-    from OCP.XSControl import XSControl_WorkSession
+    from ...geometry.step_writing import write_step as write_xcaf
 
-    writer = STEPCAFControl_Writer(XSControl_WorkSession(), False)  # also initialises the statics
-    with _interface_static({"write.step.unit": STEP_UNIT}), _quiet_occt():
-        writer.SetColorMode(True)
-        writer.SetNameMode(True)
-        if not writer.Transfer(doc, STEPControl_StepModelType.STEPControl_AsIs):
-            raise OutputError("OCCT could not translate the assembly to STEP", where=str(path))
-        with atomic_path(path) as tmp:
-            status = writer.Write(str(tmp))
-            if status != IFSelect_ReturnStatus.IFSelect_RetDone:
-                raise OutputError(f"OCCT failed to write STEP ({status})", where=str(path),
-                                  hint="check free space and permissions")
+    with atomic_path(path) as tmp:
+        write_xcaf(doc, tmp, STEP_UNIT, where=str(path))
 
 
 def check_time(motion, t):

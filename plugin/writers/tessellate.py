@@ -7,9 +7,10 @@ invalidate). A product shared by 100 instances therefore gives one mesh.
 
 Shapes are OCP ``TopoDS_Shape`` objects in the part frame, in metres (the units of
 :class:`~cadmotion.kernel.spec.PartSpec`). Tessellation uses ``BRepMesh_IncrementalMesh``
-with a linear deflection of ``LINEAR_DEFLECTION`` times the shape's bounding-box diagonal
-and an angular deflection of ``ANGULAR_DEFLECTION`` rad. Note that OCCT stores the
-triangulation in the shape itself (an existing finer one is reused).
+(:func:`cadmotion.geometry.triangulation.mesh`) with a linear deflection of
+``LINEAR_DEFLECTION`` times the shape's bounding-box diagonal and an angular deflection of
+``ANGULAR_DEFLECTION`` rad. Note that OCCT stores the triangulation in the shape itself (an
+existing finer one is reused).
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...importers.triangulation import TriangulatedFace, triangulated_faces
+from ...geometry.shapes import bounding_box, is_empty
+from ...geometry.triangulation import TriangulatedFace, mesh, triangulated_faces
 
 __all__ = ["Mesh", "MeshCache", "tessellate", "triangulated_faces", "TriangulatedFace", "box_mesh", "LINEAR_DEFLECTION",
            "ANGULAR_DEFLECTION"]
@@ -68,21 +70,16 @@ def tessellate(shape, *, linear=None, angular=ANGULAR_DEFLECTION):
         Triangles and per-vertex normals of every face, with the face's orientation
         (reversed faces have their winding and normals flipped) and location applied.
     """
-    from OCP.Bnd import Bnd_Box
-    from OCP.BRepBndLib import BRepBndLib
-    from OCP.BRepMesh import BRepMesh_IncrementalMesh
-
-    if shape is None or shape.IsNull():
+    if is_empty(shape):
         return None
     if linear is None:
-        box = Bnd_Box()
-        BRepBndLib.Add_s(shape, box, False)
-        if box.IsVoid():
+        box = bounding_box(shape, optimal=False)
+        if box is None:
             return None
-        xmin, ymin, zmin, xmax, ymax, zmax = box.Get()
+        (xmin, ymin, zmin), (xmax, ymax, zmax) = box
         diag = math.sqrt((xmax - xmin) ** 2 + (ymax - ymin) ** 2 + (zmax - zmin) ** 2)
         linear = max(LINEAR_DEFLECTION * diag, 1e-9)
-    BRepMesh_IncrementalMesh(shape, linear, False, angular, True)
+    mesh(shape, linear, angular)
 
     positions, normals, indices = [], [], []
     offset = 0
