@@ -86,4 +86,5 @@ class Archive:
         return data
 
     def close(self):
+        """Close the archive's file."""
         self.zip.close()

@@ -31,20 +31,24 @@ class DocumentObject:
     props: Dict[str, ET.Element] = field(default_factory=dict)
 
     def prop(self, key):
+        """The first child element of property ``key`` (None where it is missing or empty)."""
         p = self.props.get(key)
         return None if p is None or len(p) == 0 else p[0]
 
     def label(self):
+        """The object's user label, else its internal name."""
         e = self.prop("Label")
         return e.get("value") if e is not None and e.get("value") else self.name
 
     def boolean(self, key, default=None):
+        """A ``<Bool>`` property's value, else ``default``."""
         e = self.prop(key)
         if e is None or e.tag != "Bool":
             return default
         return e.get("value") == "true"
 
     def real(self, key, default=None):
+        """A numeric property's value (float; in the document's units), else ``default``."""
         e = self.prop(key)
         if e is None or e.get("value") is None:
             return default
@@ -54,15 +58,19 @@ class DocumentObject:
             return default
 
     def link(self, key):
+        """The internal name of the object a link property points at (None if unset)."""
         e = self.prop(key)
         return None if e is None else (e.get("value") or e.get("name") or None)
 
     def links(self, key):
+        """The internal names of the objects a link-list property points at."""
         e = self.prop(key)
         return [] if e is None else [l.get("value") for l in e.iter("Link") if l.get("value")]
 
 
 def parse_document(arc):
+    """The objects of the archive's Document.xml (after refusing DTDs and entities), as
+    :class:`DocumentObject` by internal name."""
     data = arc.read("Document.xml")
     head = data[:4096].upper()
     if b"<!DOCTYPE" in head or b"<!ENTITY" in data.upper():

@@ -148,6 +148,7 @@ def scatter(Jg, Gg, bodies, row0, neq, row_map, nmov, B, bdot, Jc, gam):
 
 @numba.njit(**_JIT)
 def scatter_rows(values, row0, neq, row_map, out):
+    """out[row_map[row0 + i neq + e]] = values[i, e] for one group's rows that the workspace keeps."""
     n = values.shape[0]
     for i in range(n):
         for e in range(neq):
@@ -158,6 +159,7 @@ def scatter_rows(values, row0, neq, row_map, out):
 
 @numba.njit(**_JIT)
 def cross(a0, a1, a2, b0, b1, b2):
+    """a × b of two vectors given by their components (a tuple of three)."""
     return a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0
 
 
@@ -590,6 +592,7 @@ def velocity_residual(Jc, rb, y, nq, pt, out):
 
 @numba.njit(**_JIT)
 def f1(df, di, k):
+    """Packed array k of ``df`` (1-D, a view)."""
     o = di[4 * k]
     return df[o: o + di[4 * k + 1]]
 
@@ -628,29 +631,34 @@ def c_view(typingctx, a, shape):
 
 @numba.njit(**_JIT)
 def f2(df, di, k):
+    """Packed array k of ``df`` (2-D, C-contiguous view)."""
     o, d0, d1 = di[4 * k], di[4 * k + 1], di[4 * k + 2]
     return c_view(df[o: o + d0 * d1], (d0, d1))
 
 
 @numba.njit(**_JIT)
 def f3(df, di, k):
+    """Packed array k of ``df`` (3-D, C-contiguous view)."""
     o, d0, d1, d2 = di[4 * k], di[4 * k + 1], di[4 * k + 2], di[4 * k + 3]
     return c_view(df[o: o + d0 * d1 * d2], (d0, d1, d2))
 
 
 @numba.njit(**_JIT)
 def i1(di, k):
+    """Packed int array k (1-D view of ``di``)."""
     o = di[4 * k]
     return di[o: o + di[4 * k + 1]]
 
 
 @numba.njit(**_JIT)
 def i2(di, k):
+    """Packed int array k (2-D view of ``di``)."""
     return f2(di, di, k)
 
 
 @numba.njit(**_JIT)
 def max_abs(a):
+    """max |a_i| (0 for an empty a)."""
     out = 0.0
     for i in range(a.shape[0]):
         x = abs(a[i])
@@ -661,6 +669,7 @@ def max_abs(a):
 
 @numba.njit(**_JIT)
 def norm_violation(y, nmov):
+    """max over the moving bodies of ||p|² − 1|, p the Euler parameters in the state y."""
     out = 0.0
     for b in range(nmov):
         o = 7 * b + 3
@@ -672,6 +681,7 @@ def norm_violation(y, nmov):
 
 @numba.njit(**_JIT)
 def scatter_measures(values, pos, aux):
+    """A group's joint measures (n, k) into ``aux[3 + pos]`` (pos −1: not a reported measure)."""
     for i in range(pos.shape[0]):
         for c in range(pos.shape[1]):
             p = pos[i, c]
@@ -1168,6 +1178,7 @@ def multipliers(Lb, m, bw, rhs_c, dropped, stab, gam, lam, lam_new):
 
 @numba.njit(**_JIT)
 def position_violation(y, di, ws):
+    """max |Φ| over the rows, or the largest ||p|² − 1|, after an evaluation at y (m, rad, 1)."""
     return max(max_abs(f1(ws, di, I_PH)), norm_violation(y, i1(di, I_SIZES)[1]))
 
 

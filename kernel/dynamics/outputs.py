@@ -79,6 +79,15 @@ class FrameOutputs:
                 names += [f"{prefix}.{c}" for prefix in stops.prefixes for c in STOP_OUTPUTS]
         self.names = names
         self.rows = {n: [] for n in names}
+        first = np.cumsum([0] + [gr["n"] for gr in dyn.groups])
+        #: per joint group: its instances' first row among all the groups' instances and, per
+        #: instance, its six reaction series (fx, fy, fz, tx, ty, tz)
+        self._joint_series = [(first[k], [[self.rows[f"{name}.{c}"] for c in ("fx", "fy", "fz", "tx", "ty", "tz")]
+                                          for name in gr["g"].names]) for k, gr in self.joint_groups]
+        #: per driver and cam group: its first row and its instances' series
+        self._load_series = [(gr["row0"], [self.rows[f"{name}.{kind}"] for name in gr["g"].names])
+                             for groups, kind in ((self.driver_groups, "effort"), (self.cam_groups, "force"))
+                             for _, gr in groups]
         self.not_unique = set()
         self.model = model
 
@@ -121,29 +130,36 @@ class FrameOutputs:
         wrenches = dyn.constraint_wrenches(ev, lam)
         bs = ev.bs
         qf = np.concatenate([q, dyn.model.q_fixed]).reshape(dyn.model.nb, 7)
-        out = self.rows
-        for k, gr in self.joint_groups:
+        for j, (k, gr) in enumerate(self.joint_groups):
             g = gr["g"]
             w = wrenches[k][:, 1, :]
             bi, bj = g.bodies[:, 0], g.bodies[:, 1]
             P = qf[bi, :3] + np.einsum("nij,nj->ni", bs.A[bi], g.markers[:, 0:3])
             F = w[:, :3]
             T = w[:, 3:] + cross(bs.rc[bj] - P, F)
-            for i, name in enumerate(g.names):
-                for c, value in zip(("fx", "fy", "fz"), F[i]):
-                    out[f"{name}.{c}"].append(value)
-                for c, value in zip(("tx", "ty", "tz"), T[i]):
-                    out[f"{name}.{c}"].append(value)
-        for k, gr in self.driver_groups:
-            g = gr["g"]
-            lg = lam[gr["row0"]: gr["row0"] + g.n * gr["neq"]]
-            for i, name in enumerate(g.names):
-                out[f"{name}.effort"].append(-lg[i])
-        for k, gr in self.cam_groups:  # Φ = m_b − L(θ_a): the follower's coordinate is loaded by −λ
-            g = gr["g"]
-            lg = lam[gr["row0"]: gr["row0"] + g.n]
-            for i, name in enumerate(g.names):
-                out[f"{name}.force"].append(-lg[i])
+            _append_rows(self._joint_series[j][1], np.concatenate([F, T], axis=1))
+        self._append_loads(lam)
+        lam_n, f_t = (contact_forces[3], contact_forces[4]) if contact_forces is not None else (None, None)
+        self._append_elements(bs, refs, work, lam_n, f_t)
+        phi = dyn.phi(q, t, angles)
+        out = self.rows
+        out["violation.position"].append(float(np.linalg.norm(phi)))
+        out["violation.velocity"].append(float(np.linalg.norm(ev.J @ v + ev.phit)))
+        self._last_power = ev.power + (float(lam @ ev.phit) if dyn.timed else 0.0)
+        return vd, dyn.qdd(bs, v, vd)
+
+    def _append_loads(self, lam):
+        """The drivers' efforts and the cams' forces of a frame: −λ of their rows (a driver's θ − f(t),
+        a cam's Φ = m_b − L(θ_a): the driven or follower coordinate is loaded by −λ)."""
+        for row0, series in self._load_series:
+            for i, column in enumerate(series):
+                column.append(-lam[row0 + i])
+
+    def _append_elements(self, bs, refs, work, lam_n=None, f_t=None):
+        """A frame's energies, work and force elements' series (contacts, unilateral contacts and
+        their limits with their normal and friction forces ``lam_n``, ``f_t``, tyres, stops) at the
+        body state ``bs``."""
+        dyn, out = self.dyn, self.rows
         T_kin = dyn.kinetic(bs)
         V = dyn.forces.potential(bs, refs)
         out["energy.kinetic"].append(T_kin)
@@ -155,8 +171,8 @@ class FrameOutputs:
             for c, values in contacts.report(bs, dyn.forces.contact_state(refs)).items():
                 for name, value in zip(contacts.names, values):
                     out[f"{name}.{c}"].append(float(value))
+        constraints = dyn.forces.contact_constraints
         if constraints is not None:
-            lam_n, f_t = (contact_forces[3], contact_forces[4]) if contact_forces is not None else (None, None)
             for c, values in constraints.report(bs, dyn.forces.contact_modes(refs), lam_n, f_t).items():
                 for name, value in zip(constraints.names, values):
                     out[f"{name}.{c}"].append(float(value))
@@ -174,11 +190,6 @@ class FrameOutputs:
             for c, values in stops.report(bs, dyn.forces.stop_state(refs)).items():
                 for prefix, value in zip(stops.prefixes, values):
                     out[f"{prefix}.{c}"].append(float(value))
-        phi = dyn.phi(q, t, angles)
-        out["violation.position"].append(float(np.linalg.norm(phi)))
-        out["violation.velocity"].append(float(np.linalg.norm(ev.J @ v + ev.phit)))
-        self._last_power = ev.power + (float(lam @ ev.phit) if dyn.timed else 0.0)
-        return vd, dyn.qdd(bs, v, vd)
 
     def extra(self):
         """The recorded series, {name: ndarray of shape (n_frames,)}, in SI units, for ``Motion.extra``."""
@@ -196,13 +207,6 @@ class CompiledFrameOutputs(FrameOutputs):
         super().__init__(dyn)
         self.fast = fast
         self._deferred = []  # (series index, q, t, angles) of the frames whose |Φ| extra() evaluates
-        first = np.cumsum([0] + [gr["n"] for gr in dyn.groups])
-        #: per joint group: its instances' rows of the frame's wrenches and their six series each
-        self._joint_series = [(first[k], [[self.rows[f"{name}.{c}"] for c in ("fx", "fy", "fz", "tx", "ty", "tz")]
-                                          for name in gr["g"].names]) for k, gr in self.joint_groups]
-        self._load_series = [(gr["row0"], [self.rows[f"{name}.{kind}"] for name in gr["g"].names])
-                             for groups, kind in ((self.driver_groups, "effort"), (self.cam_groups, "force"))
-                             for _, gr in groups]
 
     def add(self, t, q, v, work, angles, refs, vd=None):
         """One frame (see :meth:`FrameOutputs.add`), returning (v̇, None): the caller takes q̈ of
@@ -225,29 +229,10 @@ class CompiledFrameOutputs(FrameOutputs):
         for r in np.flatnonzero(frame["involved"]):
             self.not_unique.add(dyn.row_labels[r][0])
         for first, series in self._joint_series:
-            for i, columns in enumerate(series):
-                for column, value in zip(columns, wrench[first + i]):
-                    column.append(value)
-        for row0, series in self._load_series:
-            for i, column in enumerate(series):
-                column.append(-lam[row0 + i])
+            _append_rows(series, wrench[first: first + len(series)])
+        self._append_loads(lam)
+        self._append_elements(bs, refs, work)
         out = self.rows
-        T_kin = dyn.kinetic(bs)
-        V = dyn.forces.potential(bs, refs)
-        out["energy.kinetic"].append(T_kin)
-        out["energy.potential"].append(V)
-        out["energy.total"].append(T_kin + V)
-        out["work.nonconservative"].append(work)
-        contacts = dyn.forces.contacts
-        if contacts is not None:
-            for c, values in contacts.report(bs, dyn.forces.contact_state(refs)).items():
-                for name, value in zip(contacts.names, values):
-                    out[f"{name}.{c}"].append(float(value))
-        tyres = dyn.forces.tyres
-        if tyres is not None:
-            for c, values in tyres.report(bs).items():
-                for name, value in zip(tyres.names, values):
-                    out[f"{name}.{c}"].append(float(value))
         deferred = out["violation.position"]  # |Φ| of every frame at once, in extra()
         self._deferred.append((len(deferred), q, t, angles))
         deferred.append(np.nan)
@@ -266,6 +251,13 @@ class CompiledFrameOutputs(FrameOutputs):
                 series[i] = float(value)
             self._deferred = []
         return super().extra()
+
+
+def _append_rows(series, values):
+    """Append row i of ``values`` (n, k) to the k series ``series[i]`` (lists)."""
+    for columns, row in zip(series, values):
+        for column, value in zip(columns, row):
+            column.append(value)
 
 
 def reactions_event(dyn, t0, not_unique=()):

@@ -70,16 +70,19 @@ class EulerParameters(Parametrization):
     normalized = True
 
     def rotation_symbolic(self, p):
+        """A = (2 e0² − 1) I + 2 (e eᵀ + e0 ẽ)."""
         e0, e1, e2, e3 = p
         e = sp.Matrix([e1, e2, e3])
         et = sp.Matrix([[0, -e3, e2], [e3, 0, -e1], [-e2, e1, 0]])
         return (2 * e0**2 - 1) * sp.eye(3) + 2 * (e * e.T + e0 * et)
 
     def from_quaternion(self, quat):
+        """The quaternion itself, normalised."""
         q = np.asarray(quat, float)
         return q / np.linalg.norm(q)
 
     def to_quaternion(self, p):
+        """The parameters themselves, normalised."""
         p = np.asarray(p, float)
         return p / np.linalg.norm(p, axis=-1, keepdims=True)
 
@@ -93,13 +96,16 @@ class EulerParameters(Parametrization):
         return E
 
     def angular_velocity(self, p, pd):
+        """ω = 2 E(p) ṗ (world, rad/s)."""
         return 2.0 * np.einsum("...ij,...j->...i", self._E(p), pd)
 
     def angular_acceleration(self, p, pd, pdd):
+        """ω̇ = 2 E(p) p̈ (world, rad/s²)."""
         # d/dt (2 E ṗ) = 2 Ė ṗ + 2 E p̈ and Ė ṗ = 0 identically.
         return 2.0 * np.einsum("...ij,...j->...i", self._E(p), pdd)
 
     def rates_from_angular_velocity(self, p, omega):
+        """ṗ = ½ E(p)ᵀ ω."""
         # ṗ = ½ Eᵀ ω for unit p (E Eᵀ = I, E p = 0).
         return 0.5 * np.einsum("...ji,...j->...i", self._E(p), omega)
 
@@ -112,12 +118,14 @@ class Euler313(Parametrization):
     singular_tolerance = 1e-3  # rad: |sin θ| below this is treated as singular
 
     def rotation_symbolic(self, p):
+        """A = Rz(φ) Rx(θ) Rz(ψ)."""
         phi, th, psi = p
         Rz = lambda a: sp.Matrix([[sp.cos(a), -sp.sin(a), 0], [sp.sin(a), sp.cos(a), 0], [0, 0, 1]])
         Rx = sp.Matrix([[1, 0, 0], [0, sp.cos(th), -sp.sin(th)], [0, sp.sin(th), sp.cos(th)]])
         return Rz(phi) * Rx * Rz(psi)
 
     def from_quaternion(self, quat):
+        """(φ, θ, ψ) of a unit quaternion; where sin θ = 0, the rotation about z is all φ."""
         from ..motion import quat_to_matrix
 
         R = quat_to_matrix(np.asarray(quat, float))
@@ -129,6 +137,7 @@ class Euler313(Parametrization):
         return np.array([phi, th, psi])
 
     def to_quaternion(self, p):
+        """q = qz(φ) qx(θ) qz(ψ)."""
         p = np.asarray(p, float)
         phi, th, psi = p[..., 0], p[..., 1], p[..., 2]
         # q = qz(φ) qx(θ) qz(ψ)
@@ -152,9 +161,11 @@ class Euler313(Parametrization):
         return B
 
     def angular_velocity(self, p, pd):
+        """ω = B(p) ṗ (world, rad/s)."""
         return np.einsum("...ij,...j->...i", self._B(p), pd)
 
     def angular_acceleration(self, p, pd, pdd):
+        """ω̇ = B(p) p̈ + Ḃ(p, ṗ) ṗ (world, rad/s²)."""
         phi, th = p[..., 0], p[..., 1]
         phid, thd = pd[..., 0], pd[..., 1]
         Bd = np.zeros(p.shape[:-1] + (3, 3))
@@ -166,6 +177,7 @@ class Euler313(Parametrization):
         return np.einsum("...ij,...j->...i", self._B(p), pdd) + np.einsum("...ij,...j->...i", Bd, pd)
 
     def rates_from_angular_velocity(self, p, omega):
+        """ṗ = B(p)⁻¹ ω (singular where sin θ = 0)."""
         return np.linalg.solve(self._B(p), omega[..., None])[..., 0]
 
 
