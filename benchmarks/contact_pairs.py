@@ -7,7 +7,8 @@ four corners on the base. Declared by pattern (``pairs = "all"``): N(N + 1)/2 bo
 144 edge–edge points. T s simulated by projection / DOP853 (rtol 1e-8, atol 1e-10) on the compiled right-hand
 side in the compiled loop, with the broad phase (the default) and without (``options={"activation": False}``),
 and on the numpy right-hand side over T/10 (one run). Prints per case the median wall time of ``CM_REPEAT``
-runs (default 3), evaluations, µs per evaluation, points evaluated and in touch per evaluation; then the
+runs (default 3), evaluations, µs per evaluation, points evaluated, in touch and features tested (the broad
+phase's second stage: corners, edges against the other box) per evaluation; then the
 largest position difference between the two compiled runs and the total momentum along the row at the
 end (N s, the base takes none along x: frictionless).
 
@@ -67,17 +68,17 @@ def main(n, t_end):
             wall, result, form = solve(model, span, **options)
             walls.append(wall)
         fast = form._fast
-        counts = fast.contact_stats / fast.contact_stats[0] if fast is not None else (1, np.nan, np.nan)
+        counts = fast.contact_stats / fast.contact_stats[0] if fast is not None else (1,) + (np.nan,) * 3
         rows[label] = (statistics.median(walls), result, span, form.nfev, counts)
         print(f"{label}: {result.message or 'complete'}", flush=True)
     points = len(model.spec.contacts) * 160
     print(f"{n} boxes, {len(model.spec.contacts)} box–box pairs, {points} points; "
           f"load {os.getloadavg()[0]:.1f}")
     print(f"{'case':<22} {'T s':>6} {'wall s':>8} {'evaluations':>11} {'us/eval':>8} {'points/eval':>11} "
-          f"{'touching':>8}")
+          f"{'touching':>8} {'features/eval':>13}")
     for label, (wall, result, span, nfev, counts) in rows.items():
         print(f"{label:<22} {span:>6g} {wall:>8.2f} {nfev:>11} {wall / nfev * 1e6:>8.1f} {counts[1]:>11.1f} "
-              f"{counts[2]:>8.2f}")
+              f"{counts[2]:>8.2f} {counts[3]:>13.1f}")
     on, off = rows["compiled, broad phase"][1], rows["compiled, every point"][1]
     k = min(len(on.t), len(off.t))
     v = on.v[-1].reshape(n, 6)  # per box: velocity of the com, angular velocity
