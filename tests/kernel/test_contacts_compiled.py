@@ -126,35 +126,41 @@ def _points_model():
     return compile_model(dataclasses.replace(spec, contacts=contacts))
 
 
+def _check_against_numpy(form, model, q, v):
+    """Assert that the compiled ẏ, step limit and recorded impact speeds at (q, v), with the impact speeds of
+    ``dyn.forces.contact_state``, are the numpy implementation's (which evaluates every point); returns the
+    number of points in touch."""
+    fast, dyn = form._fast, form.dyn
+    contacts = dyn.forces.contacts
+    state = dyn.forces.contact_state(form.refs)
+    y = np.concatenate([q, v, [0.0]])
+    compiled = fast(0.0, y)
+    form._fast = None
+    reference = form.rhs(0.0, y)
+    form._fast = fast
+    assert np.max(np.abs(compiled - reference)) <= 1e-12 * max(np.max(np.abs(reference)), 1.0)
+    bs = body_state(model, dyn.mass, q, v)
+    limit = K.contact_step_limit(y, fast.df, fast.di, fast.dd, fast.ws)
+    assert limit == pytest.approx(dyn.forces.step_limit(bs, form.refs), rel=1e-12)
+    expected = state.copy()
+    contacts.accept(bs, expected)
+    fast(0.0, y)
+    K.accept_refs(fast.df, fast.di, fast.dd, fast.ws)
+    recorded = np.empty_like(expected)
+    recorded[fast._ct_order] = fast._ct_state
+    np.testing.assert_allclose(recorded, expected, rtol=1e-12, atol=0)
+    return int(np.sum(contacts.geometry(bs)[1] > 0))
+
+
 @pytest.mark.parametrize("activation", [True, False])
 @pytest.mark.parametrize("build", [_model, _points_model], ids=["primitives", "mesh points"])
 def test_compiled_contacts_give_the_numpy_accelerations_step_limit_and_impact_speeds(build, activation):
     model = build()
     form, q0, v0 = _form(model, activation)
-    fast, dyn = form._fast, form.dyn
-    contacts = dyn.forces.contacts
     touching = 0
     for q, v, speed in _random_states(model, q0, v0, 40, seed=3):
-        state = dyn.forces.contact_state(form.refs)
-        state[:] = speed
-        y = np.concatenate([q, v, [0.0]])
-        compiled = fast(0.0, y)
-        form._fast = None
-        reference = form.rhs(0.0, y)
-        form._fast = fast
-        scale = np.max(np.abs(reference))
-        assert np.max(np.abs(compiled - reference)) <= 1e-12 * scale
-        bs = body_state(model, dyn.mass, q, v)
-        touching += int(np.sum(contacts.geometry(bs)[1] > 0))
-        limit = K.contact_step_limit(y, fast.df, fast.di, fast.dd, fast.ws)
-        assert limit == pytest.approx(dyn.forces.step_limit(bs, form.refs), rel=1e-12)
-        expected = state.copy()
-        contacts.accept(bs, expected)
-        fast(0.0, y)
-        K.accept_refs(fast.df, fast.di, fast.dd, fast.ws)
-        recorded = np.empty_like(expected)
-        recorded[fast._ct_order] = fast._ct_state
-        np.testing.assert_allclose(recorded, expected, rtol=1e-12, atol=0)
+        form.dyn.forces.contact_state(form.refs)[:] = speed
+        touching += _check_against_numpy(form, model, q, v)
     assert touching > 40  # the states did test forces, not only zeros
 
 
@@ -266,16 +272,8 @@ def test_a_box_over_a_box_is_evaluated_only_at_the_corners_near_touch(dz, points
     n_eval, n_points, n_touch, n_features = _counts(form, y)
     assert (n_eval, n_points, n_features) == (1, points, 40)
     assert n_touch == (4 if dz < 0 else 0)
-    # and the forces are the numpy implementation's (every declared point)
-    dyn = form.dyn
-    compiled = form._fast(0.0, y)
-    fast, form._fast = form._fast, None
-    reference = form.rhs(0.0, y)
-    form._fast = fast
-    assert np.max(np.abs(compiled - reference)) <= 1e-12 * max(np.max(np.abs(reference)), 1.0)
-    bs = body_state(model, dyn.mass, y[:len(q0)], v0)
-    limit = K.contact_step_limit(y, fast.df, fast.di, fast.dd, fast.ws)
-    assert limit == pytest.approx(dyn.forces.step_limit(bs, form.refs), rel=1e-12)
+    # and the forces, step limit and impact speeds are the numpy implementation's (every declared point)
+    assert _check_against_numpy(form, model, y[:len(q0)], v0) == n_touch
 
 
 def _random_pose_model():
@@ -302,8 +300,7 @@ def test_the_points_skipped_by_their_features_exert_no_force_at_random_poses():
     # broad phase evaluates a fraction of the points
     model = _random_pose_model()
     form, q0, v0 = _form(model)
-    fast, dyn = form._fast, form.dyn
-    contacts = dyn.forces.contacts
+    contacts = form.dyn.forces.contacts
     rng = np.random.default_rng(11)
     touching = evaluated = 0
     for _ in range(150):
@@ -313,26 +310,10 @@ def test_the_points_skipped_by_their_features_exert_no_force_at_random_poses():
         q[:, 3:] = quat / np.linalg.norm(quat, axis=1)[:, None]
         q = q.ravel()
         v = rng.uniform(-1, 1, size=v0.shape) * np.tile([1, 1, 1, 10, 10, 10], len(v0) // 6)
-        state = dyn.forces.contact_state(form.refs)
-        state[:] = np.where(rng.uniform(size=contacts.n) < 0.5, 0.0, rng.uniform(0.5, 3.0, size=contacts.n))
-        y = np.concatenate([q, v, [0.0]])
-        evaluated += _counts(form, y)[1]
-        compiled = fast(0.0, y)
-        form._fast = None
-        reference = form.rhs(0.0, y)
-        form._fast = fast
-        assert np.max(np.abs(compiled - reference)) <= 1e-12 * max(np.max(np.abs(reference)), 1.0)
-        bs = body_state(model, dyn.mass, q, v)
-        touching += int(np.sum(contacts.geometry(bs)[1] > 0))
-        limit = K.contact_step_limit(y, fast.df, fast.di, fast.dd, fast.ws)
-        assert limit == pytest.approx(dyn.forces.step_limit(bs, form.refs), rel=1e-12)
-        expected = state.copy()
-        contacts.accept(bs, expected)
-        fast(0.0, y)
-        K.accept_refs(fast.df, fast.di, fast.dd, fast.ws)
-        recorded = np.empty_like(expected)
-        recorded[fast._ct_order] = fast._ct_state
-        np.testing.assert_allclose(recorded, expected, rtol=1e-12, atol=0)
+        form.dyn.forces.contact_state(form.refs)[:] = np.where(rng.uniform(size=contacts.n) < 0.5, 0.0,
+                                                               rng.uniform(0.5, 3.0, size=contacts.n))
+        evaluated += _counts(form, np.concatenate([q, v, [0.0]]))[1]
+        touching += _check_against_numpy(form, model, q, v)
     assert touching > 300  # forces were tested, not only zeros
     assert evaluated < 0.2 * 150 * contacts.n
 
