@@ -40,7 +40,7 @@ coefficients; a model with anything left in Python (:attr:`FastRHS.self_containe
 keeps scipy's loop.
 
 Compliant contacts (:mod:`.contacts`) are evaluated in compiled code too (:mod:`._contact_kernels`:
-a broad phase by body pair, then the points of the pairs that are close); their impact speeds
+a broad phase by body pair, then by feature, then the points near touch); their impact speeds
 are per-call data, recorded at accepted steps by ``windings`` in the compiled loops, and the
 compiled DOP853 loop limits its steps by them (:func:`._kernels.contact_step_limit`).
 
