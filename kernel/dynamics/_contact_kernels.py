@@ -451,9 +451,9 @@ def _sweep(mode, A, rc, w, vc, F, N, ct_s, ct_o, ds, do, no, half, axis, kind, p
 
 @numba.njit(**_JIT)
 def _close(A, rc, pair, pc, opt):
-    """(win (pairs, 2), fgap (features,)): the window of each pair for :func:`_sweep` — (−∞, 0), the points near
-    touch, for the pairs whose bounding spheres meet, (0, 0), none, for the others; (−∞, ∞), every point, for
-    every pair when ``opt[0]`` is 0 — and the features' gaps, untested (NaN)."""
+    """win (pairs, 2): the window of each pair for :func:`_sweep` — (−∞, 0), the points near touch, for the
+    pairs whose bounding spheres meet, (0, 0), none, for the others; (−∞, ∞), every point, for every pair when
+    ``opt[0]`` is 0."""
     win = np.empty((pair.shape[0], 2))
     for p in range(pair.shape[0]):
         win[p, 0], win[p, 1] = -np.inf, np.inf
