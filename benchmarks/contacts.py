@@ -20,15 +20,16 @@ machine a threaded OpenBLAS makes small dense solves many times slower).
 Compliant contacts, the chain drive (``chain``): the sample of ``samples/dynamics/make_chain_drive.py``
 (LINKS links on two 16-tooth sprockets, every roller against every tooth, 32 · LINKS contacts), T s
 simulated by projection / DOP853 (rtol 1e-6, atol 1e-8; tightened to 1e-8 by the closed loop) on the
-compiled right-hand side in the compiled loop, with the broad phase (the default: only the body pairs
-whose bounding spheres meet are evaluated) and without (``options={"activation": False}``: every
-declared point evaluated at every evaluation), and on the numpy right-hand side over T/10 (one run: it
-is ~100 times slower). Prints per case the median wall time of ``CM_REPEAT`` runs, evaluations, µs per
-evaluation, points evaluated and in touch per evaluation; then the ratios, the largest position
-difference between the two compiled runs, and the checks: the driven sprocket's mean speed over the
-second half against the driver's (equal teeth), and the run's own invariant checks
-(:mod:`cadmotion.kernel.dynamics.invariants`: the energy balance T + V − T0 − V0 − W, W the work of the
-driver, the brake and the contacts' damping and friction; the joints' violations).
+compiled right-hand side in the compiled loop, with the broad phase (the default: only the points of the
+body pairs whose bounding spheres meet, and of those the ones whose roller and tooth are near, are
+evaluated) and without (``options={"activation": False}``: every declared point evaluated at every
+evaluation), and on the numpy right-hand side over T/10 (one run: it is ~100 times slower). Prints per case
+the median wall time of ``CM_REPEAT`` runs, evaluations, µs per evaluation, points evaluated, in touch and
+features tested per evaluation; then the ratios, the largest position difference between the two compiled
+runs, and the checks: the driven sprocket's mean speed over the second half against the driver's (equal
+teeth), and the run's own invariant checks (:mod:`cadmotion.kernel.dynamics.invariants`: the energy balance
+T + V − T0 − V0 − W, W the work of the driver, the brake and the contacts' damping and friction; the joints'
+violations).
 
     python benchmarks/contacts.py chain [LINKS [T]]     (default 60 links, 0.02 s)
 """
@@ -132,14 +133,14 @@ def chain(links, t_end):
             wall, result, form = chain_run(model, span, **options)
             walls.append(wall)
         fast = form._fast
-        counts = fast.contact_stats / fast.contact_stats[0] if fast is not None else (1, np.nan, np.nan)
+        counts = fast.contact_stats / fast.contact_stats[0] if fast is not None else (1,) + (np.nan,) * 3
         rows[label] = (statistics.median(walls), result, span, form.nfev, counts)
         print(f"{label}: {result.message or 'complete'}; {'; '.join(result.notes)}", flush=True)
     print(f"{'case':<22} {'T s':>6} {'wall s':>8} {'wall/T':>8} {'evaluations':>11} {'us/eval':>8} "
-          f"{'points/eval':>11} {'touching':>8}")
+          f"{'points/eval':>11} {'touching':>8} {'features/eval':>13}")
     for label, (wall, result, span, nfev, counts) in rows.items():
         print(f"{label:<22} {span:>6g} {wall:>8.2f} {wall / span:>8.0f} {nfev:>11} {wall / nfev * 1e6:>8.1f} "
-              f"{counts[1]:>11.1f} {counts[2]:>8.2f}")
+              f"{counts[1]:>11.1f} {counts[2]:>8.2f} {counts[3]:>13.1f}")
     on, off = rows["compiled, broad phase"][1], rows["compiled, every point"][1]
     n = min(len(on.t), len(off.t))
     motion, result = run(model, t_end, 100, rtol=1e-6, atol=1e-8)

@@ -4,28 +4,56 @@ The same geometry, Hunt–Crossley normal force, regularised Coulomb friction, i
 and step limit as :class:`.contacts.Contacts` (the numpy reference; the equations are in its
 module docstring), point by point.
 
-Broad phase. The contact points are grouped by body pair (S's body, O's body); each pair has a
-bounding sphere per body in that body's frame (centre C relative to the com, radius r: every
-point's shape of the pair lies inside it). A pair whose spheres are apart, gap
-g = |C_S − C_O| − r_S − r_O > 0, has no point in touch (every point's δ ≤ −g), so its points are
-skipped: the cost of an evaluation follows the pairs that are close, not the declared ones. Pairs
-against a plane or a bore are never skipped (their material has no bounding sphere). ``opt[0]`` = 0 turns the
-broad phase off (every declared point's narrow phase is evaluated: the same forces, to compare).
+Broad phase, in two stages, both exact: a skipped point has δ ≤ 0 at the state the test is made at, so
+its force is exactly zero, and the forces, impact speeds and step limit are the ones of every declared
+point (``opt[0]`` = 0 turns the broad phase off: every declared point's narrow phase is evaluated, to
+compare).
 
-The step limit is exact with the broad phase too: a skipped pair's points approach at most at
-V = |v_S − v_O| + |ω_S| ρ_S + |ω_O| ρ_O (ρ the farthest reach of the bounding sphere from the
-com; δ̇ = dδ/dt is a rate of the distance between the two shapes' points), so their limit
-½|δ|/δ̇ is at least ½ g / V: such a pair is evaluated only when that bound is below the limit of
-the close pairs.
+1. By body pair. The contact points are grouped by body pair (S's body, O's body); each pair has a
+   bounding sphere per body in that body's frame (centre C relative to the com, radius r: every
+   point's shape of the pair lies inside it). A pair whose spheres are apart, gap
+   g = |C_S − C_O| − r_S − r_O > 0, has no point in touch (every point's δ ≤ −g), so its points are
+   skipped. Pairs against a plane or a bore are never skipped (their material has no bounding sphere).
+2. By feature, in the pairs kept. A feature is a segment swept by a sphere on one body (centre d, unit axis
+   u, half length l, radius r: a box's edge, a box's corner or a sphere (l = 0), a mesh vertex (l = r = 0)),
+   tested against a box fixed in the other body (centre c, half lengths h along that body's axes: the other
+   box itself, or the box bounding a sphere or a cylinder): with the feature's centre l and axis u′ in the
+   box's axes, from its centre,
+
+       g = max_j (|l_j| − l |u′_j| − r − h_j)        (m; three of the separating axes of segment and box)
+
+   is a lower bound of the distance between the swept segment and the box. Each point has up to two
+   features (:func:`feature_gap`): S's shape against O's box (a corner, a sphere, a vertex; an edge), and,
+   edge against edge, O's edge against S's box. A point is skipped when either gap is positive: its δ ≤ −g
+   (a corner or sphere against a box: δ = R − its distance from the box; edge against edge: the contact
+   counts only with each closest point inside the other box (``held``, :func:`_edge_edge`), and its δ ≤ 0
+   otherwise is minus the distance of two points, one on each edge, the skipped edge's ≥ g from the other box
+   and the other's on that box). Planes, bores and rims have no features (their narrow phase is as cheap as a
+   test). A box–box contact's 160 points have 40 features: 8 + 8 corners, 12 + 12 edges; an edge's gap decides
+   its 12 edge–edge points. Each feature is tested once per evaluation, with the pair's relative pose: ≈ 20 ns
+   a feature against ≈ 55 ns a box–box point (the 8 boxes of benchmarks/contact_pairs.py, 2026-11-27). A sphere
+   against a sphere (its cube) costs about its narrow phase: no gain there, and none lost (the chain drive).
+
+The skip needs no motion margin: the test and the force are made at the same state. Its only margin is
+round-off (:data:`FEATURE_MARGIN`, :data:`ROUND_OFF`). The motion between evaluations is the step
+limit's business: it must also be the limit of every declared point, and a skipped point's is bounded from
+below. A point's limit, approaching, is at least ½|δ|/δ̇ (:func:`point_limit`), and for a skipped point
+|δ| ≥ g (its pair's gap or its feature's) while δ̇ = dδ/dt, a rate of the distance between the two shapes'
+points, is at most V = |v_S − v_O| + |ω_S| ρ_S + |ω_O| ρ_O (m/s; ρ the farthest reach of the pair's bounding
+sphere from the com). So after the kept points' limit h (s) is known, the skipped points within
+g < 2 V h / :data:`LIMIT_SAFETY` (m) of touch — the distance the pair can close in a step the limit
+allows, with a safety factor against round-off — are evaluated too (:func:`contact_limit`); the others'
+limits are above h.
 
 Layout (arrays packed by :mod:`.fast`, compiled point order = sorted by pair): per point the
 bodies ``s``, ``o``, offsets ``ds``, ``do`` (body axes, from the com, m), the plane normal ``no``,
 O's dimensions ``half`` (6 columns: a box's half lengths; a cylinder's or bore's [R, h/2, 0, radial unit
 vector on the axis]; for edges, the two edges' midpoints from their box centres, O's then S's), S's rim or
 edge axis ``axis``, ``kind`` (bits :data:`PLANE`, :data:`BOX`, :data:`RIM`, :data:`CYL`, :data:`BORE`,
-:data:`EDGE`; ``no`` holds a cylinder's or O's edge's axis), ``par`` (columns ``P_*``) and ``state``
-(impact speeds, m/s); per pair ``pair``
-(columns ``Q_*``) and ``pc`` (columns ``C_*``).
+:data:`EDGE`; ``no`` holds a cylinder's or O's edge's axis), ``par`` (columns ``P_*``), ``feat`` (its two
+features: S's against O's box, O's against S's box; −1 none) and ``state`` (impact speeds, m/s); per pair
+``pair`` (columns ``Q_*``) and ``pc`` (columns ``C_*``); per feature ``ft`` (columns ``F_*``, points sorted by
+pair: a pair's features are contiguous).
 
 Editing this module: the generated dynamics modules hash its source (:func:`.fast._module_file`), but
 numba's own cache of :mod:`._kernels`, which calls these functions, is keyed by ``_kernels.py`` alone:
@@ -58,8 +86,22 @@ Q_S, Q_O, Q_FIRST, Q_END, Q_ALWAYS = range(5)
 #: columns of ``pc``: C_S (3, m, S's body axes from its com), C_O (3), r_S, r_O (m), ρ_S, ρ_O (m)
 C_CS, C_CO, C_RS, C_RO, C_REACH_S, C_REACH_O = 0, 3, 6, 7, 8, 9
 N_PC = 10
-#: ``stats``: evaluations, points evaluated (narrow phase), points in touch — summed over evaluations
-N_STATS = 3
+#: columns of ``ft``: the feature's centre d (3, m, its body's axes from the com), axis u (3, unit, its body's
+#: axes; 0 for a corner or a sphere), half length l and radius r (m), the box's centre c (3, m, the other body's
+#: axes from its com) and half lengths h (3, m), the test's tolerance (m, :data:`FEATURE_MARGIN`)
+F_D, F_U, F_L, F_R, F_C, F_H, F_TOL = 0, 3, 6, 7, 8, 11, 14
+N_FT = 15
+#: a feature is skipped only when its gap g exceeds this fraction of its and its box's sizes (l + r + Σ h_j, m):
+#: 10 × :data:`EDGE_MARGIN`, the slack of the edge–edge narrow phase's ``held`` test (a closest point counts
+#: as inside a box to 1e-9 of its half lengths), so that no point the narrow phase counts is skipped
+FEATURE_MARGIN = 1e-8
+#: ... plus this fraction of the two bodies' distances from the origin (m): the test works in the pair's relative
+#: pose, the narrow phase in world coordinates; their round-off differs by a few ulps of those distances
+#: (≈ 1e-15 of them), 1e-12 is three decades above
+ROUND_OFF = 1e-12
+#: ``stats``: evaluations, points evaluated (narrow phase), points in touch, features tested — summed over
+#: evaluations
+N_STATS = 4
 #: a pair is skipped when its gap exceeds this fraction of r_S + r_O (round-off of the test)
 GAP_MARGIN = 1e-9
 #: a skipped pair's bound ½ g / V is taken with this safety factor against round-off
@@ -88,6 +130,30 @@ def pair_gap(A, rc, pair, pc, p):
     r = pc[p, C_RS] + pc[p, C_RO]
     gap = math.sqrt((s0 - o0) ** 2 + (s1 - o1) ** 2 + (s2 - o2) ** 2) - r
     return gap if gap > GAP_MARGIN * r else -1.0
+
+
+@numba.njit(**_INLINE)
+def _relative(A, rc, a, b, rel, k):
+    """rel[k] = [R | t] (3, 4): body a's axes and com in body b's frame, R = A_bᵀ A_a, t = A_bᵀ (r_a − r_b) (m)."""
+    for i in range(3):
+        for j in range(3):
+            rel[k, i, j] = A[b, 0, i] * A[a, 0, j] + A[b, 1, i] * A[a, 1, j] + A[b, 2, i] * A[a, 2, j]
+        rel[k, i, 3] = (A[b, 0, i] * (rc[a, 0] - rc[b, 0]) + A[b, 1, i] * (rc[a, 1] - rc[b, 1])
+                        + A[b, 2, i] * (rc[a, 2] - rc[b, 2]))
+
+
+@numba.njit(**_INLINE)
+def feature_gap(rel, k, ft, f, round_off):
+    """g (m) of feature f (see the module) with its body's pose in the box's body's frame ``rel[k]``
+    (:func:`_relative`): > 0, the feature is apart from the box by at least g; or −1 within the tolerance
+    ``ft[f, F_TOL]`` + ``round_off`` (m) of touch."""
+    gap = -np.inf
+    for j in range(3):
+        r0, r1, r2 = rel[k, j, 0], rel[k, j, 1], rel[k, j, 2]
+        lj = r0 * ft[f, F_D] + r1 * ft[f, F_D + 1] + r2 * ft[f, F_D + 2] + rel[k, j, 3] - ft[f, F_C + j]
+        uj = r0 * ft[f, F_U] + r1 * ft[f, F_U + 1] + r2 * ft[f, F_U + 2]
+        gap = max(gap, abs(lj) - ft[f, F_L] * abs(uj) - ft[f, F_R] - ft[f, F_H + j])
+    return gap if gap > ft[f, F_TOL] + round_off else -1.0
 
 
 @numba.njit(**_INLINE)
@@ -238,20 +304,52 @@ FORCES, ACCEPT, LIMIT = 0, 1, 2
 
 
 @numba.njit(**_JIT)
-def _sweep(mode, A, rc, w, vc, F, N, ct_s, ct_o, ds, do, no, half, axis, kind, par, pair, state, use):
-    """The points of the pairs with ``use[p]``: their geometry (:mod:`.contacts`: n from O toward S, δ,
-    x, δ̇, v_t, world frame), then per ``mode`` the force on S and O into F, N (FORCES), the impact speed
-    into ``state`` (ACCEPT) or the step limit (LIMIT). Returns (power W, limit s, points evaluated, points
-    in touch). One loop with the geometry written in it: a per-point call passing the arrays costs
-    their reference counting, several times the point's arithmetic."""
+def _sweep(mode, A, rc, w, vc, F, N, ct_s, ct_o, ds, do, no, half, axis, kind, par, pair, feat, ft, state, win, fgap):
+    """The points whose gap lies in their pair's window, lo < g < hi (``win[p]``; g the larger of the point's
+    features' gaps, :func:`feature_gap`, cached in ``fgap`` (NaN: not yet tested); −1 for a point near touch or
+    without features; a window (−∞, ∞) evaluates every point untested): their geometry (:mod:`.contacts`: n
+    from O toward S, δ, x, δ̇, v_t, world frame), then per ``mode`` the force on S and O into F, N (FORCES), the
+    impact speed into ``state`` (ACCEPT: 0 for the points left out) or the step limit (LIMIT). Returns (power W,
+    limit s, points evaluated, points in touch, features tested). One loop with the geometry written in it: a
+    per-point call passing the arrays costs their reference counting, several times the point's arithmetic."""
     power = 0.0
     limit = np.inf
     n_eval = 0
     n_touch = 0
+    n_feat = 0
+    rel = np.empty((2, 3, 4))
     for p in range(pair.shape[0]):
-        if not use[p]:
+        lo, hi = win[p, 0], win[p, 1]
+        if not hi > lo:
+            if mode == ACCEPT:
+                for i in range(pair[p, Q_FIRST], pair[p, Q_END]):
+                    state[i] = 0.0
             continue
+        fine = lo > -np.inf or hi < np.inf
+        posed = False
+        round_off = 0.0
         for i in range(pair[p, Q_FIRST], pair[p, Q_END]):
+            if fine:
+                g = -1.0
+                for k in range(2):
+                    f = feat[i, k]
+                    if f < 0:
+                        continue
+                    if fgap[f] != fgap[f]:
+                        if not posed:  # S's pose in O's frame and O's in S's, once per pair
+                            a, b = pair[p, Q_S], pair[p, Q_O]
+                            _relative(A, rc, a, b, rel, 0)
+                            _relative(A, rc, b, a, rel, 1)
+                            round_off = ROUND_OFF * (abs(rc[a, 0]) + abs(rc[a, 1]) + abs(rc[a, 2]) + abs(rc[b, 0])
+                                                     + abs(rc[b, 1]) + abs(rc[b, 2]))
+                            posed = True
+                        fgap[f] = feature_gap(rel, k, ft, f, round_off)
+                        n_feat += 1
+                    g = max(g, fgap[f])
+                if not (lo < g < hi):
+                    if mode == ACCEPT:
+                        state[i] = 0.0
+                    continue
             s, o = ct_s[i], ct_o[i]
             Rs, Ro = par[i, P_RS], par[i, P_RO]
             fl = kind[i]
@@ -348,64 +446,74 @@ def _sweep(mode, A, rc, w, vc, F, N, ct_s, ct_o, ds, do, no, half, axis, kind, p
             N[o, 0] -= po1 * f2 - po2 * f1
             N[o, 1] -= po2 * f0 - po0 * f2
             N[o, 2] -= po0 * f1 - po1 * f0
-    return power, limit, n_eval, n_touch
+    return power, limit, n_eval, n_touch, n_feat
 
 
 @numba.njit(**_JIT)
 def _close(A, rc, pair, pc, opt):
-    """use (pairs,): 1 for the pairs the broad phase keeps (every pair when ``opt[0]`` is 0)."""
-    use = np.ones(pair.shape[0], np.int64)
-    if opt[0] != 0:
-        for p in range(pair.shape[0]):
+    """win (pairs, 2): the window of each pair for :func:`_sweep` — (−∞, 0), the points near touch, for the
+    pairs whose bounding spheres meet, (0, 0), none, for the others; (−∞, ∞), every point, for every pair when
+    ``opt[0]`` is 0."""
+    win = np.empty((pair.shape[0], 2))
+    for p in range(pair.shape[0]):
+        win[p, 0], win[p, 1] = -np.inf, np.inf
+        if opt[0] != 0:
+            win[p, 1] = 0.0
             if pair_gap(A, rc, pair, pc, p) > 0:
-                use[p] = 0
-    return use
+                win[p, 0] = 0.0
+    return win
 
 
 @numba.njit(**_JIT)
-def contact_forces(A, rc, w, vc, F, N, ct_s, ct_o, ds, do, no, half, axis, kind, par, pair, pc, state, opt, stats):
+def contact_forces(A, rc, w, vc, F, N, ct_s, ct_o, ds, do, no, half, axis, kind, par, pair, pc, feat, ft, state, opt,
+                   stats):
     """Accumulate the contact forces into F (nb, 3) N and moments about the com N (nb, 3) N m;
     returns the non-conservative power (W, ≤ 0)."""
-    use = _close(A, rc, pair, pc, opt)
-    power, _, n_eval, n_touch = _sweep(FORCES, A, rc, w, vc, F, N, ct_s, ct_o, ds, do, no, half, axis, kind, par,
-                                       pair, state, use)
+    win = _close(A, rc, pair, pc, opt)
+    fgap = np.full(ft.shape[0], np.nan)
+    power, _, n_eval, n_touch, n_feat = _sweep(FORCES, A, rc, w, vc, F, N, ct_s, ct_o, ds, do, no, half, axis, kind,
+                                               par, pair, feat, ft, state, win, fgap)
     stats[0] += 1.0
     stats[1] += n_eval
     stats[2] += n_touch
+    stats[3] += n_feat
     return power
 
 
 @numba.njit(**_JIT)
-def contact_accept(A, rc, w, vc, ct_s, ct_o, ds, do, no, half, axis, kind, par, pair, pc, state, opt):
+def contact_accept(A, rc, w, vc, ct_s, ct_o, ds, do, no, half, axis, kind, par, pair, pc, feat, ft, state, opt):
     """Record each point's impact speed at an accepted state (:meth:`.contacts.Contacts.accept`): 0 for
-    the points of the pairs that are apart."""
-    use = _close(A, rc, pair, pc, opt)
-    for p in range(pair.shape[0]):
-        if not use[p]:
-            for i in range(pair[p, Q_FIRST], pair[p, Q_END]):
-                state[i] = 0.0
-    _sweep(ACCEPT, A, rc, w, vc, A[0], A[0], ct_s, ct_o, ds, do, no, half, axis, kind, par, pair, state, use)
+    the points the broad phase skips (apart)."""
+    win = _close(A, rc, pair, pc, opt)
+    _sweep(ACCEPT, A, rc, w, vc, A[0], A[0], ct_s, ct_o, ds, do, no, half, axis, kind, par, pair, feat, ft, state,
+           win, np.full(ft.shape[0], np.nan))
 
 
 @numba.njit(**_JIT)
-def contact_limit(A, rc, w, vc, ct_s, ct_o, ds, do, no, half, axis, kind, par, pair, pc, state, opt):
-    """The largest step (s) that strides over no contact (:meth:`.contacts.Contacts.step_limit`):
-    the close pairs' points, then every skipped pair whose bound ½ g / V is below that."""
-    use = _close(A, rc, pair, pc, opt)
-    limit = _sweep(LIMIT, A, rc, w, vc, A[0], A[0], ct_s, ct_o, ds, do, no, half, axis, kind, par, pair, state,
-                   use)[1]
+def contact_limit(A, rc, w, vc, ct_s, ct_o, ds, do, no, half, axis, kind, par, pair, pc, feat, ft, state, opt):
+    """The largest step (s) that strides over no contact (:meth:`.contacts.Contacts.step_limit`): the limit h
+    of the points the broad phase keeps, then that of every skipped point whose bound ½ g / V (see the module)
+    is below h — a skipped pair's points with their features' gaps below 2 V h / LIMIT_SAFETY, a kept pair's
+    points skipped by a feature with such a gap."""
+    win = _close(A, rc, pair, pc, opt)
+    fgap = np.full(ft.shape[0], np.nan)
+    limit = _sweep(LIMIT, A, rc, w, vc, A[0], A[0], ct_s, ct_o, ds, do, no, half, axis, kind, par, pair, feat, ft,
+                   state, win, fgap)[1]
     if opt[0] == 0:
         return limit
-    again = np.zeros(pair.shape[0], np.int64)
+    again = np.zeros((pair.shape[0], 2))
     for p in range(pair.shape[0]):
-        if use[p]:
-            continue
-        gap = pair_gap(A, rc, pair, pc, p)
         s, o = pair[p, Q_S], pair[p, Q_O]
         v = math.sqrt((vc[s, 0] - vc[o, 0]) ** 2 + (vc[s, 1] - vc[o, 1]) ** 2 + (vc[s, 2] - vc[o, 2]) ** 2)
         v += math.sqrt(w[s, 0] ** 2 + w[s, 1] ** 2 + w[s, 2] ** 2) * pc[p, C_REACH_S]
         v += math.sqrt(w[o, 0] ** 2 + w[o, 1] ** 2 + w[o, 2] ** 2) * pc[p, C_REACH_O]
-        if v > 0 and LIMIT_SAFETY * 0.5 * gap / v < limit:
-            again[p] = 1
+        if not v > 0:
+            continue  # no relative motion: δ̇ = 0, no skipped point approaches
+        reach = limit * v / (LIMIT_SAFETY * 0.5) if limit < np.inf else np.inf  # g below this: ½ g / V below h
+        if win[p, 0] == 0.0:  # a skipped pair: its points near, if its own bound is below h
+            if LIMIT_SAFETY * 0.5 * pair_gap(A, rc, pair, pc, p) / v < limit:
+                again[p, 0], again[p, 1] = -np.inf, reach
+        else:  # a kept pair: the points its features skipped
+            again[p, 1] = reach
     return min(limit, _sweep(LIMIT, A, rc, w, vc, A[0], A[0], ct_s, ct_o, ds, do, no, half, axis, kind, par, pair,
-                             state, again)[1])
+                             feat, ft, state, again, fgap)[1])

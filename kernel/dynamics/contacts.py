@@ -97,7 +97,8 @@ fixed-step ``RK4`` run takes the step it is given (``dt``): it must be below the
 
 This class is the numpy implementation; the compiled right-hand side (:mod:`.fast`) evaluates the
 same law point by point in :mod:`._contact_kernels` from the arrays of :meth:`Contacts.arrays`, with a
-broad phase by body pair (:attr:`Contacts.activation`).
+broad phase by body pair, then by feature (an edge, a corner, a sphere against the other body's box;
+:attr:`Contacts.activation`).
 """
 
 from __future__ import annotations
@@ -404,8 +405,9 @@ class Contacts:
 
     #: the method whose contacts this class holds (:class:`.unilateral.UnilateralContacts` the other)
     method = "compliant"
-    #: the compiled right-hand side evaluates only the body pairs whose bounding spheres meet (its broad
-    #: phase, :mod:`._contact_kernels`); False: every declared point (the same forces; the cost it saves)
+    #: the compiled right-hand side evaluates only the points of the body pairs whose bounding spheres meet
+    #: and whose features (edges, corners, spheres) meet the other body's box (its broad phase,
+    #: :mod:`._contact_kernels`); False: every declared point (the same forces; the cost it saves)
     activation = True
 
     def __init__(self, model, mass):
@@ -541,10 +543,11 @@ class Contacts:
 
     def arrays(self):
         """(arrays, order): the contacts packed for the compiled right-hand side, in the layout of
-        :mod:`._contact_kernels` (s, o, ds, do, no, half, axis, kind, par, pair, pc, state, opt, stats),
-        and ``order`` (points,): the index in this class's arrays of each compiled point (sorted by
+        :mod:`._contact_kernels` (s, o, ds, do, no, half, axis, kind, par, pair, pc, feat, ft, state, opt,
+        stats), and ``order`` (points,): the index in this class's arrays of each compiled point (sorted by
         body pair). Each pair's bounding spheres: centred at the mean of its points' centres, radii
-        reaching every point's shape (a box against a sphere: its half diagonal)."""
+        reaching every point's shape (a box against a sphere: its half diagonal); each point's features
+        (:meth:`features`)."""
         from . import _contact_kernels as C
 
         order = np.lexsort((self.o, self.s)) if self.n else np.zeros(0, int)
@@ -568,10 +571,49 @@ class Contacts:
                 pc[p, col:col + 3] = centre
                 pc[p, C.C_RS if col == C.C_CS else C.C_RO] = radius
                 pc[p, C.C_REACH_S if col == C.C_CS else C.C_REACH_O] = np.linalg.norm(centre) + radius
+        feat, ft = self.features(order)
         arrays = (s, o, self.ds[order], self.do[order], self.no[order], self.half_o[order], self.axis[order],
-                  self.kind[order].astype(np.int64), par, pair, pc, np.zeros(self.n),
+                  self.kind[order].astype(np.int64), par, pair, pc, feat, ft, np.zeros(self.n),
                   np.array([int(bool(self.activation))], np.int64), np.zeros(C.N_STATS))
         return arrays, order
+
+    def features(self, order):
+        """(feat (points, 2) int, ft (features, :data:`._contact_kernels.N_FT`)): the features of the points in
+        the order ``order`` (the broad phase's second stage, :mod:`._contact_kernels`): per point the feature
+        of S's shape tested against a box of O (column 0) and, edge against edge, O's edge against S's box
+        (column 1), −1 for none; the features numbered as they first appear, each shared by the points of its
+        body pair that have it (a box edge's 12 edge–edge points). A feature is [d, u, l, r, c, h, tol]: a
+        segment swept by a sphere on its body (centre d, m, body axes from the com; unit axis u; half length l
+        and radius r, m) and a box fixed in the other body (centre c, m, that body's axes from its com; half
+        lengths h, m, along those axes) that holds the other shape: the other box itself, a sphere's cube, a
+        cylinder's box (|a_j| h/2 + R (1 − a_j²)^½). Planes, bores and rims have none."""
+        from . import _contact_kernels as C
+
+        feat = np.full((len(order), 2), -1, np.int64)
+        rows, index = [], {}
+        for i, j in enumerate(order):
+            kind, Rs, Ro, ds, do = int(self.kind[j]), self.Rs[j], self.Ro[j], self.ds[j], self.do[j]
+            half, zero = self.half_o[j], np.zeros(3)
+            if kind & EDGE:
+                own = [(ds, self.axis[j], Rs, 0.0, do - half[0:3], np.abs(half[0:3]) + Ro * np.abs(self.no[j])),
+                       (do, self.no[j], Ro, 0.0, ds - half[3:6], np.abs(half[3:6]) + Rs * np.abs(self.axis[j]))]
+            elif kind & BOX:
+                own = [(ds, zero, 0.0, Rs, do, half[0:3])]
+            elif kind & CYL:
+                a = self.no[j]
+                own = [(ds, zero, 0.0, Rs, do, np.abs(a) * half[1] + half[0] * np.sqrt(np.maximum(1.0 - a * a, 0.0)))]
+            elif kind & (PLANE | BORE | RIM):
+                own = []
+            else:  # a sphere (or a vertex) against a sphere: its cube
+                own = [(ds, zero, 0.0, Rs, do, np.full(3, Ro))]
+            for side, (d, u, length, radius, c, h) in enumerate(own):
+                row = np.r_[d, u, length, radius, c, h, C.FEATURE_MARGIN * (length + radius + np.sum(h))]
+                key = (int(self.s[j]), int(self.o[j]), side, row.tobytes())
+                if key not in index:
+                    index[key] = len(rows)
+                    rows.append(row)
+                feat[i, side] = index[key]
+        return feat, np.array(rows, float).reshape(-1, C.N_FT)
 
     # ------------------------------------------------------------------ geometry
     def geometry(self, bs):
@@ -793,8 +835,9 @@ def packed_contacts(contacts):
 
     none = np.zeros(0, np.int64)
     return ((none, none) + (np.zeros((0, 3)),) * 5
-            + (none, np.zeros((0, C.N_PAR)), np.zeros((0, 5), np.int64), np.zeros((0, C.N_PC)), np.zeros(0),
-               np.ones(1, np.int64), np.zeros(C.N_STATS))), none
+            + (none, np.zeros((0, C.N_PAR)), np.zeros((0, 5), np.int64), np.zeros((0, C.N_PC)),
+               np.zeros((0, 2), np.int64), np.zeros((0, C.N_FT)), np.zeros(0), np.ones(1, np.int64),
+               np.zeros(C.N_STATS))), none
 
 
 def deepest_points(owner, delta, n_contacts):

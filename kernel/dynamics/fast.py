@@ -40,7 +40,7 @@ coefficients; a model with anything left in Python (:attr:`FastRHS.self_containe
 keeps scipy's loop.
 
 Compliant contacts (:mod:`.contacts`) are evaluated in compiled code too (:mod:`._contact_kernels`:
-a broad phase by body pair, then the points of the pairs that are close); their impact speeds
+a broad phase by body pair, then by feature, then the points near touch); their impact speeds
 are per-call data, recorded at accepted steps by ``windings`` in the compiled loops, and the
 compiled DOP853 loop limits its steps by them (:func:`._kernels.contact_step_limit`).
 
@@ -910,7 +910,7 @@ class FastRHS:
 
         ct, self._ct_order = packed_contacts(forces.contacts)
         values.update(zip(("ct_s", "ct_o", "ct_ds", "ct_do", "ct_no", "ct_half", "ct_axis", "ct_kind", "ct_par",
-                           "ct_pair", "ct_pc", "ct_state", "ct_opt", "ct_stats"), ct))
+                           "ct_pair", "ct_pc", "ct_feat", "ct_ft", "ct_state", "ct_opt", "ct_stats"), ct))
         nrows = m
         work = dict(qf=np.zeros(7 * nb), qdf=np.zeros(7 * nb), A=np.zeros((nb, 3, 3)), rho=np.zeros((nb, 3)),
                     rc=np.zeros((nb, 3)), E=np.zeros((nb, 3, 4)), Jw=np.zeros((nb, 3, 3)), Jwinv=np.zeros((nb, 3, 3)),
@@ -961,7 +961,7 @@ class FastRHS:
         self.tau = views["tau"]
         self.line_force = views["ln_F"]
         #: the compliant contacts' impact speeds (compiled point order) and counters (evaluations, points
-        #: evaluated, points in touch: :mod:`._contact_kernels`)
+        #: evaluated, points in touch, features tested: :mod:`._contact_kernels`)
         self._ct_state = views["ct_state"]
         self.contact_stats = views["ct_stats"]
         self._stateful = bool(forces.contacts is not None and forces.contacts.stateful)

@@ -126,35 +126,41 @@ def _points_model():
     return compile_model(dataclasses.replace(spec, contacts=contacts))
 
 
+def _check_against_numpy(form, model, q, v):
+    """Assert that the compiled ẏ, step limit and recorded impact speeds at (q, v), with the impact speeds of
+    ``dyn.forces.contact_state``, are the numpy implementation's (which evaluates every point); returns the
+    number of points in touch."""
+    fast, dyn = form._fast, form.dyn
+    contacts = dyn.forces.contacts
+    state = dyn.forces.contact_state(form.refs)
+    y = np.concatenate([q, v, [0.0]])
+    compiled = fast(0.0, y)
+    form._fast = None
+    reference = form.rhs(0.0, y)
+    form._fast = fast
+    assert np.max(np.abs(compiled - reference)) <= 1e-12 * max(np.max(np.abs(reference)), 1.0)
+    bs = body_state(model, dyn.mass, q, v)
+    limit = K.contact_step_limit(y, fast.df, fast.di, fast.dd, fast.ws)
+    assert limit == pytest.approx(dyn.forces.step_limit(bs, form.refs), rel=1e-12)
+    expected = state.copy()
+    contacts.accept(bs, expected)
+    fast(0.0, y)
+    K.accept_refs(fast.df, fast.di, fast.dd, fast.ws)
+    recorded = np.empty_like(expected)
+    recorded[fast._ct_order] = fast._ct_state
+    np.testing.assert_allclose(recorded, expected, rtol=1e-12, atol=0)
+    return int(np.sum(contacts.geometry(bs)[1] > 0))
+
+
 @pytest.mark.parametrize("activation", [True, False])
 @pytest.mark.parametrize("build", [_model, _points_model], ids=["primitives", "mesh points"])
 def test_compiled_contacts_give_the_numpy_accelerations_step_limit_and_impact_speeds(build, activation):
     model = build()
     form, q0, v0 = _form(model, activation)
-    fast, dyn = form._fast, form.dyn
-    contacts = dyn.forces.contacts
     touching = 0
     for q, v, speed in _random_states(model, q0, v0, 40, seed=3):
-        state = dyn.forces.contact_state(form.refs)
-        state[:] = speed
-        y = np.concatenate([q, v, [0.0]])
-        compiled = fast(0.0, y)
-        form._fast = None
-        reference = form.rhs(0.0, y)
-        form._fast = fast
-        scale = np.max(np.abs(reference))
-        assert np.max(np.abs(compiled - reference)) <= 1e-12 * scale
-        bs = body_state(model, dyn.mass, q, v)
-        touching += int(np.sum(contacts.geometry(bs)[1] > 0))
-        limit = K.contact_step_limit(y, fast.df, fast.di, fast.dd, fast.ws)
-        assert limit == pytest.approx(dyn.forces.step_limit(bs, form.refs), rel=1e-12)
-        expected = state.copy()
-        contacts.accept(bs, expected)
-        fast(0.0, y)
-        K.accept_refs(fast.df, fast.di, fast.dd, fast.ws)
-        recorded = np.empty_like(expected)
-        recorded[fast._ct_order] = fast._ct_state
-        np.testing.assert_allclose(recorded, expected, rtol=1e-12, atol=0)
+        form.dyn.forces.contact_state(form.refs)[:] = speed
+        touching += _check_against_numpy(form, model, q, v)
     assert touching > 40  # the states did test forces, not only zeros
 
 
@@ -170,7 +176,7 @@ def _row_of_balls(n, gap):
 
 
 def _counts(form, y):
-    """(evaluations, points evaluated, points in touch) of one compiled evaluation at y."""
+    """(evaluations, points evaluated, points in touch, features tested) of one compiled evaluation at y."""
     before = form._fast.contact_stats.copy()
     form._fast(0.0, y)
     return tuple(int(c) for c in form._fast.contact_stats - before)
@@ -178,10 +184,11 @@ def _counts(form, y):
 
 def test_the_broad_phase_evaluates_only_the_pairs_that_are_close():
     # 6 balls 1 cm apart, 15 declared pairs: no bounding spheres (the balls themselves) meet
-    for activation, apart, pressed in ((True, (1, 0, 0), (1, 5, 5)), (False, (1, 15, 0), (1, 15, 5))):
+    for activation, apart, pressed in ((True, (1, 0, 0, 0), (1, 5, 5, 5)), (False, (1, 15, 0, 0), (1, 15, 5, 0))):
         form, q0, v0 = _form(_row_of_balls(6, 0.01), activation)
         assert _counts(form, np.concatenate([q0, v0, [0.0]])) == apart
-        # the neighbours pressed 0.1 mm into each other: only those 5 pairs evaluated (with the broad phase)
+        # the neighbours pressed 0.1 mm into each other: only those 5 pairs evaluated (with the broad phase; each
+        # ball against the other's cube, its one feature)
         q = q0.copy().reshape(-1, 7)
         q[:, 0] = np.arange(6) * (0.1 - 1e-4)
         assert _counts(form, np.concatenate([q.ravel(), v0, [0.0]])) == pressed
@@ -224,6 +231,135 @@ def test_a_row_of_balls_moves_the_same_with_and_without_the_broad_phase():
         p = m.velocity[:, :, 0].sum(axis=1)  # total momentum (unit masses), N s
         assert np.max(np.abs(p - 1.0)) < 1e-8
     assert np.array_equal(runs[0].position, runs[1].position)
+
+
+# ---------------------------------------------------------------------------- the broad phase by feature
+def _boxes_on_base(sizes, gap, speed=1.0, restitution=0.8):
+    """Free boxes (1 kg, edge lengths ``sizes[i]`` m) in a row along x, ``gap`` m apart, resting on a fixed
+    4 × 0.4 × 0.1 m base box (its top face at z = 0.05), the first pushed at ``speed`` m/s along the row,
+    frictionless: every pair declared (``pairs = "all"``), 160 box–box points a pair."""
+    parts, shape, x = {"base": {"fixed": True}}, {"base": {"box": [4.0, 0.4, 0.1]}}, 0.0
+    for i, (a, b, c) in enumerate(sizes):
+        x += 0.0 if i == 0 else 0.5 * (sizes[i - 1][0] + a) + gap
+        parts[f"box{i}"] = {"position": [x, 0.0, 0.05 + c / 2], "mass": 1.0,
+                            "inertia": [(b * b + c * c) / 12, (a * a + c * c) / 12, (a * a + b * b) / 12]}
+        shape[f"box{i}"] = {"box": [a, b, c]}
+    data = {"units": "m", "gravity": [0, 0, -G], "parts": parts,
+            "initial_velocity": {"box0": {"velocity": [speed, 0, 0]}},
+            "contacts": [{"name": "row", "pairs": "all", "shape": shape, "method": "compliant", "stiffness": 1e7,
+                          "exponent": 1.5, "restitution": restitution}]}
+    return compile_model(parse_model(data, source=f"{len(sizes)} boxes on a base (test)"))
+
+
+def _lifted(q0, box, dz):
+    """y at rest with the position of part ``box`` (its index among the moving parts) raised by dz m."""
+    q = q0.copy().reshape(-1, 7)
+    q[box, 2] += dz
+    return q.ravel()
+
+
+@pytest.mark.parametrize("dz, points", [(1e-6, 0), (1e-3, 0), (1e-9, 4), (0.0, 4), (-1e-4, 4)])
+def test_a_box_over_a_box_is_evaluated_only_at_the_corners_near_touch(dz, points):
+    # a cube over a 4 m base box: their bounding spheres (2 m) always meet; the features decide. Its bottom face
+    # dz above the base's top: 1 µm or more is apart (every gap above the test's round-off tolerance, 2.3e-8 m
+    # for a corner against the base's half lengths): no point evaluated; within the tolerance or pressed in,
+    # its 4 bottom corners (each 4 bottom edges against the base's box are near too, but none of the base's
+    # edges, 0.15 m aside, meets the cube's box, so no edge–edge point). 40 features tested: its 8 corners
+    # and 12 edges against the base's box, the base's 12 edges against its box, the base's 8 corners.
+    model = _boxes_on_base([(0.1, 0.1, 0.1)], 0.02)
+    form, q0, v0 = _form(model)
+    y = np.concatenate([_lifted(q0, 0, dz), v0, [0.0]])
+    n_eval, n_points, n_touch, n_features = _counts(form, y)
+    assert (n_eval, n_points, n_features) == (1, points, 40)
+    assert n_touch == (4 if dz < 0 else 0)
+    # and the forces, step limit and impact speeds are the numpy implementation's (every declared point)
+    assert _check_against_numpy(form, model, y[:len(q0)], v0) == n_touch
+
+
+def _random_pose_model():
+    """Two free boxes of unequal sides (one offset from its com), a ball against one of them, against a sphere
+    and against a slanted cylinder, and the boxes against a post: every shape pair with features, at random
+    poses in a 0.34 m cube (many overlapping deep, many apart)."""
+    law = {"method": "compliant", "stiffness": 1e6, "exponent": 1.5, "restitution": 0.7,
+           "friction": {"static": 0.5, "dynamic": 0.3}, "stiction_velocity": 1e-2}
+    box_a, box_b = {"box": [0.2, 0.1, 0.15]}, {"box": [0.1, 0.3, 0.12], "center": [0.01, 0, 0]}
+    parts = {name: {"position": [0.0, 0.0, 0.3 * k], "mass": 1.0, "inertia": [1e-3] * 3}
+             for k, name in enumerate(("a", "b", "ball", "post"))}
+    contacts = [dict(law, name="boxes", parts=["a", "b"], shape=[box_a, box_b]),
+                dict(law, name="ball_box", parts=["ball", "a"], shape=[{"sphere": 0.05}, box_a]),
+                dict(law, name="balls", parts=["ball", "b"], shape=[{"sphere": 0.05}, {"sphere": 0.04}]),
+                dict(law, name="ball_post", parts=["ball", "post"],
+                     shape=[{"sphere": 0.05}, {"cylinder": [0.05, 0.2], "axis": [1, 1, 0.3]}]),
+                dict(law, name="box_post", parts=["a", "post"], shape=[box_a, {"box": [0.05, 0.05, 0.4]}])]
+    return compile_model(parse_model({"units": "m", "parts": parts, "contacts": contacts}, source="random poses (test)"))
+
+
+def test_the_points_skipped_by_their_features_exert_no_force_at_random_poses():
+    # the numpy implementation evaluates every point: at random poses and velocities, from deep overlaps to
+    # apart, the compiled accelerations, step limit and impact speeds with the broad phase equal it, while the
+    # broad phase evaluates a fraction of the points
+    model = _random_pose_model()
+    form, q0, v0 = _form(model)
+    contacts = form.dyn.forces.contacts
+    rng = np.random.default_rng(11)
+    touching = evaluated = 0
+    for _ in range(150):
+        q = q0.copy().reshape(-1, 7)
+        q[:, :3] = rng.uniform(-0.17, 0.17, size=(len(q), 3))
+        quat = rng.normal(size=(len(q), 4))
+        q[:, 3:] = quat / np.linalg.norm(quat, axis=1)[:, None]
+        q = q.ravel()
+        v = rng.uniform(-1, 1, size=v0.shape) * np.tile([1, 1, 1, 10, 10, 10], len(v0) // 6)
+        form.dyn.forces.contact_state(form.refs)[:] = np.where(rng.uniform(size=contacts.n) < 0.5, 0.0,
+                                                               rng.uniform(0.5, 3.0, size=contacts.n))
+        evaluated += _counts(form, np.concatenate([q, v, [0.0]]))[1]
+        touching += _check_against_numpy(form, model, q, v)
+    assert touching > 300  # forces were tested, not only zeros
+    assert evaluated < 0.2 * 150 * contacts.n
+
+
+def _solve(model, t_end, activation, steps=50):
+    """(Motion-like result, points evaluated per evaluation): projection / DOP853 1e-8 / 1e-10 on the compiled
+    right-hand side, with the broad phase on or off."""
+    form, q0, v0 = _form(model, activation)
+    result = form.solve(np.linspace(0.0, t_end, steps + 1), q0, v0, integrator="DOP853", rtol=1e-8, atol=1e-10)
+    assert result.success, result.message
+    stats = form._fast.contact_stats
+    return result, stats[1] / stats[0]
+
+
+def test_boxes_resting_on_a_box_move_the_same_with_and_without_the_broad_phase():
+    # a cube pushed into a larger box (20 mm away) while both rest on a base: the cube's top front corners hit
+    # the box's back face (equal boxes side by side would have coplanar faces, which the corner and edge points
+    # do not push apart). Skipped points exert exactly zero force and the step limit is every point's, so the
+    # runs are the same to the last bit; frictionless, the base takes no momentum along x
+    model = _boxes_on_base([(0.1, 0.1, 0.1), (0.1, 0.12, 0.12)], 0.02)
+    (on, per_eval_on), (off, per_eval_off) = (_solve(model, 0.04, a) for a in (True, False))
+    assert np.array_equal(on.q, off.q) and np.array_equal(on.v, off.v)
+    assert per_eval_off == 3 * 160 and per_eval_on < 40  # 8 corners on the base, a few more at the impact
+    v = on.v.reshape(len(on.t), 2, 6)
+    assert np.max(np.abs(v[:, :, 0].sum(axis=1) - 1.0)) < 1e-6
+    assert v[-1, 1, 0] > 0.5  # the box was hit
+
+
+def test_a_fast_box_crossing_the_broad_phase_in_one_step_still_gets_its_impact():
+    # no gravity: a cube (0.1 m) at 50 m/s toward a fixed 0.3 m cube 0.2 m away. Far, the pair's bounding spheres are
+    # apart, then its corners' features; nothing limits a step of the free flight but the step limit's bound of
+    # the skipped points (½ g / V). The restitution form's exact ξ(e) gives the cube, face on (its 4 leading
+    # corners alike), a rebound speed e v; the run is the same to the last bit without the broad phase
+    e, speed = 0.8, 50.0
+    data = {"units": "m", "parts": {"wall": {"fixed": True, "position": [0.4, 0, 0]},
+                                    "cube": {"position": [0.0, 0.0, 0.0], "mass": 1.0, "inertia": [1.7e-3] * 3}},
+            "initial_velocity": {"cube": {"velocity": [speed, 0, 0]}},
+            "contacts": [{"name": "hit", "parts": ["cube", "wall"], "shape": [{"box": [0.1] * 3}, {"box": [0.3] * 3}],
+                          "method": "compliant", "stiffness": 1e9, "exponent": 1.5, "restitution": e}]}
+    model = compile_model(parse_model(data, source="fast cube (test)"))
+    t_end = 0.2 / speed + 2e-3  # the flight to the wall and 2 ms after
+    (on, per_eval), (off, _) = (_solve(model, t_end, a, steps=4) for a in (True, False))
+    assert np.array_equal(on.q, off.q) and np.array_equal(on.v, off.v)
+    assert on.v[-1, 0] == pytest.approx(-e * speed, rel=1e-3)
+    assert np.max(np.abs(on.v[-1, 1:])) < 1e-6 * speed  # face on: no sideways motion, no spin
+    assert per_eval < 0.25 * 160
 
 
 def test_compiled_kernel_constants_are_the_numpy_ones():
