@@ -61,6 +61,12 @@ class AngleState:
         return new
 
 
+def _turns(ref, raw):
+    """Whole turns (rad, multiples of 2π) that wind raw angles (rad, in (−π, π]) onto the
+    continuous references ``ref`` nearest them."""
+    return _TWO_PI * np.round((ref - raw) / _TWO_PI)
+
+
 def _frames_copy(a, nt):
     """``a`` (n, ...) repeated for nt frames (nt n, ...), read-only where ``a`` is (the model's
     arrays are: the same array type for numba's compiled code)."""
@@ -118,8 +124,7 @@ class System:
     def _W(self, gi, g, Q, angles):
         if not self._has_angles[gi]:
             return self._zeros_W[gi]
-        raw = g.code.angles(Q, g.markers)
-        return _TWO_PI * np.round((angles.ref[gi] - raw) / _TWO_PI)
+        return _turns(angles.ref[gi], g.code.angles(Q, g.markers))
 
     def phi(self, q, t, angles):
         """Φ(q, t), shape (nc,)."""
@@ -142,8 +147,7 @@ class System:
             M, S = (_frames_copy(a, nt) for a in (g.markers, g.params))
             F = np.concatenate([self._F(gi, g, t) for t in times]) if g.functions else np.zeros((nt * g.n, 3))
             if self._has_angles[gi]:
-                ref = np.concatenate([a.ref[gi] for a in angles])
-                W = _TWO_PI * np.round((ref - g.code.angles(G, M)) / _TWO_PI)
+                W = _turns(np.concatenate([a.ref[gi] for a in angles]), g.code.angles(G, M))
             else:
                 W = np.zeros((nt * g.n, g.n_angles))
             out[:, r0:r1] = g.code.phi(G, M, S, F, W).reshape(nt, r1 - r0)
@@ -218,7 +222,7 @@ class System:
             if g.n_angles:
                 Q = qf[g.gather]
                 raw = g.code.angles(Q, g.markers)
-                angles.ref[gi] = raw + _TWO_PI * np.round((angles.ref[gi] - raw) / _TWO_PI)
+                angles.ref[gi] = raw + _turns(angles.ref[gi], raw)
 
     def joint_measures(self, q):
         """Raw joint coordinates (angles wrapped to (−π, π], displacements in m).

@@ -1027,7 +1027,8 @@ def frame_reactions(df, di, dd, ws, lam_out, wrench_out, involved):
       world axes with T about the origin P of the instance's first marker (on its first body):
       T = n_c + (r_c − P) × F (instances with one slot: zeros).
 
-    Returns False if NᵀN could not be solved (λ0 is then left in ``lam_out``)."""
+    NᵀN is positive definite (N holds the identity on the dropped rows); returns False if μ is
+    not finite (λ0 is then left in ``lam_out``)."""
     sizes = i1(di, I_SIZES)
     nmov, m, bw = sizes[1], sizes[3], sizes[4]
     X, Jc, Lb = f3(ws, di, I_X), f3(ws, di, I_JC), f2(ws, di, I_LB)

@@ -16,7 +16,8 @@ expressions — is data in the packed arrays (:mod:`._kernels`). The library's s
 to the code-generation cache under a name that hashes it, the generated template files it
 binds, the kernels, the integrator templates and this module — editing any of them selects a
 new file — and imported as a module so numba can cache its machine code beside it: it is
-compiled once (≈ 4.5 minutes on an empty cache, 2 cores), never again for a new model.
+compiled once (its work shared among processes, :func:`compile_module`: 132 s on an empty cache
+on 2 cores, ≈ 4.5 minutes in one process), never again for a new model.
 Besides ``rhs`` the module holds ``windings`` (the angle references follow an accepted state),
 ``step_limit`` (the largest step at an accepted state: the compliant contacts'), ``project``
 (projection onto the joints) and the integration loops ``dop853``, ``radau`` and ``rk4`` of
@@ -617,7 +618,8 @@ def compile_module(path, workers=None):
     at most 4) the work is shared by as many processes in two rounds, each writing numba's cache:
     the templates' functions (the templates shared out), then the integrator loops
     (:data:`_ENTRY_SHARES`) once ``rhs`` — which loads the templates' machine code — is compiled
-    here; this process then loads what they compiled. On 2 cores, 4.5 min become ≈ 2.5."""
+    here; this process then loads what they compiled (2 cores: 132 s for the whole library in the
+    test suite's first dynamics test, where one process took ≈ 4.5 minutes)."""
     from ..symbolic.codegen import write_marker
     from . import _kernels
 
@@ -1034,8 +1036,8 @@ class FastRHS:
         """An output frame at (t, y) (y = [q, v, work]) with the winding state ``angles``, ``refs``
         of that frame: ``rhs`` on the index-1 equations (no Baumgarte or penalty terms; the rows
         of ``dyn.redundant`` dropped, as the numpy outputs drop them; :meth:`_rows_hold`), then
-        :func:`._kernels.frame_reactions`. Returns None where that fails (not finite, or the
-        redundancy's NᵀN singular: the numpy outputs then take the frame), else a dict of ``vd``
+        :func:`._kernels.frame_reactions`. Returns None where that fails (not finite, or rows
+        that no longer hold: the numpy outputs then take the frame), else a dict of ``vd``
         (6 nmov,: m/s², rad/s², world), ``lam`` (nc,: the minimum-norm multipliers in row order),
         ``wrench`` (Σ group instances, 6: [F N, T N m] on each instance's second body, about its
         first marker's origin, world axes), ``involved`` (nc,: 1 for the rows of a redundancy),

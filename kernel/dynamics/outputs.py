@@ -201,7 +201,8 @@ class CompiledFrameOutputs(FrameOutputs):
     minimum-norm multipliers and joint reactions from one compiled evaluation
     (:meth:`.fast.FastRHS.frame`, the same equations and formulas, equal to round-off), the
     energies and the force elements' series from its body kinematics. A frame the compiled
-    evaluation cannot take (not finite; a singular NᵀN) goes through the numpy outputs."""
+    evaluation cannot take (not finite; the redundant rows chosen before no longer the dependent
+    ones, :meth:`.fast.FastRHS._rows_hold`) goes through the numpy outputs."""
 
     def __init__(self, dyn, fast):
         super().__init__(dyn)
