@@ -377,15 +377,26 @@ class Formulation:
             except _Stop:
                 return rec.result(self)
         rec.record(times[0], y)
+        late = None
+        if driver is None and integrator in COMPILED_LOOPS and self._fast is None and self._fast_pending is not None:
+            from .late_compiled import LateSwitch
+
+            late = LateSwitch(self, times, integrator, rtol, atol)
         try:
-            if driver is not None:
-                driver.run(times, y, integrator)
-            elif self.runs_compiled(integrator, times, rtol, atol):
-                self._run_compiled(times, y, rec, rtol, atol, integrator, dt)
-            elif integrator == "RK4":
-                self._run_rk4(times, y, rec, dt)
-            else:
-                self._run_scipy(times, y, rec, integrator, rtol, atol)
+            try:
+                if driver is not None:
+                    driver.run(times, y, integrator)
+                elif self.runs_compiled(integrator, times, rtol, atol):
+                    self._run_compiled(times, y, rec, rtol, atol, integrator, dt)
+                elif integrator == "RK4":
+                    self._run_rk4(times, y, rec, dt, late)
+                else:
+                    self._run_scipy(times, y, rec, integrator, rtol, atol, late)
+            except _Switch as switch:  # the compiled library became ready: on from an accepted state
+                rec.notes.append(f"numpy right-hand side to t = {switch.t:.6g} s, the compiled loop after it (its "
+                                 "library became ready during the run)")
+                self._run_compiled(np.concatenate([[switch.t], times[switch.k:]]), switch.y, rec, rtol, atol,
+                                   integrator, dt if dt else default_dt(times))
         except _Stop:
             pass
         if driver is not None:
@@ -403,7 +414,17 @@ class Formulation:
         loop (one of :data:`COMPILED_LOOPS`; index-1 formulations)."""
         return False
 
-    def _run_rk4(self, times, y, rec, dt):
+    #: (baumgarte, penalty) of a compiled right-hand side that applies but whose library was not
+    #: compiled when the formulation was set up (:meth:`_late_fast`); None: nothing to wait for
+    _fast_pending = None
+
+    def _late_fast(self, times, rtol, atol, integrator):
+        """After a numpy start (:mod:`.late_compiled`): True when the compiled library has become
+        ready, the compiled right-hand side is set up and the compiled loop of ``integrator``
+        applies to the rest of the run. The base class has no compiled path."""
+        return False
+
+    def _run_rk4(self, times, y, rec, dt, late=None):
         f = self._counted_rhs
         h_target = dt if dt else default_dt(times)
         nt = len(times)
@@ -442,8 +463,10 @@ class Formulation:
                 k += 1
             if k < nt and (cross or self._near_singular(t, y)):
                 t, y, k = self._cross_singular(t, y, rec, times, k, h)
+            elif late is not None and k < nt and t >= t1 and late.due(t):
+                raise _Switch(t, y, k)
 
-    def _run_scipy(self, times, y0, rec, integrator, rtol, atol):
+    def _run_scipy(self, times, y0, rec, integrator, rtol, atol, late=None):
         import scipy.integrate as si  # here: a run on the compiled loop does not need it (≈ 0.1 s to import)
 
         cls = getattr(si, integrator)
@@ -545,6 +568,8 @@ class Formulation:
                 if k < nt:
                     solver = make(t_x, y_now)
                 continue
+            if late is not None and need_out and k < nt and not restart and late.due(t_new):
+                raise _Switch(t_new, y_now, k)
             if restart:
                 solver = make(t_new, new)
             elif new is not None:
@@ -778,6 +803,15 @@ class _Stop(Exception):
 class _Restart:
     def __init__(self, y):
         self.y = y
+
+
+class _Switch(Exception):
+    """The numpy loop stops at an accepted state (t in s, y) to go on in the compiled loop
+    from it; times[k] is the next output time."""
+
+    def __init__(self, t, y, k):
+        super().__init__(t)
+        self.t, self.y, self.k = float(t), np.array(y, float), int(k)
 
 
 def default_dt(times):

@@ -53,7 +53,9 @@ A run does not wait for numba (issue 15): when the library has not been compiled
 ``.ready`` marker beside it holding this numba's version), :func:`fast_rhs` writes its source to
 the cache, returns None — the run goes on the numpy path — and the background warm-up
 (:mod:`cadmotion.kernel.symbolic.warmup`, started when the process exits) compiles its entry
-points (:func:`compile_module`) for the next run, and every later model.
+points (:func:`compile_module`) for the next run, and every later model. A run long enough to
+outlast the compile starts the warm-up at once and goes on in the compiled loop when the
+library is ready (:mod:`.late_compiled`).
 ``CADMOTION_DYNAMICS_FAST=compile`` (or ``CADMOTION_BACKEND=numba``) compiles in the run
 instead, as a long run in an empty cache may prefer; ``CADMOTION_DYNAMICS_FAST=0`` never uses
 the compiled path.
@@ -73,7 +75,7 @@ import numpy as np
 
 from ..generated_modules import load_module, write_source
 
-__all__ = ["fast_rhs", "FastRHS", "available"]
+__all__ = ["fast_rhs", "FastRHS", "available", "applies", "library_ready"]
 
 _LOCK = threading.Lock()
 #: a constraint row whose Cholesky pivot falls below this fraction of its diagonal is redundant
@@ -92,22 +94,43 @@ def available():
 
 
 def fast_rhs(dyn, angles, refs, baumgarte=None, penalty=None):
-    """A :class:`FastRHS` for ``dyn``, or None where the fast path does not apply."""
-    if not available() or dyn.forces.stops is not None or dyn.forces.contact_constraints is not None:
-        return None  # stops and unilateral contacts: the numpy path evaluates them
-    from ..symbolic.templates import TEMPLATES
-
-    if any(TEMPLATES[gr["g"].template].numeric for gr in dyn.groups):  # cams: their laws are numpy splines
+    """A :class:`FastRHS` for ``dyn``, or None where the fast path does not apply
+    (:func:`applies`) or its library is not compiled yet (the run then starts on numpy, and a
+    long one switches when the library becomes ready: :mod:`.late_compiled`)."""
+    if not applies(dyn):
         return None
-    for kind in _EXPRESSION_KINDS:
-        if any(fn.uses_state and _expression_program(fn) is None for _, fn in _expression_elements(dyn, kind)):
-            return None
     try:
         if not _ready(dyn):  # not compiled yet: numpy now, the warm-up compiles it for the next run
             return None
         return FastRHS(dyn, angles, refs, baumgarte, penalty)
     except ImportError:  # pragma: no cover - numba vanished
         return None
+
+
+def applies(dyn):
+    """True when the compiled right-hand side covers ``dyn``, whether its library is compiled
+    yet or not: numba is there, no joint stops or unilateral contacts (the numpy path evaluates
+    them), no cams (their laws are numpy splines), and every torque or force expression of the
+    state has a compiled program."""
+    if not available() or dyn.forces.stops is not None or dyn.forces.contact_constraints is not None:
+        return False
+    from ..symbolic.templates import TEMPLATES
+
+    if any(TEMPLATES[gr["g"].template].numeric for gr in dyn.groups):
+        return False
+    for kind in _EXPRESSION_KINDS:
+        if any(fn.uses_state and _expression_program(fn) is None for _, fn in _expression_elements(dyn, kind)):
+            return False
+    return True
+
+
+def library_ready(dyn):
+    """True when ``dyn``'s library has been compiled (its ready marker holds this numba's
+    version): a stat and a read of one small file, asking for no warm-up."""
+    from ..symbolic.codegen import marker_ready
+
+    path, _, _ = _module_file(dyn.model.parametrization.name)
+    return path is not None and marker_ready(path.with_suffix(".ready"))
 
 
 #: names printed expression code may use: the arguments, builtins numba compiles for scalars,

@@ -104,11 +104,33 @@ class _IndexOne(Formulation):
         return self.dyn.evaluate(q, v, t, self.refs)
 
     def _setup_fast(self, baumgarte=None, penalty=None):
-        """Use the compiled right-hand side (:mod:`.fast`) when it applies."""
+        """Use the compiled right-hand side (:mod:`.fast`) when it applies; where it applies but
+        its library is not compiled yet, remember its set-up for :meth:`_late_fast`."""
         if self.options.get("fast", True):
-            from .fast import fast_rhs
+            from .fast import applies, fast_rhs
 
             self._fast = fast_rhs(self.dyn, self.angles, self.refs, baumgarte, penalty)
+            if self._fast is None and applies(self.dyn):
+                self._fast_pending = (baumgarte, penalty)
+
+    def _late_fast(self, times, rtol, atol, integrator):
+        """The compiled right-hand side, set up at the current angle references once its library
+        is ready (:mod:`.late_compiled`); True when its compiled loop applies to ``integrator``
+        (else the run stays on numpy to its end)."""
+        from .fast import FastRHS, library_ready
+
+        if self._fast_pending is None or not library_ready(self.dyn):
+            return False
+        baumgarte, penalty = self._fast_pending
+        self._fast_pending = None
+        try:
+            self._fast = FastRHS(self.dyn, self.angles, self.refs, baumgarte, penalty)
+        except ImportError:  # pragma: no cover - numba vanished
+            return False
+        if self._compiled_loop_applies(times, rtol, atol, integrator):
+            return True
+        self._fast = None
+        return False
 
     def _step_projection(self):
         """(tol, max_iter) of the projection onto the joints after accepted steps, or None."""

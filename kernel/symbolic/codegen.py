@@ -762,6 +762,20 @@ def request_module_warmup(path):
             _PENDING_MODULES.add(str(path))
 
 
+def start_warmup_now():
+    """Start the background warm-up now, not when this process exits: for a run long enough to
+    switch to the compiled code once it is ready (:mod:`cadmotion.kernel.dynamics.late_compiled`).
+    What it takes is no longer pending (the exit finds nothing left to start); returns True if
+    anything was pending."""
+    with _LOCK:
+        pending = bool(_PENDING or _PENDING_MODULES)
+        if pending:
+            _start_warmup()
+            _PENDING.clear()
+            _PENDING_MODULES.clear()
+    return pending
+
+
 def _start_warmup():
     """Start one background process compiling the numba code of the templates this process
     ran on numpy, then the compiled right-hand sides it did not wait for (:mod:`.warmup`); it
