@@ -314,7 +314,9 @@ def test_the_points_skipped_by_their_features_exert_no_force_at_random_poses():
                                                                rng.uniform(0.5, 3.0, size=contacts.n))
         evaluated += _counts(form, np.concatenate([q, v, [0.0]]))[1]
         touching += _check_against_numpy(form, model, q, v)
-    assert touching > 300  # forces were tested, not only zeros
+    # forces were tested, not only zeros (the deep overlaps' edge crossings deeper than the boxes' least overlap
+    # are not points in touch: 269 here)
+    assert touching > 200
     assert evaluated < 0.2 * 150 * contacts.n
 
 
@@ -365,8 +367,9 @@ def test_a_fast_box_crossing_the_broad_phase_in_one_step_still_gets_its_impact()
 def test_compiled_kernel_constants_are_the_numpy_ones():
     assert (CK.MIN_IMPACT_SPEED, CK.STEPS_PER_CONTACT, CK.TOUCH_STEP) == (
         C.MIN_IMPACT_SPEED, C.STEPS_PER_CONTACT, C.TOUCH_STEP)
-    assert (CK.PLANE, CK.BOX, CK.RIM, CK.CYL, CK.BORE, CK.EDGE, CK.EDGE_PARALLEL, CK.EDGE_MARGIN) == (
-        C.PLANE, C.BOX, C.RIM, C.CYL, C.BORE, C.EDGE, C.EDGE_PARALLEL, C.EDGE_MARGIN)
+    assert (CK.PLANE, CK.BOX, CK.RIM, CK.CYL, CK.BORE, CK.EDGE, CK.CORNER, CK.EDGE_PARALLEL, CK.EDGE_MARGIN,
+            CK.FACE_PREFERENCE) == (C.PLANE, C.BOX, C.RIM, C.CYL, C.BORE, C.EDGE, C.CORNER, C.EDGE_PARALLEL,
+                                    C.EDGE_MARGIN, C.FACE_PREFERENCE)
 
 
 def test_contact_models_run_in_the_compiled_dop853_loop():
