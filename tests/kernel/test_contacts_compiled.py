@@ -332,8 +332,8 @@ def _solve(model, t_end, activation, steps=50):
 
 def test_boxes_resting_on_a_box_move_the_same_with_and_without_the_broad_phase():
     # a cube pushed into a larger box (20 mm away) while both rest on a base: the cube's top front corners hit
-    # the box's back face (equal boxes side by side would have coplanar faces, which the corner and edge points
-    # do not push apart). Skipped points exert exactly zero force and the step limit is every point's, so the
+    # the box's back face (equal boxes side by side, with coplanar faces, are in test_contact_pairs.py and
+    # benchmarks/contact_pairs.py). Skipped points exert exactly zero force and the step limit is every point's, so the
     # runs are the same to the last bit; frictionless, the base takes no momentum along x
     model = _boxes_on_base([(0.1, 0.1, 0.1), (0.1, 0.12, 0.12)], 0.02)
     (on, per_eval_on), (off, per_eval_off) = (_solve(model, 0.04, a) for a in (True, False))
