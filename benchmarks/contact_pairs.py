@@ -3,22 +3,28 @@ broad phase.
 
 A row of N boxes (0.1 m cubes, 1 kg, 20 mm apart) resting on a long fixed base box, the first pushed at 1 m/s
 along the row, frictionless, restitution 0.8: a chain of box–box impacts runs along it while every box keeps its
-four corners on the base (but see the defect below). Declared by pattern (``pairs = "all"``): N(N + 1)/2 box–box
-pairs, each 16 corner and 144 edge–edge points. T s simulated by projection / DOP853 (rtol 1e-8, atol 1e-10) on
-the compiled right-hand side in the compiled loop, with the broad phase (the default) and without
+four corners on the base. Declared by pattern (``pairs = "all"``): N(N + 1)/2 box–box pairs (N(N − 1)/2 between
+the cubes, N with the base), each 16 corner and 144 edge–edge points. T s simulated by projection / DOP853
+(rtol 1e-8, atol 1e-10) on the compiled right-hand side in the compiled loop, with the broad phase (the default)
+and without
 (``options={"activation": False}``), and on the numpy right-hand side over T/10 (one run). Prints per case the
 median wall time of ``CM_REPEAT`` runs (default 3), evaluations, µs per evaluation, points evaluated, in touch
 and features tested (the broad phase's second stage: corners, edges against the other box) per evaluation; then
-the largest position difference between the two compiled runs and the total momentum along the row at the end
-(N s, the base takes none along x: frictionless).
+whether the boxes are in their order along x at the end, their x (m) and v_x (m/s), the largest position
+difference between the two compiled runs and the total momentum along the row at the end (N s, the base takes
+none along x: frictionless).
 
     python benchmarks/contact_pairs.py [N [T]]     (default 8 boxes, 0.2 s)
 
-Known defect of the scene (found 2026-11-27): equal cubes side by side on the base have coplanar faces (tops,
-bottoms, sides), so a cube's corners lie on the next one's faces, never strictly inside it, and its edges meet
-the next one's at their ends: no point of a box–box pair pushes, and the first cube passes through the second
-(the line "boxes in their order along x at the end" says so). The figures measure the contacts' cost on this
-scene (the cubes' corners on the base, the overlapping cubes' points evaluated), not a chain of impacts.
+The cubes' faces are coplanar (tops, bottoms, facing sides): a cube's corners lie on the next one's faces. Since
+2026-11-27 (branch ``box-sat``) a box corner in or on the other box is pushed along the pair's least-overlap
+separating axis (:func:`cadmotion.kernel.dynamics.contacts._least_overlap`, as ODE's dBoxBox), on which coplanar
+sides overlap fully; before, its depth was 0 and the first cube passed through the second. Measured that day
+(``python benchmarks/contact_pairs.py``, load average 4.6–5.4, other sessions' work): the impulse runs along the
+row as Newton's law has it for equal masses, each impact leaving (1 − e)/2 of the incoming speed behind —
+at 0.2 s, v_x = [0.1, 0.09, 0.081, 0.073, 0.066, 0.059, 0.531, 0] m/s (six impacts; the seventh box 1 mm from
+the last), boxes in order, momentum 1.000000 N s; with T = 0.3 s the last box leaves at 0.478 m/s = 0.9⁷.
+benchmarks/README.md has the costs.
 """
 import os
 
@@ -80,10 +86,11 @@ def main(n, t_end):
         print(f"{label}: {result.message or 'complete'}", flush=True)
     points = len(model.spec.contacts) * 160
     on_x = rows["compiled, broad phase"][1].q[-1].reshape(n, 7)[:, 0]
+    on_v = rows["compiled, broad phase"][1].v[-1].reshape(n, 6)[:, 0]
     in_order = bool(np.all(np.diff(on_x) > 0))
     print(f"{n} boxes, {len(model.spec.contacts)} box–box pairs, "
           f"{points} points; boxes in their order along x at the end: {in_order} "
-          f"(x {np.round(on_x, 3).tolist()}); "
+          f"(x {np.round(on_x, 3).tolist()}, v_x {np.round(on_v, 3).tolist()} m/s); "
           f"load {os.getloadavg()[0]:.1f}")
     print(f"{'case':<22} {'T s':>6} {'wall s':>8} {'evaluations':>11} {'us/eval':>8} {'points/eval':>11} "
           f"{'touching':>8} {'features/eval':>13}")

@@ -25,7 +25,8 @@ compare).
    is a lower bound of the distance between the swept segment and the box. Each point has up to two
    features (:func:`feature_gap`): S's shape against O's box (a corner, a sphere, a vertex; an edge), and,
    edge against edge, O's edge against S's box. A point is skipped when either gap is positive: its δ ≤ −g
-   (a corner or sphere against a box: δ = R − its distance from the box; edge against edge: the contact
+   (a corner or sphere against a box: δ = R − its distance from the box — a box corner that far out is not
+   on the box, so the pair's separating axes (:func:`_corner_axis`) do not measure it; edge against edge: the contact
    counts only with each closest point inside the other box (``held``, :func:`_edge_edge`), and its δ ≤ 0
    otherwise is minus the distance of two points, one on each edge, the skipped edge's ≥ g from the other box
    and the other's on that box). Planes, bores and rims have no features (their narrow phase is as cheap as a
@@ -71,8 +72,12 @@ _JIT = dict(cache=True, nogil=True, fastmath=False)
 _INLINE = dict(_JIT, inline="always")
 
 #: kind bits of a point (:mod:`.contacts`'): O is a plane, O is a box, S is a rim circle, O is a solid cylinder,
-#: O is a bore (the material outside a cylinder), S and O are box edges
-PLANE, BOX, RIM, CYL, BORE, EDGE = 1, 2, 4, 8, 16, 32
+#: O is a bore (the material outside a cylinder), S and O are box edges, S is a box's corner against O a box (with
+#: BOX: the pair's least-overlap face axis, :func:`_corner_axis`)
+PLANE, BOX, RIM, CYL, BORE, EDGE, CORNER = 1, 2, 4, 8, 16, 32, 64
+#: an edge axis is the least-overlap axis only if its overlap times this is below the faces'
+#: (:data:`.contacts.FACE_PREFERENCE`)
+FACE_PREFERENCE = 1.05
 #: 1 − (u_a·u_b)² at or below this: parallel edges (:data:`.contacts.EDGE_PARALLEL`)
 EDGE_PARALLEL = 1e-12
 #: the margin of an edge's closest point inside the other box (:data:`.contacts.EDGE_MARGIN`)
@@ -213,7 +218,67 @@ def _cyl_nearest(A, o, e0, e1, e2, a_l, hv, bore):
 
 
 @numba.njit(**_INLINE)
-def _edge_edge(A, s, o, c0, c1, c2, q0, q1, q2, ax, ao, la, lb, hv):
+def _least_overlap(A, s, o, f0, f1, f2, hs0, hs1, hs2, ho0, ho1, ho2, wk):
+    """Two boxes' least-overlap separating axis (:func:`.contacts._least_overlap`): S's box (axes A[s], half
+    lengths hs) and O's (A[o], ho), f = c_S − c_O (world, m); ``wk`` (3, 4) work space. Returns (face axis,
+    n toward S (world, 3 floats), least overlap o* (m), n in O's axes (3 floats))."""
+    for j in range(3):
+        for k in range(3):
+            wk[j, k] = A[o, 0, j] * A[s, 0, k] + A[o, 1, j] * A[s, 1, k] + A[o, 2, j] * A[s, 2, k]
+        wk[j, 3] = A[o, 0, j] * f0 + A[o, 1, j] * f1 + A[o, 2, j] * f2
+    best = -1
+    least = np.inf
+    b0 = b1 = b2 = 0.0
+    for a in range(15):
+        if a < 3:
+            m0, m1, m2 = 1.0 if a == 0 else 0.0, 1.0 if a == 1 else 0.0, 1.0 if a == 2 else 0.0
+        elif a < 6:
+            m0, m1, m2 = wk[0, a - 3], wk[1, a - 3], wk[2, a - 3]
+        else:  # o_j × s_k
+            j, k = (a - 6) // 3, (a - 6) % 3
+            e0, e1, e2 = 1.0 if j == 0 else 0.0, 1.0 if j == 1 else 0.0, 1.0 if j == 2 else 0.0
+            r0, r1, r2 = wk[0, k], wk[1, k], wk[2, k]
+            m0, m1, m2 = e1 * r2 - e2 * r1, e2 * r0 - e0 * r2, e0 * r1 - e1 * r0
+        length2 = m0 * m0 + m1 * m1 + m2 * m2
+        if a >= 6 and not length2 > EDGE_PARALLEL:
+            continue
+        ov = ho0 * abs(m0) + ho1 * abs(m1) + ho2 * abs(m2)
+        ov += (hs0 * abs(m0 * wk[0, 0] + m1 * wk[1, 0] + m2 * wk[2, 0])
+               + hs1 * abs(m0 * wk[0, 1] + m1 * wk[1, 1] + m2 * wk[2, 1])
+               + hs2 * abs(m0 * wk[0, 2] + m1 * wk[1, 2] + m2 * wk[2, 2]))
+        length = math.sqrt(length2)
+        ov = (ov - abs(m0 * wk[0, 3] + m1 * wk[1, 3] + m2 * wk[2, 3])) / length
+        if (ov < least) if a < 6 else (ov * FACE_PREFERENCE < least):
+            best, least = a, ov
+            b0, b1, b2 = m0 / length, m1 / length, m2 / length
+    if not b0 * wk[0, 3] + b1 * wk[1, 3] + b2 * wk[2, 3] >= 0:
+        b0, b1, b2 = -b0, -b1, -b2
+    return (best < 6, A[o, 0, 0] * b0 + A[o, 0, 1] * b1 + A[o, 0, 2] * b2,
+            A[o, 1, 0] * b0 + A[o, 1, 1] * b1 + A[o, 1, 2] * b2, A[o, 2, 0] * b0 + A[o, 2, 1] * b1 + A[o, 2, 2] * b2,
+            least, b0, b1, b2)
+
+
+@numba.njit(**_INLINE)
+def _corner_axis(A, s, o, c0, c1, c2, q0, q1, q2, hv, wk):
+    """S's box corner at c (world, m) against O's box (centre q, world; hv = [O's half lengths, the corner from S's
+    box centre (S's axes)]): (use, n (3 floats, world), δ) as :func:`.contacts._corner_axis`."""
+    f0 = c0 - (A[s, 0, 0] * hv[3] + A[s, 0, 1] * hv[4] + A[s, 0, 2] * hv[5]) - q0
+    f1 = c1 - (A[s, 1, 0] * hv[3] + A[s, 1, 1] * hv[4] + A[s, 1, 2] * hv[5]) - q1
+    f2 = c2 - (A[s, 2, 0] * hv[3] + A[s, 2, 1] * hv[4] + A[s, 2, 2] * hv[5]) - q2
+    face, n0, n1, n2, _, b0, b1, b2 = _least_overlap(A, s, o, f0, f1, f2, abs(hv[3]), abs(hv[4]), abs(hv[5]), hv[0],
+                                                     hv[1], hv[2], wk)
+    e0, e1, e2 = c0 - q0, c1 - q1, c2 - q2
+    l0 = A[o, 0, 0] * e0 + A[o, 1, 0] * e1 + A[o, 2, 0] * e2
+    l1 = A[o, 0, 1] * e0 + A[o, 1, 1] * e1 + A[o, 2, 1] * e2
+    l2 = A[o, 0, 2] * e0 + A[o, 1, 2] * e1 + A[o, 2, 2] * e2
+    on = (abs(l0) <= hv[0] * (1.0 + EDGE_MARGIN) and abs(l1) <= hv[1] * (1.0 + EDGE_MARGIN)
+          and abs(l2) <= hv[2] * (1.0 + EDGE_MARGIN))
+    delta = hv[0] * abs(b0) + hv[1] * abs(b1) + hv[2] * abs(b2) - (b0 * l0 + b1 * l1 + b2 * l2)
+    return on and face, n0, n1, n2, delta
+
+
+@numba.njit(**_INLINE)
+def _edge_edge(A, s, o, c0, c1, c2, q0, q1, q2, ax, ao, la, lb, hv, wk):
     """S's box edge (midpoint c, axis ax in S's axes, half length la) against O's (q, ao, lb); hv = [O's edge
     midpoint from its box centre (O's axes), S's (S's axes)]: (n (3 floats), δ, x (3 floats)) as
     :func:`.contacts._edge_edge`."""
@@ -243,7 +308,7 @@ def _edge_edge(A, s, o, c0, c1, c2, q0, q1, q2, ax, ao, la, lb, hv):
     pa0, pa1, pa2 = c0 + sp * ua0, c1 + sp * ua1, c2 + sp * ua2
     pb0, pb1, pb2 = q0 + tp * ub0, q1 + tp * ub1, q2 + tp * ub2
     delta = -((pa0 - pb0) * n0 + (pa1 - pb1) * n1 + (pa2 - pb2) * n2)
-    valid = abs(sp) < la and abs(tp) < lb
+    valid = abs(sp) < la * (1.0 - EDGE_MARGIN) and abs(tp) < lb * (1.0 - EDGE_MARGIN)
     held = True
     for j in range(3):
         # the cones (n out of O's edge, −n out of S's) and, overlapping, each closest point in the other box
@@ -256,6 +321,17 @@ def _edge_edge(A, s, o, c0, c1, c2, q0, q1, q2, ax, ao, la, lb, hv):
         if not (abs(pbs) <= (abs(hv[3 + j]) + la * abs(ax[j])) * (1.0 + EDGE_MARGIN)
                 and abs(pao) <= (abs(hv[j]) + lb * abs(ao[j])) * (1.0 + EDGE_MARGIN)):
             held = False
+    if valid and delta > 0 and held:  # no deeper than the boxes' least overlap
+        hs0, hs1, hs2 = abs(hv[3]) + la * abs(ax[0]), abs(hv[4]) + la * abs(ax[1]), abs(hv[5]) + la * abs(ax[2])
+        ho0, ho1, ho2 = abs(hv[0]) + lb * abs(ao[0]), abs(hv[1]) + lb * abs(ao[1]), abs(hv[2]) + lb * abs(ao[2])
+        f0 = (c0 - (A[s, 0, 0] * hv[3] + A[s, 0, 1] * hv[4] + A[s, 0, 2] * hv[5])
+              - (q0 - (A[o, 0, 0] * hv[0] + A[o, 0, 1] * hv[1] + A[o, 0, 2] * hv[2])))
+        f1 = (c1 - (A[s, 1, 0] * hv[3] + A[s, 1, 1] * hv[4] + A[s, 1, 2] * hv[5])
+              - (q1 - (A[o, 1, 0] * hv[0] + A[o, 1, 1] * hv[1] + A[o, 1, 2] * hv[2])))
+        f2 = (c2 - (A[s, 2, 0] * hv[3] + A[s, 2, 1] * hv[4] + A[s, 2, 2] * hv[5])
+              - (q2 - (A[o, 2, 0] * hv[0] + A[o, 2, 1] * hv[1] + A[o, 2, 2] * hv[2])))
+        least = _least_overlap(A, s, o, f0, f1, f2, hs0, hs1, hs2, ho0, ho1, ho2, wk)[4]
+        valid = delta <= least + EDGE_MARGIN * (hs0 + hs1 + hs2 + ho0 + ho1 + ho2)
     if valid and (delta <= 0 or held):
         return n0, n1, n2, delta, pa0 + 0.5 * delta * n0, pa1 + 0.5 * delta * n1, pa2 + 0.5 * delta * n2
     return w0 / inv, w1 / inv, w2 / inv, -dist, 0.5 * (c0 + q0), 0.5 * (c1 + q1), 0.5 * (c2 + q2)
@@ -318,6 +394,7 @@ def _sweep(mode, A, rc, w, vc, F, N, ct_s, ct_o, ds, do, no, half, axis, kind, p
     n_touch = 0
     n_feat = 0
     rel = np.empty((2, 3, 4))
+    wk = np.empty((3, 4))
     for p in range(pair.shape[0]):
         lo, hi = win[p, 0], win[p, 1]
         if not hi > lo:
@@ -355,6 +432,7 @@ def _sweep(mode, A, rc, w, vc, F, N, ct_s, ct_o, ds, do, no, half, axis, kind, p
             fl = kind[i]
             c0, c1, c2 = _world(A, rc, s, ds[i, 0], ds[i, 1], ds[i, 2])
             q0, q1, q2 = _world(A, rc, o, do[i, 0], do[i, 1], do[i, 2])
+            qc0, qc1, qc2 = q0, q1, q2  # O's centre (q becomes O's point nearest S's centre)
             inside = False
             depth = 0.0
             in0 = in1 = in2 = 0.0
@@ -399,9 +477,14 @@ def _sweep(mode, A, rc, w, vc, F, N, ct_s, ct_o, ds, do, no, half, axis, kind, p
             x0 = c0 - o0 + 0.5 * delta * n0
             x1 = c1 - o1 + 0.5 * delta * n1
             x2 = c2 - o2 + 0.5 * delta * n2
+            if fl & CORNER:  # a box's corner in or on the other box: along the pair's least-overlap face axis
+                use, m0, m1, m2, dc = _corner_axis(A, s, o, c0, c1, c2, qc0, qc1, qc2, half[i], wk)
+                if use:
+                    n0, n1, n2, delta = m0, m1, m2, dc
+                    x0, x1, x2 = c0 + 0.5 * delta * n0, c1 + 0.5 * delta * n1, c2 + 0.5 * delta * n2
             if fl & EDGE:
                 n0, n1, n2, delta, x0, x1, x2 = _edge_edge(A, s, o, c0, c1, c2, q0, q1, q2, axis[i], no[i], Rs, Ro,
-                                                           half[i])
+                                                           half[i], wk)
             # v_r = v_S(x) − v_O(x)
             ps0, ps1, ps2 = x0 - rc[s, 0], x1 - rc[s, 1], x2 - rc[s, 2]
             po0, po1, po2 = x0 - rc[o, 0], x1 - rc[o, 1], x2 - rc[o, 2]

@@ -33,22 +33,40 @@ material's point nearest c_S (:func:`_nearest`): a solid cylinder's side, cap or
 ``inside = true``: the material outside R_c over |t| ≤ h/2, a pipe — its wall or the rim of an end
 (t = a·(c_S − c_O), ρ the radial part: b = c_O + clamp(t, ±h/2) a + min(|ρ|, R_c) ρ̂, max for a bore).
 
-Two boxes: each one's corners (spheres of radius 0) against the other box as above, and every edge
-of the first against every edge of the second (:func:`_edge_edge`): with p_a, p_b the closest points
-of the two edges' lines,
+Two boxes: each one's corners (spheres of radius 0) against the other box, and every edge of the first
+against every edge of the second (:func:`_edge_edge`). Both are measured with the pair's separating axes
+(ODE's dBoxBox, :func:`_least_overlap`): over the 15 axes L — each box's three face normals and the nine
+cross products of their edge directions — the overlap of the boxes' projections,
+o(L) = Σ_i h_O,i |L·o_i| + Σ_i h_S,i |L·s_i| − |L·(c_S − c_O)|, and the least, o* on the axis L* (a face
+normal unless an edge axis's overlap is below the faces' by :data:`FACE_PREFERENCE`). Where L* is a face
+normal, a corner p in or on O's box (within :data:`EDGE_MARGIN` of its half lengths) is pushed along it:
+
+    corner:  n = ±L* (toward S),   δ = Σ_i h_O,i |n·o_i| − n·(p − c_O),   x = p + (δ/2) n
+
+its depth below O's support plane ⟂ n (below O's face when L* is O's normal). Boxes side by side with
+coplanar sides overlap fully along those sides, so L* is the axis they press along and the corners lying
+on the coplanar faces count, where the corner's own nearest face (a coplanar one, depth 0) does not. A
+corner elsewhere (outside, or L* an edge axis) is a sphere of radius 0 against the box as above. Edges,
+with p_a, p_b the closest points of the two edges' lines:
 
     edge:    n = ±u_a × u_b/|u_a × u_b| (out of O's box),   δ = −(p_a − p_b)·n,   x = p_a + (δ/2) n
 
-counted while both closest points lie on their segments, n lies between O's edge's two face normals
-and −n between S's, and (overlapping) each closest point is inside the other box — two edges
-crossing; parallel edges are left to the corners. A corner touching close to an edge may be counted
-both as a corner and as an edge point (the force there is stiffer, never lost).
+counted while both closest points lie on their segments (not within :data:`EDGE_MARGIN` of an end: there a
+corner lies on the other box's edge and carries it), n lies between O's edge's two face normals and −n
+between S's, and, overlapping, each closest point is inside the other box and δ ≤ o* — two edges
+crossing; parallel edges are left to the corners (the edges of boxes with coplanar sides cross at the far
+side of the overlap, a whole width deep: the last test drops them). A corner touching close to an edge may
+be counted both as a corner and as an edge point (the force there is stiffer, never lost); boxes whose
+faces are aligned on both sides of the contact (equal cubes side by side) have each corner of the
+contact face counted twice, once as each box's corner (twice the stiffness of a patch offset sideways).
 
 n is the contact normal (m, unit, from O toward S), δ the penetration (m; the contact is
 *active* while δ > 0), x the contact point (halfway through the overlap). The relative velocity
 of the material points at x is v_r = v_S(x) − v_O(x); the penetration rate is δ̇ = −v_r·n (exactly
-dδ/dt for every point kind — the nearest points and the edges' closest points slide along directions ⟂ n —
-so the elastic force below is exactly conservative) and the slip velocity
+dδ/dt for every point kind — the nearest points and the edges' closest points slide along directions ⟂ n,
+a box corner's n turns with O's face — so the elastic force below is exactly conservative; but for a box
+corner measured along its own box's face normal, where dδ/dt = −v_r·n at O's deepest point along n, not
+at x) and the slip velocity
 v_t = v_r − (v_r·n) n (m/s).
 
 Normal force (Hunt & Crossley 1975, the nonlinear damping form "F = k δ^n + λ δ^n δ̇"):
@@ -142,8 +160,12 @@ BUILT_PAIRS_TEXT = ("sphere–plane, sphere–sphere, box–plane, cylinder–pl
 COMPLIANT_ONLY = (["box", "box"],)
 UNILATERAL_PAIRS = tuple(p for p in BUILT_PAIRS if p not in COMPLIANT_ONLY)
 #: kind bits of a contact point (equal to :mod:`._contact_kernels`'): O a plane, a box, S a rim circle, O a solid
-#: cylinder, a bore (the material outside a cylinder), S and O box edges
-PLANE, BOX, RIM, CYL, BORE, EDGE = 1, 2, 4, 8, 16, 32
+#: cylinder, a bore (the material outside a cylinder), S and O box edges, S a box's corner against O a box (with
+#: BOX: measured along the pair's least-overlap face axis, :func:`_corner_axis`)
+PLANE, BOX, RIM, CYL, BORE, EDGE, CORNER = 1, 2, 4, 8, 16, 32, 64
+#: an edge–edge axis u_a × u_b is the pair's least-overlap axis only if its overlap times this is below the face
+#: axes' (ODE's dBoxBox ``fudge_factor``): aligned boxes' edge axes are face normals too, and the face is kept
+FACE_PREFERENCE = 1.05
 #: edges with 1 − (u_a·u_b)² at or below this are parallel (their contact is carried by the corners)
 EDGE_PARALLEL = 1e-12
 #: an edge's closest point counts as inside the other box within this fraction of its half lengths, and a normal
@@ -266,11 +288,77 @@ def _edge_edge(As, Ao, ca, cb, axis_a, axis_b, la, lb, half):
     box_o = np.abs(half[:, 0:3]) + lb[:, None] * np.abs(axis_b)
     held = (np.all(np.abs(pb_in_s) <= box_s * (1.0 + EDGE_MARGIN), axis=1)
             & np.all(np.abs(pa_in_o) <= box_o * (1.0 + EDGE_MARGIN), axis=1))
-    valid = crossing & (np.abs(s) < la) & (np.abs(t) < lb) & cone_o & cone_s & ((delta <= 0) | held)
+    # a crossing within EDGE_MARGIN of an edge's end is a corner on the other box's edge: its corner carries it
+    ends = (np.abs(s) < la * (1.0 - EDGE_MARGIN)) & (np.abs(t) < lb * (1.0 - EDGE_MARGIN))
+    valid = crossing & ends & cone_o & cone_s & ((delta <= 0) | held)
+    # overlapping, no deeper than the boxes' least overlap o* (:func:`_least_overlap`; within EDGE_MARGIN of their
+    # sizes): the edges of boxes with coplanar sides cross at the far side of the overlap (depth a whole width)
+    deep = np.flatnonzero(valid & (delta > 0))
+    if len(deep):
+        k = deep
+        centre_s = ca[k] - np.einsum("nij,nj->ni", As[k], half[k, 3:6])
+        centre_o = cb[k] - np.einsum("nij,nj->ni", Ao[k], half[k, 0:3])
+        least = _least_overlap(As[k], Ao[k], centre_s, centre_o, box_s[k], box_o[k])[2]
+        valid[k] = delta[k] <= least + EDGE_MARGIN * (np.sum(box_s[k], 1) + np.sum(box_o[k], 1))
     dist = np.linalg.norm(w, axis=1)
     apart_n = w / np.where(dist > 0, dist, 1.0)[:, None]
     x = np.where(valid[:, None], pa + 0.5 * delta[:, None] * n, 0.5 * (ca + cb))
     return np.where(valid[:, None], n, apart_n), np.where(valid, delta, -dist), x
+
+
+def _least_overlap(As, Ao, centre_s, centre_o, hs, ho):
+    """(face (c,) bool, n (c, 3) unit, world, least overlap o* (c,) m) of two boxes by their separating axes (ODE's
+    dBoxBox): S's box (centre ``centre_s``, world m; axes A_S; half lengths ``hs``, m) and O's (``centre_o``, A_O,
+    ``ho``). With D = c_S − c_O, the overlap of the boxes' projections on a unit axis L is
+
+        o(L) = Σ_i h_O,i |L·o_i| + Σ_i h_S,i |L·s_i| − |L·D|        (< 0: L separates the boxes)
+
+    over the 15 axes: O's face normals o_k, S's s_k, then the nine o_j × s_k/|o_j × s_k| (left out when
+    1 − (o_j·s_k)² ≤ :data:`EDGE_PARALLEL`). The least is taken among the faces first (ties: the first, O's before
+    S's), then an edge axis replaces it only if its overlap times :data:`FACE_PREFERENCE` is below it; ``face``
+    says whether it is a face normal, n = ±L toward S (n·D ≥ 0); the fourth, n in O's axes."""
+    c = len(hs)
+    R = np.einsum("nji,njk->nik", Ao, As)           # S's axes in O's frame (columns)
+    d = np.einsum("nji,nj->ni", Ao, centre_s - centre_o)
+    axes = np.zeros((c, 15, 3))                      # in O's frame: O's faces, S's faces, then o_j × s_k
+    axes[:, 0:3] = np.eye(3)[None]
+    axes[:, 3:6] = R.transpose(0, 2, 1)
+    for j in range(3):
+        for k in range(3):
+            axes[:, 6 + 3 * j + k] = np.cross(np.eye(3)[j][None], R[:, :, k])
+    length2 = np.sum(axes * axes, 2)
+    usable = np.ones((c, 15), bool)
+    usable[:, 6:] = length2[:, 6:] > EDGE_PARALLEL
+    length = np.sqrt(np.where(usable, length2, 1.0))
+    along = np.einsum("nai,nik->nak", axes, R)        # L·s_k
+    overlap = (np.sum(ho[:, None, :] * np.abs(axes), 2) + np.sum(hs[:, None, :] * np.abs(along), 2)
+               - np.abs(np.einsum("nai,ni->na", axes, d))) / length
+    best = np.argmin(overlap[:, 0:6], axis=1)
+    rows = np.arange(c)
+    least = overlap[rows, best]
+    for a in range(6, 15):
+        wins = usable[:, a] & (overlap[:, a] * FACE_PREFERENCE < least)
+        best, least = np.where(wins, a, best), np.where(wins, overlap[:, a], least)
+    L = axes[rows, best] / length[rows, best][:, None]
+    L = np.where((np.sum(L * d, 1) >= 0)[:, None], L, -L)
+    return best < 6, np.einsum("nij,nj->ni", Ao, L), least, L
+
+
+def _corner_axis(As, Ao, corner, centre_o, half):
+    """(use (c,) bool, n (c, 3) unit, world, δ (c,) m) of S's box corners at ``corner`` (world, m) against O's box
+    (centre ``centre_o``, axes A_O, half lengths half[:, 0:3]; half[:, 3:6] the corner from S's box centre, S's
+    axes: S's half lengths are its magnitudes). Where the pair's least-overlap axis (:func:`_least_overlap`) is a
+    face normal n and the corner p is in or on O's box (each |A_Oᵀ(p − c_O)|_i ≤ h_O,i (1 + :data:`EDGE_MARGIN`)):
+    n and δ = Σ_i h_O,i |n·o_i| − n·(p − c_O), the corner's depth below O's support plane ⟂ n (below O's face, n
+    O's normal). Coplanar sides overlap fully on that axis, so it is defined where the corner's own nearest face
+    (depth 0) is not. ``use`` False elsewhere (an edge axis: the edge–edge points carry the contact)."""
+    ho, off = half[:, 0:3], half[:, 3:6]
+    centre_s = corner - np.einsum("nij,nj->ni", As, off)
+    face, n, _, n_o = _least_overlap(As, Ao, centre_s, centre_o, np.abs(off), ho)
+    loc = np.einsum("nji,nj->ni", Ao, corner - centre_o)
+    on = np.all(np.abs(loc) <= ho * (1.0 + EDGE_MARGIN), axis=1)
+    delta = np.sum(ho * np.abs(n_o), 1) - np.sum(n_o * loc, 1)
+    return on & face, n, delta
 
 
 def _row(s, o, ds, do, Rs, L, reach_s, kind, Ro=0.0, reach_o=0.0, no=_NO_AXIS, axis=_NO_AXIS, half=None):
@@ -377,10 +465,11 @@ def _box_box(dims, bodies, com):
     for a, b in ((0, 1), (1, 0)):
         corners = np.array([[i, j, k] for i in (-1, 1) for j in (-1, 1) for k in (-1, 1)], float) * half[a]
         for p in corners:
+            # half = [O's half lengths, the corner from S's box centre (S axes)]: the pair's axes (_corner_axis)
             rows.append(_row(s=bodies[a], o=bodies[b], ds=centre[a] + p - com[bodies[a]], Rs=0.0,
-                             L=float(np.linalg.norm(half[a])), reach_s=0.0, kind=BOX,
+                             L=float(np.linalg.norm(half[a])), reach_s=0.0, kind=BOX | CORNER,
                              do=centre[b] - com[bodies[b]], reach_o=float(np.linalg.norm(half[b])),
-                             half=np.r_[half[b], 0.0, 0.0, 0.0]))
+                             half=np.r_[half[b], p]))
     ba, bb = bodies
     for mid_a, i, la in _box_edges(half[0]):
         for mid_b, j, lb in _box_edges(half[1]):
@@ -635,6 +724,7 @@ class Contacts:
         plane, rim, edge = (kind & PLANE) > 0, (kind & RIM) > 0, (kind & EDGE) > 0
         cs = rs + np.einsum("nij,nj->ni", As, ds)
         co = ro + np.einsum("nij,nj->ni", Ao, do)
+        centre_o = co.copy()
         solid = np.flatnonzero(kind & (BOX | CYL | BORE))
         inside = np.zeros(len(cs), bool)
         n_in, depth = np.zeros((len(cs), 3)), np.zeros(len(cs))
@@ -665,6 +755,14 @@ class Contacts:
         reach = np.sum(off * n, 1)
         delta = np.where(plane, reach - np.sum(d * n_plane, 1), Rs + Ro - dist)
         x = cs - off + 0.5 * delta[:, None] * n
+        corner = np.flatnonzero(kind & CORNER)
+        if len(corner):
+            # a box's corner in or on the other box: along the pair's least-overlap face axis (:func:`_corner_axis`)
+            k = corner
+            use, n_sat, d_sat = _corner_axis(As[k], Ao[k], cs[k], centre_o[k], half[k])
+            k = k[use]
+            n[k], delta[k] = n_sat[use], d_sat[use]
+            x[k] = cs[k] + 0.5 * delta[k][:, None] * n[k]
         if np.any(edge):
             k = np.flatnonzero(edge)
             n[k], delta[k], x[k] = _edge_edge(As[k], Ao[k], cs[k], co[k], axis[k], no[k], Rs[k], Ro[k], half[k])

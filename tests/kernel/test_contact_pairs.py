@@ -5,9 +5,13 @@ end, and of two box edges crossing at an angle; the static Hertz penetration (m 
 resting on j = 4 corners of a larger box and of a box balanced on one edge of another (crossed at 90°), with
 the free-fall time of its drop; the small oscillation periods of a ball in a horizontal pipe, sliding without
 friction, ω² = g/(R − r), and rolling without slipping, ω² = 5 g/(7 (R − r)); the refusals of the pairs cadmotion
-does not build.
+does not build. Equal cubes face to face (coplanar sides): the overlap d along the pressing axis, the patch's
+corners counted by hand and the resultant at the patch's centre (force and moment, numpy and compiled), and a
+head-on impact of two cubes on a frictionless base against Newton's law of restitution and the conservation of
+momentum.
 """
 
+import copy
 import dataclasses
 import math
 
@@ -18,8 +22,10 @@ from cadmotion.errors import MechanismError, ModelFileError
 from cadmotion.importers.modelfile import parse_model
 from cadmotion.kernel import compile_model
 from cadmotion.kernel.dynamics import simulate
-from cadmotion.kernel.dynamics.contacts import EDGE
+from cadmotion.kernel.dynamics.contacts import CORNER, EDGE
 from cadmotion.kernel.dynamics.equations import Dynamics
+from cadmotion.kernel.dynamics.formulations import get_formulation
+from cadmotion.kernel.dynamics.forward import prepare
 from cadmotion.kernel.dynamics.mass import body_state
 
 G = 9.81
@@ -102,6 +108,88 @@ def test_a_box_ridge_crossing_two_box_edges_overlaps_each_by_the_distance_of_the
                                atol=1e-14)
 
 
+def _accelerations(data, part, compiled):
+    """(v̇ (m/s², rad/s²) of the moving parts of the model ``data`` at its initial pose, at rest: [a_c, ω̇] per
+    part), on the compiled right-hand side or the numpy one. The formulation is set up with ``part`` lifted 1 m
+    (a run refuses to start interpenetrating), then evaluated at the pose of ``data``."""
+    if compiled:
+        pytest.importorskip("numba")
+    model = compile_model(parse_model(data, source="pressed (test)"))
+    apart = copy.deepcopy(data)
+    apart["parts"][part]["position"][2] += 1.0
+    dyn, _, v0, angles, refs = prepare(compile_model(parse_model(apart, source="apart (test)")), 0.0)
+    form = get_formulation("projection")(dyn, angles=angles, refs=refs)
+    if compiled:
+        assert form._fast is not None, "the compiled right-hand side must take box–box contacts"
+    else:
+        form._fast = None
+    q0 = model.q0.copy()
+    ydot = form.rhs(0.0, np.concatenate([q0, v0, [0.0]]))
+    return ydot[len(q0):len(q0) + len(v0)].reshape(-1, 6)
+
+
+A_CUBE, D_PRESS, M_CUBE, I_CUBE = 0.1, 1e-4, 1.0, 1.7e-3
+Q_Z90 = [math.sqrt(0.5), 0.0, 0.0, math.sqrt(0.5)]
+
+
+# the free cube b against the fixed cube a (both 0.1 m, a at the origin), b's centre at x = 0.1 − d (d = 0.1 mm), moved
+# sideways by (dy, dz); (turned: b turned 90° about z, still aligned): the touching points by hand — the corners of
+# each cube's contact face that lie in or on the other cube, and the crossings of the patch's edges
+@pytest.mark.parametrize("dy, dz, turned, points", [
+    (0.0, 0.0, False, 8),    # aligned: 4 corners of each contact face, on the other's coplanar sides
+    (0.0, 0.0, True, 8),
+    (0.03, 0.0, False, 4),   # offset sideways: the patch's corners, 2 of b's, 2 of a's (top and bottom coplanar)
+    (0.03, 0.02, False, 4),  # offset both ways: one corner of each and two edge crossings
+])
+@pytest.mark.parametrize("compiled", [False, True], ids=["numpy", "compiled"])
+def test_equal_cubes_face_to_face_press_along_the_face_normal_by_their_overlap(dy, dz, turned, points, compiled):
+    k, n = LAW["stiffness"], LAW["exponent"]
+    parts = {"a": {"fixed": True},
+             "b": {"position": [A_CUBE - D_PRESS, dy, dz], "mass": M_CUBE, "inertia": [I_CUBE] * 3,
+                   **({"orientation": Q_Z90} if turned else {})}}
+    data = {"units": "m", "parts": parts,
+            "contacts": [dict(LAW, name="faces", parts=["b", "a"], damping=0.0,
+                              shape=[{"box": [A_CUBE] * 3}, {"box": [A_CUBE] * 3}])]}
+    model = compile_model(parse_model(data, source="cubes face to face"))
+    dyn = Dynamics(model)
+    contacts = dyn.forces.contacts
+    nrm, delta, x, _, _ = contacts.geometry(body_state(model, dyn.mass, model.q0.copy(), np.zeros(dyn.nv)))
+    touching = np.flatnonzero(delta > 0)
+    assert len(touching) == points
+    # every point: depth d, normal ±x exactly (+x on b, from a toward b; −x where a's corner is pressed into b)
+    b = model.body_index("b")
+    sign = np.where(contacts.s[touching] == b, 1.0, -1.0)
+    np.testing.assert_allclose(delta[touching], D_PRESS, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(nrm[touching], sign[:, None] * [[1.0, 0.0, 0.0]], rtol=0, atol=1e-15)
+    assert np.all(contacts.kind[touching] & (CORNER | EDGE))
+    # the resultant: points × k d^n along x, at the patch's centre ((dy/2, dz/2) from a's axis, −(dy, dz)/2 from
+    # b's centre): moment (0, −dz F/2, dy F/2) about b's centre — the same on the compiled right-hand side
+    F = points * k * D_PRESS ** n
+    acc = _accelerations(data, "b", compiled)[0]
+    np.testing.assert_allclose(acc[:3], [F / M_CUBE, 0.0, 0.0], rtol=1e-12, atol=1e-9 * F / M_CUBE)
+    np.testing.assert_allclose(acc[3:], [0.0, -dz * F / (2 * I_CUBE), dy * F / (2 * I_CUBE)], rtol=1e-12,
+                               atol=1e-9 * F / M_CUBE)
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["numpy", "compiled"])
+def test_a_box_ridge_crossing_two_box_edges_pushes_up_on_its_two_edge_points_only(compiled):
+    # the ridge of test_a_box_ridge_crossing_two_box_edges_overlaps_each_by_the_distance_of_their_lines, turned 45°
+    # about x and 45° about z: two edge–edge points 2 mm deep, normal z, at (∓0.05, ∓0.05, 0.049) — symmetric
+    # about the ridge box's centre, so it is pushed straight up by 2 k δ^n with no moment
+    k, n = LAW["stiffness"], LAW["exponent"]
+    cz, sz = math.cos(math.pi / 8), math.sin(math.pi / 8)
+    cx, sx = math.cos(math.pi / 8), math.sin(math.pi / 8)
+    data = {"units": "m", "parts": {"low": {"fixed": True},
+                                    "up": {"mass": 1.0, "inertia": [1e-3] * 3, "orientation": [cz * cx, cz * sx,
+                                                                                               sz * sx, sz * cx],
+                                           "position": [0.0, 0.0, 0.05 + 0.05 * math.sqrt(2) - 0.002]}},
+            "contacts": [dict(LAW, name="bb", parts=["up", "low"], damping=0.0,
+                              shape=[{"box": [0.6, 0.1, 0.1]}, {"box": [0.1, 0.6, 0.1]}])]}
+    acc = _accelerations(data, "up", compiled)[0]
+    F = 2 * k * 0.002 ** n
+    np.testing.assert_allclose(acc, [0, 0, F / 1.0, 0, 0, 0], rtol=1e-12, atol=1e-9 * F)
+
+
 # ---------------------------------------------------------------------------- boxes at rest: the static Hertz depth
 def test_a_box_resting_on_a_larger_box_shares_its_weight_on_four_corners():
     k, n, m = 1e7, 1.5, 1.0
@@ -119,6 +207,58 @@ def test_a_box_resting_on_a_larger_box_shares_its_weight_on_four_corners():
     # level, δ below its start: every bottom corner at the same depth δ (fewer corners would sink deeper)
     top = motion.parts.index("top")
     assert motion.position[-1, top, 2] == pytest.approx(0.15 - delta, abs=1e-9)
+
+
+def _cubes_on_base(xs, speed, **law):
+    """Free 0.1 m cubes (1 kg) at x = ``xs`` resting on a fixed 1 × 0.4 × 0.1 m base (top face at z = 0.05), the
+    first moving at ``speed`` m/s along x, frictionless; every pair declared."""
+    parts = {"base": {"fixed": True}}
+    shape = {"base": {"box": [1.0, 0.4, 0.1]}}
+    for i, x in enumerate(xs):
+        parts[f"c{i}"] = {"position": [x, 0.0, 0.05 + A_CUBE / 2], "mass": M_CUBE, "inertia": [I_CUBE] * 3}
+        shape[f"c{i}"] = {"box": [A_CUBE] * 3}
+    data = {"units": "m", "gravity": [0, 0, -G], "parts": parts,
+            "initial_velocity": {"c0": {"velocity": [speed, 0, 0]}},
+            "contacts": [dict(LAW, name="all", pairs="all", shape=shape, **law)]}
+    return compile_model(parse_model(data, source="cubes on a base"))
+
+
+def test_equal_cubes_set_down_touching_side_by_side_rest_without_pushing_each_other():
+    # their facing sides coplanar (overlap 0 along x), their tops and bottoms too: each cube settles on its four
+    # bottom corners at the static Hertz depth, m g / 4 = k δ^n, and the pair's least-overlap axis is x with depth
+    # 0: neither pushes the other
+    k, n = LAW["stiffness"], LAW["exponent"]
+    model = _cubes_on_base([0.0, A_CUBE], 0.0, damping=2e8)
+    motion = simulate(model, t_end=1.0, steps=10)
+    assert motion.complete, motion.message
+    delta = (M_CUBE * G / (4 * k)) ** (1 / n)
+    for i in range(2):
+        c = motion.parts.index(f"c{i}")
+        assert motion.position[-1, c, 2] == pytest.approx(0.1 - delta, abs=1e-9)
+        assert motion.position[-1, c, 0] == pytest.approx(i * A_CUBE, abs=1e-12)
+    assert np.max(motion.extra["all:c0-c1.normal_force"]) < 1e-9
+
+
+@pytest.mark.parametrize("e", [0.8, 0.5])
+def test_two_cubes_on_a_frictionless_base_collide_head_on_with_the_given_restitution(e):
+    # the first cube slides at 1 m/s into the second (resting 20 mm ahead, faces coplanar top, bottom and sides):
+    # the impact is along x on the 8 corners of the contact faces, all at one depth — one Hunt–Crossley law of
+    # stiffness 8 k for the pair's reduced mass — so the cubes part at e times their approach speed (Newton), the
+    # momentum is kept (the frictionless base pushes along z only) and neither turns. Tolerance 1e-6 on e (5e-9
+    # measured with e = 0.8 and 0.5): ξ(e) is exact for a point mass hit at a known speed (contacts.py), but the
+    # impact speed is recorded at the first accepted step in contact from its elastic energy (the damping's work
+    # over that short step neglected), and the integration error (rtol 1e-9)
+    v0 = 1.0
+    model = _cubes_on_base([0.0, A_CUBE + 0.02], v0, restitution=e)
+    motion = simulate(model, times=np.linspace(0.0, 0.05, 51), rtol=1e-9, atol=1e-12)
+    assert motion.complete, motion.message
+    c0, c1 = motion.parts.index("c0"), motion.parts.index("c1")
+    vx = motion.velocity[:, [c0, c1], 0]
+    assert np.max(np.abs(vx.sum(axis=1) - v0)) < 1e-9
+    assert vx[-1, 1] - vx[-1, 0] == pytest.approx(e * v0, rel=1e-6)
+    np.testing.assert_allclose(vx[-1], [(1 - e) / 2 * v0, (1 + e) / 2 * v0], rtol=1e-6)
+    assert motion.position[-1, c1, 0] > motion.position[-1, c0, 0] + A_CUBE  # apart again, in their order
+    assert np.max(np.abs(motion.angular_velocity[:, [c0, c1]])) < 1e-9
 
 
 def test_a_box_dropped_crosswise_on_a_box_edge_is_held_by_the_edge_contact():

@@ -314,7 +314,9 @@ def test_the_points_skipped_by_their_features_exert_no_force_at_random_poses():
                                                                rng.uniform(0.5, 3.0, size=contacts.n))
         evaluated += _counts(form, np.concatenate([q, v, [0.0]]))[1]
         touching += _check_against_numpy(form, model, q, v)
-    assert touching > 300  # forces were tested, not only zeros
+    # forces were tested, not only zeros (the deep overlaps' edge crossings deeper than the boxes' least overlap
+    # are not points in touch: 269 here)
+    assert touching > 200
     assert evaluated < 0.2 * 150 * contacts.n
 
 
@@ -330,8 +332,8 @@ def _solve(model, t_end, activation, steps=50):
 
 def test_boxes_resting_on_a_box_move_the_same_with_and_without_the_broad_phase():
     # a cube pushed into a larger box (20 mm away) while both rest on a base: the cube's top front corners hit
-    # the box's back face (equal boxes side by side would have coplanar faces, which the corner and edge points
-    # do not push apart). Skipped points exert exactly zero force and the step limit is every point's, so the
+    # the box's back face (equal boxes side by side, with coplanar faces, are in test_contact_pairs.py and
+    # benchmarks/contact_pairs.py). Skipped points exert exactly zero force and the step limit is every point's, so the
     # runs are the same to the last bit; frictionless, the base takes no momentum along x
     model = _boxes_on_base([(0.1, 0.1, 0.1), (0.1, 0.12, 0.12)], 0.02)
     (on, per_eval_on), (off, per_eval_off) = (_solve(model, 0.04, a) for a in (True, False))
@@ -365,8 +367,9 @@ def test_a_fast_box_crossing_the_broad_phase_in_one_step_still_gets_its_impact()
 def test_compiled_kernel_constants_are_the_numpy_ones():
     assert (CK.MIN_IMPACT_SPEED, CK.STEPS_PER_CONTACT, CK.TOUCH_STEP) == (
         C.MIN_IMPACT_SPEED, C.STEPS_PER_CONTACT, C.TOUCH_STEP)
-    assert (CK.PLANE, CK.BOX, CK.RIM, CK.CYL, CK.BORE, CK.EDGE, CK.EDGE_PARALLEL, CK.EDGE_MARGIN) == (
-        C.PLANE, C.BOX, C.RIM, C.CYL, C.BORE, C.EDGE, C.EDGE_PARALLEL, C.EDGE_MARGIN)
+    assert (CK.PLANE, CK.BOX, CK.RIM, CK.CYL, CK.BORE, CK.EDGE, CK.CORNER, CK.EDGE_PARALLEL, CK.EDGE_MARGIN,
+            CK.FACE_PREFERENCE) == (C.PLANE, C.BOX, C.RIM, C.CYL, C.BORE, C.EDGE, C.CORNER, C.EDGE_PARALLEL,
+                                    C.EDGE_MARGIN, C.FACE_PREFERENCE)
 
 
 def test_contact_models_run_in_the_compiled_dop853_loop():
