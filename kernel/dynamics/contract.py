@@ -393,8 +393,8 @@ class Formulation:
                 else:
                     self._run_scipy(times, y, rec, integrator, rtol, atol, late)
             except _Switch as switch:  # the compiled library became ready: on from an accepted state
-                rec.notes.append(f"numpy right-hand side to t = {switch.t:.6g} s, the compiled loop after it (its "
-                                 "library became ready during the run)")
+                rec.notes.append(f"numpy right-hand side to t = {switch.t:.6g} s, compiled from there on (its library "
+                                 "became ready during the run)")
                 self._run_compiled(np.concatenate([[switch.t], times[switch.k:]]), switch.y, rec, rtol, atol,
                                    integrator, dt if dt else default_dt(times))
         except _Stop:

@@ -53,7 +53,7 @@ def _run(path, **kwargs):
 
 
 def _switch_notes(result):
-    return [n for n in result.notes if "the compiled loop after it" in n]
+    return [n for n in result.notes if "compiled from there on" in n]
 
 
 def test_dop853_run_switches_keeps_energy_and_agrees_to_tolerance(library_ready_after):
@@ -67,6 +67,9 @@ def test_dop853_run_switches_keeps_energy_and_agrees_to_tolerance(library_ready_
     assert result.success, result.message
     notes = _switch_notes(result)
     assert len(notes) == 1 and "DOP853 in the compiled loop" in result.notes
+    from cadmotion.plugin.cli import _notes
+
+    assert notes[0] in _notes(result.notes)  # the command line's summary shows it
     t_switch = float(notes[0].split("t = ")[1].split(" s")[0])
     assert 0.0 < t_switch < 2.0 and looks["count"] == 6
     assert len(result.t) == 41 and np.allclose(result.t, kwargs["times"])
