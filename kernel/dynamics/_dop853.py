@@ -431,7 +431,7 @@ def dop853(t, y0, times, rtol, atol, ptol, max_iter, zone, df, di, dd, ws, Y, DD
         # bookkeeping at the accepted state (the workspace holds the evaluation at y_new)
         windings(y_new, df, di, dd, ws)
         # (redundant rows close loops: without, there is nothing to choose)
-        rows_changed = zone > 0.0 and choose_rows(df, di, dd, ws)
+        rows_changed = zone > 0.0 and choose_rows(df, di, dd, ws, True)
         changed = False
         y_acc = y_new
         if ptol >= 0.0:
@@ -501,10 +501,15 @@ def strides_singular(t, h, y, y_new, f, f_new, zone, tmp, df, di, dd, ws):
     return strided(s, math.sqrt(zone), -1.0, 0.0)
 
 
-def choose_rows(df, di, dd, ws):
+def choose_rows(df, di, dd, ws, factored):
     """At an accepted state whose evaluation the workspace holds: the redundant rows the next
     step's stages drop (:func:`._kernels.choose_rows`; template: a formulation without them
-    replaces it). True if they changed."""
+    replaces it). True if they changed. ``factored``: the workspace's factor of S is that
+    evaluation's, with the rows chosen before (the last evaluation was ẏ at this state; the
+    singular measure's probes factorise in their own arrays): when its pivots show that the same
+    rows would be chosen (:func:`._kernels.rows_still_chosen`, exact), S is not factorised again."""
+    if factored and K.rows_still_chosen(df, di, dd, ws):
+        return False
     return K.choose_rows(df, di, dd, ws)
 
 

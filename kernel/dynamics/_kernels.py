@@ -398,10 +398,12 @@ def band_cholesky(Lb, m, bw, drop_tol, dropped, ratio, redundant):
     The rows with ``redundant[j]`` ≠ 0 are dropped as they are met (the redundant constraints
     chosen at the last accepted state, :func:`choose_rows`: the same rows at every stage of a
     step, so that the equations do not change within it). Any other row whose pivot falls
-    below ``drop_tol`` times its own diagonal is (numerically) a combination of the rows before
-    it: it is dropped too. A dropped row's λ is 0 and the others do not use it; ``dropped[j]`` is
-    set. ``ratio[j]`` gets the pivot over the diagonal (0 for a row in ``redundant``). Returns the
-    number dropped.
+    below ``drop_tol`` (> 0) times its own diagonal is (numerically) a combination of the rows
+    before it: it is dropped too. A dropped row's λ is 0 and the others do not use it; ``dropped[j]``
+    is set. ``ratio[j]`` gets the pivot over the diagonal; for a row in ``redundant`` the pivot it
+    would have had (the rows before it as they are) if that is above ``drop_tol``, else 0, so that
+    :func:`rows_still_chosen` can tell whether the pivots alone would drop the same rows. Returns
+    the number dropped.
     """
     ndrop = 0
     for j in range(m):
@@ -409,14 +411,16 @@ def band_cholesky(Lb, m, bw, drop_tol, dropped, ratio, redundant):
         diag = s
         k0 = j - bw if j - bw > 0 else 0
         i1 = j + bw + 1 if j + bw + 1 < m else m
-        if redundant[j] != 0.0:
-            s = 0.0
+        for k in range(k0, j):
+            x = Lb[j, j - k]
+            s -= x * x
+        low = not s > drop_tol * diag
+        if redundant[j] != 0.0:  # (kept by its pivot: s > 0 and diag > 0)
+            ratio[j] = 0.0 if low else s / diag
+            low = True
         else:
-            for k in range(k0, j):
-                x = Lb[j, j - k]
-                s -= x * x
-        ratio[j] = s / diag if diag > 0 else 0.0
-        if not s > drop_tol * diag:
+            ratio[j] = s / diag if diag > 0 else 0.0
+        if low:
             dropped[j] = True
             ndrop += 1
             Lb[j, 0] = 1.0
@@ -730,11 +734,11 @@ COMMON = [
     ("ct_axis", "f", 2), ("ct_kind", "i", 1), ("ct_par", "f", 2), ("ct_pair", "i", 2), ("ct_pc", "f", 2),
     ("ct_feat", "i", 2), ("ct_ft", "f", 2), ("ct_state", "d", 1), ("ct_opt", "i", 1), ("ct_stats", "w", 1),
     # the evaluation's intermediates, so that it allocates nothing but ẏ: X = Jc M⁻¹ (m, ns, 6), the band
-    # factor of S (m, bw + 1), its dropped rows (1.0) and pivot ratios (m); the singular measure's own X, factor
-    # and dropped rows; per row Jv v + Φt, Jv M⁻¹ f − γ̂, λ and the augmented Lagrangian's next λ; per body
+    # factor of S (m, bw + 1), its dropped rows (1.0) and pivot ratios (m); the singular measure's own X, factor,
+    # dropped rows and pivot ratios; per row Jv v + Φt, Jv M⁻¹ f − γ̂, λ and the augmented Lagrangian's next λ; per body
     # (nb, 3) the applied forces and moments; per velocity (6 nmov) f and v̇
     ("X", "w", 3), ("Lb", "w", 2), ("dropped", "w", 1), ("ratio", "w", 1),
-    ("X_kin", "w", 3), ("L_kin", "w", 2), ("drop_kin", "w", 1),
+    ("X_kin", "w", 3), ("L_kin", "w", 2), ("drop_kin", "w", 1), ("ratio_kin", "w", 1),
     ("vres", "w", 1), ("rhs_c", "w", 1), ("lam", "w", 1), ("lam_new", "w", 1),
     ("Fo", "w", 2), ("No", "w", 2), ("fv", "w", 1), ("vd", "w", 1),
 ]
@@ -785,8 +789,8 @@ I_LN_CONST = _I["ln_const"]  # (n_line, m): the same for force expressions along
 I_BU = _I["bu_ia"]
 I_TY = _I["ty_b"]  # tyres (:mod:`.tyres`): wheel bodies, centres, axes, parameters, bumps, their counts, outputs
 I_CT = _I["ct_s"]  # compliant contacts (:mod:`._contact_kernels`), the 16 arrays from here on
-I_X, I_LB, I_DROPPED, I_RATIO, I_X_KIN, I_L_KIN, I_DROP_KIN = (_I[n] for n in ("X", "Lb", "dropped", "ratio", "X_kin",
-                                                                            "L_kin", "drop_kin"))
+I_X, I_LB, I_DROPPED, I_RATIO, I_X_KIN, I_L_KIN, I_DROP_KIN, I_RATIO_KIN = (
+    _I[n] for n in ("X", "Lb", "dropped", "ratio", "X_kin", "L_kin", "drop_kin", "ratio_kin"))
 I_VRES, I_RHS_C, I_LAM, I_LAM_NEW, I_FO, I_NO, I_FV, I_VD = (_I[n] for n in ("vres", "rhs_c", "lam", "lam_new", "Fo",
                                                                             "No", "fv", "vd"))
 
@@ -917,15 +921,41 @@ def choose_rows(df, di, dd, ws):
     return changed
 
 
+@numba.njit(**_JIT)
+def rows_still_chosen(df, di, dd, ws):
+    """True if the factor of S in the workspace — the evaluation's at an accepted state, with the
+    rows ``redundant`` chosen before dropped — shows that the pivots alone would drop exactly
+    those rows: every row of ``redundant`` would be dropped by its pivot (``ratio`` 0, see
+    :func:`band_cholesky`) and no other row was. :func:`choose_rows` at that state would then
+    choose the same rows (and leave the same factor), so it need not factorise S again.
+
+    Why that is exact: the factorisation without ``redundant`` takes the rows in the same order
+    and drops row j when its pivot, given the rows before it, is not above drop_tol. While it has
+    decided every row before j as the chosen rows say, it has handled them as this factor did
+    (a dropped row zeroed, a kept one by the same arithmetic), so row j's pivot is the one this
+    factor computed, bit for bit, and its decision the one recorded here; by induction over the
+    rows it drops exactly ``redundant``."""
+    mask = f1(dd, di, I_REDUNDANT)
+    dropped = f1(ws, di, I_DROPPED)
+    ratio = f1(ws, di, I_RATIO)
+    for r in range(mask.shape[0]):
+        if mask[r] != 0.0:
+            if ratio[r] != 0.0:  # its pivot would keep it
+                return False
+        elif dropped[r] != 0.0:  # its pivot dropped it
+            return False
+    return True
+
+
 @numba.njit(**_JIT_LA)
 def singularity(df, di, dd, ws):
     """How near a singular configuration the evaluated state is: the smallest pivot ratio of
     Jv W Jvᵀ over its kept rows, W = diag(1, 1, 1, 1/ℓ², 1/ℓ², 1/ℓ²) per body with ℓ the
     model's length scale (``stab[6]``, :attr:`.equations.Dynamics.length_scale`): a purely
     kinematic measure, so that light or slender parts do not read as singular. 1: far from one.
-    Factorises in the workspace's own arrays (X_kin, L_kin, drop_kin; ratio is scratch), so the
-    factor of S of the last evaluation is kept."""
-    return singularity_rows(df, di, dd, ws, f1(ws, di, I_RATIO))
+    Factorises in the workspace's own arrays (X_kin, L_kin, drop_kin, ratio_kin), so the factor
+    of S of the last evaluation is kept, its pivot ratios too (:func:`rows_still_chosen`)."""
+    return singularity_rows(df, di, dd, ws, f1(ws, di, I_RATIO_KIN))
 
 
 @numba.njit(**_JIT_LA)

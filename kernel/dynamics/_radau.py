@@ -690,7 +690,7 @@ def radau(t, y0, times, rtol, atol, ptol, max_iter, zone, df, di, dd, ws, Y, DD,
         t = t_new
         windings(y_new, df, di, dd, ws)
         # (redundant rows close loops: without, there is nothing to choose)
-        rows_changed = zone > 0.0 and choose_rows(df, di, dd, ws)
+        rows_changed = zone > 0.0 and choose_rows(df, di, dd, ws, False)
         changed = False
         y_acc = y_new
         if ptol >= 0.0:

@@ -136,7 +136,7 @@ def rk4(t, y0, times, dt, ptol, max_iter, zone, df, di, dd, ws, Y, DD, stats, y_
             # bookkeeping at the accepted state (the workspace holds the evaluation at y_new)
             windings(y_new, df, di, dd, ws)
             # (redundant rows close loops: without, there is nothing to choose)
-            rows_changed = zone > 0.0 and choose_rows(df, di, dd, ws)
+            rows_changed = zone > 0.0 and choose_rows(df, di, dd, ws, True)
             changed = False
             if ptol >= 0.0:
                 aux = K.f1(ws, di, K.I_AUX)

@@ -1030,7 +1030,7 @@ def strides_singular(t, h, y, y_new, f, f_new, zone, tmp, df, di, dd, ws):
     return strided(s, math.sqrt(zone), -1.0, 0.0)
 
 
-def choose_rows(df, di, dd, ws):
+def choose_rows(df, di, dd, ws, factored):
     """:func:`._dop853.choose_rows` for the tree (template): its closure rows are all kept, the
     redundant ones by its own factorisation at every evaluation (nothing to choose)."""
     return False

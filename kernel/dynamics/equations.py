@@ -543,10 +543,15 @@ def _band_cholesky_numpy(Lb, m, bw, drop_tol, dropped, ratio, redundant):
         k0 = max(0, j - bw)
         row = Lb[j, 1: j - k0 + 1][::-1]  # L[j, k0..j-1]
         diag = Lb[j, 0]
-        s = 0.0 if redundant[j] else diag - row @ row
-        ratio[j] = s / diag if diag > 0 else 0.0
+        s = diag - row @ row
+        low = not s > drop_tol * diag
+        if redundant[j]:  # (kept by its pivot: s > 0 and diag > 0)
+            ratio[j] = 0.0 if low else s / diag
+            low = True
+        else:
+            ratio[j] = s / diag if diag > 0 else 0.0
         i1 = min(m, j + bw + 1)
-        if not s > drop_tol * diag:
+        if low:
             dropped[j] = True
             n += 1
             Lb[j, :] = 0.0

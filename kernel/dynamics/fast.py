@@ -944,8 +944,9 @@ class FastRHS:
                     aux=np.zeros(3 + nmeas),
                     X=np.zeros((nrows, ns, 6)), Lb=np.zeros((nrows, bw + 1)), dropped=np.zeros(nrows),
                     ratio=np.zeros(nrows), X_kin=np.zeros((nrows, ns, 6)), L_kin=np.zeros((nrows, bw + 1)),
-                    drop_kin=np.zeros(nrows), vres=np.zeros(nrows), rhs_c=np.zeros(nrows), lam=np.zeros(nrows),
-                    lam_new=np.zeros(nrows), Fo=np.zeros((nb, 3)), No=np.zeros((nb, 3)), fv=np.zeros(6 * nmov),
+                    drop_kin=np.zeros(nrows), ratio_kin=np.zeros(nrows), vres=np.zeros(nrows),
+                    rhs_c=np.zeros(nrows), lam=np.zeros(nrows), lam_new=np.zeros(nrows), Fo=np.zeros((nb, 3)),
+                    No=np.zeros((nb, 3)), fv=np.zeros(6 * nmov),
                     vd=np.zeros(6 * nmov))
         values.update(work)
         for name, kind, ndim in K.COMMON:

@@ -191,7 +191,7 @@ def _no_windings(y, df, di, dd, ws):
 
 
 @numba.njit
-def _no_rows(df, di, dd, ws):
+def _no_rows(df, di, dd, ws, factored):
     return None
 
 
