@@ -32,7 +32,7 @@ import numpy as np
 from ..generated_modules import write_source
 from . import fast
 
-__all__ = ["tree_fast", "FastTree", "compile_tree_module"]
+__all__ = ["tree_fast", "tree_applies", "tree_ready", "FastTree", "compile_tree_module"]
 
 #: the tree modules' file names start with this (the warm-up's :func:`.fast.compile_module` dispatches on it)
 PREFIX = "tree-"
@@ -40,25 +40,43 @@ PREFIX = "tree-"
 
 def tree_fast(form):
     """A :class:`FastTree` for a set-up :class:`.semirecursive.SemiRecursiveFormulation`, or None
-    where the compiled path does not apply (as :func:`.fast.fast_rhs`: no numba, contacts or
-    stops, cams, expressions of the state that could not be compiled) or is not compiled yet."""
-    dyn = form.dyn
-    if not fast.available() or dyn.forces.unilateral or dyn.forces.contacts is not None:
+    where the compiled path does not apply (:func:`tree_applies`) or is not compiled yet (a long
+    run then switches when it is: :mod:`.late_compiled`)."""
+    if not tree_applies(form):
         return None
-    from ..symbolic.templates import TEMPLATES
-
-    if any(TEMPLATES[gr["g"].template].numeric for gr in dyn.groups):
-        return None
-    for kind in fast._EXPRESSION_KINDS:
-        if any(fn.uses_state and fast._expression_program(fn) is None
-               for _, fn in fast._expression_elements(dyn, kind)):
-            return None
     try:
-        if not _ready(dyn):
+        if not _ready(form.dyn):
             return None
         return FastTree(form)
     except ImportError:  # pragma: no cover - numba vanished
         return None
+
+
+def tree_applies(form):
+    """True when the compiled tree module covers the formulation's model, compiled yet or not
+    (as :func:`.fast.applies`: numba, no contacts or stops, no cams, every expression of the
+    state compiled)."""
+    dyn = form.dyn
+    if not fast.available() or dyn.forces.unilateral or dyn.forces.contacts is not None:
+        return False
+    from ..symbolic.templates import TEMPLATES
+
+    if any(TEMPLATES[gr["g"].template].numeric for gr in dyn.groups):
+        return False
+    for kind in fast._EXPRESSION_KINDS:
+        if any(fn.uses_state and fast._expression_program(fn) is None
+               for _, fn in fast._expression_elements(dyn, kind)):
+            return False
+    return True
+
+
+def tree_ready(dyn):
+    """True when the parametrisation's tree module and the library it imports from have been
+    compiled (their ready markers); asks for nothing."""
+    from ..symbolic.codegen import marker_ready
+
+    path, _, _ = _module_file(dyn.model.parametrization.name)
+    return path is not None and marker_ready(path.with_suffix(".ready")) and fast.library_ready(dyn)
 
 
 def _source(parametrization):

@@ -129,9 +129,28 @@ class SemiRecursiveFormulation(Formulation):
         self._cpath = path[self._cbodies]
         self.row_weight, self.col_weight = self._closure_weights()
         if self.options.get("fast", False) and not self.sparse:
-            from .fast_tree import tree_fast
+            from .fast_tree import tree_applies, tree_fast
 
             self._fast = tree_fast(self)
+            if self._fast is None and tree_applies(self):
+                self._fast_pending = True  # compiled later in the run (:meth:`_late_fast`)
+
+    def _late_fast(self, times, rtol, atol, integrator):
+        """The compiled tree module, set up at the current state once it and its library are
+        ready (:mod:`.late_compiled`); True when its compiled loop applies to ``integrator``."""
+        from .fast_tree import FastTree, tree_ready
+
+        if self._fast_pending is None or not tree_ready(self.dyn):
+            return False
+        self._fast_pending = None
+        try:
+            self._fast = FastTree(self)
+        except ImportError:  # pragma: no cover - numba vanished
+            return False
+        if self._compiled_loop_applies(times, rtol, atol, integrator):
+            return True
+        self._fast = None
+        return False
 
     def _closure_weights(self):
         """(row weights (m,), column weights (nz,)) of :meth:`closure_singularity`, constants of the

@@ -105,6 +105,30 @@ def test_rk4_run_switches_to_the_same_steps(library_ready_after):
     assert np.abs(result.v - compiled.v).max() <= 1e-7
 
 
+def test_a_semi_recursive_rk4_run_switches_to_the_compiled_tree(monkeypatch):
+    # the semi-recursive formulation waits for its tree module (and the library it imports): the
+    # switched run keeps the work-energy balance and follows the run compiled from its start (the
+    # same fixed steps; the projections onto the closure after them differ below their tolerance)
+    from cadmotion.kernel.dynamics import fast_tree
+
+    kwargs = dict(times=np.linspace(0.0, 1.0, 21), formulation="semi-recursive", integrator="RK4", dt=1e-3,
+                  rtol=1e-12, atol=1e-12)
+    path = SAMPLES / "slider_crank_torque.cadmotion.toml"
+    _, compiled = _run(path, **kwargs)
+    assert "RK4 in the compiled loop" in compiled.notes and not _switch_notes(compiled)
+    monkeypatch.setattr(late_compiled, "CHECK_EVERY_S", 0.0)
+    looks = []
+    monkeypatch.setattr(fast_tree, "_ready", lambda dyn: False)
+    monkeypatch.setattr(fast_tree, "tree_ready", lambda dyn: looks.append(1) or len(looks) > 4)
+    motion, result = _run(path, **kwargs)
+    assert result.success, result.message
+    assert len(_switch_notes(result)) == 1 and "RK4 in the compiled loop" in result.notes and len(looks) == 5
+    energy, work = motion.extra["energy.total"], motion.extra["work.nonconservative"]
+    assert np.ptp(energy) > 0.01 and np.abs(energy - energy[0] - work).max() <= 1e-7
+    assert result.nsteps == compiled.nsteps == 1000
+    assert np.abs(result.q - compiled.q).max() <= 1e-8
+
+
 def test_a_library_that_never_becomes_ready_leaves_the_run_on_numpy(library_ready_after):
     kwargs = dict(times=np.linspace(0.0, 0.5, 11), formulation="projection", integrator="DOP853", rtol=1e-9,
                   atol=1e-9)
