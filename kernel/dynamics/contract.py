@@ -419,10 +419,26 @@ class Formulation:
     _fast_pending = None
 
     def _late_fast(self, times, rtol, atol, integrator):
-        """After a numpy start (:mod:`.late_compiled`): True when the compiled library has become
-        ready, the compiled right-hand side is set up and the compiled loop of ``integrator``
-        applies to the rest of the run. The base class has no compiled path."""
+        """After a numpy start (:mod:`.late_compiled`): True when the compiled code has become
+        ready, the compiled right-hand side is set up (:meth:`_compiled_when_ready`) and the
+        compiled loop of ``integrator`` applies to the rest of the run (else the run stays on
+        numpy to its end)."""
+        if self._fast_pending is None:
+            return False
+        fast = self._compiled_when_ready(self._fast_pending)
+        if fast is None:
+            return False
+        self._fast_pending = None
+        self._fast = fast
+        if self._compiled_loop_applies(times, rtol, atol, integrator):
+            return True
+        self._fast = None
         return False
+
+    def _compiled_when_ready(self, pending):
+        """The compiled right-hand side set up from ``pending`` (:attr:`_fast_pending`) at the
+        current state once its code is compiled, else None. The base class has no compiled path."""
+        return None
 
     def _run_rk4(self, times, y, rec, dt, late=None):
         f = self._counted_rhs

@@ -113,24 +113,17 @@ class _IndexOne(Formulation):
             if self._fast is None and applies(self.dyn):
                 self._fast_pending = (baumgarte, penalty)
 
-    def _late_fast(self, times, rtol, atol, integrator):
-        """The compiled right-hand side, set up at the current angle references once its library
-        is ready (:mod:`.late_compiled`); True when its compiled loop applies to ``integrator``
-        (else the run stays on numpy to its end)."""
+    def _compiled_when_ready(self, pending):
+        """The compiled right-hand side (:class:`.fast.FastRHS` with the (baumgarte, penalty) of
+        ``pending``) at the current angle references once its library is ready, else None."""
         from .fast import FastRHS, library_ready
 
-        if self._fast_pending is None or not library_ready(self.dyn):
-            return False
-        baumgarte, penalty = self._fast_pending
-        self._fast_pending = None
+        if not library_ready(self.dyn):
+            return None
         try:
-            self._fast = FastRHS(self.dyn, self.angles, self.refs, baumgarte, penalty)
+            return FastRHS(self.dyn, self.angles, self.refs, *pending)
         except ImportError:  # pragma: no cover - numba vanished
-            return False
-        if self._compiled_loop_applies(times, rtol, atol, integrator):
-            return True
-        self._fast = None
-        return False
+            return None
 
     def _step_projection(self):
         """(tol, max_iter) of the projection onto the joints after accepted steps, or None."""

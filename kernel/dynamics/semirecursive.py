@@ -135,22 +135,17 @@ class SemiRecursiveFormulation(Formulation):
             if self._fast is None and tree_applies(self):
                 self._fast_pending = True  # compiled later in the run (:meth:`_late_fast`)
 
-    def _late_fast(self, times, rtol, atol, integrator):
-        """The compiled tree module, set up at the current state once it and its library are
-        ready (:mod:`.late_compiled`); True when its compiled loop applies to ``integrator``."""
+    def _compiled_when_ready(self, pending):
+        """The compiled tree module (:class:`.fast_tree.FastTree`) at the current state once it
+        and its library are ready, else None."""
         from .fast_tree import FastTree, tree_ready
 
-        if self._fast_pending is None or not tree_ready(self.dyn):
-            return False
-        self._fast_pending = None
+        if not tree_ready(self.dyn):
+            return None
         try:
-            self._fast = FastTree(self)
+            return FastTree(self)
         except ImportError:  # pragma: no cover - numba vanished
-            return False
-        if self._compiled_loop_applies(times, rtol, atol, integrator):
-            return True
-        self._fast = None
-        return False
+            return None
 
     def _closure_weights(self):
         """(row weights (m,), column weights (nz,)) of :meth:`closure_singularity`, constants of the
