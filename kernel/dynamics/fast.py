@@ -75,7 +75,7 @@ import numpy as np
 
 from ..generated_modules import load_module, write_source
 
-__all__ = ["fast_rhs", "FastRHS", "available", "applies", "library_ready"]
+__all__ = ["fast_rhs", "FastRHS", "available", "applies", "library_ready", "module_ready", "compiled_or_warm_up"]
 
 _LOCK = threading.Lock()
 #: a constraint row whose Cholesky pivot falls below this fraction of its diagonal is redundant
@@ -127,9 +127,14 @@ def applies(dyn):
 def library_ready(dyn):
     """True when ``dyn``'s library has been compiled (its ready marker holds this numba's
     version): a stat and a read of one small file, asking for no warm-up."""
+    return module_ready(_module_file(dyn.model.parametrization.name)[0])
+
+
+def module_ready(path):
+    """True when the generated module at ``path`` (a library or a tree module) has been compiled:
+    its ready marker holds this numba's version (False for None, a cache that cannot be written)."""
     from ..symbolic.codegen import marker_ready
 
-    path, _, _ = _module_file(dyn.model.parametrization.name)
     return path is not None and marker_ready(path.with_suffix(".ready"))
 
 
@@ -598,16 +603,19 @@ def _ready(dyn):
     asked for (``CADMOTION_DYNAMICS_FAST=compile`` or ``CADMOTION_BACKEND=numba``). Otherwise
     the library's source is written to the cache and a background warm-up compiles it for the
     next run — once for every model of the parametrisation."""
-    from ..symbolic.codegen import marker_ready, request_module_warmup
+    return _compiles_in_run() or compiled_or_warm_up(_module_file(dyn.model.parametrization.name)[0])
 
-    if _compiles_in_run():
+
+def compiled_or_warm_up(path):
+    """True when the generated module at ``path`` has been compiled (:func:`module_ready`);
+    otherwise the background warm-up is asked to compile it for the next run — not for None: a
+    cache that cannot be written keeps no machine code, and numpy is faster than compiling."""
+    from ..symbolic.codegen import request_module_warmup
+
+    if module_ready(path):
         return True
-    path, _, _ = _module_file(dyn.model.parametrization.name)
-    if path is None:  # a cache that cannot be written keeps no machine code: numpy is faster than compiling
-        return False
-    if marker_ready(path.with_suffix(".ready")):
-        return True
-    request_module_warmup(path)
+    if path is not None:
+        request_module_warmup(path)
     return False
 
 

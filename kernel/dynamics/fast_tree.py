@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import hashlib
 import inspect
-import os
 from pathlib import Path
 
 import numpy as np
@@ -73,10 +72,7 @@ def tree_applies(form):
 def tree_ready(dyn):
     """True when the parametrisation's tree module and the library it imports from have been
     compiled (their ready markers); asks for nothing."""
-    from ..symbolic.codegen import marker_ready
-
-    path, _, _ = _module_file(dyn.model.parametrization.name)
-    return path is not None and marker_ready(path.with_suffix(".ready")) and fast.library_ready(dyn)
+    return fast.module_ready(_module_file(dyn.model.parametrization.name)[0]) and fast.library_ready(dyn)
 
 
 def _source(parametrization):
@@ -123,17 +119,7 @@ def _module_file(parametrization):
 
 def _ready(dyn):
     """As :func:`.fast._ready`, for the tree module."""
-    from ..symbolic.codegen import marker_ready, request_module_warmup
-
-    if os.environ.get("CADMOTION_BACKEND") == "numba" or os.environ.get("CADMOTION_DYNAMICS_FAST") == "compile":
-        return True
-    path, _, _ = _module_file(dyn.model.parametrization.name)
-    if path is None:
-        return False
-    if marker_ready(path.with_suffix(".ready")):
-        return True
-    request_module_warmup(path)
-    return False
+    return fast._compiles_in_run() or fast.compiled_or_warm_up(_module_file(dyn.model.parametrization.name)[0])
 
 
 def _entry_types():
