@@ -28,9 +28,10 @@ absolute state ``ya`` = [q, v, 0], which :func:`kinematics` writes into the work
 The functions of :data:`TEMPLATES` are compiled inside the tree module (:mod:`.fast_tree`),
 where ``groups`` and ``expressions`` are the absolute library's and ``KT`` (the index of the
 first tree array in the packed header) is that module's constant; there they are the ``rhs``, ``project``,
-``strides_singular`` and ``probe_step`` that the integrator templates of :mod:`._dop853` and
+``measure_rows`` and ``probe_step`` that the integrator templates of :mod:`._dop853` and
 :mod:`._rk4` call, so the same loops step the tree state y = [z, ż, W] (and their measure of
-singular configurations is :func:`singularity`, the numpy formulation's).
+singular configurations is :func:`singularity`, the numpy formulation's; the closure rows'
+pivots, :func:`singularity_rows`, tell the watch when a step's interior probes can be skipped).
 """
 
 import math
@@ -39,7 +40,7 @@ import numpy as np
 
 from ..numba_cache import numba  # numba, its cache folder named by the kernel sources
 from . import _kernels as K
-from ._dop853 import PROBES, strided
+from ._dop853 import CLEAR, PROBES, clear_of_singular
 
 _JIT = dict(cache=True, nogil=True, fastmath=False)
 
@@ -791,6 +792,68 @@ def singularity(df, di, dd, ws, kt):
         return 1.0
     C = K.f1(ws, di, kt + T_WC).reshape((mc, nz))
     closure_jacobian(di, ws, kt, C)
+    return _closure_measure(C, df, di, ws, kt)
+
+
+@numba.njit(**_JIT)
+def singularity_rows(df, di, dd, ws, kt, rows):
+    """:func:`singularity`, and each closure row's √ pivot ratio in ``rows[:mc]``
+    (:func:`closure_row_measures`; the tree joints' rows beyond, which hold identically in z,
+    ``inf`` as rows that never take part): the per-row history the integrators' watch reads
+    (:func:`._dop853.clear_of_singular`), as the absolute rows' :func:`._kernels.singularity_rows`."""
+    sz = K.i1(di, kt + T_SIZES)
+    nz, mc = sz[1], sz[4]
+    rows[mc:] = np.inf
+    if mc == 0:
+        return 1.0
+    C = K.f1(ws, di, kt + T_WC).reshape((mc, nz))
+    closure_jacobian(di, ws, kt, C)
+    closure_row_measures(C, K.f1(df, di, kt + T_CW), K.f1(df, di, kt + T_RW), K.f1(dd, di, K.I_STAB)[2],
+                         K.f1(ws, di, kt + T_WQ), rows[:mc])
+    return _closure_measure(C, df, di, ws, kt)
+
+
+@numba.njit(**_JIT)
+def closure_row_measures(C, cw, rw, drop_tol, work, rows):
+    """Each closure row's √ pivot ratio into ``rows`` (mc,): the Cholesky of A = Dr C W Cᵀ Dr
+    (Dr = diag ``rw``, W = diag ``cw``) in the rows' order, a row's pivot over its diagonal —
+    the row's distance, relative, from the span of the rows before it. A row whose pivot is not
+    above ``drop_tol`` times its diagonal (a combination of the rows before it: the structurally
+    redundant closure rows, or a zero row) is dropped, ``inf``, as :func:`._kernels.band_cholesky`
+    drops it. Near a singular configuration a kept row's ratio falls to 0 (the kept rows lose
+    rank there). ``work``: mc² floats."""
+    mc, nz = C.shape
+    L = work[: mc * mc].reshape((mc, mc))
+    for i in range(mc):
+        for j in range(i + 1):
+            acc = 0.0
+            for col in range(nz):
+                acc += C[i, col] * cw[col] * C[j, col]
+            L[i, j] = rw[i] * rw[j] * acc
+    for j in range(mc):
+        s = L[j, j]
+        diag = s
+        for k in range(j):
+            s -= L[j, k] * L[j, k]
+        if not s > drop_tol * diag:
+            rows[j] = np.inf
+            for i in range(j + 1, mc):
+                L[i, j] = 0.0
+            continue
+        rows[j] = math.sqrt(s / diag)
+        d = math.sqrt(s)
+        for i in range(j + 1, mc):
+            acc = L[i, j]
+            for k in range(j):
+                acc -= L[i, k] * L[j, k]
+            L[i, j] = acc / d
+
+
+@numba.njit(**_JIT)
+def _closure_measure(C, df, di, ws, kt):
+    """:func:`singularity` of the closure Jacobian C (mc, nz)."""
+    sz = K.i1(di, kt + T_SIZES)
+    nz, mc = sz[1], sz[4]
     cw, rw = K.f1(df, di, kt + T_CW), K.f1(df, di, kt + T_RW)
     wm = K.f1(ws, di, kt + T_WM)
     live = wm[5 * mc: 6 * mc]  # the rows that are not zero (indices, as floats)
@@ -1021,15 +1084,6 @@ def _hermite(p, h, y, f, y_new, f_new, out):
         out[i] = h00 * y[i] + h10 * h * f[i] + h01 * y_new[i] + h11 * h * f_new[i]
 
 
-def strides_singular(t, h, y, y_new, f, f_new, zone, tmp, df, di, dd, ws):
-    """:func:`._dop853.strides_singular` for the tree state (template)."""
-    s = np.empty(len(PROBES))
-    for j in range(len(PROBES)):
-        _hermite(PROBES[j], h, y, f, y_new, f_new, tmp)
-        s[j] = math.sqrt(max(singular(t + PROBES[j] * h, tmp, df, di, dd, ws), 0.0))
-    return strided(s, math.sqrt(zone), -1.0, 0.0)
-
-
 def choose_rows(df, di, dd, ws, factored):
     """:func:`._dop853.choose_rows` for the tree (template): its closure rows are all kept, the
     redundant ones by its own factorisation at every evaluation (nothing to choose)."""
@@ -1038,32 +1092,39 @@ def choose_rows(df, di, dd, ws, factored):
 
 def measure_rows(df, di, dd, ws, rows):
     """:func:`._dop853.measure_rows` for the tree (template): the closure rows' measure
-    (:func:`singularity`), which has no per-row values: ``rows`` get −1 (not known)."""
-    rows[:] = -1.0
-    return singularity(df, di, dd, ws, KT)
+    (:func:`singularity`) and each closure row's √ pivot ratio into ``rows``
+    (:func:`singularity_rows`)."""
+    return singularity_rows(df, di, dd, ws, KT, rows)
 
 
 def probe_step(t, h, y, y_new, f, f_new, s, tmp, df, di, dd, ws, rows, h_before):
-    """:func:`._dop853.probe_step` for the tree state (template): the last probe is y_new itself,
-    so the workspace is left with y_new's kinematics and joint rows. Every probe is taken (the
-    closure rows' measure has no per-row history here: ``rows`` and ``h_before`` are unused);
-    returns True."""
+    """:func:`._dop853.probe_step` for the tree state (template): s[j] = √(:func:`singularity`)
+    at the :data:`PROBES` of the step, the interior states from the cubic Hermite interpolant.
+    The workspace holds the evaluation at y_new on entry and on return. s[0] is kept if it is
+    ≥ 0 (known from the step before). When every closure row's measure in ``rows`` is clear of a
+    V over this step and the step before (:func:`._dop853.clear_of_singular`), and so is the
+    closure's measure itself between the step's ends, the interior probes are not evaluated and
+    s gets the straight line between its ends there. Returns True if they were evaluated."""
     last = len(PROBES) - 1
-    for j in range(len(PROBES)):
-        if j == 0 and s[0] >= 0.0:
-            continue
-        if j == 0:
-            tmp[:] = y
-        elif j == last:
-            tmp[:] = y_new
-        else:
-            _hermite(PROBES[j], h, y, f, y_new, f_new, tmp)
+    if s[0] < 0.0:
+        tree_state(t, y, df, di, dd, ws, False)
+        s[0] = math.sqrt(max(measure_rows(df, di, dd, ws, rows[1]), 0.0))
+        tree_state(t + h, y_new, df, di, dd, ws, False)
+    s[last] = math.sqrt(max(measure_rows(df, di, dd, ws, rows[2]), 0.0))
+    if clear_of_singular(rows, h_before, h) and s[0] + s[last] > CLEAR * abs(s[last] - s[0]):
+        for j in range(1, last):
+            s[j] = s[0] + PROBES[j] * (s[last] - s[0])
+        return False
+    for j in range(1, last):
+        _hermite(PROBES[j], h, y, f, y_new, f_new, tmp)
         s[j] = math.sqrt(max(singular(t + PROBES[j] * h, tmp, df, di, dd, ws), 0.0))
+    tree_state(t + h, y_new, df, di, dd, ws, False)  # y_new's kinematics and rows back in the workspace
     return True
 
 
 #: compiled inside each tree module after the integrator templates, whose ``rhs``, ``project``,
-#: ``strides_singular`` and ``probe_step`` they replace there
-TEMPLATES = (tree_state, rhs, project, singular, _hermite, strides_singular, choose_rows, measure_rows, probe_step)
+#: ``choose_rows``, ``measure_rows`` and ``probe_step`` they replace there
+TEMPLATES = (tree_state, rhs, project, singular, _hermite, choose_rows, measure_rows, probe_step)
 #: names the templates use from this module
-HELPERS = ("kinematics", "stage_rhs", "closure_violation", "position_step", "velocity_step", "singularity", "T_YA")
+HELPERS = ("kinematics", "stage_rhs", "closure_violation", "position_step", "velocity_step", "singularity",
+           "singularity_rows", "T_YA")

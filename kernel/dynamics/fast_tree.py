@@ -8,7 +8,7 @@ accelerations). The model's absolute quantities — the joints' Φ, Jc, γ̂ and
 generated templates, gravity and the force elements — are those of the absolute formulation's
 compiled library of :mod:`.fast`: the *tree module* of a parametrisation imports that library's
 ``groups``, ``expressions``, ``windings`` and ``step_limit`` and compiles the tree templates
-(:data:`._tree_kernels.TEMPLATES`: its own ``rhs``, ``project``, ``strides_singular`` and
+(:data:`._tree_kernels.TEMPLATES`: its own ``rhs``, ``project``, ``measure_rows`` and
 ``probe_step``) and the integration loops of :mod:`._rk4` and :mod:`._dop853` around them, so
 they step the tree state.
 
@@ -94,10 +94,10 @@ def _source(parametrization):
             'Do not edit."""', *fast.generated_imports(),
             f"from {library} import groups, expressions, windings, step_limit",
             f"from cadmotion.kernel.dynamics._tree_kernels import {', '.join(T.HELPERS)}",
-            "from cadmotion.kernel.dynamics._dop853 import PROBES, strided",
+            "from cadmotion.kernel.dynamics._dop853 import CLEAR",
             f"KT = {len(K.COMMON)}"]
     body = "".join(fast.JIT + inspect.getsource(fn) for fn in T.TEMPLATES)
-    # the tree templates last: their rhs, project, strides_singular and probe_step replace the integrators' own
+    # the tree templates last: their rhs, project, measure_rows and probe_step replace the integrators' own
     return "\n".join(head) + "\n" + integrators.replace(call, "singularity(df, di, dd, ws, KT)") + body
 
 
