@@ -296,9 +296,9 @@ def dop853(t, y0, times, rtol, atol, ptol, max_iter, zone, df, di, dd, ws, Y, DD
     step when no projection moved it, so a step costs four probes and no evaluation more.
 
     ``step_limit(y, df, di, dd, ws)`` is the largest step (s) at an accepted state, scipy's
-    ``max_step`` as the scipy driver sets it (the compliant contacts':
-    :func:`._kernels.contact_step_limit`; it may overwrite the workspace); ``windings`` also records
-    the contacts' impact speeds.
+    ``max_step`` as the scipy driver sets it (the parts' rotation, :func:`._kernels.rotation_step_limit`,
+    and the compliant contacts', :func:`._kernels.contact_step_limit`; it may overwrite the
+    workspace); ``windings`` also records the contacts' impact speeds.
 
     Frame k ≥ 1 gets ``Y[k]`` (the projected state if times[k] is a step end, else the dense
     output of the step, projected as a step end is when ``ptol`` ≥ 0: the frames are the output

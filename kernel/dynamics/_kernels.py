@@ -23,6 +23,7 @@ from .._kinematics_kernels import gather, gather_to, unwrap, winding_to  # noqa:
 from .._program_kernels import evaluate as evaluate_program
 from ._contact_kernels import contact_accept, contact_forces, contact_limit
 from ._frames import euler_rotation, frame_axes, relative_rotation_vector
+from .integrators import ROTATION_PER_STEP
 from .tyres import tyre_forces
 
 _JIT = dict(cache=True, nogil=True, fastmath=False)
@@ -863,6 +864,18 @@ def contact_step_limit(y, df, di, dd, ws):
     stage_kinematics(y, df, di, ws)
     return contact_limit(f3(ws, di, I_A), f2(ws, di, I_RC), f2(ws, di, I_W), f2(ws, di, I_VC),
                          *_contact_data(df, di, dd))
+
+
+@numba.njit(**_JIT)
+def rotation_step_limit(y, di):
+    """:func:`.integrators.rotation_step_limit` at the state y = [q, v, …] (reads y only)."""
+    sizes = i1(di, I_SIZES)
+    nq, nmov = sizes[0], sizes[1]
+    w2 = 0.0
+    for b in range(nmov):
+        o = nq + 6 * b + 3
+        w2 = max(w2, y[o] * y[o] + y[o + 1] * y[o + 1] + y[o + 2] * y[o + 2])
+    return ROTATION_PER_STEP / (2.0 * math.sqrt(w2)) if w2 > 0.0 else np.inf
 
 
 @numba.njit(**_JIT)

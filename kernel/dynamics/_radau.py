@@ -491,7 +491,9 @@ def radau(t, y0, times, rtol, atol, ptol, max_iter, zone, df, di, dd, ws, Y, DD,
     """Integrate ẏ = rhs(t, y) from (times[0], y0) to times[-1] by Radau IIA; fill the output
     frames (template). Arguments, frames, status and ``stats`` as :func:`._dop853.dop853`,
     with ``stats[S_NJEV]`` the Jacobian evaluations and ``stats[S_NLU]`` the LU
-    factorisations (two per refresh, as scipy counts them)."""
+    factorisations (two per refresh, as scipy counts them). A step is at most
+    :func:`._kernels.rotation_step_limit` long (the compliant contacts' limit is DOP853's only,
+    as with scipy's Radau)."""
     n = y0.shape[0]
     nt = times.shape[0]
     t_bound = times[nt - 1]
@@ -541,6 +543,7 @@ def radau(t, y0, times, rtol, atol, ptol, max_iter, zone, df, di, dd, ws, Y, DD,
     while status == DONE and k < nt:
         t_old = t
         min_step = 10.0 * abs(np.nextafter(t, np.inf) - t)
+        h_abs = min(h_abs, K.rotation_step_limit(y, di))  # no part turns by half a turn unseen
         h_stored = h_abs
         ha_old, en_old = h_abs_old, error_norm_old
         if h_abs < min_step:

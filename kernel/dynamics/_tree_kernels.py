@@ -75,12 +75,14 @@ TREE = [
     # scratch of one evaluation (flat; reshaped into the arrays a call would otherwise allocate, ~50–100 ns each)
     ("t_w3", "w", 1), ("t_w6", "w", 1), ("t_wF", "w", 1), ("t_wv", "w", 1), ("t_wm", "w", 1), ("t_wC", "w", 1),
     ("t_wR", "w", 1), ("t_wQ", "w", 1), ("t_wX", "w", 1), ("t_wMb", "w", 1),
+    # the constraint groups (rows of the absolute group table ``grp``) with a closure row, and the rest
+    ("t_cgrp", "i", 2), ("t_rgrp", "i", 2),
 ]
 _T = {name: i for i, (name, _, _) in enumerate(TREE)}
 (T_SIZES, T_TYPE, T_PARENT, T_CHILD, T_ZQ, T_Z, T_NCOL, T_RPI, T_rPI, T_R0, T_r0, T_RJC, T_rJC, T_RCJ, T_rCJ,
  T_RROOT, T_rROOT, T_COM, T_CKIND, T_CFRAME, T_CREF, T_CJOINT, T_CAXIS, T_CW, T_RW, T_BJOINT, T_CROW, T_QADR, T_WADR,
  T_SQ, T_SZ, T_JR, T_jr, T_PREF, T_RMI, T_rMI, T_RPRE, T_rPRE, T_RMJ, T_rMJ, T_B, T_ZV, T_RC, T_YA,
- T_W3, T_W6, T_WF, T_WV, T_WM, T_WC, T_WR, T_WQ, T_WX, T_WMB) = range(len(TREE))
+ T_W3, T_W6, T_WF, T_WV, T_WM, T_WC, T_WR, T_WQ, T_WX, T_WMB, T_CGRP, T_RGRP) = range(len(TREE))
 #: floats of ``t_w3`` (:func:`kinematics`' 3 × 3 and 3-vectors, a quaternion)
 W3_SIZE = 6 * 9 + 6 * 3 + 4
 
@@ -1031,17 +1033,37 @@ def velocity_step(y, df, di, ws, kt, tol):
 
 
 # ---------------------------------------------------------------- templates (compiled in the tree module)
-groups = expressions = None  # the model's, bound in the generated module
+groups_in = expressions = library_windings = None  # the absolute library's, bound in the generated module
 KT = 0  # the index of the first tree array in the packed header, a constant of the generated module
 
 
 def tree_state(t, y, df, di, dd, ws, need_gamma):
-    """The tree's kinematics at y, then the absolute module's body kinematics and constraint
-    groups at the absolute state ya (template)."""
+    """The tree's kinematics at y, then the absolute module's body kinematics and the constraint
+    groups with a closure row at the absolute state ya (template): the other groups' rows hold
+    identically in z, and nothing of an evaluation reads them (:func:`windings` refreshes their
+    joint measures at accepted states)."""
     kinematics(y, df, di, ws, KT)
     ya = K.f1(ws, di, KT + T_YA)
     K.stage_kinematics(ya, df, di, ws)
-    groups(t, ya, df, di, dd, ws, need_gamma)
+    groups_in(t, ya, df, di, dd, ws, need_gamma, K.i2(di, KT + T_CGRP))
+
+
+def windings(y, df, di, dd, ws):
+    """The absolute library's ``windings`` after an accepted step (template), the joint measures
+    of the groups without a closure row first brought to the state the workspace holds (they
+    are never timed: every driver's rows are closure rows)."""
+    ya = K.f1(ws, di, KT + T_YA)
+    groups_in(0.0, ya, df, di, dd, ws, False, K.i2(di, KT + T_RGRP))
+    return library_windings(ya, df, di, dd, ws)
+
+
+def step_limit(y, df, di, dd, ws):
+    """The largest step (s) at the tree state y (template; overwrites the workspace's tree
+    kinematics): :func:`._kernels.rotation_step_limit` of the parts' velocities there (the tree
+    has no contacts). In relative coordinates a steadily spinning part's motion is exact, and
+    DOP853's error control alone would let one step turn it by several turns."""
+    kinematics(y, df, di, ws, KT)
+    return K.rotation_step_limit(K.f1(ws, di, KT + T_YA), di)
 
 
 def rhs(t, y, df, di, dd, ws):
@@ -1122,9 +1144,10 @@ def probe_step(t, h, y, y_new, f, f_new, s, tmp, df, di, dd, ws, rows, h_before)
     return True
 
 
-#: compiled inside each tree module after the integrator templates, whose ``rhs``, ``project``,
-#: ``choose_rows``, ``measure_rows`` and ``probe_step`` they replace there
-TEMPLATES = (tree_state, rhs, project, singular, _hermite, choose_rows, measure_rows, probe_step)
+#: compiled inside each tree module after the integrator templates, whose ``windings``, ``step_limit``,
+#: ``rhs``, ``project``, ``choose_rows``, ``measure_rows`` and ``probe_step`` they replace there
+TEMPLATES = (tree_state, windings, step_limit, rhs, project, singular, _hermite, choose_rows, measure_rows,
+             probe_step)
 #: names the templates use from this module
 HELPERS = ("kinematics", "stage_rhs", "closure_violation", "position_step", "velocity_step", "singularity",
-           "singularity_rows", "T_YA")
+           "singularity_rows", "T_YA", "T_CGRP", "T_RGRP")

@@ -324,16 +324,20 @@ class Formulation:
                 bs = body_state(self.model, self.dyn.mass, q, np.zeros(self.nv) if v is None else v)
             self.dyn.forces.accept(bs, self.refs, velocities=v is not None)
 
-    def _contact_step_limit(self, t, y):
-        """The largest step (s) that cannot stride over a declared contact (:mod:`.contacts`),
-        inf without contacts."""
+    def _step_limit(self, t, y):
+        """The largest step (s) of an error-controlled integrator from the state y: no part turns
+        by more than :data:`.integrators.ROTATION_PER_STEP` relative to another (the windings of
+        the angles), and no step strides over a declared contact (:mod:`.contacts`)."""
+        from .integrators import rotation_step_limit
+
+        q, v, _ = self.unpack(t, y)
+        limit = rotation_step_limit(v)
         if not self.dyn.forces.unilateral:
-            return np.inf
+            return limit
         from .mass import body_state
 
-        q, v = y[: self.nq], y[self.nq: self.nq + self.nv]
         bs = body_state(self.model, self.dyn.mass, q, v)
-        return self.dyn.forces.step_limit(bs, self.refs)
+        return min(limit, self.dyn.forces.step_limit(bs, self.refs))
 
     # ------------------------------------------------------------------ driver
     def solve(self, times, q0, v0, *, integrator="DOP853", rtol=1e-8, atol=1e-10, dt=None):
@@ -506,10 +510,10 @@ class Formulation:
                 extra["jac"] = jac
 
         def make(t, y, first_step=None):
-            # with contacts the largest step follows them (set again after every step; LSODA
-            # keeps the first value)
+            # the largest step follows the parts' rotation and the contacts (set again after every
+            # step; LSODA keeps the first value)
             step = {} if first_step is None else {"first_step": first_step}
-            return cls(self._counted_rhs, t, y, t_end, rtol=rtol, atol=atol, max_step=self._contact_step_limit(t, y),
+            return cls(self._counted_rhs, t, y, t_end, rtol=rtol, atol=atol, max_step=self._step_limit(t, y),
                        **extra, **step)
 
         try:
@@ -595,8 +599,7 @@ class Formulation:
             elif explicit and self._rows_changed:  # ẏ there with the rows the next step drops
                 solver.f = self._counted_rhs(t_new, solver.y)
             self._rows_changed = False
-            if self.dyn.forces.unilateral:  # never stride over a contact or a stop
-                solver.max_step = self._contact_step_limit(solver.t, solver.y)
+            solver.max_step = self._step_limit(solver.t, solver.y)  # never a half turn or a contact unseen
             if solver.status == "finished" and k < nt:
                 rec.record(times[k], solver.y)
                 k += 1

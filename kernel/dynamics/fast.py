@@ -19,7 +19,8 @@ new file — and imported as a module so numba can cache its machine code beside
 compiled once (its work shared among processes, :func:`compile_module`: 132 s on an empty cache
 on 2 cores, ≈ 4.5 minutes in one process), never again for a new model.
 Besides ``rhs`` the module holds ``windings`` (the angle references follow an accepted state),
-``step_limit`` (the largest step at an accepted state: the compliant contacts'), ``project``
+``step_limit`` (the largest step at an accepted state: the compliant contacts' and
+:func:`._kernels.rotation_step_limit`), ``project``
 (projection onto the joints) and the integration loops ``dop853``, ``radau`` and ``rk4`` of
 :mod:`._dop853`, :mod:`._radau` and :mod:`._rk4` compiled around the library's ``rhs``
 (:meth:`FastRHS.dop853`, :meth:`FastRHS.radau`, :meth:`FastRHS.rk4`; used when no input of ẏ
@@ -449,13 +450,13 @@ def _source(parametrization):
     group_eval, group_angles = _dispatch_source(templates)
     a = _group_array
     groups = [
-        "def groups(t, y, df, di, dd, ws, need_gamma):",
-        '    """Every constraint group\'s rows at (t, y) into the workspace (its body kinematics filled)."""',
+        "def groups_in(t, y, df, di, dd, ws, need_gamma, grp):",
+        '    """The rows of the constraint groups of the table ``grp`` (rows as ``K.I_GRP``\'s) at (t, y)',
+        '    into the workspace (its body kinematics filled)."""',
         "    row_map = K.i1(di, K.I_ROW_MAP)", "    nmov = K.i1(di, K.I_SIZES)[1]",
         "    qf = K.f1(ws, di, K.I_QF)", "    qdf = K.f1(ws, di, K.I_QDF)", "    B = K.f3(ws, di, K.I_B)",
         "    bdot = K.f2(ws, di, K.I_BDOT)", "    Jc = K.f3(ws, di, K.I_JC)", "    gam = K.f1(ws, di, K.I_GAM)",
         "    pt = K.f1(ws, di, K.I_PT)", "    ph = K.f1(ws, di, K.I_PH)", "    aux = K.f1(ws, di, K.I_AUX)",
-        "    grp = K.i2(di, K.I_GRP)",
         "    for g in range(grp.shape[0]):",
         "        tid, row0, neq, b = grp[g, K.G_TEMPLATE], grp[g, K.G_ROW0], grp[g, K.G_NEQ], grp[g, K.G_BASE]",
         "        timed, angled, measured = grp[g, K.G_TIMED] != 0, grp[g, K.G_ANGLES] != 0, grp[g, K.G_MEASURED] != 0",
@@ -480,6 +481,10 @@ def _source(parametrization):
         "        if measured:",
         f"            K.scatter_measures(Ms, {a('mpos')}, aux)",
         "    return 0"]
+    every_group = [
+        "def groups(t, y, df, di, dd, ws, need_gamma):",
+        '    """Every constraint group\'s rows at (t, y) into the workspace (its body kinematics filled)."""',
+        "    return groups_in(t, y, df, di, dd, ws, need_gamma, K.i2(di, K.I_GRP))"]
     windings = [
         "def windings(y, df, di, dd, ws):",
         '    """After an accepted step: the angle groups\' references follow the state (then the axis',
@@ -503,6 +508,7 @@ def _source(parametrization):
         head.append(" = ".join(f"{fn}_{k}" for fn in _TEMPLATE_FUNCTIONS) + " = None")
     jit = JIT
     return ("\n".join(head) + "\n" + JIT_INLINE + group_eval + jit + group_angles + jit + "\n".join(groups) + "\n"
+            + jit + "\n".join(every_group) + "\n"
             + jit + "def expressions(t, df, di, dd, ws):\n    return K.stage_expressions(t, df, di, dd, ws)\n"
             + jit
             + "def rhs(t, y, df, di, dd, ws):\n"
@@ -513,7 +519,7 @@ def _source(parametrization):
             + jit + "\n".join(windings) + "\n"
             + jit
             + "def step_limit(y, df, di, dd, ws):\n"
-            + "    return K.contact_step_limit(y, df, di, dd, ws)\n"
+            + "    return min(K.rotation_step_limit(y, di), K.contact_step_limit(y, df, di, dd, ws))\n"
             + _template_source(jit))
 
 
@@ -907,13 +913,14 @@ class FastRHS:
         ax_prog, ax_const = _expression_table(dyn, "torque", len(ax[0]), programs)
         ln_prog, ln_const = _expression_table(dyn, "force", len(lnt[0]), programs)
         group_data = [_time_function_data(gr["g"], programs) for gr in dyn.groups]
-        extra = self._extra_arrays()  # a subclass's own (the tree of :mod:`.fast_tree`), right after COMMON
         templates = library_templates()
         grp = np.zeros((len(dyn.groups), 7), dtype=np.int64)
         for k, gr in enumerate(dyn.groups):
             g = gr["g"]
             grp[k] = (templates.index(g.template), gr["row0"], gr["neq"], bool(g.functions), g.n_angles > 0,
-                      g.kind == "joint" and _n_measures(g) > 0, len(K.COMMON) + len(extra) + k * len(K.GROUP))
+                      g.kind == "joint" and _n_measures(g) > 0,
+                      len(K.COMMON) + len(self.extra_layout()) + k * len(K.GROUP))
+        extra = self._extra_arrays(grp)  # a subclass's own (the tree of :mod:`.fast_tree`), right after COMMON
         P = _Packer()
         nmeas = len(model.joint_measures)
         sizes = np.array([dyn.nq, nmov, nb, m, bw, nmeas], dtype=np.int64)
@@ -1032,8 +1039,13 @@ class FastRHS:
         self.aux[:] = aux
         return out
 
-    def _extra_arrays(self):
-        """[(name, kind, array)] packed after the groups' arrays (none here)."""
+    def extra_layout(self):
+        """(name, kind, ndim) of a subclass's own packed arrays, right after :data:`._kernels.COMMON`
+        (none here)."""
+        return ()
+
+    def _extra_arrays(self, grp):
+        """[(name, kind, array)] of :meth:`extra_layout`, given the group table ``grp``."""
         return []
 
     def _update(self, t):

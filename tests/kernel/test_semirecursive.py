@@ -549,3 +549,61 @@ def test_a_duplicated_joint_closes_a_loop_of_only_redundant_equations(formulatio
     assert m.complete, m.message
     assert np.max(np.abs(m.position - ref.position)) < 1e-8
     assert np.max(np.abs(m.extra["energy.total"])) < 1e-8
+
+
+SPINNING_ROD = """
+units = "m"
+gravity = [0, 0, 0]
+[parts.ground]
+fixed = true
+[parts.rod]
+position = [0, 0, 0]
+mass = 1.0
+com = [0.5, 0, 0]
+inertia = [1e-6, 0.08333333333333333, 0.08333333333333333]
+[[joints]]
+name = "pivot"
+type = "revolute"
+parts = ["ground", "rod"]
+origin = [0, 0, 0]
+axis = [0, 0, 1]
+[initial_velocity.rod]
+velocity = [0, 0, 0]
+angular_velocity = [0, 0, 10.0]
+"""
+
+
+@pytest.mark.parametrize("tol", [1e-1, 1e-10])
+@pytest.mark.parametrize("formulation, integrator", [(FORM, "RK4"), (FORM, "DOP853"), ("projection", "DOP853"),
+                                                     ("projection", "Radau"), ("projection", "RK45")])
+def test_a_spinning_rod_s_joint_angle_is_omega_t_over_turns_at_any_tolerance(formulation, integrator, tol):
+    """A rod spinning freely at ω = 10 rad/s about its pivot: the joint angle written out is ω t,
+    continuous over 3 turns and more, whatever the tolerance. Its motion is exact in relative
+    coordinates and nearly so in absolute ones, so the error control alone would take steps of
+    several turns (DOP853 at 1e-3: 5 turns lost, measured); no step turns a part by more than
+    :data:`.integrators.ROTATION_PER_STEP`. (The compiled tree evaluates only the groups with
+    closure rows — none here —, the joint measures of the others at accepted steps.)"""
+    model = compile_model(parse_model(tomllib.loads(SPINNING_ROD), source="spinning rod (test)"))
+    motion, res = run(model, 2.0, 40, formulation=formulation, integrator=integrator, dt=5e-3, rtol=tol, atol=tol)
+    assert res.success, res.message
+    angle = motion.coordinate("pivot.angle")
+    # 20 rad at the end; the absolute formulations' error at rtol 0.1 (measured ≤ 5e-4 rad)
+    assert np.max(np.abs(angle - 10.0 * motion.time)) < (1e-8 if tol < 1e-3 or formulation == FORM else 1e-2)
+
+
+def test_the_slider_crank_s_joint_angles_over_turns_match_the_absolute_formulation():
+    """The slider-crank started at 30 rad/s turns ≈ 5 times in 1 s: every joint coordinate
+    written out (the crank's angle continuous over the turns, the cut joint's and the tree
+    joints') agrees with the absolute formulation's to 1e-6."""
+    data = tomllib.loads((SAMPLES / "slider_crank_torque.cadmotion.toml").read_text())
+    data["gravity"] = [0, 0, 0]
+    crank = next(j for j in data["joints"] if j["parts"][0] in ("ground", "frame") and j["type"] == "revolute")
+    data["initial_velocity"] = {crank["parts"][1]: {"angular_velocity": [0, 0, 30.0]}}
+    model = compile_model(parse_model(data, source="fast slider-crank (test)"))
+    tree, res = run(model, 1.0, 50, formulation=FORM, rtol=1e-10, atol=1e-10)
+    absolute, res_a = run(model, 1.0, 50, formulation="projection", rtol=1e-10, atol=1e-10)
+    assert res.success and res_a.success, (res.message, res_a.message)
+    angle = tree.coordinate(f"{crank['name']}.angle")
+    assert angle[-1] - angle[0] > 4 * 2 * np.pi
+    for jc in absolute.joint_coordinates:
+        assert np.max(np.abs(tree.coordinate(jc.column) - jc.values)) < 1e-6, jc.column
