@@ -22,6 +22,7 @@ uses it).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import inspect
 from pathlib import Path
@@ -101,10 +102,11 @@ def _source(parametrization):
     return "\n".join(head) + "\n" + integrators.replace(call, "singularity(df, di, dd, ws, KT)") + body
 
 
-def _module_file(parametrization):
-    """(path, module name, source) of the parametrisation's tree module (written to the cache
-    if missing; path None when the folder cannot be written)."""
-    from ..symbolic.codegen import cache_dir
+@functools.lru_cache(maxsize=None)
+def _tree_module(parametrization):
+    """(source, digest) of the parametrisation's tree module: the digest hashes its source, the
+    absolute library's name (which hashes everything that compiles from) and the tree's kernels
+    (once per process: inspect tokenises the templates, ≈ 20 ms a run otherwise)."""
     from . import _tree_kernels
 
     src = _source(parametrization)
@@ -112,7 +114,15 @@ def _module_file(parametrization):
     h = hashlib.sha256()
     for text in (src, absolute, inspect.getsource(_tree_kernels), Path(__file__).read_text()):
         h.update(text.encode())
-    digest = h.hexdigest()[:20]
+    return src, h.hexdigest()[:20]
+
+
+def _module_file(parametrization):
+    """(path, module name, source) of the parametrisation's tree module (written to the cache
+    if missing; path None when the folder cannot be written)."""
+    from ..symbolic.codegen import cache_dir
+
+    src, digest = _tree_module(parametrization)
     path = write_source(cache_dir() / f"{PREFIX}{digest}.py", src)
     return path, f"cadmotion_tree_{digest}", src
 
