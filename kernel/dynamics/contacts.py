@@ -701,8 +701,8 @@ class Contacts:
 
     def arrays(self):
         """(arrays, order): the contacts packed for the compiled right-hand side, in the layout of
-        :mod:`._contact_kernels` (s, o, ds, do, no, half, axis, kind, par, pair, pc, feat, ft, state, opt,
-        stats), and ``order`` (points,): the index in this class's arrays of each compiled point (sorted by
+        :mod:`._contact_kernels` (s, o, ds, do, no, half, axis, kind, par, pair, pc, feat, ft, bp, bx, state,
+        opt, stats), and ``order`` (points,): the index in this class's arrays of each compiled point (sorted by
         body pair). Each pair's bounding spheres: centred at the mean of its points' centres, radii
         reaching every point's shape (a box against a sphere: its half diagonal); each point's features
         (:meth:`features`)."""
@@ -731,8 +731,8 @@ class Contacts:
                 pc[p, C.C_REACH_S if col == C.C_CS else C.C_REACH_O] = np.linalg.norm(centre) + radius
         feat, ft = self.features(order)
         arrays = (s, o, self.ds[order], self.do[order], self.no[order], self.half_o[order], self.axis[order],
-                  self.kind[order].astype(np.int64), par, pair, pc, feat, ft, np.zeros(self.n),
-                  np.array([int(bool(self.activation))], np.int64), np.zeros(C.N_STATS))
+                  self.kind[order].astype(np.int64), par, pair, pc, feat, ft, self.box_pair[order], self.box_pairs,
+                  np.zeros(self.n), np.array([int(bool(self.activation))], np.int64), np.zeros(C.N_STATS))
         return arrays, order
 
     def features(self, order):
@@ -1006,7 +1006,8 @@ def packed_contacts(contacts):
     none = np.zeros(0, np.int64)
     return ((none, none) + (np.zeros((0, 3)),) * 5
             + (none, np.zeros((0, C.N_PAR)), np.zeros((0, 5), np.int64), np.zeros((0, C.N_PC)),
-               np.zeros((0, 2), np.int64), np.zeros((0, C.N_FT)), np.zeros(0), np.ones(1, np.int64),
+               np.zeros((0, 2), np.int64), np.zeros((0, C.N_FT)), none, np.zeros((0, C.N_BX)), np.zeros(0),
+               np.ones(1, np.int64),
                np.zeros(C.N_STATS))), none
 
 
