@@ -8,8 +8,9 @@ the cubes, N with the base), each 16 corner and 144 edge–edge points. T s simu
 (rtol 1e-8, atol 1e-10) on the compiled right-hand side in the compiled loop, with the broad phase (the default)
 and without
 (``options={"activation": False}``), and on the numpy right-hand side over T/10 (one run). Prints per case the
-median wall time of ``CM_REPEAT`` runs (default 3), evaluations, µs per evaluation, points evaluated, in touch
-and features tested (the broad phase's second stage: corners, edges against the other box) per evaluation; then
+median wall time of ``CM_REPEAT`` runs (default 3), evaluations, µs per evaluation, points evaluated, in touch,
+features tested (the broad phase's second stage: corners, edges against the other box) and box pairs' least-overlap
+axes computed (one per box taken as S, by the first corner or edge crossing that needs it) per evaluation; then
 whether the boxes are in their order along x at the end, their x (m) and v_x (m/s), the largest position
 difference between the two compiled runs and the total momentum along the row at the end (N s, the base takes
 none along x: frictionless).
@@ -80,8 +81,8 @@ def main(n, t_end):
             wall, result, form = solve(model, span, **options)
             walls.append(wall)
         fast = form._fast
-        counts = fast.contact_stats / fast.contact_stats[0] if fast is not None else (1,) + (np.nan,) * 3
-        counts = tuple(counts) + (np.nan,) * (4 - len(counts))  # a tree before the features: 3 counters
+        counts = fast.contact_stats / fast.contact_stats[0] if fast is not None else (1,) + (np.nan,) * 4
+        counts = tuple(counts) + (np.nan,) * (5 - len(counts))  # an older tree: fewer counters
         rows[label] = (statistics.median(walls), result, span, form.nfev, counts)
         print(f"{label}: {result.message or 'complete'}", flush=True)
     points = len(model.spec.contacts) * 160
@@ -93,10 +94,10 @@ def main(n, t_end):
           f"(x {np.round(on_x, 3).tolist()}, v_x {np.round(on_v, 3).tolist()} m/s); "
           f"load {os.getloadavg()[0]:.1f}")
     print(f"{'case':<22} {'T s':>6} {'wall s':>8} {'evaluations':>11} {'us/eval':>8} {'points/eval':>11} "
-          f"{'touching':>8} {'features/eval':>13}")
+          f"{'touching':>8} {'features/eval':>13} {'axes/eval':>9}")
     for label, (wall, result, span, nfev, counts) in rows.items():
         print(f"{label:<22} {span:>6g} {wall:>8.2f} {nfev:>11} {wall / nfev * 1e6:>8.1f} {counts[1]:>11.1f} "
-              f"{counts[2]:>8.2f} {counts[3]:>13.1f}")
+              f"{counts[2]:>8.2f} {counts[3]:>13.1f} {counts[4]:>9.2f}")
     on, off = rows["compiled, broad phase"][1], rows["compiled, every point"][1]
     k = min(len(on.t), len(off.t))
     v = on.v[-1].reshape(n, 6)  # per box: velocity of the com, angular velocity

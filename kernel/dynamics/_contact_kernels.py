@@ -26,7 +26,7 @@ compare).
    features (:func:`feature_gap`): S's shape against O's box (a corner, a sphere, a vertex; an edge), and,
    edge against edge, O's edge against S's box. A point is skipped when either gap is positive: its δ ≤ −g
    (a corner or sphere against a box: δ = R − its distance from the box — a box corner that far out is not
-   on the box, so the pair's separating axes (:func:`_corner_axis`) do not measure it; edge against edge: the contact
+   on the box, so the pair's separating axes (:func:`_pair_axis`) do not measure it; edge against edge: the contact
    counts only with each closest point inside the other box (``held``, :func:`_edge_edge`), and its δ ≤ 0
    otherwise is minus the distance of two points, one on each edge, the skipped edge's ≥ g from the other box
    and the other's on that box). Planes, bores and rims have no features (their narrow phase is as cheap as a
@@ -52,9 +52,11 @@ O's dimensions ``half`` (6 columns: a box's half lengths; a cylinder's or bore's
 vector on the axis]; for edges, the two edges' midpoints from their box centres, O's then S's), S's rim or
 edge axis ``axis``, ``kind`` (bits :data:`PLANE`, :data:`BOX`, :data:`RIM`, :data:`CYL`, :data:`BORE`,
 :data:`EDGE`; ``no`` holds a cylinder's or O's edge's axis), ``par`` (columns ``P_*``), ``feat`` (its two
-features: S's against O's box, O's against S's box; −1 none) and ``state`` (impact speeds, m/s); per pair
-``pair`` (columns ``Q_*``) and ``pc`` (columns ``C_*``); per feature ``ft`` (columns ``F_*``, points sorted by
-pair: a pair's features are contiguous).
+features: S's against O's box, O's against S's box; −1 none), ``bp`` (its box pair; −1 none) and ``state`` (impact
+speeds, m/s); per pair ``pair`` (columns ``Q_*``) and ``pc`` (columns ``C_*``); per feature ``ft`` (columns ``F_*``,
+points sorted by pair: a pair's features are contiguous); per box pair ``bx`` (columns ``BX_*``: a box–box contact's
+two boxes, one pair per box taken as S). A box pair's least-overlap axis is computed once an evaluation, by the first
+of its corners or edge crossings that needs it (:func:`_pair_axis`), and counted in ``stats``.
 
 Editing this module: the generated dynamics modules hash its source (:func:`.fast._module_file`), but
 numba's own cache of :mod:`._kernels`, which calls these functions, is keyed by ``_kernels.py`` alone:
@@ -73,7 +75,7 @@ _INLINE = dict(_JIT, inline="always")
 
 #: kind bits of a point (:mod:`.contacts`'): O is a plane, O is a box, S is a rim circle, O is a solid cylinder,
 #: O is a bore (the material outside a cylinder), S and O are box edges, S is a box's corner against O a box (with
-#: BOX: the pair's least-overlap face axis, :func:`_corner_axis`)
+#: BOX: the pair's least-overlap face axis, :func:`_pair_axis`)
 PLANE, BOX, RIM, CYL, BORE, EDGE, CORNER = 1, 2, 4, 8, 16, 32, 64
 #: an edge axis is the least-overlap axis only if its overlap times this is below the faces'
 #: (:data:`.contacts.FACE_PREFERENCE`)
@@ -104,9 +106,17 @@ FEATURE_MARGIN = 1e-8
 #: pose, the narrow phase in world coordinates; their round-off differs by a few ulps of those distances
 #: (≈ 1e-15 of them), 1e-12 is three decades above
 ROUND_OFF = 1e-12
-#: ``stats``: evaluations, points evaluated (narrow phase), points in touch, features tested — summed over
-#: evaluations
-N_STATS = 4
+#: columns of ``bx`` (:attr:`.contacts.Contacts.box_pairs`): S's box centre (3, m, S's body axes from its com), O's
+#: (3, m, O's body axes), S's half lengths (3, m), O's (3, m)
+BX_CS, BX_CO, BX_HS, BX_HO = 0, 3, 6, 9
+N_BX = 12
+#: columns of an evaluation's box-pair axes (:func:`_pair_axis`; NaN until computed): face normal (1/0), n toward S
+#: (3, world), least overlap o* (m), n in O's axes (3)
+AX_FACE, AX_N, AX_LEAST, AX_NO = 0, 1, 4, 5
+N_AX = 8
+#: ``stats``: evaluations, points evaluated (narrow phase), points in touch, features tested, box pairs' least-overlap
+#: axes computed — summed over evaluations
+N_STATS = 5
 #: a pair is skipped when its gap exceeds this fraction of r_S + r_O (round-off of the test)
 GAP_MARGIN = 1e-9
 #: a skipped pair's bound ½ g / V is taken with this safety factor against round-off
@@ -258,30 +268,60 @@ def _least_overlap(A, s, o, f0, f1, f2, hs0, hs1, hs2, ho0, ho1, ho2, wk):
             least, b0, b1, b2)
 
 
+@numba.njit(**_JIT)  # a call, not inlined: once per box pair and evaluation
+def _pair_axis(A, rc, s, o, bx, box, bax, wk):
+    """Box pair ``box``'s least-overlap axis (:func:`_least_overlap`) into ``bax[box]`` (columns ``AX_*``): S's box on
+    body s, O's on body o, centres and half lengths ``bx[box]`` (columns ``BX_*``); ``wk`` (3, 4) work space. The
+    sweep calls it at the pair's first corner in or on the other box or overlapping edge crossing of an evaluation
+    (``bax[box]`` NaN until then)."""
+    c0, c1, c2 = _world(A, rc, s, bx[box, BX_CS], bx[box, BX_CS + 1], bx[box, BX_CS + 2])
+    q0, q1, q2 = _world(A, rc, o, bx[box, BX_CO], bx[box, BX_CO + 1], bx[box, BX_CO + 2])
+    face, n0, n1, n2, least, b0, b1, b2 = _least_overlap(A, s, o, c0 - q0, c1 - q1, c2 - q2, bx[box, BX_HS],
+                                                         bx[box, BX_HS + 1], bx[box, BX_HS + 2], bx[box, BX_HO],
+                                                         bx[box, BX_HO + 1], bx[box, BX_HO + 2], wk)
+    bax[box, AX_FACE] = 1.0 if face else 0.0
+    bax[box, AX_N], bax[box, AX_N + 1], bax[box, AX_N + 2] = n0, n1, n2
+    bax[box, AX_LEAST] = least
+    bax[box, AX_NO], bax[box, AX_NO + 1], bax[box, AX_NO + 2] = b0, b1, b2
+
+
 @numba.njit(**_INLINE)
-def _corner_axis(A, s, o, c0, c1, c2, q0, q1, q2, hv, wk):
-    """S's box corner at c (world, m) against O's box (centre q, world; hv = [O's half lengths, the corner from S's
-    box centre (S's axes)]): (use, n (3 floats, world), δ) as :func:`.contacts._corner_axis`."""
-    f0 = c0 - (A[s, 0, 0] * hv[3] + A[s, 0, 1] * hv[4] + A[s, 0, 2] * hv[5]) - q0
-    f1 = c1 - (A[s, 1, 0] * hv[3] + A[s, 1, 1] * hv[4] + A[s, 1, 2] * hv[5]) - q1
-    f2 = c2 - (A[s, 2, 0] * hv[3] + A[s, 2, 1] * hv[4] + A[s, 2, 2] * hv[5]) - q2
-    face, n0, n1, n2, _, b0, b1, b2 = _least_overlap(A, s, o, f0, f1, f2, abs(hv[3]), abs(hv[4]), abs(hv[5]), hv[0],
-                                                     hv[1], hv[2], wk)
+def _corner_in_box(A, o, c0, c1, c2, q0, q1, q2, hv):
+    """S's box corner at c (world, m) against O's box (centre q, world; hv = [O's half lengths, ...]): (whether it is
+    in or on the box, within :data:`EDGE_MARGIN` of its half lengths; its offset l from q in O's axes (3 floats, m))
+    as :func:`.contacts._corner_axis`."""
     e0, e1, e2 = c0 - q0, c1 - q1, c2 - q2
     l0 = A[o, 0, 0] * e0 + A[o, 1, 0] * e1 + A[o, 2, 0] * e2
     l1 = A[o, 0, 1] * e0 + A[o, 1, 1] * e1 + A[o, 2, 1] * e2
     l2 = A[o, 0, 2] * e0 + A[o, 1, 2] * e1 + A[o, 2, 2] * e2
     on = (abs(l0) <= hv[0] * (1.0 + EDGE_MARGIN) and abs(l1) <= hv[1] * (1.0 + EDGE_MARGIN)
           and abs(l2) <= hv[2] * (1.0 + EDGE_MARGIN))
-    delta = hv[0] * abs(b0) + hv[1] * abs(b1) + hv[2] * abs(b2) - (b0 * l0 + b1 * l1 + b2 * l2)
-    return on and face, n0, n1, n2, delta
+    return on, l0, l1, l2
 
 
 @numba.njit(**_INLINE)
-def _edge_edge(A, s, o, c0, c1, c2, q0, q1, q2, ax, ao, la, lb, hv, wk):
+def _corner_depth(h0, h1, h2, b0, b1, b2, l0, l1, l2):
+    """δ = Σ_i h_i |b_i| − b·l (m): the depth of a corner at l below O's support plane ⟂ b (b unit, l from O's box
+    centre, both in O's axes; h O's half lengths, m), as :func:`.contacts._corner_axis`."""
+    return h0 * abs(b0) + h1 * abs(b1) + h2 * abs(b2) - (b0 * l0 + b1 * l1 + b2 * l2)
+
+
+@numba.njit(**_INLINE)
+def _apart(c0, c1, c2, q0, q1, q2):
+    """(n (3 floats), δ (m), x (3 floats)) of an edge–edge point not in touch: n = (c − q)/|c − q|, δ = −|c − q|,
+    x = (c + q)/2 (world; :func:`.contacts._edge_edge`)."""
+    w0, w1, w2 = c0 - q0, c1 - q1, c2 - q2
+    dist = math.sqrt(w0 * w0 + w1 * w1 + w2 * w2)
+    inv = dist if dist > 0 else 1.0
+    return w0 / inv, w1 / inv, w2 / inv, -dist, 0.5 * (c0 + q0), 0.5 * (c1 + q1), 0.5 * (c2 + q2)
+
+
+@numba.njit(**_INLINE)
+def _edge_edge(A, s, o, c0, c1, c2, q0, q1, q2, ax, ao, la, lb, hv):
     """S's box edge (midpoint c, axis ax in S's axes, half length la) against O's (q, ao, lb); hv = [O's edge
-    midpoint from its box centre (O's axes), S's (S's axes)]: (n (3 floats), δ, x (3 floats)) as
-    :func:`.contacts._edge_edge`."""
+    midpoint from its box centre (O's axes), S's (S's axes)]: (n (3 floats), δ, x (3 floats), deep, margin) as
+    :func:`.contacts._edge_edge` but for its last test: an overlapping crossing (``deep``) counts only while
+    δ ≤ o* + margin (m), o* the boxes' least overlap (:func:`_pair_axis`), else it is :func:`_apart`."""
     ua0 = A[s, 0, 0] * ax[0] + A[s, 0, 1] * ax[1] + A[s, 0, 2] * ax[2]
     ua1 = A[s, 1, 0] * ax[0] + A[s, 1, 1] * ax[1] + A[s, 1, 2] * ax[2]
     ua2 = A[s, 2, 0] * ax[0] + A[s, 2, 1] * ax[1] + A[s, 2, 2] * ax[2]
@@ -289,12 +329,10 @@ def _edge_edge(A, s, o, c0, c1, c2, q0, q1, q2, ax, ao, la, lb, hv, wk):
     ub1 = A[o, 1, 0] * ao[0] + A[o, 1, 1] * ao[1] + A[o, 1, 2] * ao[2]
     ub2 = A[o, 2, 0] * ao[0] + A[o, 2, 1] * ao[1] + A[o, 2, 2] * ao[2]
     w0, w1, w2 = c0 - q0, c1 - q1, c2 - q2
-    dist = math.sqrt(w0 * w0 + w1 * w1 + w2 * w2)
-    inv = dist if dist > 0 else 1.0
     b = ua0 * ub0 + ua1 * ub1 + ua2 * ub2
     den = 1.0 - b * b
     if not den > EDGE_PARALLEL:
-        return w0 / inv, w1 / inv, w2 / inv, -dist, 0.5 * (c0 + q0), 0.5 * (c1 + q1), 0.5 * (c2 + q2)
+        return _apart(c0, c1, c2, q0, q1, q2) + (False, 0.0)
     dw = ua0 * w0 + ua1 * w1 + ua2 * w2
     ew = ub0 * w0 + ub1 * w1 + ub2 * w2
     sp, tp = (b * ew - dw) / den, (ew - b * dw) / den
@@ -321,20 +359,13 @@ def _edge_edge(A, s, o, c0, c1, c2, q0, q1, q2, ax, ao, la, lb, hv, wk):
         if not (abs(pbs) <= (abs(hv[3 + j]) + la * abs(ax[j])) * (1.0 + EDGE_MARGIN)
                 and abs(pao) <= (abs(hv[j]) + lb * abs(ao[j])) * (1.0 + EDGE_MARGIN)):
             held = False
-    if valid and delta > 0 and held:  # no deeper than the boxes' least overlap
-        hs0, hs1, hs2 = abs(hv[3]) + la * abs(ax[0]), abs(hv[4]) + la * abs(ax[1]), abs(hv[5]) + la * abs(ax[2])
-        ho0, ho1, ho2 = abs(hv[0]) + lb * abs(ao[0]), abs(hv[1]) + lb * abs(ao[1]), abs(hv[2]) + lb * abs(ao[2])
-        f0 = (c0 - (A[s, 0, 0] * hv[3] + A[s, 0, 1] * hv[4] + A[s, 0, 2] * hv[5])
-              - (q0 - (A[o, 0, 0] * hv[0] + A[o, 0, 1] * hv[1] + A[o, 0, 2] * hv[2])))
-        f1 = (c1 - (A[s, 1, 0] * hv[3] + A[s, 1, 1] * hv[4] + A[s, 1, 2] * hv[5])
-              - (q1 - (A[o, 1, 0] * hv[0] + A[o, 1, 1] * hv[1] + A[o, 1, 2] * hv[2])))
-        f2 = (c2 - (A[s, 2, 0] * hv[3] + A[s, 2, 1] * hv[4] + A[s, 2, 2] * hv[5])
-              - (q2 - (A[o, 2, 0] * hv[0] + A[o, 2, 1] * hv[1] + A[o, 2, 2] * hv[2])))
-        least = _least_overlap(A, s, o, f0, f1, f2, hs0, hs1, hs2, ho0, ho1, ho2, wk)[4]
-        valid = delta <= least + EDGE_MARGIN * (hs0 + hs1 + hs2 + ho0 + ho1 + ho2)
-    if valid and (delta <= 0 or held):
-        return n0, n1, n2, delta, pa0 + 0.5 * delta * n0, pa1 + 0.5 * delta * n1, pa2 + 0.5 * delta * n2
-    return w0 / inv, w1 / inv, w2 / inv, -dist, 0.5 * (c0 + q0), 0.5 * (c1 + q1), 0.5 * (c2 + q2)
+    if not (valid and (delta <= 0 or held)):
+        return _apart(c0, c1, c2, q0, q1, q2) + (False, 0.0)
+    hs0, hs1, hs2 = abs(hv[3]) + la * abs(ax[0]), abs(hv[4]) + la * abs(ax[1]), abs(hv[5]) + la * abs(ax[2])
+    ho0, ho1, ho2 = abs(hv[0]) + lb * abs(ao[0]), abs(hv[1]) + lb * abs(ao[1]), abs(hv[2]) + lb * abs(ao[2])
+    margin = EDGE_MARGIN * (hs0 + hs1 + hs2 + ho0 + ho1 + ho2)
+    return (n0, n1, n2, delta, pa0 + 0.5 * delta * n0, pa1 + 0.5 * delta * n1, pa2 + 0.5 * delta * n2, delta > 0,
+            margin)
 
 
 @numba.njit(**_INLINE)
@@ -380,19 +411,22 @@ FORCES, ACCEPT, LIMIT = 0, 1, 2
 
 
 @numba.njit(**_JIT)
-def _sweep(mode, A, rc, w, vc, F, N, ct_s, ct_o, ds, do, no, half, axis, kind, par, pair, feat, ft, state, win, fgap):
+def _sweep(mode, A, rc, w, vc, F, N, ct_s, ct_o, ds, do, no, half, axis, kind, par, pair, feat, ft, bp, bx, state, win,
+           fgap, bax):
     """The points whose gap lies in their pair's window, lo < g < hi (``win[p]``; g the larger of the point's
     features' gaps, :func:`feature_gap`, cached in ``fgap`` (NaN: not yet tested); −1 for a point near touch or
     without features; a window (−∞, ∞) evaluates every point untested): their geometry (:mod:`.contacts`: n
-    from O toward S, δ, x, δ̇, v_t, world frame), then per ``mode`` the force on S and O into F, N (FORCES), the
-    impact speed into ``state`` (ACCEPT: 0 for the points left out) or the step limit (LIMIT). Returns (power W,
-    limit s, points evaluated, points in touch, features tested). One loop with the geometry written in it: a
+    from O toward S, δ, x, δ̇, v_t, world frame; a box–box point's with its box pair's axis, cached in ``bax``,
+    :func:`_pair_axis`), then per ``mode`` the force on S and O into F, N (FORCES), the impact speed into ``state``
+    (ACCEPT: 0 for the points left out) or the step limit (LIMIT). Returns (power W, limit s, points evaluated,
+    points in touch, features tested, box pairs' axes computed). One loop with the geometry written in it: a
     per-point call passing the arrays costs their reference counting, several times the point's arithmetic."""
     power = 0.0
     limit = np.inf
     n_eval = 0
     n_touch = 0
     n_feat = 0
+    n_axes = 0
     rel = np.empty((2, 3, 4))
     wk = np.empty((3, 4))
     for p in range(pair.shape[0]):
@@ -477,14 +511,31 @@ def _sweep(mode, A, rc, w, vc, F, N, ct_s, ct_o, ds, do, no, half, axis, kind, p
             x0 = c0 - o0 + 0.5 * delta * n0
             x1 = c1 - o1 + 0.5 * delta * n1
             x2 = c2 - o2 + 0.5 * delta * n2
-            if fl & CORNER:  # a box's corner in or on the other box: along the pair's least-overlap face axis
-                use, m0, m1, m2, dc = _corner_axis(A, s, o, c0, c1, c2, qc0, qc1, qc2, half[i], wk)
-                if use:
-                    n0, n1, n2, delta = m0, m1, m2, dc
-                    x0, x1, x2 = c0 + 0.5 * delta * n0, c1 + 0.5 * delta * n1, c2 + 0.5 * delta * n2
+            # a box's corner in or on the other box, an overlapping edge crossing: their box pair's least-overlap
+            # axis, computed at the first that needs it (the per-point helpers take no more arrays than before:
+            # each array an inlined call takes costs its reference counting)
+            if fl & CORNER:  # along the pair's least-overlap axis if a face normal (:func:`.contacts._corner_axis`)
+                on, l0, l1, l2 = _corner_in_box(A, o, c0, c1, c2, qc0, qc1, qc2, half[i])
+                if on:
+                    box = bp[i]
+                    if math.isnan(bax[box, AX_FACE]):
+                        _pair_axis(A, rc, s, o, bx, box, bax, wk)
+                        n_axes += 1
+                    if bax[box, AX_FACE] != 0:
+                        n0, n1, n2 = bax[box, AX_N], bax[box, AX_N + 1], bax[box, AX_N + 2]
+                        delta = _corner_depth(half[i, 0], half[i, 1], half[i, 2], bax[box, AX_NO], bax[box, AX_NO + 1],
+                                              bax[box, AX_NO + 2], l0, l1, l2)
+                        x0, x1, x2 = c0 + 0.5 * delta * n0, c1 + 0.5 * delta * n1, c2 + 0.5 * delta * n2
             if fl & EDGE:
-                n0, n1, n2, delta, x0, x1, x2 = _edge_edge(A, s, o, c0, c1, c2, q0, q1, q2, axis[i], no[i], Rs, Ro,
-                                                           half[i], wk)
+                n0, n1, n2, delta, x0, x1, x2, deep, margin = _edge_edge(A, s, o, c0, c1, c2, q0, q1, q2, axis[i],
+                                                                         no[i], Rs, Ro, half[i])
+                if deep:  # no deeper than the boxes' least overlap
+                    box = bp[i]
+                    if math.isnan(bax[box, AX_FACE]):
+                        _pair_axis(A, rc, s, o, bx, box, bax, wk)
+                        n_axes += 1
+                    if not delta <= bax[box, AX_LEAST] + margin:
+                        n0, n1, n2, delta, x0, x1, x2 = _apart(c0, c1, c2, q0, q1, q2)
             # v_r = v_S(x) − v_O(x)
             ps0, ps1, ps2 = x0 - rc[s, 0], x1 - rc[s, 1], x2 - rc[s, 2]
             po0, po1, po2 = x0 - rc[o, 0], x1 - rc[o, 1], x2 - rc[o, 2]
@@ -529,7 +580,7 @@ def _sweep(mode, A, rc, w, vc, F, N, ct_s, ct_o, ds, do, no, half, axis, kind, p
             N[o, 0] -= po1 * f2 - po2 * f1
             N[o, 1] -= po2 * f0 - po0 * f2
             N[o, 2] -= po0 * f1 - po1 * f0
-    return power, limit, n_eval, n_touch, n_feat
+    return power, limit, n_eval, n_touch, n_feat, n_axes
 
 
 @numba.njit(**_JIT)
@@ -548,40 +599,51 @@ def _close(A, rc, pair, pc, opt):
 
 
 @numba.njit(**_JIT)
-def contact_forces(A, rc, w, vc, F, N, ct_s, ct_o, ds, do, no, half, axis, kind, par, pair, pc, feat, ft, state, opt,
-                   stats):
+def _unknown_axes(bx):
+    """An evaluation's box-pair axes (box pairs, N_AX), none computed yet (NaN, :func:`_pair_axis`)."""
+    return np.full((bx.shape[0], N_AX), np.nan)
+
+
+@numba.njit(**_JIT)
+def contact_forces(A, rc, w, vc, F, N, ct_s, ct_o, ds, do, no, half, axis, kind, par, pair, pc, feat, ft, bp, bx, state,
+                   opt, stats):
     """Accumulate the contact forces into F (nb, 3) N and moments about the com N (nb, 3) N m;
     returns the non-conservative power (W, ≤ 0)."""
     win = _close(A, rc, pair, pc, opt)
     fgap = np.full(ft.shape[0], np.nan)
-    power, _, n_eval, n_touch, n_feat = _sweep(FORCES, A, rc, w, vc, F, N, ct_s, ct_o, ds, do, no, half, axis, kind,
-                                               par, pair, feat, ft, state, win, fgap)
+    power, _, n_eval, n_touch, n_feat, n_axes = _sweep(FORCES, A, rc, w, vc, F, N, ct_s, ct_o, ds, do, no, half, axis,
+                                                       kind, par, pair, feat, ft, bp, bx, state, win, fgap,
+                                                       _unknown_axes(bx))
     stats[0] += 1.0
     stats[1] += n_eval
     stats[2] += n_touch
     stats[3] += n_feat
+    stats[4] += n_axes
     return power
 
 
 @numba.njit(**_JIT)
-def contact_accept(A, rc, w, vc, ct_s, ct_o, ds, do, no, half, axis, kind, par, pair, pc, feat, ft, state, opt):
+def contact_accept(A, rc, w, vc, ct_s, ct_o, ds, do, no, half, axis, kind, par, pair, pc, feat, ft, bp, bx, state,
+                   opt):
     """Record each point's impact speed at an accepted state (:meth:`.contacts.Contacts.accept`): 0 for
     the points the broad phase skips (apart)."""
     win = _close(A, rc, pair, pc, opt)
-    _sweep(ACCEPT, A, rc, w, vc, A[0], A[0], ct_s, ct_o, ds, do, no, half, axis, kind, par, pair, feat, ft, state,
-           win, np.full(ft.shape[0], np.nan))
+    _sweep(ACCEPT, A, rc, w, vc, A[0], A[0], ct_s, ct_o, ds, do, no, half, axis, kind, par, pair, feat, ft, bp, bx,
+           state, win, np.full(ft.shape[0], np.nan), _unknown_axes(bx))
 
 
 @numba.njit(**_JIT)
-def contact_limit(A, rc, w, vc, ct_s, ct_o, ds, do, no, half, axis, kind, par, pair, pc, feat, ft, state, opt):
+def contact_limit(A, rc, w, vc, ct_s, ct_o, ds, do, no, half, axis, kind, par, pair, pc, feat, ft, bp, bx, state,
+                  opt):
     """The largest step (s) that strides over no contact (:meth:`.contacts.Contacts.step_limit`): the limit h
     of the points the broad phase keeps, then that of every skipped point whose bound ½ g / V (see the module)
     is below h — a skipped pair's points with their features' gaps below 2 V h / LIMIT_SAFETY, a kept pair's
     points skipped by a feature with such a gap."""
     win = _close(A, rc, pair, pc, opt)
     fgap = np.full(ft.shape[0], np.nan)
-    limit = _sweep(LIMIT, A, rc, w, vc, A[0], A[0], ct_s, ct_o, ds, do, no, half, axis, kind, par, pair, feat, ft,
-                   state, win, fgap)[1]
+    bax = _unknown_axes(bx)
+    limit = _sweep(LIMIT, A, rc, w, vc, A[0], A[0], ct_s, ct_o, ds, do, no, half, axis, kind, par, pair, feat, ft, bp,
+                   bx, state, win, fgap, bax)[1]
     if opt[0] == 0:
         return limit
     again = np.zeros((pair.shape[0], 2))
@@ -599,4 +661,4 @@ def contact_limit(A, rc, w, vc, ct_s, ct_o, ds, do, no, half, axis, kind, par, p
         else:  # a kept pair: the points its features skipped
             again[p, 1] = reach
     return min(limit, _sweep(LIMIT, A, rc, w, vc, A[0], A[0], ct_s, ct_o, ds, do, no, half, axis, kind, par, pair,
-                             feat, ft, state, again, fgap)[1])
+                             feat, ft, bp, bx, state, again, fgap, bax)[1])

@@ -730,10 +730,12 @@ COMMON = [
     ("ty_b", "i", 1), ("ty_dc", "f", 2), ("ty_ax", "f", 2), ("ty_par", "f", 2), ("ty_bump", "f", 3), ("ty_nb", "i", 1),
     ("ty_out", "w", 2),
     # compliant contacts (:mod:`._contact_kernels`): per point, per body pair, per point its features and the
-    # features, the impact speeds, the broad phase switch, the evaluation counters
+    # features, per point its box pair and the box pairs, the impact speeds, the broad phase switch, the evaluation
+    # counters
     ("ct_s", "i", 1), ("ct_o", "i", 1), ("ct_ds", "f", 2), ("ct_do", "f", 2), ("ct_no", "f", 2), ("ct_half", "f", 2),
     ("ct_axis", "f", 2), ("ct_kind", "i", 1), ("ct_par", "f", 2), ("ct_pair", "i", 2), ("ct_pc", "f", 2),
-    ("ct_feat", "i", 2), ("ct_ft", "f", 2), ("ct_state", "d", 1), ("ct_opt", "i", 1), ("ct_stats", "w", 1),
+    ("ct_feat", "i", 2), ("ct_ft", "f", 2), ("ct_bp", "i", 1), ("ct_bx", "f", 2), ("ct_state", "d", 1),
+    ("ct_opt", "i", 1), ("ct_stats", "w", 1),
     # the evaluation's intermediates, so that it allocates nothing but ẏ: X = Jc M⁻¹ (m, ns, 6), the band
     # factor of S (m, bw + 1), its dropped rows (1.0) and pivot ratios (m); the singular measure's own X, factor,
     # dropped rows and pivot ratios; per row Jv v + Φt, Jv M⁻¹ f − γ̂, λ and the augmented Lagrangian's next λ; per body
@@ -789,7 +791,7 @@ I_LN = _I["ln_ia"]
 I_LN_CONST = _I["ln_const"]  # (n_line, m): the same for force expressions along joint axes
 I_BU = _I["bu_ia"]
 I_TY = _I["ty_b"]  # tyres (:mod:`.tyres`): wheel bodies, centres, axes, parameters, bumps, their counts, outputs
-I_CT = _I["ct_s"]  # compliant contacts (:mod:`._contact_kernels`), the 16 arrays from here on
+I_CT = _I["ct_s"]  # compliant contacts (:mod:`._contact_kernels`), the 18 arrays from here on
 I_X, I_LB, I_DROPPED, I_RATIO, I_X_KIN, I_L_KIN, I_DROP_KIN, I_RATIO_KIN = (
     _I[n] for n in ("X", "Lb", "dropped", "ratio", "X_kin", "L_kin", "drop_kin", "ratio_kin"))
 I_VRES, I_RHS_C, I_LAM, I_LAM_NEW, I_FO, I_NO, I_FV, I_VD = (_I[n] for n in ("vres", "rhs_c", "lam", "lam_new", "Fo",
@@ -841,18 +843,18 @@ def applied_forces(df, di, dd, ws, F, N):
                              f2(ws, di, I_TY + 6))
     if count(di, I_CT):
         power += contact_forces(A, f2(ws, di, I_RC), w, f2(ws, di, I_VC), F, N, *_contact_data(df, di, dd),
-                                f1(ws, di, I_CT + 15))
+                                f1(ws, di, I_CT + 17))
     return power
 
 
 @numba.njit(**_JIT)
 def _contact_data(df, di, dd):
     """The compliant contacts' arrays (:mod:`._contact_kernels`): s, o, ds, do, no, half, axis, kind,
-    par, pair, pc, feat, ft, state, opt."""
+    par, pair, pc, feat, ft, bp, bx, state, opt."""
     return (i1(di, I_CT), i1(di, I_CT + 1), f2(df, di, I_CT + 2), f2(df, di, I_CT + 3), f2(df, di, I_CT + 4),
             f2(df, di, I_CT + 5), f2(df, di, I_CT + 6), i1(di, I_CT + 7), f2(df, di, I_CT + 8), i2(di, I_CT + 9),
-            f2(df, di, I_CT + 10), i2(di, I_CT + 11), f2(df, di, I_CT + 12), f1(dd, di, I_CT + 13),
-            i1(di, I_CT + 14))
+            f2(df, di, I_CT + 10), i2(di, I_CT + 11), f2(df, di, I_CT + 12), i1(di, I_CT + 13),
+            f2(df, di, I_CT + 14), f1(dd, di, I_CT + 15), i1(di, I_CT + 16))
 
 
 @numba.njit(**_JIT)

@@ -252,14 +252,16 @@ def _nearest(kind, local, axis, half):
     return near, inside, normal, depth
 
 
-def _edge_edge(As, Ao, ca, cb, axis_a, axis_b, la, lb, half):
+def _edge_edge(As, Ao, ca, cb, axis_a, axis_b, la, lb, half, least):
     """(n, δ, x) of edge–edge points (arrays over the points): S's edge (midpoint c_a, axis u_a = A_S axis_a,
     half length l_a) against O's edge (c_b, u_b, l_b); ``half`` = [O's edge midpoint from O's box centre (O
-    axes), S's from S's (S axes)]. The lines' closest points p_a = c_a + s u_a, p_b = c_b + t u_b, the normal
+    axes), S's from S's (S axes)]; ``least(k)`` the least overlap o* (m, :class:`_PairAxes`) of the boxes of the
+    points k (indices into these arrays). The lines' closest points p_a = c_a + s u_a, p_b = c_b + t u_b, the normal
     n = ±u_a × u_b/|u_a × u_b| out of O's box (n·(O's midpoint offset) > 0), δ = −(p_a − p_b)·n, x = p_a + δ n/2.
     The edges touch there only if |s| < l_a, |t| < l_b and n lies in O's edge's cone of outward normals and −n in
     S's (between the normals of each edge's two faces) and, overlapping (δ > 0), p_a is inside O's box and p_b
-    inside S's (box half lengths |midpoint offset| + l along the edge; both tests within :data:`EDGE_MARGIN`).
+    inside S's (box half lengths |midpoint offset| + l along the edge; both tests within :data:`EDGE_MARGIN`) and
+    δ ≤ o*.
     Otherwise — or parallel edges, carried by the corners — the point is apart: δ = −|c_a − c_b| (no nearer than
     the broad phase's gap), n = (c_a − c_b)/|c_a − c_b|,
     x = (c_a + c_b)/2."""
@@ -291,15 +293,12 @@ def _edge_edge(As, Ao, ca, cb, axis_a, axis_b, la, lb, half):
     # a crossing within EDGE_MARGIN of an edge's end is a corner on the other box's edge: its corner carries it
     ends = (np.abs(s) < la * (1.0 - EDGE_MARGIN)) & (np.abs(t) < lb * (1.0 - EDGE_MARGIN))
     valid = crossing & ends & cone_o & cone_s & ((delta <= 0) | held)
-    # overlapping, no deeper than the boxes' least overlap o* (:func:`_least_overlap`; within EDGE_MARGIN of their
-    # sizes): the edges of boxes with coplanar sides cross at the far side of the overlap (depth a whole width)
+    # overlapping, no deeper than the boxes' least overlap o* (within EDGE_MARGIN of their sizes): the edges of
+    # boxes with coplanar sides cross at the far side of the overlap (depth a whole width)
     deep = np.flatnonzero(valid & (delta > 0))
     if len(deep):
         k = deep
-        centre_s = ca[k] - np.einsum("nij,nj->ni", As[k], half[k, 3:6])
-        centre_o = cb[k] - np.einsum("nij,nj->ni", Ao[k], half[k, 0:3])
-        least = _least_overlap(As[k], Ao[k], centre_s, centre_o, box_s[k], box_o[k])[2]
-        valid[k] = delta[k] <= least + EDGE_MARGIN * (np.sum(box_s[k], 1) + np.sum(box_o[k], 1))
+        valid[k] = delta[k] <= least(k) + EDGE_MARGIN * (np.sum(box_s[k], 1) + np.sum(box_o[k], 1))
     dist = np.linalg.norm(w, axis=1)
     apart_n = w / np.where(dist > 0, dist, 1.0)[:, None]
     x = np.where(valid[:, None], pa + 0.5 * delta[:, None] * n, 0.5 * (ca + cb))
@@ -344,27 +343,86 @@ def _least_overlap(As, Ao, centre_s, centre_o, hs, ho):
     return best < 6, np.einsum("nij,nj->ni", Ao, L), least, L
 
 
-def _corner_axis(As, Ao, corner, centre_o, half):
+def _corner_axis(Ao, corner, centre_o, ho, pair_axis):
     """(use (c,) bool, n (c, 3) unit, world, δ (c,) m) of S's box corners at ``corner`` (world, m) against O's box
-    (centre ``centre_o``, axes A_O, half lengths half[:, 0:3]; half[:, 3:6] the corner from S's box centre, S's
-    axes: S's half lengths are its magnitudes). Where the pair's least-overlap axis (:func:`_least_overlap`) is a
-    face normal n and the corner p is in or on O's box (each |A_Oᵀ(p − c_O)|_i ≤ h_O,i (1 + :data:`EDGE_MARGIN`)):
-    n and δ = Σ_i h_O,i |n·o_i| − n·(p − c_O), the corner's depth below O's support plane ⟂ n (below O's face, n
-    O's normal). Coplanar sides overlap fully on that axis, so it is defined where the corner's own nearest face
+    (centre ``centre_o``, world m; axes A_O; half lengths ``ho``, m); ``pair_axis(k)`` the least-overlap axis of
+    the boxes of the corners k (:class:`_PairAxes`). Where the corner p is in or on O's box (each
+    |A_Oᵀ(p − c_O)|_i ≤ h_O,i (1 + :data:`EDGE_MARGIN`)) and the pair's axis is a face normal n: n and
+    δ = Σ_i h_O,i |n·o_i| − n·(p − c_O), the corner's depth below O's support plane ⟂ n (below O's face, n O's
+    normal). Coplanar sides overlap fully on that axis, so it is defined where the corner's own nearest face
     (depth 0) is not. ``use`` False elsewhere (an edge axis: the edge–edge points carry the contact)."""
-    ho, off = half[:, 0:3], half[:, 3:6]
-    centre_s = corner - np.einsum("nij,nj->ni", As, off)
-    face, n, _, n_o = _least_overlap(As, Ao, centre_s, centre_o, np.abs(off), ho)
     loc = np.einsum("nji,nj->ni", Ao, corner - centre_o)
-    on = np.all(np.abs(loc) <= ho * (1.0 + EDGE_MARGIN), axis=1)
-    delta = np.sum(ho * np.abs(n_o), 1) - np.sum(n_o * loc, 1)
-    return on & face, n, delta
+    use = np.all(np.abs(loc) <= ho * (1.0 + EDGE_MARGIN), axis=1)
+    n, delta = np.zeros((len(use), 3)), np.zeros(len(use))
+    on = np.flatnonzero(use)
+    if len(on):
+        face, n[on], _, n_o = pair_axis(on)
+        use[on] = face
+        delta[on] = np.sum(ho[on] * np.abs(n_o), 1) - np.sum(n_o * loc[on], 1)
+    return use, n, delta
 
 
-def _row(s, o, ds, do, Rs, L, reach_s, kind, Ro=0.0, reach_o=0.0, no=_NO_AXIS, axis=_NO_AXIS, half=None):
-    """One contact point's numbers (see :attr:`Contacts.kind` and :func:`_points`)."""
+class _PairAxes:
+    """The least-overlap axes (:func:`_least_overlap`) of the box pairs of one evaluation, each computed once, at
+    its first use: the axis belongs to the pair of boxes, not to the corner or edge point that asks for it.
+
+    Parameters
+    ----------
+    As, Ao : ndarray, shape (c, 3, 3)
+        S's and O's body axes (world) of each point.
+    rs, ro : ndarray, shape (c, 3)
+        S's and O's com (world, m) of each point.
+    box_pair : ndarray, shape (c,) int
+        Each point's box pair (:attr:`Contacts.box_pair`); the points of a pair have its bodies' state.
+    box_pairs : ndarray, shape (pairs, 12)
+        :attr:`Contacts.box_pairs`.
+    """
+
+    def __init__(self, As, Ao, rs, ro, box_pair, box_pairs):
+        self.As, self.Ao, self.rs, self.ro = As, Ao, rs, ro
+        self.box_pair, self.box_pairs = box_pair, box_pairs
+        npairs = len(box_pairs)
+        self.known = np.zeros(npairs, bool)
+        self.face, self.n, self.least, self.n_o = (np.zeros(npairs, bool), np.zeros((npairs, 3)), np.zeros(npairs),
+                                                   np.zeros((npairs, 3)))
+
+    def __call__(self, k):
+        """(face (len(k),) bool, n (len(k), 3) unit toward S, world, o* (len(k),) m, n in O's axes) of the box
+        pairs of the points k (indices into the arrays given), the pairs not yet known computed from the state
+        of their first point in k."""
+        b = self.box_pair[k]
+        pairs, first = np.unique(b, return_index=True)
+        new = ~self.known[pairs]
+        if np.any(new):
+            p, rep = pairs[new], k[first[new]]
+            As, Ao, box = self.As[rep], self.Ao[rep], self.box_pairs[p]
+            centre_s = self.rs[rep] + np.einsum("nij,nj->ni", As, box[:, 0:3])
+            centre_o = self.ro[rep] + np.einsum("nij,nj->ni", Ao, box[:, 3:6])
+            self.face[p], self.n[p], self.least[p], self.n_o[p] = _least_overlap(As, Ao, centre_s, centre_o,
+                                                                                 box[:, 6:9], box[:, 9:12])
+            self.known[p] = True
+        return self.face[b], self.n[b], self.least[b], self.n_o[b]
+
+
+def _row(s, o, ds, do, Rs, L, reach_s, kind, Ro=0.0, reach_o=0.0, no=_NO_AXIS, axis=_NO_AXIS, half=None, box=None):
+    """One contact point's numbers (see :attr:`Contacts.kind`, :attr:`Contacts.box_pairs` and :func:`_points`)."""
     return dict(s=s, o=o, ds=ds, do=do, no=no, axis=axis, Rs=Rs, Ro=Ro, L=L, kind=kind, reach_s=reach_s,
-                reach_o=reach_o, half=np.zeros(6) if half is None else half)
+                reach_o=reach_o, half=np.zeros(6) if half is None else half, box=np.zeros(12) if box is None else box)
+
+
+def _box_pairs(rows, owners):
+    """(box_pair (points,) int, box_pairs (pairs, 12)): the box pair of each point of ``rows`` (:func:`_row`, of the
+    contacts ``owners``), −1 for none, and the pairs' rows ``box``: one pair per box–box contact and box taken as S."""
+    index, table = {}, []
+    box_pair = np.full(len(rows), -1, np.int64)
+    for i, (row, owner) in enumerate(zip(rows, owners)):
+        if row["kind"] & (CORNER | EDGE):
+            key = (owner, row["s"])
+            if key not in index:
+                index[key] = len(table)
+                table.append(row["box"])
+            box_pair[i] = index[key]
+    return box_pair, np.array(table, float).reshape(-1, 12)
 
 
 def _perpendicular(a):
@@ -458,25 +516,31 @@ def _points(shapes, bodies, com, fail):
 
 def _box_box(dims, bodies, com):
     """The points of two boxes: each box's 8 corners against the other box (a corner in a face), and each
-    edge of the first against each edge of the second (12 × 12: two edges crossing)."""
+    edge of the first against each edge of the second (12 × 12: two edges crossing). Their ``box``: the box pair
+    (:attr:`Contacts.box_pairs`) whose least-overlap axis measures them, S the corner's box or the first box; the
+    points of one pair have one length scale L (the S box's half diagonal), so :meth:`Contacts.tangent_blocks`
+    moves them together."""
     half = [0.5 * d[0:3] for d in dims]
     centre = [d[3:6] for d in dims]
+    box = {(a, 1 - a): np.r_[centre[a] - com[bodies[a]], centre[1 - a] - com[bodies[1 - a]], half[a], half[1 - a]]
+           for a in (0, 1)}
     rows = []
     for a, b in ((0, 1), (1, 0)):
         corners = np.array([[i, j, k] for i in (-1, 1) for j in (-1, 1) for k in (-1, 1)], float) * half[a]
         for p in corners:
-            # half = [O's half lengths, the corner from S's box centre (S axes)]: the pair's axes (_corner_axis)
+            # half = [O's half lengths, the corner from S's box centre (S axes)]
             rows.append(_row(s=bodies[a], o=bodies[b], ds=centre[a] + p - com[bodies[a]], Rs=0.0,
                              L=float(np.linalg.norm(half[a])), reach_s=0.0, kind=BOX | CORNER,
                              do=centre[b] - com[bodies[b]], reach_o=float(np.linalg.norm(half[b])),
-                             half=np.r_[half[b], p]))
+                             half=np.r_[half[b], p], box=box[a, b]))
     ba, bb = bodies
     for mid_a, i, la in _box_edges(half[0]):
         for mid_b, j, lb in _box_edges(half[1]):
             # half = [the edge midpoints from their boxes' centres: O's (O axes), then S's (S axes)]
             rows.append(_row(s=ba, o=bb, ds=centre[0] + mid_a - com[ba], do=centre[1] + mid_b - com[bb],
                              axis=np.eye(3)[i], no=np.eye(3)[j], Rs=float(la), Ro=float(lb), reach_s=float(la),
-                             reach_o=float(lb), L=float(np.linalg.norm(half[0])), kind=EDGE, half=np.r_[mid_b, mid_a]))
+                             reach_o=float(lb), L=float(np.linalg.norm(half[0])), kind=EDGE, half=np.r_[mid_b, mid_a],
+                             box=box[0, 1]))
     return rows
 
 
@@ -613,6 +677,11 @@ class Contacts:
         self.half_o = col("half").reshape(-1, 6)
         self.kind = col("kind", int)
         self.reach_s, self.reach_o = col("reach_s"), col("reach_o")
+        #: per point its box pair (−1 none): a box–box contact's points are measured with its boxes' least-overlap
+        #: axis (:func:`_least_overlap`), one per box taken as S — the first box's corners and the edges, the
+        #: second box's corners; per pair (pairs, 12) [S's box centre (S's body axes, from its com, m), O's (O's
+        #: body axes, m), S's half lengths (m), O's half lengths (m)]
+        self.box_pair, self.box_pairs = _box_pairs(rows, owners)
         self.plane = (self.kind & PLANE) > 0
         self.rim = (self.kind & RIM) > 0
         #: O a plane or a bore (material without a bounding sphere: the broad phase never skips it)
@@ -632,8 +701,8 @@ class Contacts:
 
     def arrays(self):
         """(arrays, order): the contacts packed for the compiled right-hand side, in the layout of
-        :mod:`._contact_kernels` (s, o, ds, do, no, half, axis, kind, par, pair, pc, feat, ft, state, opt,
-        stats), and ``order`` (points,): the index in this class's arrays of each compiled point (sorted by
+        :mod:`._contact_kernels` (s, o, ds, do, no, half, axis, kind, par, pair, pc, feat, ft, bp, bx, state,
+        opt, stats), and ``order`` (points,): the index in this class's arrays of each compiled point (sorted by
         body pair). Each pair's bounding spheres: centred at the mean of its points' centres, radii
         reaching every point's shape (a box against a sphere: its half diagonal); each point's features
         (:meth:`features`)."""
@@ -662,8 +731,8 @@ class Contacts:
                 pc[p, C.C_REACH_S if col == C.C_CS else C.C_REACH_O] = np.linalg.norm(centre) + radius
         feat, ft = self.features(order)
         arrays = (s, o, self.ds[order], self.do[order], self.no[order], self.half_o[order], self.axis[order],
-                  self.kind[order].astype(np.int64), par, pair, pc, feat, ft, np.zeros(self.n),
-                  np.array([int(bool(self.activation))], np.int64), np.zeros(C.N_STATS))
+                  self.kind[order].astype(np.int64), par, pair, pc, feat, ft, self.box_pair[order], self.box_pairs,
+                  np.zeros(self.n), np.array([int(bool(self.activation))], np.int64), np.zeros(C.N_STATS))
         return arrays, order
 
     def features(self, order):
@@ -716,7 +785,8 @@ class Contacts:
         return (bs.A[s], bs.rc[s], bs.vc[s], bs.w[s]), (bs.A[o], bs.rc[o], bs.vc[o], bs.w[o])
 
     def _geometry(self, S, O, idx=None):
-        """:meth:`geometry` from the pair states S, O of the points ``idx`` (default: all)."""
+        """:meth:`geometry` from the pair states S, O of the points ``idx`` (default: all); the points of a box pair
+        (:attr:`box_pair`) share its bodies' state, its least-overlap axis computed once (:class:`_PairAxes`)."""
         (As, rs, vs, ws), (Ao, ro, vo, wo) = S, O
         sel = slice(None) if idx is None else idx
         ds, do, no, Rs, Ro = self.ds[sel], self.do[sel], self.no[sel], self.Rs[sel], self.Ro[sel]
@@ -755,17 +825,19 @@ class Contacts:
         reach = np.sum(off * n, 1)
         delta = np.where(plane, reach - np.sum(d * n_plane, 1), Rs + Ro - dist)
         x = cs - off + 0.5 * delta[:, None] * n
+        axes = _PairAxes(As, Ao, rs, ro, self.box_pair[sel], self.box_pairs)
         corner = np.flatnonzero(kind & CORNER)
         if len(corner):
             # a box's corner in or on the other box: along the pair's least-overlap face axis (:func:`_corner_axis`)
             k = corner
-            use, n_sat, d_sat = _corner_axis(As[k], Ao[k], cs[k], centre_o[k], half[k])
+            use, n_sat, d_sat = _corner_axis(Ao[k], cs[k], centre_o[k], half[k, 0:3], lambda j, k=k: axes(k[j]))
             k = k[use]
             n[k], delta[k] = n_sat[use], d_sat[use]
             x[k] = cs[k] + 0.5 * delta[k][:, None] * n[k]
         if np.any(edge):
             k = np.flatnonzero(edge)
-            n[k], delta[k], x[k] = _edge_edge(As[k], Ao[k], cs[k], co[k], axis[k], no[k], Rs[k], Ro[k], half[k])
+            n[k], delta[k], x[k] = _edge_edge(As[k], Ao[k], cs[k], co[k], axis[k], no[k], Rs[k], Ro[k], half[k],
+                                              lambda j, k=k: axes(k[j])[2])
         vr = vs + cross(ws, x - rs) - vo - cross(wo, x - ro)
         vn = np.sum(vr * n, 1)
         return n, delta, x, -vn, vr - vn[:, None] * n
@@ -934,7 +1006,8 @@ def packed_contacts(contacts):
     none = np.zeros(0, np.int64)
     return ((none, none) + (np.zeros((0, 3)),) * 5
             + (none, np.zeros((0, C.N_PAR)), np.zeros((0, 5), np.int64), np.zeros((0, C.N_PC)),
-               np.zeros((0, 2), np.int64), np.zeros((0, C.N_FT)), np.zeros(0), np.ones(1, np.int64),
+               np.zeros((0, 2), np.int64), np.zeros((0, C.N_FT)), none, np.zeros((0, C.N_BX)), np.zeros(0),
+               np.ones(1, np.int64),
                np.zeros(C.N_STATS))), none
 
 

@@ -950,7 +950,8 @@ class FastRHS:
 
         ct, self._ct_order = packed_contacts(forces.contacts)
         values.update(zip(("ct_s", "ct_o", "ct_ds", "ct_do", "ct_no", "ct_half", "ct_axis", "ct_kind", "ct_par",
-                           "ct_pair", "ct_pc", "ct_feat", "ct_ft", "ct_state", "ct_opt", "ct_stats"), ct))
+                           "ct_pair", "ct_pc", "ct_feat", "ct_ft", "ct_bp", "ct_bx", "ct_state", "ct_opt",
+                           "ct_stats"), ct))
         nrows = m
         work = dict(qf=np.zeros(7 * nb), qdf=np.zeros(7 * nb), A=np.zeros((nb, 3, 3)), rho=np.zeros((nb, 3)),
                     rc=np.zeros((nb, 3)), E=np.zeros((nb, 3, 4)), Jw=np.zeros((nb, 3, 3)), Jwinv=np.zeros((nb, 3, 3)),

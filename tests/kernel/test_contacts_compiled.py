@@ -176,7 +176,8 @@ def _row_of_balls(n, gap):
 
 
 def _counts(form, y):
-    """(evaluations, points evaluated, points in touch, features tested) of one compiled evaluation at y."""
+    """(evaluations, points evaluated, points in touch, features tested, box pairs' least-overlap axes computed) of
+    one compiled evaluation at y."""
     before = form._fast.contact_stats.copy()
     form._fast(0.0, y)
     return tuple(int(c) for c in form._fast.contact_stats - before)
@@ -184,7 +185,8 @@ def _counts(form, y):
 
 def test_the_broad_phase_evaluates_only_the_pairs_that_are_close():
     # 6 balls 1 cm apart, 15 declared pairs: no bounding spheres (the balls themselves) meet
-    for activation, apart, pressed in ((True, (1, 0, 0, 0), (1, 5, 5, 5)), (False, (1, 15, 0, 0), (1, 15, 5, 0))):
+    for activation, apart, pressed in ((True, (1, 0, 0, 0, 0), (1, 5, 5, 5, 0)),
+                                       (False, (1, 15, 0, 0, 0), (1, 15, 5, 0, 0))):
         form, q0, v0 = _form(_row_of_balls(6, 0.01), activation)
         assert _counts(form, np.concatenate([q0, v0, [0.0]])) == apart
         # the neighbours pressed 0.1 mm into each other: only those 5 pairs evaluated (with the broad phase; each
@@ -269,11 +271,40 @@ def test_a_box_over_a_box_is_evaluated_only_at_the_corners_near_touch(dz, points
     model = _boxes_on_base([(0.1, 0.1, 0.1)], 0.02)
     form, q0, v0 = _form(model)
     y = np.concatenate([_lifted(q0, 0, dz), v0, [0.0]])
-    n_eval, n_points, n_touch, n_features = _counts(form, y)
+    n_eval, n_points, n_touch, n_features, _ = _counts(form, y)
     assert (n_eval, n_points, n_features) == (1, points, 40)
     assert n_touch == (4 if dz < 0 else 0)
     # and the forces, step limit and impact speeds are the numpy implementation's (every declared point)
     assert _check_against_numpy(form, model, y[:len(q0)], v0) == n_touch
+
+
+@pytest.mark.parametrize("x, dy, dz, touching, axes", [
+    (0.1 - 1e-4, 0.0, 0.0, 8, 2),    # aligned: 4 corners of each contact face on the other's coplanar sides
+    (0.1 - 1e-4, 0.03, 0.02, 4, 2),  # offset both ways: one corner of each and two edge crossings
+    (0.3, 0.0, 0.0, 0, 0),           # apart: no corner in or on the other box, no edges crossing
+])
+@pytest.mark.parametrize("activation", [True, False])
+def test_a_box_pairs_least_overlap_axis_is_computed_once_an_evaluation(x, dy, dz, touching, axes, activation,
+                                                                        monkeypatch):
+    # equal cubes face to face, b's centre at (x, dy, dz) from a's, pressed 0.1 mm: every corner in or on the other
+    # box and every overlapping edge crossing is measured with the boxes' least-overlap axis, which belongs to the
+    # pair of boxes: computed once per box taken as S (its corners; the first box also its edges), on the
+    # compiled right-hand side with the broad phase or every point evaluated, and on the numpy path
+    data = {"units": "m", "parts": {"a": {"fixed": True},
+                                    "b": {"position": [0.3, 0.0, 0.0], "mass": 1.0, "inertia": [1.7e-3] * 3}},
+            "contacts": [{"name": "faces", "parts": ["b", "a"], "method": "compliant", "stiffness": 1e7,
+                          "exponent": 1.5, "damping": 0.0, "shape": [{"box": [0.1] * 3}, {"box": [0.1] * 3}]}]}
+    model = compile_model(parse_model(data, source="cubes face to face (test)"))
+    form, q0, v0 = _form(model, activation)
+    q = q0.copy()
+    q[:3] = x, dy, dz
+    _, _, n_touch, _, n_axes = _counts(form, np.concatenate([q, v0, [0.0]]))
+    assert (n_touch, n_axes) == (touching, axes)
+    rows = []
+    least_overlap = C._least_overlap
+    monkeypatch.setattr(C, "_least_overlap", lambda *args: rows.append(len(args[4])) or least_overlap(*args))
+    delta = form.dyn.forces.contacts.geometry(body_state(model, form.dyn.mass, q, v0))[1]
+    assert (np.sum(delta > 0), sum(rows)) == (touching, axes)
 
 
 def _random_pose_model():
