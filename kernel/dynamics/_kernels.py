@@ -877,7 +877,7 @@ def rotation_step_limit(y, di):
     for b in range(nmov):
         o = nq + 6 * b + 3
         w2 = max(w2, y[o] * y[o] + y[o + 1] * y[o + 1] + y[o + 2] * y[o + 2])
-    return ROTATION_PER_STEP / (2.0 * math.sqrt(w2)) if w2 > 0.0 else np.inf
+    return ROTATION_PER_STEP / (2.0 * math.sqrt(w2)) if 0.0 < w2 < np.inf else np.inf
 
 
 @numba.njit(**_JIT)

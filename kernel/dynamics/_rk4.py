@@ -2,7 +2,10 @@
 
 The classical Runge–Kutta method of order 4, stepped exactly as the Python loop of
 :meth:`.contract.Formulation._run_rk4`: each output interval [t_k−1, t_k] is cut into
-m = ⌈(t_k − t_k−1) / dt⌉ equal steps h ≤ dt, the last of which ends on t_k itself, and
+m = ⌈(t_k − t_k−1) / h_max⌉ equal steps h ≤ h_max, the last of which ends on t_k itself
+(h_max = dt, or the rotation step limit at the interval's start if shorter, ``rotation_limit``: no step
+turns a part by a quarter turn, so that the angles' windings hold over turns; at most
+:data:`.integrators.MAX_ROTATION_CUT` steps for one of dt, :func:`.integrators.fixed_step`), and
 after each step the formulation's bookkeeping runs (angle references, joint-measure
 continuity, optional projection onto the joints), so both give the same states up to
 round-off. The whole loop runs in compiled code; it applies when nothing in ẏ needs Python
@@ -12,8 +15,8 @@ Units: t, dt and h in s; the state y = [q, v, W] in m, 1 (Euler parameters), m/s
 
 :func:`rk4` is a template (:data:`TEMPLATES`): :mod:`.fast` compiles its source inside its generated
 library (and :mod:`.fast_tree` inside the tree module), where ``rhs``, ``groups``, ``windings``,
-``project``, ``measure_rows`` and ``probe_step`` are that module's functions (the last three templates
-of :mod:`._dop853`, whose loop probes its steps the same way).
+``rotation_limit``, ``project``, ``measure_rows`` and ``probe_step`` are that module's functions (the
+last three templates of :mod:`._dop853`, whose loop probes its steps the same way).
 """
 
 import math
@@ -22,6 +25,7 @@ import numpy as np
 
 from . import _kernels as K
 from ._dop853 import DONE, NAN_STATE, NOT_FINITE, PROBES, S_PROBED, SINGULAR, finish, next_step_probes, strided
+from .integrators import MAX_ROTATION_CUT
 
 #: ``stats`` slot of the last step size h (s) taken or tried (the stats array is
 #: :data:`._radau.N_STATS` long; slots 7 and 8 are Radau's Jacobian and LU counts)
@@ -29,12 +33,13 @@ S_STEP = 7
 
 # the model's compiled functions, bound in the generated module that compiles the templates (and the
 # templates ``project``, ``measure_rows`` and ``probe_step`` of :mod:`._dop853`)
-rhs = groups = windings = project = choose_rows = measure_rows = probe_step = None
+rhs = groups = windings = rotation_limit = project = choose_rows = measure_rows = probe_step = None
 
 
 def rk4(t, y0, times, dt, ptol, max_iter, zone, df, di, dd, ws, Y, DD, stats, y_end):
     """Integrate ẏ = rhs(t, y) from (times[0], y0) to times[-1] by fixed RK4 steps of at most
-    ``dt`` (s); fill the output frames (template).
+    ``dt`` (s) and at most ``rotation_limit(y, df, di, dd, ws)`` at each output interval's start;
+    fill the output frames (template).
 
     ``rhs(t, y, df, di, dd, ws) -> (ẏ, ok)`` is the model's compiled right-hand side; after each
     step ``windings(y, df, di, dd, ws)`` updates the continuity references in ``dd`` (it reads
@@ -80,7 +85,9 @@ def rk4(t, y0, times, dt, ptol, max_iter, zone, df, di, dd, ws, Y, DD, stats, y_
         status = NOT_FINITE
     while status == DONE and k < nt:
         t0, t1 = t, times[k]
-        m = max(1, int(math.ceil((t1 - t0) / dt - 1e-9)))
+        lim = rotation_limit(y, df, di, dd, ws)  # (:func:`.integrators.fixed_step`)
+        h_max = max(lim, dt / MAX_ROTATION_CUT) if lim < dt else dt
+        m = max(1, int(math.ceil((t1 - t0) / h_max - 1e-9)))
         h = (t1 - t0) / m
         for i in range(m):
             for j in range(n):
@@ -179,4 +186,4 @@ def rk4(t, y0, times, dt, ptol, max_iter, zone, df, di, dd, ws, Y, DD, stats, y_
 #: template ``project`` of :mod:`._dop853`)
 TEMPLATES = (rk4,)
 #: names the template uses from this module (the rest come from :data:`._dop853.HELPERS`)
-HELPERS = ("S_STEP",)
+HELPERS = ("S_STEP", "MAX_ROTATION_CUT")

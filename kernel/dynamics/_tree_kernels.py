@@ -1057,13 +1057,19 @@ def windings(y, df, di, dd, ws):
     return library_windings(ya, df, di, dd, ws)
 
 
-def step_limit(y, df, di, dd, ws):
-    """The largest step (s) at the tree state y (template; overwrites the workspace's tree
-    kinematics): :func:`._kernels.rotation_step_limit` of the parts' velocities there (the tree
-    has no contacts). In relative coordinates a steadily spinning part's motion is exact, and
-    DOP853's error control alone would let one step turn it by several turns."""
+def rotation_limit(y, df, di, dd, ws):
+    """:func:`._kernels.rotation_step_limit` of the parts' velocities at the tree state y
+    (template; overwrites the workspace's tree kinematics). In relative coordinates a steadily
+    spinning part's motion is exact, and DOP853's error control alone would let one step turn it
+    by several turns."""
     kinematics(y, df, di, ws, KT)
     return K.rotation_step_limit(K.f1(ws, di, KT + T_YA), di)
+
+
+def step_limit(y, df, di, dd, ws):
+    """The largest step (s) at the tree state y (template): :func:`rotation_limit` (the tree has
+    no contacts)."""
+    return rotation_limit(y, df, di, dd, ws)
 
 
 def rhs(t, y, df, di, dd, ws):
@@ -1144,10 +1150,10 @@ def probe_step(t, h, y, y_new, f, f_new, s, tmp, df, di, dd, ws, rows, h_before)
     return True
 
 
-#: compiled inside each tree module after the integrator templates, whose ``windings``, ``step_limit``,
-#: ``rhs``, ``project``, ``choose_rows``, ``measure_rows`` and ``probe_step`` they replace there
-TEMPLATES = (tree_state, windings, step_limit, rhs, project, singular, _hermite, choose_rows, measure_rows,
-             probe_step)
+#: compiled inside each tree module after the integrator templates, whose ``windings``, ``rotation_limit``,
+#: ``step_limit``, ``rhs``, ``project``, ``choose_rows``, ``measure_rows`` and ``probe_step`` they replace there
+TEMPLATES = (tree_state, windings, rotation_limit, step_limit, rhs, project, singular, _hermite, choose_rows,
+             measure_rows, probe_step)
 #: names the templates use from this module
 HELPERS = ("kinematics", "stage_rhs", "closure_violation", "position_step", "velocity_step", "singularity",
            "singularity_rows", "T_YA", "T_CGRP", "T_RGRP")

@@ -10,7 +10,9 @@ work at the output times (the formulations themselves: :mod:`.formulations`,
 
 ODE formulations run with scipy's ``RK23``, ``RK45``, ``DOP853``, ``Radau``, ``BDF``,
 ``LSODA`` (error control ``rtol``/``atol`` on the state) or the fixed-step classical
-``RK4`` (step ``dt``). Projection of the integrator state after steps is applied with the one-step methods (RK*,
+``RK4`` (step ``dt``, shorter where a part would turn by a quarter turn in it:
+:data:`.integrators.ROTATION_PER_STEP`, as every error-controlled step). Projection of the integrator state
+after steps is applied with the one-step methods (RK*,
 DOP853, Radau); the multistep ones (BDF, LSODA) keep their history and only the output frames
 are projected.
 
@@ -68,7 +70,7 @@ import numpy as np
 
 from ...errors import SolverError
 from .failures import _Failure
-from .integrators import REGISTRY
+from .integrators import REGISTRY, fixed_step, rotation_step_limit
 from .integrators import names as integrator_names
 
 __all__ = ["Formulation", "DynamicsResult", "INTEGRATORS", "SCIPY_INTEGRATORS", "INDEX3_INTEGRATORS"]
@@ -328,8 +330,6 @@ class Formulation:
         """The largest step (s) of an error-controlled integrator from the state y: no part turns
         by more than :data:`.integrators.ROTATION_PER_STEP` relative to another (the windings of
         the angles), and no step strides over a declared contact (:mod:`.contacts`)."""
-        from .integrators import rotation_step_limit
-
         q, v, _ = self.unpack(t, y)
         limit = rotation_step_limit(v)
         if not self.dyn.forces.unilateral:
@@ -452,7 +452,9 @@ class Formulation:
         t = times[0]
         while k < nt:
             t0, t1 = t, times[k]
-            n = max(1, int(math.ceil((t1 - t0) / h_target - 1e-9)))
+            # at most dt, and no step turns a part by a quarter turn (the angles' windings)
+            h_max = fixed_step(h_target, rotation_step_limit(self.unpack(t, y)[1]))
+            n = max(1, int(math.ceil((t1 - t0) / h_max - 1e-9)))
             h = (t1 - t0) / n
             cross = False
             for i in range(n):

@@ -20,7 +20,7 @@ compiled once (its work shared among processes, :func:`compile_module`: 132 s on
 on 2 cores, ≈ 4.5 minutes in one process), never again for a new model.
 Besides ``rhs`` the module holds ``windings`` (the angle references follow an accepted state),
 ``step_limit`` (the largest step at an accepted state: the compliant contacts' and
-:func:`._kernels.rotation_step_limit`), ``project``
+``rotation_limit``'s, :func:`._kernels.rotation_step_limit`), ``project``
 (projection onto the joints) and the integration loops ``dop853``, ``radau`` and ``rk4`` of
 :mod:`._dop853`, :mod:`._radau` and :mod:`._rk4` compiled around the library's ``rhs``
 (:meth:`FastRHS.dop853`, :meth:`FastRHS.radau`, :meth:`FastRHS.rk4`; used when no input of ẏ
@@ -518,8 +518,11 @@ def _source(parametrization):
             + "    return K.stage_rhs(t, y, df, di, dd, ws)\n"
             + jit + "\n".join(windings) + "\n"
             + jit
+            + "def rotation_limit(y, df, di, dd, ws):\n"
+            + "    return K.rotation_step_limit(y, di)\n"
+            + jit
             + "def step_limit(y, df, di, dd, ws):\n"
-            + "    return min(K.rotation_step_limit(y, di), K.contact_step_limit(y, df, di, dd, ws))\n"
+            + "    return min(rotation_limit(y, df, di, dd, ws), K.contact_step_limit(y, df, di, dd, ws))\n"
             + _template_source(jit))
 
 

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Integrator", "REGISTRY", "names", "get", "ROTATION_PER_STEP", "rotation_step_limit"]
+__all__ = ["Integrator", "REGISTRY", "names", "get", "ROTATION_PER_STEP", "MAX_ROTATION_CUT", "rotation_step_limit",
+           "fixed_step"]
 
 #: rad, the most one part may turn relative to another in one step of an error-controlled integrator,
 #: at the rates of the step's start. A joint angle, an angle driver's or an axis element's angle is
@@ -29,6 +30,9 @@ __all__ = ["Integrator", "REGISTRY", "names", "get", "ROTATION_PER_STEP", "rotat
 #: the error control alone lets a step turn it by several turns, and the angles written out lose
 #: them (DOP853 at rtol 1e-3 on a rod spinning at 10 rad/s: 5 turns lost in 2 s, measured).
 ROTATION_PER_STEP = math.pi / 2
+#: a fixed-step integrator's step (RK4's dt) is cut for :data:`ROTATION_PER_STEP` into at most this many
+#: (a run that blows up, its rates growing without bound, still ends in bounded time)
+MAX_ROTATION_CUT = 64
 
 
 @dataclass(frozen=True)
@@ -88,9 +92,17 @@ def get(name):
 def rotation_step_limit(v):
     """The largest step (s) at the parts' velocities ``v`` (nv,) = [v_c, ω] per moving part (m/s,
     rad/s, world): no two parts turn relative to each other by more than :data:`ROTATION_PER_STEP`
-    (relative rate ≤ 2 max |ω|); inf when nothing turns."""
+    (relative rate ≤ 2 max |ω|); inf when nothing turns, or when the rates are not finite (the run fails
+    its own way)."""
     v = np.asarray(v, dtype=float)
     if v.size == 0:
         return math.inf
     w = float(np.max(np.linalg.norm(v.reshape(-1, 6)[:, 3:], axis=1)))
-    return ROTATION_PER_STEP / (2.0 * w) if w > 0.0 else math.inf
+    return ROTATION_PER_STEP / (2.0 * w) if 0.0 < w < math.inf else math.inf
+
+
+def fixed_step(dt, limit):
+    """The step (s) of a fixed-step integrator asked for ``dt`` where :func:`rotation_step_limit` is
+    ``limit``: dt, cut to the limit but to no less than dt / :data:`MAX_ROTATION_CUT` (a limit that is not a
+    number, from rates that are not finite, leaves dt)."""
+    return max(limit, dt / MAX_ROTATION_CUT) if limit < dt else dt

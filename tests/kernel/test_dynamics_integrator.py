@@ -659,7 +659,8 @@ def _toy_rk4(rhs=_toy_rhs):
          f"from cadmotion.kernel.dynamics._rk4 import {', '.join(R4.HELPERS)}\n", ns)
     for fn in D.TEMPLATES + R4.TEMPLATES:
         exec("@numba.njit\n" + inspect.getsource(fn), ns)
-    ns.update(rhs=rhs, windings=_no_windings, groups=_no_groups, step_limit=_no_step_limit, choose_rows=_no_rows)
+    ns.update(rhs=rhs, windings=_no_windings, groups=_no_groups, step_limit=_no_step_limit,
+              rotation_limit=_no_step_limit, choose_rows=_no_rows)
 
     def solve(times, dt):
         times = np.asarray(times, float)

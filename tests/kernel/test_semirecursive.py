@@ -591,6 +591,19 @@ def test_a_spinning_rod_s_joint_angle_is_omega_t_over_turns_at_any_tolerance(for
     assert np.max(np.abs(angle - 10.0 * motion.time)) < (1e-8 if tol < 1e-3 or formulation == FORM else 1e-2)
 
 
+@pytest.mark.parametrize("formulation", [FORM, "projection"])
+def test_rk4_steps_longer_than_a_quarter_turn_are_cut(formulation):
+    """RK4 asked for 0.5 s steps on the rod spinning at 10 rad/s (5 rad a step): the steps are cut
+    so that none turns it by a quarter turn, and the joint angle is ω t over the turns (exact in
+    relative coordinates; RK4's error on the absolute Euler parameters, measured 8.0e-3 rad)."""
+    model = compile_model(parse_model(tomllib.loads(SPINNING_ROD), source="spinning rod (test)"))
+    motion, res = run(model, 2.0, 4, formulation=formulation, integrator="RK4", dt=0.5)
+    assert res.success, res.message
+    assert res.nsteps >= 2.0 * 10.0 / (math.pi / 4)  # 20 rad in steps of at most π/4 (the rod against the ground)
+    angle = motion.coordinate("pivot.angle")
+    assert np.max(np.abs(angle - 10.0 * motion.time)) < (1e-8 if formulation == FORM else 1e-2)
+
+
 def test_the_slider_crank_s_joint_angles_over_turns_match_the_absolute_formulation():
     """The slider-crank started at 30 rad/s turns ≈ 5 times in 1 s: every joint coordinate
     written out (the crank's angle continuous over the turns, the cut joint's and the tree
