@@ -114,3 +114,15 @@ def test_coarse_output_steps_follow_the_same_motion():
     rocker = rotation_angle_z(m.quaternion[:, m.part_index("rocker")])
     np.testing.assert_allclose(np.angle(np.exp(1j * rocker)), np.angle(np.exp(1j * (phi - phi[0]))), atol=1e-9)
     assert m.events == []
+
+
+def test_joint_angles_keep_their_turns_between_coarse_frames():
+    """The slider-crank's crank driven by θ = t² (16 rad in 4 s), written at 4 frames (up to 7 rad a frame):
+    the crank's angle is t² itself, and every joint angle equals a run of 400 frames at the same times
+    (a frame-to-frame change nearest zero, np.unwrap's rule, lost turns wherever a joint turned by more than
+    half a turn between frames)."""
+    coarse = run("slider_crank", 4.0, 4)
+    dense = run("slider_crank", 4.0, 400)
+    np.testing.assert_allclose(coarse.coordinate("crank_pivot.angle"), coarse.time ** 2, atol=1e-9)
+    for jc in coarse.joint_coordinates:
+        np.testing.assert_allclose(jc.values, dense.coordinate(jc.column)[::100], atol=1e-8, err_msg=jc.column)
