@@ -73,7 +73,8 @@ CLOSED_SPEED = 1e-6
 #: a gap (m) within this, plus :data:`CLOSED_GAP_REL` of the point's length scale, is touching
 CLOSED_GAP = 1e-9
 CLOSED_GAP_REL = 1e-7
-#: normal forces below this fraction of the lighter part's weight leave a touching point open
+#: normal forces below this fraction of the lighter part's weight leave a touching point open (and normal
+#: accelerations below this fraction of 1 g do not close one)
 FORCE_TOL = 1e-6
 #: displacement of the faster body, as a fraction of its length scale, of the convective term's difference
 _FD_FRACTION = 1e-4
@@ -146,6 +147,9 @@ class UnilateralContacts(Contacts):
         #: part's weight (at least at 1 g, 9.81 m/s²: models without gravity too)
         g = max(float(np.linalg.norm(model.spec.gravity)), 9.81)
         self.force_tol = FORCE_TOL * np.where(np.isfinite(self.m_eff), self.m_eff, 1.0) * g
+        #: an open touching point approaching at a normal acceleration (m/s² or rad/s²) beyond this is
+        #: closed: FORCE_TOL of the gravity (at least 1 g), the acceleration :attr:`force_tol` gives its effective mass
+        self.accel_tol = FORCE_TOL * g
 
     # ------------------------------------------------------------------ state
     def initial_state(self, bs):
@@ -392,11 +396,15 @@ class UnilateralContacts(Contacts):
         return v_new, hits
 
     def resolve_modes(self, dyn, evaluate, v, state):
-        """Choose the modes at a touching configuration (the accelerations' complementarity): the
-        points touching and not separating, each sticking where it does not slip and μ_s > 0, then
-        (repeatedly) the one with the most negative λ_n opened, a contact outside its friction cone
-        set slipping against its friction force. ``evaluate(state) -> (ev, v̇₀)``. Updates ``state``
-        in place; returns the point modes before (n,)."""
+        """Choose the modes at a touching configuration so that the accelerations are complementary: of
+        the points touching and not separating (the candidates), each active one pushes (λ_n above
+        :attr:`force_tol`) and each open one does not approach (g̈ ≥ −:attr:`accel_tol`). The candidates
+        start active, each sticking where it does not slip and μ_s > 0; then, repeatedly, the candidate of
+        least index that breaks complementarity switches (an active one opens, an open one closes again
+        in its first mode: Murty's least-index rule, which a greedy choice of the most negative λ_n
+        lacks — opening one point can make another approach), and once none does, a contact outside its
+        friction cone is set slipping against its friction force. ``evaluate(state) -> (ev, v̇₀)``.
+        Updates ``state`` in place; returns the point modes before (n,)."""
         before = self.modes(state).copy()
         ev, _ = evaluate(state)
         g, gd, vt = self.gaps(_with_velocities(dyn, ev, v), state)
@@ -413,16 +421,18 @@ class UnilateralContacts(Contacts):
                 S[i, 0] = SLIP
                 if speed[i] > CLOSED_SPEED:
                     S[i, 1:] = vt[i] / speed[i]
+        candidates = np.flatnonzero(closed)
+        first_mode = S[candidates, 0].copy()
         for _ in range(4 * self.n + 4):
             modes = self.modes(state)
-            if not np.any(modes > OPEN):
+            if not len(candidates):
                 break
             ev, vd0 = evaluate(state)
-            _, _, _, lam_n, f_t = self.solve(dyn, ev, vd0, state)
-            live = modes > OPEN
-            neg = np.flatnonzero(live & (lam_n <= self.force_tol))
-            if len(neg):
-                S[neg[np.argmin(lam_n[neg])], 0] = OPEN
+            vd, _, _, lam_n, f_t = self.solve(dyn, ev, vd0, state)
+            wrong = self._complementarity_breaks(ev.bs, state, candidates, vd, lam_n)
+            if len(wrong):
+                j = wrong[0]
+                S[candidates[j], 0] = OPEN if modes[candidates[j]] > OPEN else first_mode[j]
                 continue
             slipping = self.cone_violations(state, lam_n, f_t)
             if not len(slipping):
@@ -433,6 +443,19 @@ class UnilateralContacts(Contacts):
             S[pts, 0] = SLIP
             S[pts, 1:] = -total / max(np.linalg.norm(total), 1e-300)
         return before
+
+    def _complementarity_breaks(self, bs, state, candidates, vd, lam_n):
+        """Positions in ``candidates`` (ascending) of the points that break complementarity at the
+        accelerations vd (nv,): active with λ_n ≤ :attr:`force_tol`, or open with g̈ = J_n v̇ + c_n below
+        −:attr:`accel_tol` (approaching)."""
+        live = self.modes(state)[candidates] > OPEN
+        wrong = live & (lam_n[candidates] <= self.force_tol[candidates])
+        shut = candidates[~live]
+        if len(shut):
+            n, _, _, _, Jp, c, _, _ = self.kinematics(bs, shut, state)
+            gdd = np.einsum("ki,kiv->kv", n, Jp) @ vd + c[:, 0]
+            wrong[~live] = gdd < -self.accel_tol
+        return np.flatnonzero(wrong)
 
     def cone_violations(self, state, lam_n, f_t):
         """Contacts (owners) whose sticking points need more than μ_s Σ λ_n of friction (beyond round-off)."""
