@@ -40,6 +40,8 @@ TIME_TOL = 1e-13
 #: switches at one instant beyond this many: the run stops (a contact that cannot be resolved)
 MAX_SWITCHES_AT_ONCE = 1000
 _MODE_NAMES = {OPEN: "open", SLIP: "slip", STICK: "stick"}
+#: the switching functions that are values of the contact forces (the others are of the positions and velocities)
+_OF_FORCES = ("separation", "cone")
 
 
 class EventDriver:
@@ -74,21 +76,23 @@ class EventDriver:
         ev, vd0 = self._evaluate(t, y)
         return ev, self.cc.solve(self.dyn, ev, vd0, self.state)
 
+    def _body_state(self, y):
+        """The bodies' poses and velocities at the state y, at unit Euler parameters (as the equations are
+        evaluated: a state of the dense output between steps is off the unit sphere by the error)."""
+        from .mass import body_state
+
+        form = self.form
+        Q = y[: form.nq].reshape(-1, 7).copy()
+        Q[:, 3:] /= np.linalg.norm(Q[:, 3:], axis=1)[:, None]
+        return body_state(form.model, self.dyn.mass, Q.reshape(-1), y[form.nq: form.nq + form.nv])
+
     def _pass_limit(self, t, y):
         """The largest step (s) from (t, y) that carries no point through a finite shape unseen (for a
         new solver; a running one takes it from :meth:`kinds`)."""
-        from .mass import body_state
-
-        form = self.form
-        bs = body_state(form.model, self.dyn.mass, y[: form.nq], y[form.nq: form.nq + form.nv])
-        return self.cc.pass_limit(*self.cc.gaps(bs, self.state), self.state)
+        return self.cc.pass_limit(*self.cc.gaps(self._body_state(y), self.state), self.state)
 
     def _kinetic(self, t, y):
-        form = self.form
-        from .mass import body_state
-
-        bs = body_state(form.model, self.dyn.mass, y[: form.nq], y[form.nq: form.nq + form.nv])
-        return self.dyn.kinetic(bs)
+        return self.dyn.kinetic(self._body_state(y))
 
     # ------------------------------------------------------------------ switching functions
     def kinds(self, t, y):
@@ -112,10 +116,15 @@ class EventDriver:
         return out, self.values(t, y, out, solution), cc.pass_limit(g, gd, vt, self.state)
 
     def values(self, t, y, kinds, solution=None):
-        """The switching functions' values at (t, y) (``solution``: :meth:`_solution` there, if known)."""
+        """The switching functions' values at (t, y) (``solution``: :meth:`_solution` there, if known; the
+        contact forces are solved for only where a function needs them, a separation or a cone)."""
         cc = self.cc
-        ev, (vd, fc, power, lam_n, f_t) = solution or self._solution(t, y)
-        g, gd, vt = cc.gaps(ev.bs, self.state)
+        if solution is None and not any(kind in _OF_FORCES for kind, _ in kinds):
+            bs, lam_n, f_t = self._body_state(y), None, None
+        else:
+            ev, (vd, fc, power, lam_n, f_t) = solution or self._solution(t, y)
+            bs = ev.bs
+        g, gd, vt = cc.gaps(bs, self.state)
         margins = None
         sdir = cc.slip_dirs(self.state)
         out = np.empty(len(kinds))
@@ -213,10 +222,7 @@ class EventDriver:
         y = np.array(y if new is None else new, float)
         y = self.project(t, y)
         cc = self.cc
-        form = self.form
-        from .mass import body_state
-
-        bs = body_state(form.model, self.dyn.mass, y[: form.nq], y[form.nq: form.nq + form.nv])
+        bs = self._body_state(y)
         cc.accept(bs, self.state)
         _, _, vt = cc.gaps(bs, self.state)
         S = self.state[: STATE_WIDTH * cc.n].reshape(-1, STATE_WIDTH)

@@ -259,8 +259,7 @@ class UnilateralContacts(Contacts):
 
     def _point_kinematics(self, bs, idx):
         """:meth:`kinematics` of contact points idx."""
-        S, O = self._pair_state(bs)
-        pair = tuple(tuple(a[idx] for a in side) for side in (S, O))
+        pair = self._pair_state(bs, idx)
         n, delta, x, dd, vt = self._geometry(*pair, idx=idx)
         vr = vt - dd[:, None] * n
         speed = (np.linalg.norm(pair[0][2], axis=1) + np.linalg.norm(pair[1][2], axis=1)
