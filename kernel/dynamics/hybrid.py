@@ -77,14 +77,13 @@ class EventDriver:
         return ev, self.cc.solve(self.dyn, ev, vd0, self.state)
 
     def _body_state(self, y):
-        """The bodies' poses and velocities at the state y, at unit Euler parameters (as the equations are
-        evaluated: a state of the dense output between steps is off the unit sphere by the error)."""
+        """The bodies' poses and velocities at the state y, at unit Euler parameters as the equations are
+        evaluated (the switching functions' values from it and from an evaluation agree to the bit)."""
         from .mass import body_state
 
         form = self.form
-        Q = y[: form.nq].reshape(-1, 7).copy()
-        Q[:, 3:] /= np.linalg.norm(Q[:, 3:], axis=1)[:, None]
-        return body_state(form.model, self.dyn.mass, Q.reshape(-1), y[form.nq: form.nq + form.nv])
+        return body_state(form.model, self.dyn.mass, self.dyn.unit_parameters(y[: form.nq]),
+                          y[form.nq: form.nq + form.nv])
 
     def _pass_limit(self, t, y):
         """The largest step (s) from (t, y) that carries no point through a finite shape unseen (for a
