@@ -73,8 +73,7 @@ CLOSED_SPEED = 1e-6
 #: a gap (m) within this, plus :data:`CLOSED_GAP_REL` of the point's length scale, is touching
 CLOSED_GAP = 1e-9
 CLOSED_GAP_REL = 1e-7
-#: normal forces below this fraction of the lighter part's weight leave a touching point open (and normal
-#: accelerations below this fraction of 1 g do not close one)
+#: normal forces below this fraction of the lighter part's weight leave a touching point open
 FORCE_TOL = 1e-6
 #: displacement of the faster body, as a fraction of its length scale, of the convective term's difference
 _FD_FRACTION = 1e-4
@@ -147,9 +146,6 @@ class UnilateralContacts(Contacts):
         #: part's weight (at least at 1 g, 9.81 m/s²: models without gravity too)
         g = max(float(np.linalg.norm(model.spec.gravity)), 9.81)
         self.force_tol = FORCE_TOL * np.where(np.isfinite(self.m_eff), self.m_eff, 1.0) * g
-        #: an open touching point approaching at a normal acceleration (m/s² or rad/s²) beyond this is
-        #: closed: FORCE_TOL of the gravity (at least 1 g), the acceleration :attr:`force_tol` gives its effective mass
-        self.accel_tol = FORCE_TOL * g
 
     # ------------------------------------------------------------------ state
     def initial_state(self, bs):
@@ -397,12 +393,12 @@ class UnilateralContacts(Contacts):
     def resolve_modes(self, dyn, evaluate, v, state):
         """Choose the modes at a touching configuration so that the accelerations are complementary: of
         the points touching and not separating (the candidates), each active one pushes (λ_n above
-        :attr:`force_tol`) and each open one does not approach (g̈ ≥ −:attr:`accel_tol`). The candidates
+        :attr:`force_tol`) and each open one does not accelerate into its shape. The candidates
         start active, each sticking where it does not slip and μ_s > 0; then, repeatedly, the candidate of
-        least index that breaks complementarity switches (an active one opens, an open one closes again
-        in its first mode: Murty's least-index rule, which a greedy choice of the most negative λ_n
-        lacks — opening one point can make another approach), and once none does, a contact outside its
-        friction cone is set slipping against its friction force. ``evaluate(state) -> (ev, v̇₀)``.
+        least index that breaks complementarity (:meth:`_complementarity_breaks`) switches (an active one
+        opens, an open one closes again in its first mode: Murty's least-index rule, which a greedy choice
+        of the most negative λ_n lacks — opening one point can make another approach), and once none does,
+        a contact outside its friction cone is set slipping against its friction force. ``evaluate(state) -> (ev, v̇₀)``.
         Updates ``state`` in place; returns the point modes before (n,)."""
         before = self.modes(state).copy()
         ev, _ = evaluate(state)
@@ -422,13 +418,13 @@ class UnilateralContacts(Contacts):
                     S[i, 1:] = vt[i] / speed[i]
         candidates = np.flatnonzero(closed)
         first_mode = S[candidates, 0].copy()
-        for _ in range(4 * self.n + 4):
+        for _ in range(4 * len(candidates) + 4):
             modes = self.modes(state)
             if not len(candidates):
                 break
             ev, vd0 = evaluate(state)
             vd, _, _, lam_n, f_t = self.solve(dyn, ev, vd0, state)
-            wrong = self._complementarity_breaks(ev.bs, state, candidates, vd, lam_n)
+            wrong = self._complementarity_breaks(dyn, ev, state, candidates, vd, lam_n)
             if len(wrong):
                 j = wrong[0]
                 S[candidates[j], 0] = OPEN if modes[candidates[j]] > OPEN else first_mode[j]
@@ -443,17 +439,20 @@ class UnilateralContacts(Contacts):
             S[pts, 1:] = -total / max(np.linalg.norm(total), 1e-300)
         return before
 
-    def _complementarity_breaks(self, bs, state, candidates, vd, lam_n):
+    def _complementarity_breaks(self, dyn, ev, state, candidates, vd, lam_n):
         """Positions in ``candidates`` (ascending) of the points that break complementarity at the
         accelerations vd (nv,): active with λ_n ≤ :attr:`force_tol`, or open with g̈ = J_n v̇ + c_n below
-        −:attr:`accel_tol` (approaching)."""
+        −G :attr:`force_tol`, the acceleration that force would give the point (G = J_n A J_nᵀ its inverse
+        effective mass with the joints; at most its inverse mass with the other contacts too, so that a
+        point opened for a force below the tolerance is not closed again for the acceleration it takes)."""
         live = self.modes(state)[candidates] > OPEN
         wrong = live & (lam_n[candidates] <= self.force_tol[candidates])
         shut = candidates[~live]
         if len(shut):
-            n, _, _, _, Jp, c, _, _ = self.kinematics(bs, shut, state)
-            gdd = np.einsum("ki,kiv->kv", n, Jp) @ vd + c[:, 0]
-            wrong[~live] = gdd < -self.accel_tol
+            n, _, _, _, Jp, c, _, _ = self.kinematics(ev.bs, shut, state)
+            Jn = np.einsum("ki,kiv->kv", n, Jp)
+            inverse_mass = np.einsum("kv,vk->k", Jn, self.constrained_inverse(dyn, ev, Jn.T))
+            wrong[~live] = Jn @ vd + c[:, 0] < -inverse_mass * self.force_tol[shut]
         return np.flatnonzero(wrong)
 
     def cone_violations(self, state, lam_n, f_t):
