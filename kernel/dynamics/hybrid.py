@@ -16,10 +16,17 @@ a sphere or a box between its two ends, :meth:`.unilateral.UnilateralContacts.pa
 3. the velocities projected onto the active rows (the joints kept), the integrator restarted there.
 
 Switching functions, fixed for a step by the modes at its start (a sign change from > 0 to ≤ 0 is a
-switch): an open point apart: its gap g; an open point touching: ġ + CLOSED_SPEED (it starts to
-approach); an active point: λ_n (separation); a sticking contact: μ_s Σ λ_n − |Σ λ_t| (slip); a
+switch): an open point apart (its gap g beyond the touching band,
+:attr:`.unilateral.UnilateralContacts.closed_gap`): g; an open point touching: ġ + 2 CLOSED_SPEED (it
+approaches); an active point: λ_n (separation); a sticking contact: μ_s Σ λ_n − |Σ λ_t| (slip); a
 slipping point with friction: v_t·ŝ (its slip stops or reverses). A run with unilateral contacts notes
 the impacts, the switches and the time spent with k contacts active.
+
+Each root found must change the state, or the same root is found again at once without end. A gap
+reaching 0 leaves the point touching, watched by its approach from then on (not by its gap, which is
+round-off there: 1e-18 m on a chain of 30 mm parts, with either sign). An approach's root lies beyond
+the impact threshold: approaching at 2 CLOSED_SPEED the point takes an impact (at CLOSED_SPEED it could
+be left as it was, open, pressing with less than the force tolerance).
 """
 
 from __future__ import annotations
@@ -105,7 +112,7 @@ class EventDriver:
         out = []
         for i in range(cc.n):
             if modes[i] == OPEN:
-                out.append(("gap" if g[i] > 0 else "approach", i))
+                out.append(("gap" if g[i] > cc.closed_gap[i] else "approach", i))
             else:
                 out.append(("separation", i))
                 if modes[i] == SLIP and cc.mu_d[i] > 0:
@@ -131,7 +138,7 @@ class EventDriver:
             if kind == "gap":
                 out[j] = g[i]
             elif kind == "approach":
-                out[j] = gd[i] + CLOSED_SPEED
+                out[j] = gd[i] + 2.0 * CLOSED_SPEED
             elif kind == "separation":
                 out[j] = lam_n[i]
             elif kind == "reversal":
