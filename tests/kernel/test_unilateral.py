@@ -153,6 +153,27 @@ def test_a_ball_held_by_three_planes_slides_down_the_crease_of_the_two_that_hold
     assert _balance(motion) < 1e-9
 
 
+@pytest.mark.parametrize("height, kind", [(1e-12, "approach"), (-1e-12, "approach"), (1e-6, "gap")])
+def test_an_open_point_is_watched_by_its_gap_when_apart_and_by_its_approach_when_touching(height, kind):
+    # within the touching band the gap is round-off (either sign): a zero of it would be found again at once
+    # after every switch; the approach's zero, at 2 CLOSED_SPEED, lies past the impact threshold
+    from cadmotion.kernel.dynamics.formulations import get_formulation
+    from cadmotion.kernel.dynamics.forward import prepare
+    from cadmotion.kernel.dynamics.hybrid import EventDriver
+    from cadmotion.kernel.dynamics.unilateral import CLOSED_SPEED
+
+    data = _data("bouncing_ball_unilateral")
+    data["parts"]["ball"]["position"][2] = data["contacts"][0]["shape"][0]["sphere"] + height
+    model = compile_model(parse_model(data, source="ball.toml"))
+    dyn, q0, v0, angles, refs = prepare(model, 0.0)
+    form = get_formulation("projection")(dyn, angles=angles, refs=refs)
+    driver = EventDriver(form, None, 1e-8, 1e-10)
+    v0[2] = 0.01  # rising
+    kinds, values, _ = driver.kinds(0.0, form.initial_state(0.0, q0, v0))
+    assert kinds == [(kind, 0)]
+    assert values[0] == pytest.approx(height if kind == "gap" else 0.01 + 2 * CLOSED_SPEED, rel=1e-6)
+
+
 # ---------------------------------------------------------------------------- Newton's cradle
 def _cradle(e, t_extra):
     data = _data("newtons_cradle")
