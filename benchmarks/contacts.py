@@ -32,6 +32,20 @@ T + V − T0 − V0 − W, W the work of the driver, the brake and the contacts'
 violations).
 
     python benchmarks/contacts.py chain [LINKS [T]]     (default 60 links, 0.02 s)
+
+Unilateral contacts, the chain drive (``chain-unilateral``): the same sample written with
+``--method unilateral`` (every roller against every tooth as a unilateral contact, e = 0, μ = 0.1), T s
+simulated by projection / DOP853 (rtol 1e-6, atol 1e-8) on the numpy right-hand side with the event-driven
+switches of :mod:`cadmotion.kernel.dynamics.hybrid`, with activation (the default: the rows of the touching
+rollers only) and with every declared contact's rows in the equations (``options={"activation": False}``)
+over T_ALL s (default T; where T_ALL differs, activation over T_ALL as well, for the comparison at the same
+span): one run each, ``CM_REPEAT`` ignored — a run takes minutes. Prints per case the
+wall time, wall time per simulated second, steps, evaluations, ms per evaluation, the mean number of
+contacts active, impacts and contact switches; then, over T_ALL, the ratio of the wall times and the
+largest position difference of the two runs, and over T the driven sprocket's mean speed over the second
+half against the driver's and the run's own checks.
+
+    python benchmarks/contacts.py chain-unilateral [LINKS [T [T_ALL]]]     (default 60 links, 0.005 s)
 """
 import os
 
@@ -114,14 +128,19 @@ def chain_run(model, t_end, **options):
     return time.perf_counter() - t0, result, form
 
 
-def chain(links, t_end):
+def chain_model(links, t_end, method):
+    """The compiled chain-drive sample of ``samples/dynamics/make_chain_drive.py`` (100 frames)."""
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "samples", "dynamics"))
     import tomllib
 
     from make_chain_drive import chain_drive_toml
 
-    model = compile_model(parse_model(tomllib.loads(chain_drive_toml(links, t_end, 100)),
-                                      source=f"chain drive, {links} links"))
+    return compile_model(parse_model(tomllib.loads(chain_drive_toml(links, t_end, 100, method)),
+                                     source=f"chain drive, {links} links, {method}"))
+
+
+def chain(links, t_end):
+    model = chain_model(links, t_end, "compliant")
     chain_run(model, 0.002)  # compile / warm the caches
     rows = {}
     cases = (("compiled, broad phase", t_end, {}, REPEAT),
@@ -156,8 +175,47 @@ def chain(links, t_end):
           f"the run's checks: {'; '.join(check.line() for check in result.invariants.checks)}")
 
 
+def unilateral_chain_run(model, t_end, activation):
+    """(wall s, motion, result): the unilateral chain drive over t_end s, 100 frames."""
+    t0 = time.perf_counter()
+    motion, result = run(model, t_end, 100, rtol=1e-6, atol=1e-8, options={"activation": activation})
+    return time.perf_counter() - t0, motion, result
+
+
+def chain_unilateral(links, t_end, t_all):
+    model = chain_model(links, t_end, "unilateral")
+    run(model, 1e-5, 1, rtol=1e-6, atol=1e-8)  # warm the kinematics' caches
+    cases = [("activation", t_end, True)] + ([("activation", t_all, True)] if t_all != t_end else []) + \
+        [("all rows", t_all, False)]
+    rows = {}
+    for label, span, activation in cases:
+        wall, motion, result = unilateral_chain_run(model, span, activation)
+        rows[label, span] = (wall, motion, result)
+        print(f"{label}, {span:g} s: {motion.message or 'complete'}; {'; '.join(result.notes)}", flush=True)
+    print(f"{'case':<11} {'T s':>7} {'wall s':>8} {'wall/T':>9} {'steps':>6} {'evaluations':>11} {'ms/eval':>8} "
+          f"{'active':>7} {'impacts':>8} {'switches':>8}")
+    for (label, span), (wall, motion, result) in rows.items():
+        impacts = sum(e.kind == "impact" for e in motion.events)
+        switches = sum(e.kind == "contact" for e in motion.events)
+        print(f"{label:<11} {span:>7g} {wall:>8.1f} {wall / span:>9.0f} {result.nsteps:>6} {result.nfev:>11} "
+              f"{wall / result.nfev * 1e3:>8.2f} {mean_active(result):>7.2f} {impacts:>8} {switches:>8}")
+    (w_on, m_on, _), (w_all, m_all, _) = rows["activation", t_all], rows["all rows", t_all]
+    m_long, r_long = rows["activation", t_end][1:]
+    wa = m_long.angular_velocity[:, m_long.parts.index("sprocket_a"), 2]
+    wb = m_long.angular_velocity[:, m_long.parts.index("sprocket_b"), 2]
+    half = m_long.time >= t_end / 2
+    print(f"{links} links, {len(model.spec.contacts)} declared contacts, over {t_all:g} s: all rows / activation "
+          f"{w_all / w_on:.1f}x, max |dq| {float(np.max(np.abs(m_on.position - m_all.position))):.1e} m; over "
+          f"{t_end:g} s: mean wB / wA over the second half {np.mean(wb[half]) / np.mean(wa[half]):.4f}; the run's "
+          f"checks: {'; '.join(check.line() for check in r_long.invariants.checks)}")
+
+
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["chain"]:
+    if sys.argv[1:2] == ["chain-unilateral"]:
+        args = sys.argv[2:]
+        t_end = float(args[1]) if len(args) > 1 else 0.005
+        chain_unilateral(int(args[0]) if args else 60, t_end, float(args[2]) if len(args) > 2 else t_end)
+    elif sys.argv[1:2] == ["chain"]:
         chain(int(sys.argv[2]) if len(sys.argv) > 2 else 60, float(sys.argv[3]) if len(sys.argv) > 3 else 0.02)
     else:
         main([int(a) for a in sys.argv[1:]] or [5, 10, 20])

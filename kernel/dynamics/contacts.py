@@ -779,9 +779,10 @@ class Contacts:
         v_t (c, 3) slip velocity m/s), world frame, at the body state ``bs``."""
         return self._geometry(*self._pair_state(bs))
 
-    def _pair_state(self, bs):
-        """Each contact's two bodies: (A, r_c, v_c, ω) of S, then of O (world; arrays (c, ...))."""
-        s, o = self.s, self.o
+    def _pair_state(self, bs, idx=None):
+        """Each contact's two bodies (or the points ``idx``'s): (A, r_c, v_c, ω) of S, then of O (world; arrays
+        (c, ...))."""
+        s, o = (self.s, self.o) if idx is None else (self.s[idx], self.o[idx])
         return (bs.A[s], bs.rc[s], bs.vc[s], bs.w[s]), (bs.A[o], bs.rc[o], bs.vc[o], bs.w[o])
 
     def _geometry(self, S, O, idx=None):

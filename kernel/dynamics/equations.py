@@ -282,19 +282,24 @@ class Dynamics:
         red = np.sort(order[dropped])
         return np.setdiff1d(np.arange(m), red), red, tol
     # ------------------------------------------------------------------ evaluation
+    def unit_parameters(self, q):
+        """q (nq,) with unit Euler parameters (q itself where they are within 1e-14 of unit length): the
+        equations are evaluated there, so they do not depend on |p| (v leaves |p| constant only up to
+        integration error; nothing feeds that error back)."""
+        Qb = q.reshape(self.nmov, 7)
+        norm = np.sqrt(np.einsum("bi,bi->b", Qb[:, 3:], Qb[:, 3:]))
+        if not np.any(np.abs(norm - 1.0) > 1e-14):
+            return q
+        Qb = Qb.copy()
+        Qb[:, 3:] /= norm[:, None]
+        return Qb.reshape(-1)
+
     def evaluate(self, q, v, t, refs, *, with_gamma=True, with_forces=True):
         """One :class:`Evaluation` at (q, v, t)."""
         model = self.model
         ev = Evaluation()
         nmov = self.nmov
-        # the equations are evaluated at unit Euler parameters, so they do not depend on |p|
-        # (v leaves |p| constant only up to integration error; nothing feeds that error back)
-        Qb = q.reshape(nmov, 7)
-        norm = np.sqrt(np.einsum("bi,bi->b", Qb[:, 3:], Qb[:, 3:]))
-        if np.any(np.abs(norm - 1.0) > 1e-14):
-            Qb = Qb.copy()
-            Qb[:, 3:] /= norm[:, None]
-            q = Qb.reshape(-1)
+        q = self.unit_parameters(q)
         ev.dyn, ev.t, ev.q, ev.v = self, t, q, v
         bs = body_state(model, self.mass, q, v)
         ev.bs = bs

@@ -16,10 +16,17 @@ a sphere or a box between its two ends, :meth:`.unilateral.UnilateralContacts.pa
 3. the velocities projected onto the active rows (the joints kept), the integrator restarted there.
 
 Switching functions, fixed for a step by the modes at its start (a sign change from > 0 to ≤ 0 is a
-switch): an open point apart: its gap g; an open point touching: ġ + CLOSED_SPEED (it starts to
-approach); an active point: λ_n (separation); a sticking contact: μ_s Σ λ_n − |Σ λ_t| (slip); a
+switch): an open point apart (its gap g beyond the touching band,
+:attr:`.unilateral.UnilateralContacts.closed_gap`): g; an open point touching: ġ + 2 CLOSED_SPEED (it
+approaches); an active point: λ_n (separation); a sticking contact: μ_s Σ λ_n − |Σ λ_t| (slip); a
 slipping point with friction: v_t·ŝ (its slip stops or reverses). A run with unilateral contacts notes
 the impacts, the switches and the time spent with k contacts active.
+
+Each root found must change the state, or the same root is found again at once without end. A gap
+reaching 0 leaves the point touching, watched by its approach from then on (not by its gap, which is
+round-off there: 1e-18 m on a chain of 30 mm parts, with either sign). An approach's root lies beyond
+the impact threshold: approaching at 2 CLOSED_SPEED the point takes an impact (at CLOSED_SPEED it could
+be left as it was, open, pressing with less than the force tolerance).
 """
 
 from __future__ import annotations
@@ -40,6 +47,8 @@ TIME_TOL = 1e-13
 #: switches at one instant beyond this many: the run stops (a contact that cannot be resolved)
 MAX_SWITCHES_AT_ONCE = 1000
 _MODE_NAMES = {OPEN: "open", SLIP: "slip", STICK: "stick"}
+#: the switching functions that are values of the contact forces (the others are of the positions and velocities)
+_OF_FORCES = ("separation", "cone")
 
 
 class EventDriver:
@@ -74,21 +83,22 @@ class EventDriver:
         ev, vd0 = self._evaluate(t, y)
         return ev, self.cc.solve(self.dyn, ev, vd0, self.state)
 
+    def _body_state(self, y):
+        """The bodies' poses and velocities at the state y, at unit Euler parameters as the equations are
+        evaluated (the switching functions' values from it and from an evaluation agree to the bit)."""
+        from .mass import body_state
+
+        form = self.form
+        return body_state(form.model, self.dyn.mass, self.dyn.unit_parameters(y[: form.nq]),
+                          y[form.nq: form.nq + form.nv])
+
     def _pass_limit(self, t, y):
         """The largest step (s) from (t, y) that carries no point through a finite shape unseen (for a
         new solver; a running one takes it from :meth:`kinds`)."""
-        from .mass import body_state
-
-        form = self.form
-        bs = body_state(form.model, self.dyn.mass, y[: form.nq], y[form.nq: form.nq + form.nv])
-        return self.cc.pass_limit(*self.cc.gaps(bs, self.state), self.state)
+        return self.cc.pass_limit(*self.cc.gaps(self._body_state(y), self.state), self.state)
 
     def _kinetic(self, t, y):
-        form = self.form
-        from .mass import body_state
-
-        bs = body_state(form.model, self.dyn.mass, y[: form.nq], y[form.nq: form.nq + form.nv])
-        return self.dyn.kinetic(bs)
+        return self.dyn.kinetic(self._body_state(y))
 
     # ------------------------------------------------------------------ switching functions
     def kinds(self, t, y):
@@ -102,7 +112,7 @@ class EventDriver:
         out = []
         for i in range(cc.n):
             if modes[i] == OPEN:
-                out.append(("gap" if g[i] > 0 else "approach", i))
+                out.append(("gap" if g[i] > cc.closed_gap[i] else "approach", i))
             else:
                 out.append(("separation", i))
                 if modes[i] == SLIP and cc.mu_d[i] > 0:
@@ -112,10 +122,15 @@ class EventDriver:
         return out, self.values(t, y, out, solution), cc.pass_limit(g, gd, vt, self.state)
 
     def values(self, t, y, kinds, solution=None):
-        """The switching functions' values at (t, y) (``solution``: :meth:`_solution` there, if known)."""
+        """The switching functions' values at (t, y) (``solution``: :meth:`_solution` there, if known; the
+        contact forces are solved for only where a function needs them, a separation or a cone)."""
         cc = self.cc
-        ev, (vd, fc, power, lam_n, f_t) = solution or self._solution(t, y)
-        g, gd, vt = cc.gaps(ev.bs, self.state)
+        if solution is None and not any(kind in _OF_FORCES for kind, _ in kinds):
+            bs, lam_n, f_t = self._body_state(y), None, None
+        else:
+            ev, (vd, fc, power, lam_n, f_t) = solution or self._solution(t, y)
+            bs = ev.bs
+        g, gd, vt = cc.gaps(bs, self.state)
         margins = None
         sdir = cc.slip_dirs(self.state)
         out = np.empty(len(kinds))
@@ -123,7 +138,7 @@ class EventDriver:
             if kind == "gap":
                 out[j] = g[i]
             elif kind == "approach":
-                out[j] = gd[i] + CLOSED_SPEED
+                out[j] = gd[i] + 2.0 * CLOSED_SPEED
             elif kind == "separation":
                 out[j] = lam_n[i]
             elif kind == "reversal":
@@ -213,10 +228,7 @@ class EventDriver:
         y = np.array(y if new is None else new, float)
         y = self.project(t, y)
         cc = self.cc
-        form = self.form
-        from .mass import body_state
-
-        bs = body_state(form.model, self.dyn.mass, y[: form.nq], y[form.nq: form.nq + form.nv])
+        bs = self._body_state(y)
         cc.accept(bs, self.state)
         _, _, vt = cc.gaps(bs, self.state)
         S = self.state[: STATE_WIDTH * cc.n].reshape(-1, STATE_WIDTH)

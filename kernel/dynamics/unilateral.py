@@ -255,8 +255,7 @@ class UnilateralContacts(Contacts):
 
     def _point_kinematics(self, bs, idx):
         """:meth:`kinematics` of contact points idx."""
-        S, O = self._pair_state(bs)
-        pair = tuple(tuple(a[idx] for a in side) for side in (S, O))
+        pair = self._pair_state(bs, idx)
         n, delta, x, dd, vt = self._geometry(*pair, idx=idx)
         vr = vt - dd[:, None] * n
         speed = (np.linalg.norm(pair[0][2], axis=1) + np.linalg.norm(pair[1][2], axis=1)
@@ -392,11 +391,15 @@ class UnilateralContacts(Contacts):
         return v_new, hits
 
     def resolve_modes(self, dyn, evaluate, v, state):
-        """Choose the modes at a touching configuration (the accelerations' complementarity): the
-        points touching and not separating, each sticking where it does not slip and μ_s > 0, then
-        (repeatedly) the one with the most negative λ_n opened, a contact outside its friction cone
-        set slipping against its friction force. ``evaluate(state) -> (ev, v̇₀)``. Updates ``state``
-        in place; returns the point modes before (n,)."""
+        """Choose the modes at a touching configuration so that the accelerations are complementary: of
+        the points touching and not separating (the candidates), each active one pushes (λ_n above
+        :attr:`force_tol`) and each open one does not accelerate into its shape. The candidates
+        start active, each sticking where it does not slip and μ_s > 0; then, repeatedly, the candidate of
+        least index that breaks complementarity (:meth:`_complementarity_breaks`) switches (an active one
+        opens, an open one closes again in its first mode: Murty's least-index rule, which a greedy choice
+        of the most negative λ_n lacks — opening one point can make another approach), and once none does,
+        a contact outside its friction cone is set slipping against its friction force. ``evaluate(state) -> (ev, v̇₀)``.
+        Updates ``state`` in place; returns the point modes before (n,)."""
         before = self.modes(state).copy()
         ev, _ = evaluate(state)
         g, gd, vt = self.gaps(_with_velocities(dyn, ev, v), state)
@@ -413,16 +416,18 @@ class UnilateralContacts(Contacts):
                 S[i, 0] = SLIP
                 if speed[i] > CLOSED_SPEED:
                     S[i, 1:] = vt[i] / speed[i]
-        for _ in range(4 * self.n + 4):
+        candidates = np.flatnonzero(closed)
+        first_mode = S[candidates, 0].copy()
+        for _ in range(4 * len(candidates) + 4):
             modes = self.modes(state)
-            if not np.any(modes > OPEN):
+            if not len(candidates):
                 break
             ev, vd0 = evaluate(state)
-            _, _, _, lam_n, f_t = self.solve(dyn, ev, vd0, state)
-            live = modes > OPEN
-            neg = np.flatnonzero(live & (lam_n <= self.force_tol))
-            if len(neg):
-                S[neg[np.argmin(lam_n[neg])], 0] = OPEN
+            vd, _, _, lam_n, f_t = self.solve(dyn, ev, vd0, state)
+            wrong = self._complementarity_breaks(dyn, ev, state, candidates, vd, lam_n)
+            if len(wrong):
+                j = wrong[0]
+                S[candidates[j], 0] = OPEN if modes[candidates[j]] > OPEN else first_mode[j]
                 continue
             slipping = self.cone_violations(state, lam_n, f_t)
             if not len(slipping):
@@ -433,6 +438,22 @@ class UnilateralContacts(Contacts):
             S[pts, 0] = SLIP
             S[pts, 1:] = -total / max(np.linalg.norm(total), 1e-300)
         return before
+
+    def _complementarity_breaks(self, dyn, ev, state, candidates, vd, lam_n):
+        """Positions in ``candidates`` (ascending) of the points that break complementarity at the
+        accelerations vd (nv,): active with λ_n ≤ :attr:`force_tol`, or open with g̈ = J_n v̇ + c_n below
+        −G :attr:`force_tol`, the acceleration that force would give the point (G = J_n A J_nᵀ its inverse
+        effective mass with the joints; at most its inverse mass with the other contacts too, so that a
+        point opened for a force below the tolerance is not closed again for the acceleration it takes)."""
+        live = self.modes(state)[candidates] > OPEN
+        wrong = live & (lam_n[candidates] <= self.force_tol[candidates])
+        shut = candidates[~live]
+        if len(shut):
+            n, _, _, _, Jp, c, _, _ = self.kinematics(ev.bs, shut, state)
+            Jn = np.einsum("ki,kiv->kv", n, Jp)
+            inverse_mass = np.einsum("kv,vk->k", Jn, self.constrained_inverse(dyn, ev, Jn.T))
+            wrong[~live] = Jn @ vd + c[:, 0] < -inverse_mass * self.force_tol[shut]
+        return np.flatnonzero(wrong)
 
     def cone_violations(self, state, lam_n, f_t):
         """Contacts (owners) whose sticking points need more than μ_s Σ λ_n of friction (beyond round-off)."""

@@ -462,6 +462,24 @@ def test_chain_drive_generator_refuses_a_chain_too_short_for_its_sprockets():
     mk.chain_drive_toml(26)
 
 
+def test_chain_drive_generator_writes_unilateral_contacts_on_request_and_compliant_ones_by_default():
+    import tomllib
+
+    mk = _chain_generator()
+    compliant = mk.chain_drive_toml(26)
+    assert compliant == mk.chain_drive_toml(26, method="compliant")
+    unilateral = tomllib.loads(mk.chain_drive_toml(26, method="unilateral"))
+    laws = {(c["method"], c["restitution"], c["friction"]) for c in unilateral["contacts"]}
+    assert laws == {("unilateral", mk.RESTITUTION, mk.FRICTION)}
+    spec = parse_model(unilateral, source="chain drive (test)")
+    assert len(spec.contacts) == 2 * mk.TEETH * 26 and {c.method for c in spec.contacts} == {"unilateral"}
+    # the rest of the model is the compliant one's
+    assert {k: v for k, v in unilateral.items() if k != "contacts"} == \
+        {k: v for k, v in tomllib.loads(compliant).items() if k != "contacts"}
+    with pytest.raises(ValueError, match="unknown contact method"):
+        mk.chain_drive_toml(26, method="hertz")
+
+
 def test_chain_drive_moves_the_same_with_and_without_the_broad_phase_and_balances_its_energy():
     import tomllib
 

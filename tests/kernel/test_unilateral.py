@@ -121,6 +121,59 @@ def test_a_box_dropped_flat_rebounds_on_its_four_corners_at_once():
     assert motion.extra["work.nonconservative"][-1] == pytest.approx(-(1 - e * e) * G * h, rel=1e-7)
 
 
+def test_a_ball_held_by_three_planes_slides_down_the_crease_of_the_two_that_hold_it():
+    # A ball touching three planes at rest under gravity. Opening the point of the most negative λ_n
+    # first (n3's: λ = 17.7, −14.7, −17.0 N with all three held) leaves the ball on n1 alone, accelerating
+    # into n3 (g̈ = −1.3 m/s²); the complementary
+    # choice holds it on n1 and n3 and lets it leave n2: it slides down their crease, a = (g·d) d,
+    # d = n1 × n3, with the forces m (a − g) = λ1 n1 + λ3 n3 (λ ≥ 0) and n2·a > 0.
+    R = 0.05
+    normals = np.array([[-3, 0, 2], [-1, -2, -2], [-1, 1, 1]], float)
+    normals /= np.linalg.norm(normals, axis=1)[:, None]
+    planes = [{"name": f"plane{k + 1}", "parts": ["ball", "corner"],
+               "shape": [{"sphere": R}, {"plane": {"point": list(-(R + 1e-12) * n), "normal": list(n)}}]}
+              for k, n in enumerate(normals)]
+    data = {"units": "m", "gravity": [0, 0, -G],
+            "parts": {"corner": {"fixed": True}, "ball": {"mass": 1.0, "inertia": [1e-3] * 3}},
+            "contacts": planes}
+    motion, result = _run(data, t_end=0.2, steps=4)
+    g = np.array([0.0, 0.0, -G])
+    d = np.cross(normals[0], normals[2])
+    d /= np.linalg.norm(d)
+    a = (g @ d) * d
+    assert normals[1] @ a > 1.0  # the ball leaves the plane n2
+    lam = np.linalg.lstsq(normals[[0, 2]].T, a - g, rcond=None)[0]
+    assert np.all(lam > 1.0)
+    t = motion.time
+    assert np.allclose(motion.position[:, 1], 0.5 * t[:, None] ** 2 * a, rtol=0, atol=1e-9)
+    ex = motion.extra
+    for k, expected in ((0, lam[0]), (1, 0.0), (2, lam[1])):
+        assert np.allclose(ex[f"plane{k + 1}.normal_force"][1:], expected, rtol=1e-7, atol=1e-9)
+    assert not [ev for ev in motion.events if ev.kind in ("impact", "contact") and ev.time > 0]
+    assert _balance(motion) < 1e-9
+
+
+@pytest.mark.parametrize("height, kind", [(1e-12, "approach"), (-1e-12, "approach"), (1e-6, "gap")])
+def test_an_open_point_is_watched_by_its_gap_when_apart_and_by_its_approach_when_touching(height, kind):
+    # within the touching band the gap is round-off (either sign): a zero of it would be found again at once
+    # after every switch; the approach's zero, at 2 CLOSED_SPEED, lies past the impact threshold
+    from cadmotion.kernel.dynamics.formulations import get_formulation
+    from cadmotion.kernel.dynamics.forward import prepare
+    from cadmotion.kernel.dynamics.hybrid import EventDriver
+    from cadmotion.kernel.dynamics.unilateral import CLOSED_SPEED
+
+    data = _data("bouncing_ball_unilateral")
+    data["parts"]["ball"]["position"][2] = data["contacts"][0]["shape"][0]["sphere"] + height
+    model = compile_model(parse_model(data, source="ball.toml"))
+    dyn, q0, v0, angles, refs = prepare(model, 0.0)
+    form = get_formulation("projection")(dyn, angles=angles, refs=refs)
+    driver = EventDriver(form, None, 1e-8, 1e-10)
+    v0[2] = 0.01  # rising
+    kinds, values, _ = driver.kinds(0.0, form.initial_state(0.0, q0, v0))
+    assert kinds == [(kind, 0)]
+    assert values[0] == pytest.approx(height if kind == "gap" else 0.01 + 2 * CLOSED_SPEED, rel=1e-6)
+
+
 # ---------------------------------------------------------------------------- Newton's cradle
 def _cradle(e, t_extra):
     data = _data("newtons_cradle")
