@@ -16,7 +16,7 @@ import numpy as np
 
 from .rotations import quat_to_matrix
 
-__all__ = ["Motion", "JointCoordinate", "Event", "quat_to_matrix", "slerp"]
+__all__ = ["Motion", "JointCoordinate", "Event", "quat_to_matrix", "slerp", "turned_slerp", "turn_angles"]
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,8 @@ class Motion:
         """Pose of ``part`` at time ``t`` as a 4x4 homogeneous matrix X_WP.
 
         Positions are interpolated by cubic Hermite splines using the stored velocities,
-        orientations by spherical linear interpolation; ``t`` is clamped to the run.
+        orientations by spherical linear interpolation, turned by the whole turns the angular
+        velocities make between the frames (:func:`turned_slerp`); ``t`` is clamped to the run.
         """
         b = self.part_index(part)
         if self.nt == 1:
@@ -106,7 +107,8 @@ class Motion:
         h00, h10 = 2 * s**3 - 3 * s**2 + 1, s**3 - 2 * s**2 + s
         h01, h11 = -2 * s**3 + 3 * s**2, s**3 - s**2
         p = h00 * p0 + h10 * v0 + h01 * p1 + h11 * v1
-        qt = slerp(self.quaternion[k, b], self.quaternion[k + 1, b], s)
+        qt = turned_slerp(self.quaternion[k, b], self.quaternion[k + 1, b], self.angular_velocity[k, b],
+                          self.angular_velocity[k + 1, b], h, s)
         X = np.eye(4)
         X[:3, :3] = quat_to_matrix(qt)
         X[:3, 3] = p
@@ -129,6 +131,58 @@ class Motion:
                 return jc.values
         raise KeyError(column)
 
+    def with_turn_frames(self, max_turn=np.pi / 2):
+        """This motion with frames inserted wherever a part turns by more than ``max_turn`` rad
+        between two frames (the turn of :func:`turned_slerp`), so that interpolating between the
+        frames by slerp, as animations and the interference check do, turns every part the right
+        way; ``self`` where none does. The inserted frames are the interpolated motion
+        (:meth:`pose`; velocities the Hermite curve's, the rest interpolated linearly)."""
+        nt, nb = self.nt, len(self.parts)
+        if nt < 2:
+            return self
+        h = np.diff(np.asarray(self.time, float))
+        turn = np.abs(turn_angles(self.quaternion, self.angular_velocity, h))
+        cuts = np.ceil(np.max(turn, axis=1, initial=0.0) / max_turn).astype(int)
+        if not np.any(cuts > 1):
+            return self
+        ks, ss = [], []
+        for k in range(nt - 1):
+            for j in range(max(cuts[k], 1)):
+                ks.append(k)
+                ss.append(j / max(cuts[k], 1))
+        ks.append(nt - 2)
+        ss.append(1.0)
+        ks, ss = np.array(ks), np.array(ss)
+        hk = h[ks][:, None, None]
+        t = self.time[ks] + ss * h[ks]
+        s3 = ss[:, None, None]
+        p0, p1 = self.position[ks], self.position[ks + 1]
+        v0, v1 = self.velocity[ks], self.velocity[ks + 1]
+        position = ((2 * s3**3 - 3 * s3**2 + 1) * p0 + (s3**3 - 2 * s3**2 + s3) * hk * v0
+                    + (3 * s3**2 - 2 * s3**3) * p1 + (s3**3 - s3**2) * hk * v1)
+        dh = np.where(hk > 0, hk, 1.0)
+        velocity = ((6 * s3**2 - 6 * s3) * p0 / dh + (3 * s3**2 - 4 * s3 + 1) * v0
+                    + (6 * s3 - 6 * s3**2) * p1 / dh + (3 * s3**2 - 2 * s3) * v1)
+        quaternion = np.empty((len(ks), nb, 4))
+        for i, (k, s) in enumerate(zip(ks, ss)):
+            for b in range(nb):
+                quaternion[i, b] = turned_slerp(self.quaternion[k, b], self.quaternion[k + 1, b],
+                                                self.angular_velocity[k, b], self.angular_velocity[k + 1, b], h[k], s)
+
+        def linear(a):
+            a = np.asarray(a, float)
+            sk = ss.reshape((-1,) + (1,) * (a.ndim - 1))
+            return (1.0 - sk) * a[ks] + sk * a[ks + 1]
+
+        return Motion(
+            time=t, parts=list(self.parts), position=position, quaternion=quaternion, velocity=velocity,
+            angular_velocity=linear(self.angular_velocity), acceleration=linear(self.acceleration),
+            angular_acceleration=linear(self.angular_acceleration),
+            joint_coordinates=[JointCoordinate(j.joint, j.kind, linear(j.values)) for j in self.joint_coordinates],
+            extra={k: linear(v) for k, v in self.extra.items()}, events=list(self.events),
+            complete=self.complete, message=self.message, spec=self.spec,
+        )
+
     def truncated(self, n, message):
         """The first ``n`` frames, marked incomplete with ``message``."""
         cut = lambda a: a[:n]
@@ -141,6 +195,63 @@ class Motion:
             extra={k: v[:n] for k, v in self.extra.items()}, events=list(self.events),
             complete=False, message=message, spec=self.spec,
         )
+
+
+def turn_angles(quaternion, angular_velocity, h):
+    """The signed angle (rad) each part turns by between consecutive frames, whole turns included, as
+    :func:`turned_slerp` interpolates it: shape (nt − 1, nb) from ``quaternion`` (nt, nb, 4) and
+    ``angular_velocity`` (nt, nb, 3, rad/s, world) at frames ``h`` (nt − 1,) s apart."""
+    q = np.asarray(quaternion, float)
+    w = np.asarray(angular_velocity, float)
+    q0, q1 = q[:-1], q[1:]
+    dw = q1[..., 0] * q0[..., 0] + np.einsum("kbi,kbi->kb", q1[..., 1:], q0[..., 1:])
+    dx = q0[..., :1] * q1[..., 1:] - q1[..., :1] * q0[..., 1:] - np.cross(q1[..., 1:], q0[..., 1:])
+    sign = np.where(dw < 0.0, -1.0, 1.0)
+    dw, dx = dw * sign, dx * sign[..., None]
+    sin_half = np.linalg.norm(dx, axis=-1)
+    mean = 0.5 * (w[:-1] + w[1:])
+    speed = np.linalg.norm(mean, axis=-1)
+    axis = np.where((sin_half > 1e-12)[..., None], dx / np.where(sin_half > 0, sin_half, 1.0)[..., None],
+                    mean / np.where(speed > 0, speed, 1.0)[..., None])
+    phi = np.where(sin_half > 1e-12, 2.0 * np.arctan2(sin_half, dw), 0.0)
+    along = np.einsum("kbi,kbi->kb", mean, axis) * np.asarray(h, float)[:, None]
+    turns = np.round(np.nan_to_num(along - phi) / (2.0 * np.pi))
+    return phi + 2.0 * np.pi * turns
+
+
+def turned_slerp(q0, q1, w0, w1, h, s):
+    """The orientation at fraction s of a frame interval of h s from the unit quaternion q0 to q1
+    (w, x, y, z), with the angular velocities w0, w1 (rad/s, world) at its ends: the rotation about
+    the axis of q1 q0⁻¹ by its angle φ ∈ [0, π] plus the whole turns nearest the mean angular
+    velocity's turn over h (2π n nearest ½ (w0 + w1)·u h − φ). Where n = 0 this is :func:`slerp`
+    itself; slerp alone takes the short way round, the wrong way for a part that turns by more
+    than half a turn between the frames."""
+    q0 = np.asarray(q0, float)
+    q1 = np.asarray(q1, float)
+    # q1 q0⁻¹ = (w1 w0 + x1·x0, w0 x1 − w1 x0 − x1 × x0): the world rotation from q0 to q1
+    dw = q1[0] * q0[0] + np.dot(q1[1:], q0[1:])
+    dx = q0[0] * q1[1:] - q1[0] * q0[1:] - np.cross(q1[1:], q0[1:])
+    if dw < 0.0:
+        dw, dx = -dw, -dx
+    sin_half = float(np.linalg.norm(dx))
+    mean = 0.5 * (np.asarray(w0, float) + np.asarray(w1, float))
+    if sin_half > 1e-12:
+        u, phi = dx / sin_half, 2.0 * np.arctan2(sin_half, dw)
+    else:
+        speed = float(np.linalg.norm(mean))
+        if not speed > 0.0:
+            return slerp(q0, q1, s)
+        u, phi = mean / speed, 0.0
+    turns = np.round((float(np.dot(mean, u)) * h - phi) / (2.0 * np.pi))
+    if turns == 0.0 or not np.isfinite(turns):
+        return slerp(q0, q1, s)
+    half = 0.5 * s * (phi + 2.0 * np.pi * turns)
+    c, sn = np.cos(half), np.sin(half)
+    # (c, sn u) q0
+    w = c * q0[0] - sn * np.dot(u, q0[1:])
+    x = c * q0[1:] + sn * q0[0] * u + sn * np.cross(u, q0[1:])
+    q = np.concatenate([[w], x])
+    return q / np.linalg.norm(q)
 
 
 def slerp(q0, q1, s):

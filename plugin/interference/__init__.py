@@ -196,7 +196,7 @@ def find_interference(motion, spec=None, *, exclude_jointed=True, clearance=0.0,
             _check_number(f"joint_clearance[{k!r}]", v)
     else:
         _check_number("joint_clearance", joint_clearance)
-    poses = Poses(motion)
+    poses = Poses(motion.with_turn_frames())  # between frames a quarter turn at most: slerp turns the right way
     nt = poses.nt
     span = float(poses.t[-1] - poses.t[0]) if nt > 1 else 0.0
     if time_tol is None:

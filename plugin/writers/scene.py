@@ -176,7 +176,9 @@ def _stick_mesh(points, part, size):
 
 
 def build_scene(motion, *, cache=None, complete=None):
-    """Collect meshes (one per distinct shape), colours and keyframes of ``motion``.
+    """Collect meshes (one per distinct shape), colours and keyframes of ``motion``: its frames, and
+    frames inserted where a part turns by more than a quarter turn between two
+    (:meth:`~cadmotion.kernel.motion.Motion.with_turn_frames`), which players interpolate the short way round.
 
     Parameters
     ----------
@@ -189,6 +191,7 @@ def build_scene(motion, *, cache=None, complete=None):
     UserWarning once, naming the parts drawn as placeholder sticks.
     """
     cache = MeshCache() if cache is None else cache
+    motion = motion.with_turn_frames()  # the players interpolate keyframes the short way round
     specs = part_specs(motion)
     nb = len(motion.parts)
     position = np.asarray(motion.position, float).reshape(motion.nt, nb, 3)

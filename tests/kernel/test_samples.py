@@ -11,7 +11,14 @@ import sympy as sp
 from scipy.optimize import brentq
 
 from cadmotion.importers import load
+from cadmotion.importers.modelfile import parse_model
 from cadmotion.kernel import compile_model, kinematics
+from cadmotion.kernel.motion import turn_angles
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # pragma: no cover - Python < 3.11
+    import tomli as tomllib
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 
@@ -126,3 +133,21 @@ def test_joint_angles_keep_their_turns_between_coarse_frames():
     np.testing.assert_allclose(coarse.coordinate("crank_pivot.angle"), coarse.time ** 2, atol=1e-9)
     for jc in coarse.joint_coordinates:
         np.testing.assert_allclose(jc.values, dense.coordinate(jc.column)[::100], atol=1e-8, err_msg=jc.column)
+
+
+def test_poses_between_coarse_frames_turn_the_right_way():
+    """The slider-crank's crank driven at θ = 3 t, written at 5 frames over 10 s (6 rad a frame): the pose
+    interpolated between the frames is the crank's at θ = 3 t (slerp alone turned it the short way, up to
+    π rad off), and the motion the animations and the interference check interpolate has frames inserted so
+    that no part turns by more than a quarter turn between two."""
+    data = (SAMPLES / "slider_crank.cadmotion.toml").read_text().replace('expression = "t**2"', 'expression = "3*t"')
+    m = kinematics(compile_model(parse_model(tomllib.loads(data), source="fast crank (test)")), t_end=10.0, steps=5)
+    for t in np.linspace(0.0, 10.0, 41):
+        R = m.pose("crank", t)[:3, :3]
+        assert abs(np.angle(np.exp(1j * (np.arctan2(R[1, 0], R[0, 0]) - 3 * t)))) < 1e-9, t
+    fine = m.with_turn_frames()
+    assert fine.nt > m.nt and set(m.time) <= set(fine.time)
+    assert np.max(np.abs(turn_angles(fine.quaternion, fine.angular_velocity, np.diff(fine.time)))) <= np.pi / 2 + 1e-12
+    np.testing.assert_allclose(fine.coordinate("crank_pivot.angle"), 3 * fine.time, atol=1e-9)
+    dense = run("slider_crank", 2.0, 200)
+    assert dense.with_turn_frames() is dense  # nothing turns a quarter turn between its frames
