@@ -197,55 +197,49 @@ class Motion:
         )
 
 
-def turn_angles(quaternion, angular_velocity, h):
-    """The signed angle (rad) each part turns by between consecutive frames, whole turns included, as
-    :func:`turned_slerp` interpolates it: shape (nt − 1, nb) from ``quaternion`` (nt, nb, 4) and
-    ``angular_velocity`` (nt, nb, 3, rad/s, world) at frames ``h`` (nt − 1,) s apart."""
-    q = np.asarray(quaternion, float)
-    w = np.asarray(angular_velocity, float)
-    q0, q1 = q[:-1], q[1:]
-    dw = q1[..., 0] * q0[..., 0] + np.einsum("kbi,kbi->kb", q1[..., 1:], q0[..., 1:])
+def _turn(q0, q1, w0, w1, h):
+    """(u, φ, θ) of the rotation from unit quaternions q0 to q1 (…, 4), (w, x, y, z), over h (…) s with
+    the angular velocities w0, w1 (…, 3, rad/s, world) at its ends: u (…, 3) the world axis of q1 q0⁻¹
+    (the mean angular velocity's where that rotation is nil), φ (…) its angle in [0, π], θ = φ + 2π n the
+    turn with the whole turns n nearest ½ (w0 + w1)·u h − φ (rad)."""
+    # q1 q0⁻¹ = (w1 w0 + x1·x0, w0 x1 − w1 x0 − x1 × x0)
+    dw = q1[..., 0] * q0[..., 0] + np.einsum("...i,...i->...", q1[..., 1:], q0[..., 1:])
     dx = q0[..., :1] * q1[..., 1:] - q1[..., :1] * q0[..., 1:] - np.cross(q1[..., 1:], q0[..., 1:])
     sign = np.where(dw < 0.0, -1.0, 1.0)
     dw, dx = dw * sign, dx * sign[..., None]
     sin_half = np.linalg.norm(dx, axis=-1)
-    mean = 0.5 * (w[:-1] + w[1:])
+    mean = 0.5 * (w0 + w1)
     speed = np.linalg.norm(mean, axis=-1)
-    axis = np.where((sin_half > 1e-12)[..., None], dx / np.where(sin_half > 0, sin_half, 1.0)[..., None],
-                    mean / np.where(speed > 0, speed, 1.0)[..., None])
-    phi = np.where(sin_half > 1e-12, 2.0 * np.arctan2(sin_half, dw), 0.0)
-    along = np.einsum("kbi,kbi->kb", mean, axis) * np.asarray(h, float)[:, None]
-    turns = np.round(np.nan_to_num(along - phi) / (2.0 * np.pi))
-    return phi + 2.0 * np.pi * turns
+    turning = sin_half > 1e-12
+    u = np.where(turning[..., None], dx / np.where(turning, sin_half, 1.0)[..., None],
+                 mean / np.where(speed > 0, speed, 1.0)[..., None])
+    phi = np.where(turning, 2.0 * np.arctan2(sin_half, dw), 0.0)
+    along = np.einsum("...i,...i->...", mean, u) * h
+    return u, phi, phi + 2.0 * np.pi * np.round(np.nan_to_num(along - phi) / (2.0 * np.pi))
+
+
+def turn_angles(quaternion, angular_velocity, h):
+    """The angle (rad) each part turns by between consecutive frames, whole turns included, as
+    :func:`turned_slerp` interpolates it: shape (nt − 1, nb) from ``quaternion`` (nt, nb, 4) and
+    ``angular_velocity`` (nt, nb, 3, rad/s, world) at frames ``h`` (nt − 1,) s apart."""
+    q = np.asarray(quaternion, float)
+    w = np.asarray(angular_velocity, float)
+    return _turn(q[:-1], q[1:], w[:-1], w[1:], np.asarray(h, float)[:, None])[2]
 
 
 def turned_slerp(q0, q1, w0, w1, h, s):
     """The orientation at fraction s of a frame interval of h s from the unit quaternion q0 to q1
     (w, x, y, z), with the angular velocities w0, w1 (rad/s, world) at its ends: the rotation about
     the axis of q1 q0⁻¹ by its angle φ ∈ [0, π] plus the whole turns nearest the mean angular
-    velocity's turn over h (2π n nearest ½ (w0 + w1)·u h − φ). Where n = 0 this is :func:`slerp`
-    itself; slerp alone takes the short way round, the wrong way for a part that turns by more
-    than half a turn between the frames."""
+    velocity's turn over h (:func:`_turn`). Where there are none this is :func:`slerp` itself; slerp
+    alone takes the short way round, the wrong way for a part that turns by more than half a turn
+    between the frames."""
     q0 = np.asarray(q0, float)
     q1 = np.asarray(q1, float)
-    # q1 q0⁻¹ = (w1 w0 + x1·x0, w0 x1 − w1 x0 − x1 × x0): the world rotation from q0 to q1
-    dw = q1[0] * q0[0] + np.dot(q1[1:], q0[1:])
-    dx = q0[0] * q1[1:] - q1[0] * q0[1:] - np.cross(q1[1:], q0[1:])
-    if dw < 0.0:
-        dw, dx = -dw, -dx
-    sin_half = float(np.linalg.norm(dx))
-    mean = 0.5 * (np.asarray(w0, float) + np.asarray(w1, float))
-    if sin_half > 1e-12:
-        u, phi = dx / sin_half, 2.0 * np.arctan2(sin_half, dw)
-    else:
-        speed = float(np.linalg.norm(mean))
-        if not speed > 0.0:
-            return slerp(q0, q1, s)
-        u, phi = mean / speed, 0.0
-    turns = np.round((float(np.dot(mean, u)) * h - phi) / (2.0 * np.pi))
-    if turns == 0.0 or not np.isfinite(turns):
+    u, phi, theta = _turn(q0, q1, np.asarray(w0, float), np.asarray(w1, float), float(h))
+    if not (np.isfinite(theta) and theta != phi) or not np.any(u):
         return slerp(q0, q1, s)
-    half = 0.5 * s * (phi + 2.0 * np.pi * turns)
+    half = 0.5 * s * theta
     c, sn = np.cos(half), np.sin(half)
     # (c, sn u) q0
     w = c * q0[0] - sn * np.dot(u, q0[1:])
