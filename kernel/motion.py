@@ -102,11 +102,7 @@ class Motion:
             X[:3, 3] = self.position[0, b]
             return X
         k, s, h = self._bracket(t)
-        p0, p1 = self.position[k, b], self.position[k + 1, b]
-        v0, v1 = self.velocity[k, b] * h, self.velocity[k + 1, b] * h
-        h00, h10 = 2 * s**3 - 3 * s**2 + 1, s**3 - 2 * s**2 + s
-        h01, h11 = -2 * s**3 + 3 * s**2, s**3 - s**2
-        p = h00 * p0 + h10 * v0 + h01 * p1 + h11 * v1
+        p = _hermite(self.position[k, b], self.velocity[k, b], self.position[k + 1, b], self.velocity[k + 1, b], h, s)
         qt = turned_slerp(self.quaternion[k, b], self.quaternion[k + 1, b], self.angular_velocity[k, b],
                           self.angular_velocity[k + 1, b], h, s)
         X = np.eye(4)
@@ -153,16 +149,10 @@ class Motion:
         ks.append(nt - 2)
         ss.append(1.0)
         ks, ss = np.array(ks), np.array(ss)
-        hk = h[ks][:, None, None]
         t = self.time[ks] + ss * h[ks]
-        s3 = ss[:, None, None]
-        p0, p1 = self.position[ks], self.position[ks + 1]
-        v0, v1 = self.velocity[ks], self.velocity[ks + 1]
-        position = ((2 * s3**3 - 3 * s3**2 + 1) * p0 + (s3**3 - 2 * s3**2 + s3) * hk * v0
-                    + (3 * s3**2 - 2 * s3**3) * p1 + (s3**3 - s3**2) * hk * v1)
-        dh = np.where(hk > 0, hk, 1.0)
-        velocity = ((6 * s3**2 - 6 * s3) * p0 / dh + (3 * s3**2 - 4 * s3 + 1) * v0
-                    + (6 * s3 - 6 * s3**2) * p1 / dh + (3 * s3**2 - 2 * s3) * v1)
+        ends = (self.position[ks], self.velocity[ks], self.position[ks + 1], self.velocity[ks + 1],
+                h[ks][:, None, None], ss[:, None, None])
+        position, velocity = _hermite(*ends), _hermite(*ends, rate=True)
         quaternion = np.empty((len(ks), nb, 4))
         for i, (k, s) in enumerate(zip(ks, ss)):
             for b in range(nb):
@@ -195,6 +185,18 @@ class Motion:
             extra={k: v[:n] for k, v in self.extra.items()}, events=list(self.events),
             complete=False, message=message, spec=self.spec,
         )
+
+
+def _hermite(p0, v0, p1, v1, h, s, rate=False):
+    """The cubic Hermite curve through positions p0, p1 (m) with velocities v0, v1 (m/s) at the ends of an
+    interval of h s, at fraction s: its position (m), or with ``rate`` its velocity (m/s; v0 where h is 0)."""
+    if rate:
+        dh = np.where(h > 0, h, 1.0)
+        return ((6 * s**2 - 6 * s) * p0 / dh + (3 * s**2 - 4 * s + 1) * v0
+                + (6 * s - 6 * s**2) * p1 / dh + (3 * s**2 - 2 * s) * v1)
+    h00, h10 = 2 * s**3 - 3 * s**2 + 1, s**3 - 2 * s**2 + s
+    h01, h11 = -2 * s**3 + 3 * s**2, s**3 - s**2
+    return h00 * p0 + h10 * (v0 * h) + h01 * p1 + h11 * (v1 * h)
 
 
 def _turn(q0, q1, w0, w1, h):
