@@ -5,7 +5,7 @@ The classical Runge–Kutta method of order 4, stepped exactly as the Python loo
 m = ⌈(t_k − t_k−1) / h_max⌉ equal steps h ≤ h_max, the last of which ends on t_k itself
 (h_max = dt, or the rotation step limit at the interval's start if shorter, ``rotation_limit``: no step
 turns a part by a quarter turn, so that the angles' windings hold over turns; at most
-:data:`.integrators.MAX_ROTATION_CUT` steps for one of dt, :func:`.integrators.fixed_step`), and
+:data:`.integrators.MAX_ROTATION_CUT` steps for one of dt: :func:`.integrators.fixed_step`), and
 after each step the formulation's bookkeeping runs (angle references, joint-measure
 continuity, optional projection onto the joints), so both give the same states up to
 round-off. The whole loop runs in compiled code; it applies when nothing in ẏ needs Python
@@ -25,7 +25,11 @@ import numpy as np
 
 from . import _kernels as K
 from ._dop853 import DONE, NAN_STATE, NOT_FINITE, PROBES, S_PROBED, SINGULAR, finish, next_step_probes, strided
-from .integrators import MAX_ROTATION_CUT
+from . import integrators
+from ..numba_cache import numba
+
+#: :func:`.integrators.fixed_step` compiled, for the loop (the Python RK4 loop calls the function itself)
+fixed_step = numba.njit(cache=True, nogil=True)(integrators.fixed_step)
 
 #: ``stats`` slot of the last step size h (s) taken or tried (the stats array is
 #: :data:`._radau.N_STATS` long; slots 7 and 8 are Radau's Jacobian and LU counts)
@@ -85,9 +89,7 @@ def rk4(t, y0, times, dt, ptol, max_iter, zone, df, di, dd, ws, Y, DD, stats, y_
         status = NOT_FINITE
     while status == DONE and k < nt:
         t0, t1 = t, times[k]
-        lim = rotation_limit(y, df, di, dd, ws)  # (:func:`.integrators.fixed_step`)
-        h_max = max(lim, dt / MAX_ROTATION_CUT) if lim < dt else dt
-        m = max(1, int(math.ceil((t1 - t0) / h_max - 1e-9)))
+        m = max(1, int(math.ceil((t1 - t0) / fixed_step(dt, rotation_limit(y, df, di, dd, ws)) - 1e-9)))
         h = (t1 - t0) / m
         for i in range(m):
             for j in range(n):
@@ -186,4 +188,4 @@ def rk4(t, y0, times, dt, ptol, max_iter, zone, df, di, dd, ws, Y, DD, stats, y_
 #: template ``project`` of :mod:`._dop853`)
 TEMPLATES = (rk4,)
 #: names the template uses from this module (the rest come from :data:`._dop853.HELPERS`)
-HELPERS = ("S_STEP", "MAX_ROTATION_CUT")
+HELPERS = ("S_STEP", "fixed_step")
