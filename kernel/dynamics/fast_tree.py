@@ -53,21 +53,11 @@ def tree_fast(form):
 
 
 def tree_applies(form):
-    """True when the compiled tree module covers the formulation's model, compiled yet or not
-    (as :func:`.fast.applies`: numba, no contacts or stops, no cams, every expression of the
-    state compiled)."""
-    dyn = form.dyn
-    if not fast.available() or dyn.forces.unilateral or dyn.forces.contacts is not None:
-        return False
-    from ..symbolic.templates import TEMPLATES
-
-    if any(TEMPLATES[gr["g"].template].numeric for gr in dyn.groups):
-        return False
-    for kind in fast._EXPRESSION_KINDS:
-        if any(fn.uses_state and fast._expression_program(fn) is None
-               for _, fn in fast._expression_elements(dyn, kind)):
-            return False
-    return True
+    """True when the compiled tree module covers the formulation's model, compiled yet or not:
+    where the absolute library does (:func:`.fast.applies`: numba, no stops or unilateral
+    contacts, no cams, every expression of the state compiled) and the model has no compliant
+    contacts (the tree's stages do not evaluate them)."""
+    return fast.applies(form.dyn) and form.dyn.forces.contacts is None
 
 
 def tree_ready(dyn):
