@@ -74,7 +74,7 @@ TREE = [
     ("t_rc", "w", 2), ("t_ya", "w", 1),
     # scratch of one evaluation (flat; reshaped into the arrays a call would otherwise allocate, ~50–100 ns each)
     ("t_w3", "w", 1), ("t_w6", "w", 1), ("t_wF", "w", 1), ("t_wv", "w", 1), ("t_wm", "w", 1), ("t_wC", "w", 1),
-    ("t_wR", "w", 1), ("t_wQ", "w", 1), ("t_wX", "w", 1), ("t_wMb", "w", 1),
+    ("t_wR", "w", 1), ("t_wQ", "w", 1), ("t_wX", "w", 1), ("t_wMb", "w", 1), ("t_wG", "w", 1),
     # the constraint groups (rows of the absolute group table ``grp``) with a closure row, and the rest
     ("t_cgrp", "i", 2), ("t_rgrp", "i", 2),
 ]
@@ -82,7 +82,7 @@ _T = {name: i for i, (name, _, _) in enumerate(TREE)}
 (T_SIZES, T_TYPE, T_PARENT, T_CHILD, T_ZQ, T_Z, T_NCOL, T_RPI, T_rPI, T_R0, T_r0, T_RJC, T_rJC, T_RCJ, T_rCJ,
  T_RROOT, T_rROOT, T_COM, T_CKIND, T_CFRAME, T_CREF, T_CJOINT, T_CAXIS, T_CW, T_RW, T_BJOINT, T_CROW, T_QADR, T_WADR,
  T_SQ, T_SZ, T_JR, T_jr, T_PREF, T_RMI, T_rMI, T_RPRE, T_rPRE, T_RMJ, T_rMJ, T_B, T_ZV, T_RC, T_YA,
- T_W3, T_W6, T_WF, T_WV, T_WM, T_WC, T_WR, T_WQ, T_WX, T_WMB, T_CGRP, T_RGRP) = range(len(TREE))
+ T_W3, T_W6, T_WF, T_WV, T_WM, T_WC, T_WR, T_WQ, T_WX, T_WMB, T_WG, T_CGRP, T_RGRP) = range(len(TREE))
 #: floats of ``t_w3`` (:func:`kinematics`' 3 × 3 and 3-vectors, a quaternion)
 W3_SIZE = 6 * 9 + 6 * 3 + 4
 
@@ -788,13 +788,9 @@ def singularity(df, di, dd, ws, kt):
     Dr C W Cᵀ Dr, Dr = ``t_rw`` and W = ``t_cw`` (the numpy formulation's constant weights) —
     closure rows × closure rows, where the absolute measure (:func:`._kernels.singularity`)
     takes all the joints' rows."""
-    sz = K.i1(di, kt + T_SIZES)
-    nz, mc = sz[1], sz[4]
-    if mc == 0:
+    if K.i1(di, kt + T_SIZES)[4] == 0:
         return 1.0
-    C = K.f1(ws, di, kt + T_WC).reshape((mc, nz))
-    closure_jacobian(di, ws, kt, C)
-    return _closure_measure(C, df, di, ws, kt)
+    return _closure_measure(_closure_gram(df, di, ws, kt), di, ws, kt)
 
 
 @numba.njit(**_JIT)
@@ -803,35 +799,52 @@ def singularity_rows(df, di, dd, ws, kt, rows):
     (:func:`closure_row_measures`; the tree joints' rows beyond, which hold identically in z,
     ``inf`` as rows that never take part): the per-row history the integrators' watch reads
     (:func:`._dop853.clear_of_singular`), as the absolute rows' :func:`._kernels.singularity_rows`."""
-    sz = K.i1(di, kt + T_SIZES)
-    nz, mc = sz[1], sz[4]
+    mc = K.i1(di, kt + T_SIZES)[4]
     rows[mc:] = np.inf
     if mc == 0:
         return 1.0
-    C = K.f1(ws, di, kt + T_WC).reshape((mc, nz))
-    closure_jacobian(di, ws, kt, C)
-    closure_row_measures(C, K.f1(df, di, kt + T_CW), K.f1(df, di, kt + T_RW), K.f1(dd, di, K.I_STAB)[2],
-                         K.f1(ws, di, kt + T_WQ), rows[:mc])
-    return _closure_measure(C, df, di, ws, kt)
+    G = _closure_gram(df, di, ws, kt)
+    closure_row_measures(G, K.f1(dd, di, K.I_STAB)[2], K.f1(ws, di, kt + T_WQ), rows[:mc])
+    return _closure_measure(G, di, ws, kt)
 
 
 @numba.njit(**_JIT)
-def closure_row_measures(C, cw, rw, drop_tol, work, rows):
-    """Each closure row's √ pivot ratio into ``rows`` (mc,): the Cholesky of A = Dr C W Cᵀ Dr
-    (Dr = diag ``rw``, W = diag ``cw``) in the rows' order, a row's pivot over its diagonal —
-    the row's distance, relative, from the span of the rows before it. A row whose pivot is not
-    above ``drop_tol`` times its diagonal (a combination of the rows before it: the structurally
-    redundant closure rows, or a zero row) is dropped, ``inf``, as :func:`._kernels.band_cholesky`
-    drops it. Near a singular configuration a kept row's ratio falls to 0 (the kept rows lose
-    rank there). ``work``: mc² floats."""
-    mc, nz = C.shape
-    L = work[: mc * mc].reshape((mc, mc))
+def _closure_gram(df, di, ws, kt):
+    """G = Dr C W Cᵀ Dr (mc, mc, the workspace's ``t_wG``) of the closure Jacobian C at the
+    workspace's positions (:func:`closure_jacobian`), Dr = ``t_rw``, W = ``t_cw``: the matrix whose
+    rows' pivots (:func:`closure_row_measures`) and eigenvalues (:func:`_closure_measure`) measure
+    how near the closure is to a singular configuration."""
+    sz = K.i1(di, kt + T_SIZES)
+    nz, mc = sz[1], sz[4]
+    C = K.f1(ws, di, kt + T_WC).reshape((mc, nz))
+    closure_jacobian(di, ws, kt, C)
+    cw, rw = K.f1(df, di, kt + T_CW), K.f1(df, di, kt + T_RW)
+    G = K.f1(ws, di, kt + T_WG).reshape((mc, mc))
     for i in range(mc):
         for j in range(i + 1):
             acc = 0.0
             for col in range(nz):
                 acc += C[i, col] * cw[col] * C[j, col]
-            L[i, j] = rw[i] * rw[j] * acc
+            v = rw[i] * rw[j] * acc
+            G[i, j] = v
+            G[j, i] = v
+    return G
+
+
+@numba.njit(**_JIT)
+def closure_row_measures(G, drop_tol, work, rows):
+    """Each closure row's √ pivot ratio into ``rows`` (mc,): the Cholesky of G = Dr C W Cᵀ Dr
+    (:func:`_closure_gram`) in the rows' order, a row's pivot over its diagonal — the row's
+    distance, relative, from the span of the rows before it. A row whose pivot is not above
+    ``drop_tol`` times its diagonal (a combination of the rows before it: the structurally
+    redundant closure rows, or a zero row) is dropped, ``inf``, as :func:`._kernels.band_cholesky`
+    drops it. Near a singular configuration a kept row's ratio falls to 0 (the kept rows lose
+    rank there). ``work``: mc² floats (G is kept)."""
+    mc = G.shape[0]
+    L = work[: mc * mc].reshape((mc, mc))
+    for i in range(mc):
+        for j in range(i + 1):
+            L[i, j] = G[i, j]
     for j in range(mc):
         s = L[j, j]
         diag = s
@@ -852,19 +865,16 @@ def closure_row_measures(C, cw, rw, drop_tol, work, rows):
 
 
 @numba.njit(**_JIT)
-def _closure_measure(C, df, di, ws, kt):
-    """:func:`singularity` of the closure Jacobian C (mc, nz)."""
+def _closure_measure(G, di, ws, kt):
+    """:func:`singularity` from the closure's G (:func:`_closure_gram`): the smallest eigenvalue
+    of G over its rows that are not zero, after the redundant rows' zeros."""
     sz = K.i1(di, kt + T_SIZES)
-    nz, mc = sz[1], sz[4]
-    cw, rw = K.f1(df, di, kt + T_CW), K.f1(df, di, kt + T_RW)
+    mc = sz[4]
     wm = K.f1(ws, di, kt + T_WM)
     live = wm[5 * mc: 6 * mc]  # the rows that are not zero (indices, as floats)
     n = 0
     for i in range(mc):
-        acc = 0.0
-        for col in range(nz):
-            acc += C[i, col] * cw[col] * C[i, col]
-        if acc > 0.0:
+        if G[i, i] > 0.0:
             live[n] = i
             n += 1
     if n == 0:
@@ -873,11 +883,7 @@ def _closure_measure(C, df, di, ws, kt):
     for a in range(n):
         i = int(live[a])
         for c in range(a + 1):
-            j = int(live[c])
-            acc = 0.0
-            for col in range(nz):
-                acc += C[i, col] * cw[col] * C[j, col]
-            v = rw[i] * rw[j] * acc
+            v = G[i, int(live[c])]
             A[a, c] = v
             A[c, a] = v
     r = sz[6] - (mc - n)
