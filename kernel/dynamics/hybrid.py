@@ -18,7 +18,8 @@ a sphere or a box between its two ends, :meth:`.unilateral.UnilateralContacts.pa
 Switching functions, fixed for a step by the modes at its start (a sign change from > 0 to ≤ 0 is a
 switch): an open point apart (its gap g beyond the touching band,
 :attr:`.unilateral.UnilateralContacts.closed_gap`): g; an open point touching: ġ + 2 CLOSED_SPEED (it
-approaches); an active point: λ_n (separation); a sticking contact: μ_s Σ λ_n − |Σ λ_t| (slip); a
+approaches); an active point: λ_n (separation); a sticking contact: μ_s Σ λ_n − |Σ λ_t| plus the
+round-off its mode choice allows (slip, :meth:`.unilateral.UnilateralContacts.cone_values`); a
 slipping point with friction: v_t·ŝ (its slip stops or reverses). A run with unilateral contacts notes
 the impacts, the switches and the time spent with k contacts active.
 
@@ -37,6 +38,7 @@ from scipy.optimize import brentq
 
 from ...errors import SolverError
 from ..motion import Event
+from .complementarity import RCOND
 from .integrators import names as integrator_names
 from .unilateral import CLOSED_SPEED, OPEN, SLIP, STATE_WIDTH, STICK
 
@@ -145,7 +147,7 @@ class EventDriver:
                 out[j] = vt[i] @ sdir[i]
             else:
                 if margins is None:
-                    margins = cc.friction_margins(self.state, lam_n, f_t)
+                    margins = cc.cone_values(self.state, lam_n, f_t)
                 out[j] = margins.get(i, -1.0)
         return out
 
@@ -203,7 +205,7 @@ class EventDriver:
             if np.any(np.abs(g) > tol):
                 Cn = C[kind == 0]
                 ACt = cc.constrained_inverse(self.dyn, ev, Cn.T)
-                dx = ACt @ np.linalg.lstsq(Cn @ ACt, -g, rcond=None)[0]
+                dx = ACt @ np.linalg.lstsq(Cn @ ACt, -g, rcond=RCOND)[0]
                 q = y[:nq] + self.dyn.qd(ev.bs, dx)
                 Q = q.reshape(-1, 7)
                 Q[:, 3:] /= np.linalg.norm(Q[:, 3:], axis=1)[:, None]
@@ -219,7 +221,7 @@ class EventDriver:
         r = C @ v
         if np.any(np.abs(r) > 0):
             ACt = cc.constrained_inverse(self.dyn, ev, C.T)
-            y[nq: nq + nv] = v - ACt @ np.linalg.lstsq(C @ ACt, r, rcond=None)[0]
+            y[nq: nq + nv] = v - ACt @ np.linalg.lstsq(C @ ACt, r, rcond=RCOND)[0]
         return y
 
     def accept(self, t, y):

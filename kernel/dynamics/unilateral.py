@@ -29,22 +29,25 @@ their forces (F = C except a slipping row, whose force direction is (n − μ_d 
 
     v̇ = v̇₀ + A Fᵀ λ,      (C A Fᵀ) λ = −(C v̇₀ + c)
 
-(v̇₀ the joints-only accelerations; minimum-norm λ where the rows are redundant, e.g. a box's four
-corners on a plane). Only the active points' rows are formed: the matrix is as small as the contacts
-that touch. The contact forces' power λᵀ F v (the friction's, the normal rows do no work at ġ = 0) is
-in the non-conservative work.
+(v̇₀ the joints-only accelerations; where the rows are redundant, e.g. a box's four corners on a plane,
+the least-norm λ at the rank threshold :data:`.complementarity.RCOND`). Only the active points' rows are
+formed: the matrix is as small as the contacts that touch. The contact forces' power λᵀ F v (the
+friction's, the normal rows do no work at ġ = 0) is in the non-conservative work.
 
 Switches (located by :mod:`.hybrid` as the roots of these functions on the integrator's dense output):
 an open point's gap reaching 0 (or, already touching, its approach speed exceeding
 :data:`CLOSED_SPEED`), an active point's λ_n reaching 0 (separation), a sticking contact reaching
-the friction cone (slip), a slipping point's slip velocity reversing (stick or reversal).
+the friction cone (slip), a slipping point's slip velocity reversing (stick or reversal). At a switch the
+modes are chosen again (:meth:`UnilateralContacts.resolve_modes`); where points with friction are at rest,
+from the contact problem at the accelerations with friction (:meth:`UnilateralContacts._onset_modes`), so
+that coupled contacts (a chain's rollers on a sprocket) start to slip in directions their motion keeps.
 
 Impacts (:meth:`UnilateralContacts.impact`): Newton's restitution with impulses Λ ≥ 0 along the
 normals of the touching points that approach (and the active ones), the joints kept:
 
     v⁺ = v⁻ + A J_nᵀ Λ,    w = J_n v⁺ + e J_n v⁻ ≥ 0,    Λ ≥ 0,    wᵀ Λ = 0
 
-(a linear complementarity problem solved by principal pivoting, :func:`lcp`; one impact: Λ =
+(a linear complementarity problem solved by principal pivoting, :func:`.complementarity.lcp`; one impact: Λ =
 −(1 + e) ġ⁻ / (J_n A J_nᵀ), ġ⁺ = −e ġ⁻). Impulses are frictionless. An approach slower than
 :data:`PLASTIC_SPEED` is plastic (e = 0): the Zeno sequence of a bouncing ball ends there in a persistent
 contact. The kinetic energy an impact takes (T⁺ − T⁻ ≤ 0) is added to the non-conservative work.
@@ -57,11 +60,12 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import MechanismError
+from .complementarity import RCOND, lcp, lemke
 from .contacts import Contacts, _point_columns, _rotate, deepest_points
 from .mass import cross
 from .stops import JointStops
 
-__all__ = ["UnilateralContacts", "OPEN", "SLIP", "STICK", "STATE_WIDTH", "PLASTIC_SPEED", "CLOSED_SPEED", "lcp"]
+__all__ = ["UnilateralContacts", "OPEN", "SLIP", "STICK", "STATE_WIDTH", "PLASTIC_SPEED", "CLOSED_SPEED"]
 
 OPEN, SLIP, STICK = 0, 1, 2
 #: numbers per contact point in ``refs``: mode, slip direction (3, world)
@@ -70,6 +74,14 @@ STATE_WIDTH = 4
 PLASTIC_SPEED = 1e-3
 #: a touching point approaching faster than this (m/s) is an impact; slower, it is closed (not separating)
 CLOSED_SPEED = 1e-6
+#: a slipping point's friction acts against the unit v_t + SLIP_DIRECTION_SPEED ŝ₀ (m/s), ŝ₀ the slip's
+#: direction at the last accepted step: exact while the slip keeps its direction, and lagging a slip that turns
+#: by at most its turn over one step, weighted by SLIP_DIRECTION_SPEED / (|v_t| + SLIP_DIRECTION_SPEED). The unit
+#: v_t alone turns with the velocities' round-off off the joints' manifold when a slip is slow (a roller creeping
+#: on a tooth at 1e-6 m/s, its v_t across the chain's plane 1e-8 m/s at a step's stages): the friction's
+#: direction then changes at 1e6 rad per m/s, and DOP853's steps fell from 0.25 ms to 0.2 µs on the chain drive
+#: (2026-11-27)
+SLIP_DIRECTION_SPEED = 1e-3
 #: a gap (m) within this, plus :data:`CLOSED_GAP_REL` of the point's length scale, is touching
 CLOSED_GAP = 1e-9
 CLOSED_GAP_REL = 1e-7
@@ -77,31 +89,6 @@ CLOSED_GAP_REL = 1e-7
 FORCE_TOL = 1e-6
 #: displacement of the faster body, as a fraction of its length scale, of the convective term's difference
 _FD_FRACTION = 1e-4
-#: principal pivoting steps of :func:`lcp` per unknown
-_LCP_PIVOTS = 20
-
-
-def lcp(G, b, tol=1e-12):
-    """z ≥ 0 with w = G z + b ≥ 0 and zᵀ w = 0 (Murty's least-index principal pivoting; the
-    subproblems by least squares, so a positive semidefinite G with redundant rows is solved too).
-    Returns (z, w)."""
-    n = len(b)
-    scale = max(1.0, float(np.max(np.abs(b)))) if n else 1.0
-    active = b < 0
-    z = np.zeros(n)
-    for _ in range(_LCP_PIVOTS * max(n, 1)):
-        z = np.zeros(n)
-        idx = np.flatnonzero(active)
-        if len(idx):
-            z[idx] = np.linalg.lstsq(G[np.ix_(idx, idx)], -b[idx], rcond=None)[0]
-        w = G @ z + b
-        bad = np.flatnonzero((active & (z < -tol * scale)) | (~active & (w < -tol * scale)))
-        if not len(bad):
-            break
-        active[bad[0]] = not active[bad[0]]
-    return np.maximum(z, 0.0), G @ np.maximum(z, 0.0) + b
-
-
 def _tangents(n):
     """Two unit tangents (c, 3) each, t₁ ⟂ n, t₂ = n × t₁ (t₁ from the world axis least along n)."""
     axis = np.eye(3)[np.argmin(np.abs(n), axis=1)]
@@ -317,14 +304,15 @@ class UnilateralContacts(Contacts):
         n, g, x, vr, Jp, c, t1, t2 = self.kinematics(bs, idx, state)
         Jn = np.einsum("ki,kiv->kv", n, Jp)
         stick = modes[idx] == STICK
-        # a slipping row's force: along n − μ_d ŝ, ŝ the unit v_t while it moves along the stored direction
-        # (v_t·ŝ > 0), else the stored ŝ — at slip onset (v_t = 0) and past the stop of a slip, so that the
-        # right-hand side stays smooth up to the switch the event locates (v_t·ŝ = 0)
+        # a slipping row's force: along n − μ_d ŝ, ŝ the unit v_t + SLIP_DIRECTION_SPEED ŝ₀ while it moves along
+        # the stored direction ŝ₀ (v_t·ŝ₀ > 0; ŝ₀ is v_t's direction at the last accepted step), else ŝ₀ — at slip
+        # onset (v_t = 0) and past the stop of a slip, so that the right-hand side stays smooth up to the switch
+        # the event locates (v_t·ŝ₀ = 0); see SLIP_DIRECTION_SPEED
         vt = vr - np.sum(vr * n, 1)[:, None] * n
         sdir = self.slip_dirs(state)[idx]
         along = np.sum(vt * sdir, 1) > 0
-        speed = np.linalg.norm(vt, axis=1)
-        d = np.where(along[:, None], vt / np.where(along, speed, 1.0)[:, None], sdir)
+        moving = vt + SLIP_DIRECTION_SPEED * sdir
+        d = np.where(along[:, None], moving / np.maximum(np.linalg.norm(moving, axis=1), 1e-300)[:, None], sdir)
         F_n = np.where(stick[:, None], Jn, np.einsum("ki,kiv->kv", n - self.mu_d[idx][:, None] * d, Jp))
         T1 = np.einsum("ki,kiv->kv", t1[stick], Jp[stick])
         T2 = np.einsum("ki,kiv->kv", t2[stick], Jp[stick])
@@ -353,14 +341,15 @@ class UnilateralContacts(Contacts):
             K[~live] = 0.0
             K[~live, np.flatnonzero(~live)] = 1.0
             rhs[~live] = 0.0
-        lam = np.linalg.lstsq(K, rhs, rcond=None)[0]
+        lam = np.linalg.lstsq(K, rhs, rcond=RCOND)[0]
+        idx, n, g, x, vr, t1, t2, d = geo
+        k = len(idx)
+        stick = modes[idx] == STICK
         fc = F.T @ lam
         vd = vd0 + AFt @ lam
         power = float(lam @ (F @ ev.v))
-        idx, n, g, x, vr, t1, t2, d = geo
         lam = np.where(live, lam, 0.0)
-        k = len(idx)
-        normal, stick = lam[:k], modes[idx] == STICK
+        normal = lam[:k]
         lam_n[idx] = normal
         slipping = (modes[idx] == SLIP)[:, None]
         f_t[idx] = np.where(slipping, -(self.mu_d[idx] * normal)[:, None] * d, 0.0)
@@ -393,13 +382,16 @@ class UnilateralContacts(Contacts):
     def resolve_modes(self, dyn, evaluate, v, state):
         """Choose the modes at a touching configuration so that the accelerations are complementary: of
         the points touching and not separating (the candidates), each active one pushes (λ_n above
-        :attr:`force_tol`) and each open one does not accelerate into its shape. The candidates
-        start active, each sticking where it does not slip and μ_s > 0; then, repeatedly, the candidate of
-        least index that breaks complementarity (:meth:`_complementarity_breaks`) switches (an active one
-        opens, an open one closes again in its first mode: Murty's least-index rule, which a greedy choice
-        of the most negative λ_n lacks — opening one point can make another approach), and once none does,
-        a contact outside its friction cone is set slipping against its friction force. ``evaluate(state) -> (ev, v̇₀)``.
-        Updates ``state`` in place; returns the point modes before (n,)."""
+        :attr:`force_tol`) and each open one does not accelerate into its shape. Where a candidate with
+        friction is at rest (slip speed ≤ 10 :data:`CLOSED_SPEED`), the modes and slip directions come from
+        the complementarity problem of :meth:`_onset_modes` (its slips develop along their directions,
+        however the contacts are coupled). Otherwise, and to check that choice, the candidates start active
+        (each sticking where it does not slip and μ_s > 0, or in the onset's modes); then, repeatedly, the
+        candidate of least index that breaks complementarity (:meth:`_complementarity_breaks`) switches (an
+        active one opens, an open one closes again in its first mode: Murty's least-index rule, which a
+        greedy choice of the most negative λ_n lacks — opening one point can make another approach), and
+        once none does, a contact outside its friction cone is set slipping against its friction force.
+        ``evaluate(state) -> (ev, v̇₀)``. Updates ``state`` in place; returns the point modes before (n,)."""
         before = self.modes(state).copy()
         ev, _ = evaluate(state)
         g, gd, vt = self.gaps(_with_velocities(dyn, ev, v), state)
@@ -418,6 +410,10 @@ class UnilateralContacts(Contacts):
                     S[i, 1:] = vt[i] / speed[i]
         candidates = np.flatnonzero(closed)
         first_mode = S[candidates, 0].copy()
+        rest = candidates[first_mode == STICK]
+        if len(rest):
+            self._onset_modes(dyn, *evaluate(state), state, candidates)
+        held = np.zeros(self.n, bool)
         for _ in range(4 * len(candidates) + 4):
             modes = self.modes(state)
             if not len(candidates):
@@ -429,7 +425,13 @@ class UnilateralContacts(Contacts):
                 j = wrong[0]
                 S[candidates[j], 0] = OPEN if modes[candidates[j]] > OPEN else first_mode[j]
                 continue
+            backward = self._backward_onsets(ev.bs, state, rest[modes[rest] == SLIP], vd)
+            if len(backward):
+                S[backward[0], 0] = STICK
+                held[backward[0]] = True
+                continue
             slipping = self.cone_violations(state, lam_n, f_t)
+            slipping = [o for o in slipping if not np.any(held[self.owner == o])]
             if not len(slipping):
                 break
             o = slipping[0]
@@ -438,6 +440,66 @@ class UnilateralContacts(Contacts):
             S[pts, 0] = SLIP
             S[pts, 1:] = -total / max(np.linalg.norm(total), 1e-300)
         return before
+
+    def _onset_modes(self, dyn, ev, vd0, state, candidates):
+        """The candidates' modes from the contact problem at the accelerations (Trinkle, Pang, Sudarsky &
+        Lo 1997, with the friction cone as a pyramid of the four directions ±t₁, ±t₂): per candidate
+        point its normal force λ_n ≥ 0 ⊥ g̈ ≥ 0, and per point at rest (mode STICK on entry) friction
+        forces β_k ≥ 0 along d_k ⊥ d_k·a_t + σ ≥ 0 and σ ≥ 0 ⊥ μ_s λ_n − Σ β_k ≥ 0, a_t the tangential
+        acceleration of the point (m/s²); a moving point's friction is −μ_d λ_n ŝ as in :meth:`solve`. With
+        v̇ = v̇₀ + A Fᵀ λ this is a linear complementarity problem in (λ_n, β, σ), non-symmetric, solved by
+        :func:`.complementarity.lemke`. A point without normal force opens; a point at rest sticks, unless
+        σ > 0: then it slips along its a_t (σ ≈ |a_t|), so the slip develops along ŝ for every coupling of
+        the contacts (the single-contact rule, slip against the friction the point needs to stick, does
+        not ensure that). Sets the modes and slip directions in ``state`` when Lemke's algorithm finds the
+        solution (otherwise leaves the entry modes); returns whether it did."""
+        C, F, c, pts, kind, geo = self.rows(ev.bs, state, idx=candidates)
+        m = len(candidates)
+        r = (len(C) - m) // 2
+        T, cT = C[m:], c[m:]
+        D = np.vstack([T[:r], -T[:r], T[r:], -T[r:]])
+        rows = np.vstack([C[:m], D])
+        AFt = self.constrained_inverse(dyn, ev, np.vstack([F[:m], D]).T)
+        rest = np.flatnonzero(self.modes(state)[candidates] == STICK)
+        G = np.zeros((m + 5 * r, m + 5 * r))
+        G[: m + 4 * r, : m + 4 * r] = rows @ AFt
+        E = np.tile(np.eye(r), (4, 1))
+        G[m: m + 4 * r, m + 4 * r:] = E
+        G[m + 4 * r:, m: m + 4 * r] = -E.T
+        G[m + 4 * r + np.arange(r), rest] = self.mu_s[candidates[rest]]
+        b = np.concatenate([rows @ vd0 + np.concatenate([c[:m], cT[:r], -cT[:r], cT[r:], -cT[r:]]), np.zeros(r)])
+        z = lemke(G, b)
+        if z is None:
+            return False
+        vd = vd0 + AFt @ z[: m + 4 * r]
+        t1, t2 = geo[5][rest], geo[6][rest]
+        a_t = (T[:r] @ vd + cT[:r])[:, None] * t1 + (T[r:] @ vd + cT[r:])[:, None] * t2
+        beta = z[m: m + 4 * r].reshape(4, r)
+        friction = (beta[0] - beta[1])[:, None] * t1 + (beta[2] - beta[3])[:, None] * t2
+        sigma = z[m + 4 * r:]
+        scale = max(1.0, float(np.max(np.abs(b))))
+        S = state[: STATE_WIDTH * self.n].reshape(-1, STATE_WIDTH)
+        for j, i in enumerate(candidates[rest]):
+            if sigma[j] > 1e-9 * scale:
+                direction = a_t[j] if np.linalg.norm(a_t[j]) > 1e-9 * scale else -friction[j]
+                S[i, 0] = SLIP
+                S[i, 1:] = direction / max(np.linalg.norm(direction), 1e-300)
+        S[candidates[z[:m] <= self.force_tol[candidates]], 0] = OPEN
+        return True
+
+    def _backward_onsets(self, bs, state, starting, vd):
+        """Of the points ``starting`` to slip from rest, those whose tangential acceleration at v̇ = ``vd``
+        opposes their slip direction (a_t·ŝ below 10⁻⁹ (1 + |a_t|) m/s²): their slip would stop at once. Where
+        the sticking rows are redundant and others slip, the accelerations depend on how the forces are
+        shared (rigid contacts with friction are not unique there), and the sharing the evaluation takes
+        (least |λ|) can turn a slip chosen by :meth:`_onset_modes` back; such a point sticks instead."""
+        if not len(starting):
+            return starting
+        n, _, _, _, Jp, c, t1, t2 = self.kinematics(bs, starting, state)
+        a = np.einsum("kiv,v->ki", Jp, vd)
+        a_t = (np.sum(a * t1, 1) + c[:, 1])[:, None] * t1 + (np.sum(a * t2, 1) + c[:, 2])[:, None] * t2
+        along = np.sum(a_t * self.slip_dirs(state)[starting], 1)
+        return starting[along < -1e-9 * (1.0 + np.linalg.norm(a_t, axis=1))]
 
     def _complementarity_breaks(self, dyn, ev, state, candidates, vd, lam_n):
         """Positions in ``candidates`` (ascending) of the points that break complementarity at the
@@ -456,9 +518,17 @@ class UnilateralContacts(Contacts):
         return np.flatnonzero(wrong)
 
     def cone_violations(self, state, lam_n, f_t):
-        """Contacts (owners) whose sticking points need more than μ_s Σ λ_n of friction (beyond round-off)."""
-        return [o for o, margin in self.friction_margins(state, lam_n, f_t).items()
-                if margin < -1e-9 * float(np.max(np.abs(lam_n), initial=0.0))]
+        """Contacts (owners) whose sticking points need more than μ_s Σ λ_n of friction (beyond round-off:
+        their :meth:`cone_values` are negative)."""
+        return [o for o, value in self.cone_values(state, lam_n, f_t).items() if value < 0.0]
+
+    def cone_values(self, state, lam_n, f_t):
+        """Per sticking contact (owner) its friction margin plus the round-off allowed in it, 10⁻⁹ of the
+        largest normal force (N), as {owner: value}: the switching function of a slip, negative exactly
+        where :meth:`resolve_modes` sets the contact slipping (with the margin alone, a stick chosen within
+        the allowance, at the cone's edge, is switched again at once and without end)."""
+        allowance = 1e-9 * float(np.max(np.abs(lam_n), initial=0.0))
+        return {o: margin + allowance for o, margin in self.friction_margins(state, lam_n, f_t).items()}
 
     def friction_margins(self, state, lam_n, f_t):
         """Per sticking contact (owner): μ_s Σ λ_n − |Σ λ_t| (N; < 0 outside the cone), as {owner: value}."""

@@ -21,7 +21,7 @@ from cadmotion.errors import ModelFileError, SolverError, MechanismError
 from cadmotion.importers.modelfile import parse_model
 from cadmotion.kernel import compile_model
 from cadmotion.kernel.dynamics.forward import run
-from cadmotion.kernel.dynamics.unilateral import PLASTIC_SPEED, lcp
+from cadmotion.kernel.dynamics.unilateral import PLASTIC_SPEED
 
 try:
     import tomllib
@@ -47,20 +47,6 @@ def _run(data, **kw):
 def _balance(motion):
     E, W = motion.extra["energy.total"], motion.extra["work.nonconservative"]
     return float(np.max(np.abs(E - E[0] - W)))
-
-
-# ---------------------------------------------------------------------------- the LCP
-def test_lcp_solves_a_complementarity_problem_and_its_redundant_form():
-    rng = np.random.default_rng(3)
-    A = rng.normal(size=(5, 5))
-    G_ = A @ A.T + 0.1 * np.eye(5)
-    b = rng.normal(size=5)
-    z, w = lcp(G_, b)
-    assert np.all(z >= 0) and np.all(w >= -1e-12) and abs(z @ w) < 1e-12
-    # four equal rows (a box's corners on a plane): rank one, the total is determined
-    H = np.ones((4, 1))
-    z, w = lcp(H @ H.T, np.full(4, -2.0))
-    assert z.sum() == pytest.approx(2.0, abs=1e-12) and np.all(np.abs(w) < 1e-12)
 
 
 # ---------------------------------------------------------------------------- the bouncing ball
@@ -247,6 +233,76 @@ def test_box_on_the_incline_slides_and_below_the_friction_angle_sticks():
     assert np.max(np.abs(motion.position[:, motion.parts.index("block"), :2])) < 1e-12
     assert motion.extra["box.friction_force"][-1] == pytest.approx(G * math.sin(TH), rel=1e-9)
     assert motion.extra["box.normal_force"][-1] == pytest.approx(G * math.cos(TH), rel=1e-9)
+
+
+def _lift_table(mu, phi=math.radians(60.0), arm=0.3):
+    """A parallelogram lift table (x-y plane, gravity −y): two 1 kg arms of length ``arm`` pivoted on the
+    ground at (0, 0) and (0.4, 0) at the angle phi, carrying a 2 kg platform by its two ends; the platform
+    rests on a floor on four spherical feet (R = 5 mm), friction μ. Its closed loop of revolute joints is
+    redundant in 3-D, and so are the feet (the platform only translates): the contact rows carry the
+    round-off of the joints' elimination."""
+    c, s = arm * math.cos(phi), arm * math.sin(phi)
+    w, z = math.cos(phi / 2), math.sin(phi / 2)
+    rod = f"inertia = [1e-6, {arm * arm / 12!r}, {arm * arm / 12!r}]\ncom = [{arm / 2!r}, 0, 0]\nmass = 1.0"
+    text = f"""units = "m"
+gravity = [0, -9.81, 0]
+[parts.ground]
+fixed = true
+[parts.arm_a]
+orientation = [{w!r}, 0, 0, {z!r}]
+{rod}
+[parts.arm_d]
+position = [0.4, 0, 0]
+orientation = [{w!r}, 0, 0, {z!r}]
+{rod}
+[parts.platform]
+position = [{c!r}, {s!r}, 0]
+mass = 2.0
+com = [0.2, 0, 0]
+inertia = [0.01, 0.03, 0.03]
+"""
+    for name, a, b, origin in (("A", "ground", "arm_a", (0.0, 0.0)), ("D", "ground", "arm_d", (0.4, 0.0)),
+                               ("B", "arm_a", "platform", (c, s)), ("C", "arm_d", "platform", (0.4 + c, s))):
+        text += f"""[[joints]]
+name = "{name}"
+type = "revolute"
+parts = ["{a}", "{b}"]
+origin = [{origin[0]!r}, {origin[1]!r}, 0]
+axis = [0, 0, 1]
+"""
+    for k, (x, zf) in enumerate(((0.05, 0.05), (0.05, -0.05), (0.35, 0.05), (0.35, -0.05))):
+        text += f"""[[contacts]]
+name = "foot{k}"
+parts = ["platform", "ground"]
+shape = [{{ sphere = 0.005, center = [{x!r}, -0.05, {zf!r}] }}, {{ plane = {{ point = [0, {s - 0.055!r}, 0], normal = [0, 1, 0] }} }}]
+friction = {mu!r}
+"""
+    return tomllib.loads(text)
+
+
+@pytest.mark.parametrize("mu", [0.0, 0.05, 0.5])
+def test_a_lift_table_resting_on_four_feet_stays_and_its_feet_push_as_the_statics_say(mu):
+    # reference, by virtual work on the one-degree-of-freedom linkage (the platform translates on a circle of
+    # radius l: δy = l cos φ δφ, δx = −l sin φ δφ; each arm's centre of mass rises by half that): the floor's
+    # normal force N and friction F_x (along x on the platform) satisfy N cos φ + F_x sin φ = (m_p + m_a) g cos φ,
+    # whichever share they take (the feet are redundant); without friction N = (m_p + m_a) g. Every foot
+    # pushes (N_k ≥ 0) within its cone, no foot opens, and the table does not move. Before the contacts'
+    # least squares set a rank threshold (complementarity.RCOND), the round-off of the joints' elimination
+    # was inverted into feet forces of 0 to 15 N where 7.36 N is each one's share, two feet opened, and with
+    # friction the contacts switched without end at t = 0.
+    motion, _ = _run(_lift_table(mu), t_end=0.2, steps=4)
+    phi = math.radians(60.0)
+    assert not [e.message for e in motion.events if e.kind == "contact" and "→ open" in e.message]
+    platform = motion.position[:, motion.parts.index("platform")]
+    assert np.max(np.abs(platform - platform[0])) < 1e-12
+    normal = np.array([motion.extra[f"foot{k}.normal_force"] for k in range(4)])
+    friction = np.array([motion.extra[f"foot{k}.friction_force"] for k in range(4)])
+    assert np.all(normal > 0) and np.all(friction <= mu * normal * (1 + 1e-9))
+    # the outputs give each friction force's magnitude: |F| ≤ Σ |f_k| (a pair may also pull along ±z)
+    N, F = normal.sum(0), friction.sum(0)
+    assert np.all(np.abs(3.0 * G - N) * math.cos(phi) <= F * math.sin(phi) * (1 + 1e-9) + 1e-9)
+    if mu == 0.0:
+        assert np.allclose(normal, 3.0 * G / 4, rtol=1e-9)
 
 
 def _disc(mu, v0=0.0):

@@ -1,0 +1,106 @@
+"""Linear complementarity problems: find z ≥ 0 with w = G z + b ≥ 0 and zᵀ w = 0.
+
+Two solvers for the two kinds of problem the unilateral contacts pose (:mod:`.unilateral`):
+
+* :func:`lcp` — Murty's least-index principal pivoting, for a positive semidefinite G (impacts: the
+  normal rows' inverse effective mass J_n A J_nᵀ); the subproblems by least squares, so redundant rows
+  (a box's four corners on a plane) are solved too.
+* :func:`lemke` — Lemke's complementary pivoting with the covering vector e = 1 (Cottle, Pang & Stone,
+  *The Linear Complementarity Problem*, 1992, §4.4), for the non-symmetric problems of contacts with
+  Coulomb friction (the friction pyramid's rows are coupled to the normal forces by μ). It ends at a
+  solution, or at a secondary ray where the problem has none it can reach (returned as None).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["RCOND", "lcp", "lemke"]
+
+#: singular values below this fraction of the largest are rank deficiency in the contacts' matrices
+#: (least squares, ``rcond``). Their entries J A Fᵀ carry the joints' elimination, whose round-off leaves
+#: redundant rows (rollers sticking on a sprocket of a closed chain, a box's corners on a plane) with
+#: singular values of 1e-13 of the largest, not 0: with numpy's default (machine ε times the size) those
+#: were inverted, and the least-squares forces took on components of ±1,000 N that pull (λ_n < 0) and move
+#: the parts along directions the contacts do not see (the chain drive, measured 2026-11-27). Physical
+#: ratios (a light part against a heavy one) lie far above: 2.5e-4 on that chain.
+RCOND = 1e-10
+
+#: principal pivoting steps of :func:`lcp` per unknown
+_LCP_PIVOTS = 20
+#: complementary pivots of :func:`lemke` per unknown before it gives up
+_LEMKE_PIVOTS = 50
+
+
+def lcp(G, b, tol=1e-12):
+    """z ≥ 0 with w = G z + b ≥ 0 and zᵀ w = 0 (Murty's least-index principal pivoting; the
+    subproblems by least squares, so a positive semidefinite G with redundant rows is solved too).
+    Returns (z, w)."""
+    n = len(b)
+    scale = max(1.0, float(np.max(np.abs(b)))) if n else 1.0
+    active = b < 0
+    z = np.zeros(n)
+    for _ in range(_LCP_PIVOTS * max(n, 1)):
+        z = np.zeros(n)
+        idx = np.flatnonzero(active)
+        if len(idx):
+            z[idx] = np.linalg.lstsq(G[np.ix_(idx, idx)], -b[idx], rcond=RCOND)[0]
+        w = G @ z + b
+        bad = np.flatnonzero((active & (z < -tol * scale)) | (~active & (w < -tol * scale)))
+        if not len(bad):
+            break
+        active[bad[0]] = not active[bad[0]]
+    return np.maximum(z, 0.0), G @ np.maximum(z, 0.0) + b
+
+
+def lemke(G, b, tol=1e-10):
+    """z ≥ 0 with w = G z + b ≥ 0 and zᵀ w = 0 by Lemke's algorithm (any square G), or None when it
+    ends on a ray or passes :data:`_LEMKE_PIVOTS` pivots per unknown, or its answer misses the
+    conditions by more than ``tol`` relative to the largest of |b| and |G z|.
+
+    The tableau is [I, −G, −e | b] over the basic variables (w at the start); the artificial z₀ enters
+    at the row of the most negative b, then each leaving variable's complement enters (the minimum
+    ratio test; ties go to z₀ leaving, then to the least index) until z₀ leaves."""
+    G = np.asarray(G, float)
+    b = np.asarray(b, float)
+    n = len(b)
+    if n == 0 or np.all(b >= 0):
+        return np.zeros(n)
+    scale = max(1.0, float(np.max(np.abs(b))))
+    eps = 1e-13 * scale
+    T = np.hstack([np.eye(n), -G, -np.ones((n, 1)), b[:, None]])
+    basis = np.arange(n)  # basic variable of each row: 0…n−1 the w's, n…2n−1 the z's, 2n is z₀
+    z0 = 2 * n
+
+    def pivot(row, col):
+        T[row] /= T[row, col]
+        others = np.arange(n) != row
+        T[others] -= np.outer(T[others, col], T[row])
+        leaving = int(basis[row])
+        basis[row] = col
+        return leaving
+
+    leaving = pivot(int(np.argmin(b)), z0)
+    for _ in range(_LEMKE_PIVOTS * n):
+        entering = leaving + n if leaving < n else leaving - n
+        col = T[:, entering]
+        rows = np.flatnonzero(col > eps)
+        if not len(rows):
+            return None  # a secondary ray
+        ratios = T[rows, -1] / col[rows]
+        ties = rows[ratios <= ratios.min() + eps]
+        at_z0 = ties[basis[ties] == z0]
+        leaving = pivot(int(at_z0[0] if len(at_z0) else ties[0]), entering)
+        if leaving == z0:
+            break
+    else:
+        return None
+    z = np.zeros(n)
+    is_z = (basis >= n) & (basis < z0)
+    z[basis[is_z] - n] = T[is_z, -1]
+    z = np.maximum(z, 0.0)
+    w = G @ z + b
+    size = max(scale, float(np.max(np.abs(G @ z))))
+    if np.min(w) < -tol * size or abs(float(z @ w)) > tol * size * max(1.0, float(np.sum(z))):
+        return None
+    return z

@@ -1,0 +1,82 @@
+"""Linear complementarity problems (kernel/dynamics/complementarity.py): z ≥ 0, w = G z + b ≥ 0, zᵀ w = 0.
+
+References: the complementary bases enumerated one by one (for a P-matrix the solution is unique, so the
+one basis whose solution is non-negative is it), and the statics of a block pushed along a floor with
+Coulomb friction, written as the contact problem at the accelerations that the unilateral contacts pose.
+"""
+
+import itertools
+
+import numpy as np
+import pytest
+
+from cadmotion.kernel.dynamics.complementarity import lcp, lemke
+
+
+def _enumerated(G, b):
+    """The solution by trying every complementary basis (2ⁿ of them): the independent reference."""
+    n = len(b)
+    for basis in itertools.product((False, True), repeat=n):
+        z = np.zeros(n)
+        idx = np.flatnonzero(basis)
+        if len(idx):
+            z[idx] = np.linalg.solve(G[np.ix_(idx, idx)], -b[idx])
+        w = G @ z + b
+        if np.all(z >= -1e-12) and np.all(w >= -1e-12):
+            return z
+    raise AssertionError("no complementary basis solves it")
+
+
+def test_lcp_solves_a_complementarity_problem_and_its_redundant_form():
+    rng = np.random.default_rng(3)
+    A = rng.normal(size=(5, 5))
+    G_ = A @ A.T + 0.1 * np.eye(5)
+    b = rng.normal(size=5)
+    z, w = lcp(G_, b)
+    assert np.all(z >= 0) and np.all(w >= -1e-12) and abs(z @ w) < 1e-12
+    # four equal rows (a box's corners on a plane): rank one, the total is determined
+    H = np.ones((4, 1))
+    z, w = lcp(H @ H.T, np.full(4, -2.0))
+    assert z.sum() == pytest.approx(2.0, abs=1e-12) and np.all(np.abs(w) < 1e-12)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_lemke_finds_the_one_solution_of_a_non_symmetric_p_matrix_problem(seed):
+    rng = np.random.default_rng(seed)
+    n = 7
+    G = rng.normal(size=(n, n)) + n * np.eye(n)  # diagonally dominant: a P-matrix, not symmetric
+    b = rng.normal(size=n) * 10.0
+    z = lemke(G, b)
+    assert z is not None
+    assert np.allclose(z, _enumerated(G, b), atol=1e-10)
+
+
+def test_lemke_reports_a_problem_without_solution():
+    # w = −z − 1 ≥ 0 has no z ≥ 0
+    assert lemke(np.array([[-1.0]]), np.array([-1.0])) is None
+    assert np.array_equal(lemke(np.eye(3), np.ones(3)), np.zeros(3))
+
+
+@pytest.mark.parametrize("push", [0.5, 0.98, 1.5, 3.0])
+def test_lemke_on_a_block_pushed_along_a_floor_sticks_below_mu_m_g_and_slides_above(push):
+    # a block of mass m on a floor, pushed along +x by P = push · μ m g, at rest: the normal force λ_n, the
+    # friction as β₊ (along +x) and β₋ (along −x), and σ (the slip acceleration), with the rows
+    #   w_n = a_n = (λ_n − m g)/m ≥ 0,   w_± = ±a_t + σ ≥ 0,   w_σ = μ λ_n − β₊ − β₋ ≥ 0,
+    # a_t = (P + β₊ − β₋)/m: the statics say stick (a_t = 0, friction −P) while P ≤ μ m g, else slide with
+    # a_t = (P − μ m g)/m
+    m, g, mu = 2.0, 9.81, 0.3
+    P = push * mu * m * g
+    G = np.array([[1 / m, 0, 0, 0],
+                  [0, 1 / m, -1 / m, 1],
+                  [0, -1 / m, 1 / m, 1],
+                  [mu, -1, -1, 0]])
+    b = np.array([-g, P / m, -P / m, 0.0])
+    z = lemke(G, b)
+    assert z is not None
+    lam_n, beta_p, beta_m, sigma = z
+    a_t = (P + beta_p - beta_m) / m
+    assert lam_n == pytest.approx(m * g, rel=1e-12)
+    if push <= 1.0:
+        assert a_t == pytest.approx(0.0, abs=1e-12) and beta_m - beta_p == pytest.approx(P, rel=1e-12)
+    else:
+        assert a_t == pytest.approx((P - mu * m * g) / m, rel=1e-12) and sigma == pytest.approx(a_t, rel=1e-12)
