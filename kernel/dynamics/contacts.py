@@ -710,6 +710,10 @@ class Contacts:
         #: edge half length (m), O's dimensions (:func:`_points`), the kind bits (:mod:`._contact_kernels`),
         #: a length scale (m) and the reach of each side's shape from its centre (m, the broad phase)
         self.s, self.o = col("s", int), col("o", int)
+        #: per point +1, or −1 where its S is the O of its contact's first point (a box–box contact's second box's
+        #: corners): :meth:`report` sums the forces on one part, the first point's S
+        first = np.unique(self.owner, return_index=True)[1]
+        self.side = np.where(self.s == self.s[first][self.owner], 1.0, -1.0)
         self.ds, self.do = col("ds").reshape(-1, 3), col("do").reshape(-1, 3)
         self.no, self.axis = col("no").reshape(-1, 3), col("axis").reshape(-1, 3)
         self.Rs, self.Ro, self.L = col("Rs"), col("Ro"), col("L")
@@ -1014,14 +1018,14 @@ class Contacts:
     def report(self, bs, state):
         """Output values per declared contact: dict suffix -> (contacts,) array (see
         :data:`CONTACT_OUTPUTS`): active (1/0), normal force N and friction force N (magnitudes of
-        the sums over the contact's points), slip speed m/s and penetration m (of its deepest point;
-        0 while apart), and that point (``point_x`` … m, assembly frame; while apart, midway between
-        the shapes' closest points)."""
+        the sums over the contact's points of the forces on one part, :attr:`side`), slip speed m/s
+        and penetration m (of its deepest point; 0 while apart), and that point (``point_x`` … m,
+        assembly frame; while apart, midway between the shapes' closest points)."""
         n, delta, x, Fn, Ft, vt, _ = self.forces(bs, state)
         nc = len(self.names)
         fn_sum, ft_sum = np.zeros((nc, 3)), np.zeros((nc, 3))
-        np.add.at(fn_sum, self.owner, Fn[:, None] * n)
-        np.add.at(ft_sum, self.owner, Ft)
+        np.add.at(fn_sum, self.owner, (self.side * Fn)[:, None] * n)
+        np.add.at(ft_sum, self.owner, self.side[:, None] * Ft)
         depth = np.full(nc, -np.inf)
         np.maximum.at(depth, self.owner, delta)
         deepest = deepest_points(self.owner, delta, nc)

@@ -214,6 +214,42 @@ def test_a_box_resting_on_a_larger_box_shares_its_weight_on_four_corners():
     assert motion.position[-1, top, 2] == pytest.approx(0.15 - delta, abs=1e-9)
 
 
+def _guided_cube_on_box(offset, base):
+    """A 0.1 m cube (1 kg) on a vertical prismatic joint (level, free along z only), set down touching the top of a
+    fixed box of edge lengths ``base`` (m, its top face at z = 0.05), its centre ``offset`` m sideways along y."""
+    return {"units": "m", "gravity": [0, 0, -G],
+            "parts": {"low": {"fixed": True},
+                      "up": {"position": [0.0, offset, 0.05 + A_CUBE / 2], "mass": M_CUBE, "inertia": [I_CUBE] * 3}},
+            "joints": [{"name": "slide", "type": "prismatic", "parts": ["low", "up"], "origin": [0, offset, 0.2],
+                        "axis": [0, 0, 1]}],
+            "contacts": [dict(LAW, name="stack", parts=["up", "low"], damping=2e8,
+                              shape=[{"box": [A_CUBE] * 3}, {"box": list(base), "center": [0, 0, 0.05 - base[2] / 2]}])]}
+
+
+@pytest.mark.parametrize("offset, base", [
+    (0.0, [A_CUBE] * 3),      # on an equal cube, aligned: each patch vertex a corner of both cubes, counted once
+    (1e-6, [A_CUBE] * 3),     # offset sideways: 2 corners of each cube
+    (1e-3, [A_CUBE] * 3),
+    (1e-2, [A_CUBE] * 3),
+    (0.0, [0.6, 0.5, 0.2]),   # on a larger box: the cube's 4 bottom corners
+])
+def test_a_cube_on_a_cube_sinks_as_on_a_larger_box_whether_aligned_or_offset(offset, base):
+    # the patch under a level cube is a rectangle, its 4 vertices at one depth δ: each carries m g / 4 = k δ^n
+    # (the law of the module docstring, point by point), whether they are the cube's corners (a larger box), two of
+    # each cube's (offset sideways) or corners of both cubes (aligned) — δ is continuous in the offset. Until
+    # 2026-11-27 the aligned cube stood on 8 points (each vertex counted as each cube's corner): δ 2^(−2/3) = 0.63 of
+    # this, and the reported normal force summed the two cubes' corners' opposite pushes to 0 on equal cubes.
+    # Tolerance: rel 1e-5 on δ, as for the box on a larger box (measured: < 1e-10, the damped settling's remainder)
+    k, n = LAW["stiffness"], LAW["exponent"]
+    model = compile_model(parse_model(_guided_cube_on_box(offset, base), source="cube on a box"))
+    motion = simulate(model, t_end=1.0, steps=10)
+    assert motion.complete, motion.message
+    delta = (M_CUBE * G / (4 * k)) ** (1 / n)
+    assert motion.extra["stack.normal_force"][-1] == pytest.approx(M_CUBE * G, rel=1e-6)
+    assert motion.extra["stack.penetration"][-1] == pytest.approx(delta, rel=1e-5)
+    assert motion.position[-1, motion.parts.index("up"), 2] == pytest.approx(0.1 - delta, abs=1e-9)
+
+
 def _cubes_on_base(xs, speed, **law):
     """Free 0.1 m cubes (1 kg) at x = ``xs`` resting on a fixed 1 × 0.4 × 0.1 m base (top face at z = 0.05), the
     first moving at ``speed`` m/s along x, frictionless; every pair declared."""
