@@ -72,16 +72,18 @@ edges at the sides' middles), twice the stiffness of the aligned or offset patch
 edge may be counted both as a corner and as an edge point (the force there is stiffer, never lost).
 
 Energy where the points change (measured 2026-11-27: 0.1 m cubes of 1 kg, k = 1e7, n = 1.5, undamped and
-frictionless, a cube turned by the Euler angles (30°, 20°, 0), (5°, 3°, 0) and (0, 8°, 0) dropped 5 mm onto a
+frictionless, a cube turned by the Euler angles (0, 8°, 0), (30°, 20°, 0) and (5°, 3°, 0) dropped 5 mm onto a
 fixed equal cube off centre, 0.3 s at rtol 1e-10). Where the least-overlap axis switches — between a face normal
 and an edge axis, or between the two boxes' faces — V is continuous (8 switches, |ΔV| ≤ 4e-15 J): the points it
-measures are at one depth on either side. It is not where an edge–edge point starts or stops counting at depth:
-its common normal passes the boundary of an edge's cone of face normals (at the boundary it is the other box's
-face normal — the crossing is the end of an edge lying along a face, δ = o*), and the point appears or vanishes
-at δ = o* = 1.4e-4 … 6.1e-4 m, V jumping by k o*^(n+1)/(n+1) (+0.032 and +0.024 J, −0.0065 and +0.013 J, −0.037
-and +0.0009 J in the three drops, against E0 ≈ 1.1–1.3 J): those runs end 5 %, 0.5 % and 3 % off their energy,
-gained or lost (four other drops that met no such point kept it to 6e-10). Between these events the points'
-work is exactly conservative (Σ F (dδ/dt − δ̇) dt ≤ 4e-11 J over the windows).
+measures are at one depth on either side. The switches met were between axes 0.2–11 mrad apart (an edge axis
+turning onto a face normal); a switch between axes far apart was not met and is not shown continuous. It is not
+where an edge–edge point starts or stops counting at depth: its common normal passes the boundary of an edge's
+cone of face normals (at the boundary it is the other box's face normal — the crossing is the end of an edge
+lying along a face, δ = o*), and the point appears or vanishes at δ = o* = 1.4e-4 … 6.1e-4 m, V jumping by k
+o*^(n+1)/(n+1) (+0.032 and +0.024 J, −0.0065 and +0.013 J, −0.037 and +0.0009 J in the three drops, against E0 ≈
+1.1–1.3 J): those runs end 5 %, 0.5 % and 3 % off their energy, gained or lost (four other drops that met no such
+point kept it to 6e-10). Between these events the points' work is exactly conservative (Σ F (dδ/dt − δ̇) dt ≤
+4e-11 J over the windows).
 
 n is the contact normal (m, unit, from O toward S), δ the penetration (m; the contact is
 *active* while δ > 0), x the contact point (halfway through the overlap). The relative velocity
