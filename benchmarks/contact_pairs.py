@@ -25,6 +25,8 @@ sides overlap fully; before, its depth was 0 and the first cube passed through t
 row as Newton's law has it for equal masses, each impact leaving (1 − e)/2 of the incoming speed behind —
 at 0.2 s, v_x = [0.1, 0.09, 0.081, 0.073, 0.066, 0.059, 0.531, 0] m/s (six impacts; the seventh box 1 mm from
 the last), boxes in order, momentum 1.000000 N s; with T = 0.3 s the last box leaves at 0.478 m/s = 0.9⁷.
+Since 2026-11-27 evening (branch ``boxbox-manifold``) each vertex of the patch between two cubes is counted once
+(it is a corner of both: 8 points before, 4 now, as offset sideways): softer impacts, the same v_x to 3 decimals.
 benchmarks/README.md has the costs.
 """
 import os

@@ -51,16 +51,17 @@ bodies ``s``, ``o``, offsets ``ds``, ``do`` (body axes, from the com, m), the pl
 O's dimensions ``half`` (6 columns: a box's half lengths; a cylinder's or bore's [R, h/2, 0, radial unit
 vector on the axis]; for edges, the two edges' midpoints from their box centres, O's then S's), S's rim or
 edge axis ``axis``, ``kind`` (bits :data:`PLANE`, :data:`BOX`, :data:`RIM`, :data:`CYL`, :data:`BORE`,
-:data:`EDGE`; ``no`` holds a cylinder's or O's edge's axis), ``par`` (columns ``P_*``), ``feat`` (its two
+:data:`EDGE`, :data:`CORNER`, :data:`SECOND`; ``no`` holds a cylinder's or O's edge's axis), ``par`` (columns
+``P_*``), ``feat`` (its two
 features: S's against O's box, O's against S's box; −1 none), ``bp`` (its box pair; −1 none) and ``state`` (impact
 speeds, m/s); per pair ``pair`` (columns ``Q_*``) and ``pc`` (columns ``C_*``); per feature ``ft`` (columns ``F_*``,
 points sorted by pair: a pair's features are contiguous); per box pair ``bx`` (columns ``BX_*``: a box–box contact's
 two boxes, one pair per box taken as S). A box pair's least-overlap axis is computed once an evaluation, by the first
 of its corners or edge crossings that needs it (:func:`_pair_axis`), and counted in ``stats``.
 
-Editing this module: the generated dynamics modules hash its source (:func:`.fast._module_file`), but
-numba's own cache of :mod:`._kernels`, which calls these functions, is keyed by ``_kernels.py`` alone:
-touch that file too, or the new code is not linked in.
+Editing this module: the generated dynamics modules hash its source (:func:`.fast._module_file`), and numba's
+cache folder is named by a digest of every kernel source that uses numba (:mod:`..numba_cache`), so the
+kernels that call these functions (:mod:`._kernels`) are compiled again with it (a few minutes).
 """
 
 import math
@@ -75,8 +76,9 @@ _INLINE = dict(_JIT, inline="always")
 
 #: kind bits of a point (:mod:`.contacts`'): O is a plane, O is a box, S is a rim circle, O is a solid cylinder,
 #: O is a bore (the material outside a cylinder), S and O are box edges, S is a box's corner against O a box (with
-#: BOX: the pair's least-overlap face axis, :func:`_pair_axis`)
-PLANE, BOX, RIM, CYL, BORE, EDGE, CORNER = 1, 2, 4, 8, 16, 32, 64
+#: BOX: the pair's least-overlap face axis, :func:`_pair_axis`), S is the second box of a box–box contact (with
+#: CORNER: its corner yields to a coincident corner of the first, :func:`_yields`)
+PLANE, BOX, RIM, CYL, BORE, EDGE, CORNER, SECOND = 1, 2, 4, 8, 16, 32, 64, 128
 #: an edge axis is the least-overlap axis only if its overlap times this is below the faces'
 #: (:data:`.contacts.FACE_PREFERENCE`)
 FACE_PREFERENCE = 1.05
@@ -307,6 +309,30 @@ def _corner_depth(h0, h1, h2, b0, b1, b2, l0, l1, l2):
 
 
 @numba.njit(**_INLINE)
+def _yields(A, s, o, hv, b0, b1, b2, l0, l1, l2):
+    """Whether the second box's corner at l (O's axes from O's box centre, m; in or on O's box, pressed along the
+    pair's face axis b, unit, O's axes) coincides with O's corner nearest it (hv = [O's half lengths, the corner from
+    S's box centre (S's axes)], m; A[s], A[o] the boxes' axes), as :func:`.contacts._yields`: then it has no contact
+    of its own (the first box's corner carries the point)."""
+    e0 = (hv[0] if l0 >= 0 else -hv[0]) - l0
+    e1 = (hv[1] if l1 >= 0 else -hv[1]) - l1
+    e2 = (hv[2] if l2 >= 0 else -hv[2]) - l2
+    eb = e0 * b0 + e1 * b1 + e2 * b2
+    a0, a1, a2 = e0 - eb * b0, e1 - eb * b1, e2 - eb * b2
+    tol = EDGE_MARGIN * (hv[0] + hv[1] + hv[2] + abs(hv[3]) + abs(hv[4]) + abs(hv[5]))
+    if not a0 * a0 + a1 * a1 + a2 * a2 <= tol * tol:
+        return False
+    w0 = A[o, 0, 0] * e0 + A[o, 0, 1] * e1 + A[o, 0, 2] * e2
+    w1 = A[o, 1, 0] * e0 + A[o, 1, 1] * e1 + A[o, 1, 2] * e2
+    w2 = A[o, 2, 0] * e0 + A[o, 2, 1] * e1 + A[o, 2, 2] * e2
+    for j in range(3):
+        p = A[s, 0, j] * w0 + A[s, 1, j] * w1 + A[s, 2, j] * w2 + hv[3 + j]
+        if not abs(p) <= abs(hv[3 + j]) * (1.0 + EDGE_MARGIN):
+            return False
+    return True
+
+
+@numba.njit(**_INLINE)
 def _apart(c0, c1, c2, q0, q1, q2):
     """(n (3 floats), δ (m), x (3 floats)) of an edge–edge point not in touch: n = (c − q)/|c − q|, δ = −|c − q|,
     x = (c + q)/2 (world; :func:`.contacts._edge_edge`)."""
@@ -522,9 +548,12 @@ def _sweep(mode, A, rc, w, vc, F, N, ct_s, ct_o, ds, do, no, half, axis, kind, p
                         _pair_axis(A, rc, s, o, bx, box, bax, wk)
                         n_axes += 1
                     if bax[box, AX_FACE] != 0:
-                        n0, n1, n2 = bax[box, AX_N], bax[box, AX_N + 1], bax[box, AX_N + 2]
-                        delta = _corner_depth(half[i, 0], half[i, 1], half[i, 2], bax[box, AX_NO], bax[box, AX_NO + 1],
-                                              bax[box, AX_NO + 2], l0, l1, l2)
+                        k0, k1, k2 = bax[box, AX_NO], bax[box, AX_NO + 1], bax[box, AX_NO + 2]
+                        if (fl & SECOND) != 0 and _yields(A, s, o, half[i], k0, k1, k2, l0, l1, l2):
+                            n0 = n1 = n2 = delta = 0.0  # the first box's coincident corner carries the point
+                        else:
+                            n0, n1, n2 = bax[box, AX_N], bax[box, AX_N + 1], bax[box, AX_N + 2]
+                            delta = _corner_depth(half[i, 0], half[i, 1], half[i, 2], k0, k1, k2, l0, l1, l2)
                         x0, x1, x2 = c0 + 0.5 * delta * n0, c1 + 0.5 * delta * n1, c2 + 0.5 * delta * n2
             if fl & EDGE:
                 n0, n1, n2, delta, x0, x1, x2, deep, margin = _edge_edge(A, s, o, c0, c1, c2, q0, q1, q2, axis[i],

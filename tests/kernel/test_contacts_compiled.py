@@ -279,7 +279,10 @@ def test_a_box_over_a_box_is_evaluated_only_at_the_corners_near_touch(dz, points
 
 
 @pytest.mark.parametrize("x, dy, dz, touching, axes", [
-    (0.1 - 1e-4, 0.0, 0.0, 8, 2),    # aligned: 4 corners of each contact face on the other's coplanar sides
+    # aligned: the patch's 4 vertices, each a corner of both cubes, counted once (b's corners yield to a's, which
+    # carry them); both pairs' axes are still computed (a corner yields only where the pair's axis is a face normal)
+    (0.1 - 1e-4, 0.0, 0.0, 4, 2),
+    (0.1 - 1e-4, 1e-6, 0.0, 4, 2),   # offset sideways 1 µm: the patch's corners, 2 of b's, 2 of a's
     (0.1 - 1e-4, 0.03, 0.02, 4, 2),  # offset both ways: one corner of each and two edge crossings
     (0.3, 0.0, 0.0, 0, 0),           # apart: no corner in or on the other box, no edges crossing
 ])
@@ -398,9 +401,9 @@ def test_a_fast_box_crossing_the_broad_phase_in_one_step_still_gets_its_impact()
 def test_compiled_kernel_constants_are_the_numpy_ones():
     assert (CK.MIN_IMPACT_SPEED, CK.STEPS_PER_CONTACT, CK.TOUCH_STEP) == (
         C.MIN_IMPACT_SPEED, C.STEPS_PER_CONTACT, C.TOUCH_STEP)
-    assert (CK.PLANE, CK.BOX, CK.RIM, CK.CYL, CK.BORE, CK.EDGE, CK.CORNER, CK.EDGE_PARALLEL, CK.EDGE_MARGIN,
-            CK.FACE_PREFERENCE) == (C.PLANE, C.BOX, C.RIM, C.CYL, C.BORE, C.EDGE, C.CORNER, C.EDGE_PARALLEL,
-                                    C.EDGE_MARGIN, C.FACE_PREFERENCE)
+    assert (CK.PLANE, CK.BOX, CK.RIM, CK.CYL, CK.BORE, CK.EDGE, CK.CORNER, CK.SECOND, CK.EDGE_PARALLEL,
+            CK.EDGE_MARGIN, CK.FACE_PREFERENCE) == (C.PLANE, C.BOX, C.RIM, C.CYL, C.BORE, C.EDGE, C.CORNER, C.SECOND,
+                                                    C.EDGE_PARALLEL, C.EDGE_MARGIN, C.FACE_PREFERENCE)
 
 
 def test_contact_models_run_in_the_compiled_dop853_loop():
