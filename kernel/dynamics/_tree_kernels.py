@@ -1088,7 +1088,7 @@ def velocity_step(y, df, di, ws, kt, tol):
 
 
 # ---------------------------------------------------------------- templates (compiled in the tree module)
-groups_in = expressions = library_windings = None  # the absolute library's, bound in the generated module
+groups_in = measures_in = expressions = library_windings = None  # the absolute library's, bound in the generated module
 KT = 0  # the index of the first tree array in the packed header, a constant of the generated module
 
 
@@ -1105,10 +1105,10 @@ def tree_state(t, y, df, di, dd, ws, need_gamma):
 
 def windings(y, df, di, dd, ws):
     """The absolute library's ``windings`` after an accepted step (template), the joint measures
-    of the groups without a closure row first brought to the state the workspace holds (they
-    are never timed: every driver's rows are closure rows)."""
+    of the groups without a closure row first brought to the state the workspace holds
+    (``measures_in``: their rows, which hold identically in z, are not evaluated)."""
     ya = K.f1(ws, di, KT + T_YA)
-    groups_in(0.0, ya, df, di, dd, ws, False, K.i2(di, KT + T_RGRP))
+    measures_in(df, di, ws, K.i2(di, KT + T_RGRP))
     return library_windings(ya, df, di, dd, ws)
 
 
