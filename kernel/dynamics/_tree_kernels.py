@@ -942,11 +942,46 @@ def _closure_measure(G, di, ws, kt):
 @numba.njit(cache=True, nogil=True)
 def kth_eigenvalue(A, k, work):
     """The k-th smallest eigenvalue (0-based) of the symmetric matrix A (overwritten; ``work``: at
-    least 4 n floats of scratch): Householder
-    reduction to tridiagonal form, then bisection on the Sturm sequence counts to round-off —
-    a few µs for the tens of rows of a mechanism, where LAPACK's full eigvalsh costs ten times more."""
+    least 4 n floats of scratch): Householder reduction to tridiagonal form (:func:`_tridiagonal`),
+    then bisection on the Sturm sequence counts until the eigenvalue is the only one in the
+    bracket, and Newton steps on the characteristic polynomial kept inside it (:func:`_sturm`),
+    to round-off — a few µs for the tens of rows of a mechanism, where LAPACK's full eigvalsh
+    costs ten times more, and a quarter of bisection alone (which took ~55 halvings to round-off:
+    0.73 µs for the slider-crank's 2 × 2, 0.20 µs now)."""
     n = A.shape[0]
-    d, e, v, p = work[:n], work[n: 2 * n], work[2 * n: 3 * n], work[3 * n: 4 * n]
+    d, e = work[:n], work[n: 2 * n]
+    _tridiagonal(A, d, e, work[2 * n: 3 * n], work[3 * n: 4 * n])
+    lo, hi = d[0], d[0]
+    for i in range(n):  # Gershgorin bounds
+        rad = abs(e[i]) + (abs(e[i - 1]) if i > 0 else 0.0)
+        lo = min(lo, d[i] - rad)
+        hi = max(hi, d[i] + rad)
+    below_lo, below_hi = 0, n  # eigenvalues below lo and below hi
+    x = 0.5 * (lo + hi)
+    for _ in range(200):
+        if hi - lo <= 1e-15 * max(abs(lo), abs(hi), 1.0):
+            return 0.5 * (lo + hi)
+        isolated = below_lo == k and below_hi == k + 1
+        if not isolated:
+            x = 0.5 * (lo + hi)
+        count, dlog = _sturm(d, e, x)
+        if count > k:
+            hi, below_hi = x, count
+        else:
+            lo, below_lo = x, count
+        if isolated:  # Newton: x − p(x) / p'(x), halving where it would leave the bracket
+            step = -1.0 / dlog if dlog != 0.0 else np.inf
+            if abs(step) <= 1e-15 * max(abs(x), 1.0):
+                return x + step if lo <= x + step <= hi else x
+            x = x + step if lo < x + step < hi else 0.5 * (lo + hi)
+    return x
+
+
+@numba.njit(cache=True, nogil=True)
+def _tridiagonal(A, d, e, v, p):
+    """Householder reduction of the symmetric A (overwritten) to the tridiagonal matrix of
+    diagonal d and off-diagonal e (e[n − 1] = 0); v, p: n floats of scratch."""
+    n = A.shape[0]
     _fill(e, 0.0)
     for c in range(n - 2):
         nrm = 0.0
@@ -984,31 +1019,32 @@ def kth_eigenvalue(A, k, work):
         d[n - 2] = A[n - 2, n - 2]
         e[n - 2] = A[n - 1, n - 2]
     d[n - 1] = A[n - 1, n - 1]
-    lo, hi = d[0], d[0]
-    for i in range(n):  # Gershgorin bounds
-        rad = abs(e[i]) + (abs(e[i - 1]) if i > 0 else 0.0)
-        lo = min(lo, d[i] - rad)
-        hi = max(hi, d[i] + rad)
+
+
+@numba.njit(cache=True, nogil=True)
+def _sturm(d, e, x):
+    """(the number of eigenvalues below x, p'(x) / p(x)) of the tridiagonal matrix (d, e), p its
+    characteristic polynomial det(T − x I): the signs and the logarithmic derivatives of the
+    Sturm sequence's ratios q_i = p_i / p_(i−1) = d_i − x − e_(i−1)² / q_(i−1)."""
     tiny = 1e-300
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if mid <= lo or mid >= hi or hi - lo <= 1e-15 * max(abs(lo), abs(hi), 1.0):
-            break
-        count = 0  # eigenvalues below mid
-        q = d[0] - mid
+    count = 0
+    q = d[0] - x
+    if q == 0.0:
+        q = tiny
+    dq = -1.0
+    dlog = dq / q
+    if q < 0.0:
+        count += 1
+    for i in range(1, d.shape[0]):
+        e2 = e[i - 1] * e[i - 1]
+        dq = -1.0 + e2 * (dq / q) / q
+        q = d[i] - x - e2 / q
+        if q == 0.0:
+            q = tiny
+        dlog += dq / q
         if q < 0.0:
             count += 1
-        for i in range(1, n):
-            if q == 0.0:
-                q = tiny
-            q = d[i] - mid - e[i - 1] * e[i - 1] / q
-            if q < 0.0:
-                count += 1
-        if count > k:
-            hi = mid
-        else:
-            lo = mid
-    return 0.5 * (lo + hi)
+    return count, dlog
 
 
 # ---------------------------------------------------------------- projection
