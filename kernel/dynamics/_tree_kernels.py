@@ -79,6 +79,8 @@ TREE = [
     # scratch of one evaluation (flat; reshaped into the arrays a call would otherwise allocate, ~50–100 ns each)
     ("t_w3", "w", 1), ("t_w6", "w", 1), ("t_wF", "w", 1), ("t_wv", "w", 1), ("t_wm", "w", 1), ("t_wC", "w", 1),
     ("t_wR", "w", 1), ("t_wQ", "w", 1), ("t_wX", "w", 1), ("t_wMb", "w", 1), ("t_wG", "w", 1),
+    # 1.0 while ``t_wC`` holds the closure Jacobian at the workspace's positions (stage_rhs sets, kinematics clears)
+    ("t_cfresh", "w", 1),
     # the constraint groups (rows of the absolute group table ``grp``) with a closure row, and the rest
     ("t_cgrp", "i", 2), ("t_rgrp", "i", 2),
 ]
@@ -86,7 +88,7 @@ _T = {name: i for i, (name, _, _) in enumerate(TREE)}
 (T_SIZES, T_TYPE, T_PARENT, T_CHILD, T_ZQ, T_Z, T_NCOL, T_RPI, T_rPI, T_R0, T_r0, T_RJC, T_rJC, T_RCJ, T_rCJ,
  T_RROOT, T_rROOT, T_COM, T_CKIND, T_CFRAME, T_CREF, T_CJOINT, T_CAXIS, T_CW, T_RW, T_BJOINT, T_CROW, T_QADR, T_WADR,
  T_SQ, T_SZ, T_JR, T_jr, T_PREF, T_RMI, T_rMI, T_RPRE, T_rPRE, T_RMJ, T_rMJ, T_B, T_ZV, T_RC, T_YA,
- T_W3, T_W6, T_WF, T_WV, T_WM, T_WC, T_WR, T_WQ, T_WX, T_WMB, T_WG, T_CGRP, T_RGRP) = range(len(TREE))
+ T_W3, T_W6, T_WF, T_WV, T_WM, T_WC, T_WR, T_WQ, T_WX, T_WMB, T_WG, T_CFRESH, T_CGRP, T_RGRP) = range(len(TREE))
 #: floats of ``t_w3`` (:func:`kinematics`' 3 × 3 and 3-vectors, a quaternion)
 W3_SIZE = 6 * 9 + 6 * 3 + 4
 
@@ -281,6 +283,7 @@ def kinematics(y, df, di, ws, kt):
     b, Z, rc, ya = K.f2(ws, di, kt + T_B), K.f2(ws, di, kt + T_ZV), K.f2(ws, di, kt + T_RC), K.f1(ws, di, kt + T_YA)
     zq = y[:nzq]
     zd = y[nzq: nzq + nz]
+    K.f1(ws, di, kt + T_CFRESH)[0] = 0.0  # new positions: the closure Jacobian in t_wC is not theirs
     w3 = K.f1(ws, di, kt + T_W3)
     Rpre, Rpost, Rpp = K.c_view(w3[0:9], (3, 3)), K.c_view(w3[9:18], (3, 3)), K.c_view(w3[18:27], (3, 3))
     T1, T2, RW = K.c_view(w3[27:36], (3, 3)), K.c_view(w3[36:45], (3, 3)), K.c_view(w3[45:54], (3, 3))
@@ -452,7 +455,7 @@ def _project_subtrees(P, b, par, chi, za, ncol, nj, nz, out):
                 P[p, i] += P[c, i]
 
 
-@numba.njit(**_JIT)
+@numba.njit(**_INLINE)
 def closure_jacobian(di, ws, kt, C):
     """C = Jc R_v (closure rows × nz) by walking each closure row's parts up to the root; returns
     the size of C's entries before cancellation."""
@@ -713,6 +716,7 @@ def stage_rhs(t, y, df, di, dd, ws, kt):
         C = K.c_view(K.f1(ws, di, kt + T_WC), (mc, nz))
         cvec = wm[:mc]
         scale = closure(df, di, ws, kt, a, C, cvec)
+        K.f1(ws, di, kt + T_CFRESH)[0] = 1.0
         crow = K.i1(di, kt + T_CROW)
         pt, ph = K.f1(ws, di, K.I_PT), K.f1(ws, di, K.I_PH)
         vres = 0.0
@@ -860,13 +864,15 @@ def singularity_rows(df, di, dd, ws, kt, rows):
 @numba.njit(**_JIT)
 def _closure_gram(df, di, ws, kt):
     """G = Dr C W Cᵀ Dr (mc, mc, the workspace's ``t_wG``) of the closure Jacobian C at the
-    workspace's positions (:func:`closure_jacobian`), Dr = ``t_rw``, W = ``t_cw``: the matrix whose
-    rows' pivots (:func:`closure_row_measures`) and eigenvalues (:func:`_closure_measure`) measure
-    how near the closure is to a singular configuration."""
+    workspace's positions (:func:`closure_jacobian`; the one the last evaluation left where it was
+    at these positions, ``t_cfresh``), Dr = ``t_rw``, W = ``t_cw``: the matrix whose rows' pivots
+    (:func:`closure_row_measures`) and eigenvalues (:func:`_closure_measure`) measure how near the
+    closure is to a singular configuration."""
     sz = K.i1(di, kt + T_SIZES)
     nz, mc = sz[1], sz[4]
     C = K.c_view(K.f1(ws, di, kt + T_WC), (mc, nz))
-    closure_jacobian(di, ws, kt, C)
+    if K.f1(ws, di, kt + T_CFRESH)[0] == 0.0:
+        closure_jacobian(di, ws, kt, C)
     cw, rw = K.f1(df, di, kt + T_CW), K.f1(df, di, kt + T_RW)
     G = K.c_view(K.f1(ws, di, kt + T_WG), (mc, mc))
     for i in range(mc):

@@ -229,7 +229,7 @@ class FastTree(fast.FastRHS):
             t_w3=np.zeros(T.W3_SIZE), t_w6=np.zeros(30 * nmov), t_wF=np.zeros(6 * self.dyn.model.nb),
             t_wv=np.zeros(5 * nz), t_wm=np.zeros(6 * mc), t_wC=np.zeros(mc * nz), t_wR=np.zeros(mc * nz),
             t_wQ=np.zeros(mc * mc), t_wX=np.zeros(mc * nz), t_wMb=np.zeros(min(nz, T.DENSE_LIMIT) ** 2),
-            t_wG=np.zeros(mc * mc),
+            t_wG=np.zeros(mc * mc), t_cfresh=np.zeros(1),
             **_closure_groups(self.dyn, form.crows, grp))
         out = []
         for name, kind, ndim in T.TREE:
