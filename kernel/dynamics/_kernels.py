@@ -171,7 +171,7 @@ def cross(a0, a1, a2, b0, b1, b2):
     return a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0
 
 
-@numba.njit(**_JIT)
+@numba.njit(**_INLINE)
 def axis_angle(A, a, b, Ri, Rj):
     """(raw angle in (−π, π] rad, axis z (world)) of an axis element between bodies a and b:
     the angle from marker i's x axis to marker j's x axis about marker i's z axis."""
