@@ -103,7 +103,7 @@ def table(label, model, t_sim, runs, methods):
             per_s, q = run_time(model, formulation, options, t_sim)
             diff = "" if ref_q is None else f", |dq| vs absolute {np.max(np.abs(q - ref_q)):.1e}"
             ref_q = q if ref_q is None else ref_q
-            line += f"   per simulated s (RK4, 1 ms) {per_s:8.3f} s{diff}"
+            line += f"   per simulated s (RK4, 1 ms) {per_s:8.4f} s{diff}"
         print(line, flush=True)
 
 

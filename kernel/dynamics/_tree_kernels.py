@@ -43,13 +43,17 @@ from . import _kernels as K
 from ._dop853 import CLEAR, PROBES, clear_of_singular
 
 _JIT = dict(cache=True, nogil=True, fastmath=False)
+#: the small helpers called many times an evaluation: inlined into their callers, where a call with array
+#: arguments costs ~20 ns (a 3 × 3 product 25 ns called, 7 ns inlined; the same operations, the same results)
+_INLINE = dict(_JIT, inline="always")
 
 #: joint type codes of ``t_type``
 FIXED, REVOLUTE, PRISMATIC, CYLINDRICAL, SPHERICAL, UNIVERSAL, PLANAR, FREE = range(8)
 TYPE_CODES = {"fixed": FIXED, "revolute": REVOLUTE, "prismatic": PRISMATIC, "cylindrical": CYLINDRICAL,
               "spherical": SPHERICAL, "universal": UNIVERSAL, "planar": PLANAR, "free": FREE}
 #: the frame a column's axis is taken in (``t_cref``): Mi, Mj, Mi after Pre, the world at the child's origin
-REF_CODES = {"i": 0, "j": 1, "pre": 2, "w": 3}
+REF_MI, REF_MJ, REF_PRE, REF_WORLD = range(4)
+REF_CODES = {"i": REF_MI, "j": REF_MJ, "pre": REF_PRE, "w": REF_WORLD}
 #: relative pivot below which a closure equation is redundant (:data:`.semirecursive.RANK_TOL`)
 RANK_TOL = 1e-9
 #: beyond this many independent coordinates 𝐑ᵀ M̄ 𝐑 is reduced from M̄ assembled from the subtrees'
@@ -75,6 +79,8 @@ TREE = [
     # scratch of one evaluation (flat; reshaped into the arrays a call would otherwise allocate, ~50–100 ns each)
     ("t_w3", "w", 1), ("t_w6", "w", 1), ("t_wF", "w", 1), ("t_wv", "w", 1), ("t_wm", "w", 1), ("t_wC", "w", 1),
     ("t_wR", "w", 1), ("t_wQ", "w", 1), ("t_wX", "w", 1), ("t_wMb", "w", 1), ("t_wG", "w", 1),
+    # 1.0 while ``t_wC`` holds the closure Jacobian at the workspace's positions (stage_rhs sets, kinematics clears)
+    ("t_cfresh", "w", 1),
     # the constraint groups (rows of the absolute group table ``grp``) with a closure row, and the rest
     ("t_cgrp", "i", 2), ("t_rgrp", "i", 2),
 ]
@@ -82,13 +88,13 @@ _T = {name: i for i, (name, _, _) in enumerate(TREE)}
 (T_SIZES, T_TYPE, T_PARENT, T_CHILD, T_ZQ, T_Z, T_NCOL, T_RPI, T_rPI, T_R0, T_r0, T_RJC, T_rJC, T_RCJ, T_rCJ,
  T_RROOT, T_rROOT, T_COM, T_CKIND, T_CFRAME, T_CREF, T_CJOINT, T_CAXIS, T_CW, T_RW, T_BJOINT, T_CROW, T_QADR, T_WADR,
  T_SQ, T_SZ, T_JR, T_jr, T_PREF, T_RMI, T_rMI, T_RPRE, T_rPRE, T_RMJ, T_rMJ, T_B, T_ZV, T_RC, T_YA,
- T_W3, T_W6, T_WF, T_WV, T_WM, T_WC, T_WR, T_WQ, T_WX, T_WMB, T_WG, T_CGRP, T_RGRP) = range(len(TREE))
+ T_W3, T_W6, T_WF, T_WV, T_WM, T_WC, T_WR, T_WQ, T_WX, T_WMB, T_WG, T_CFRESH, T_CGRP, T_RGRP) = range(len(TREE))
 #: floats of ``t_w3`` (:func:`kinematics`' 3 × 3 and 3-vectors, a quaternion)
 W3_SIZE = 6 * 9 + 6 * 3 + 4
 
 
 # ---------------------------------------------------------------- small dense helpers
-@numba.njit(**_JIT)
+@numba.njit(**_INLINE)
 def _mm(A, B, out):
     """out = A B (3 × 3; out must not alias A or B)."""
     for i in range(3):
@@ -96,14 +102,14 @@ def _mm(A, B, out):
             out[i, j] = A[i, 0] * B[0, j] + A[i, 1] * B[1, j] + A[i, 2] * B[2, j]
 
 
-@numba.njit(**_JIT)
+@numba.njit(**_INLINE)
 def _mv(A, x, out):
     """out = A x (3 × 3, 3; out must not alias x)."""
     for i in range(3):
         out[i] = A[i, 0] * x[0] + A[i, 1] * x[1] + A[i, 2] * x[2]
 
 
-@numba.njit(**_JIT)
+@numba.njit(**_INLINE)
 def _rz(theta, R):
     c, s = math.cos(theta), math.sin(theta)
     R[0, 0], R[0, 1], R[0, 2] = c, -s, 0.0
@@ -111,14 +117,14 @@ def _rz(theta, R):
     R[2, 0], R[2, 1], R[2, 2] = 0.0, 0.0, 1.0
 
 
-@numba.njit(**_JIT)
+@numba.njit(**_INLINE)
 def _eye(R):
     for i in range(3):
         for j in range(3):
             R[i, j] = 1.0 if i == j else 0.0
 
 
-@numba.njit(**_JIT)
+@numba.njit(**_INLINE)
 def _quat_rotation(w, x, y, z, R):
     """R ← the rotation matrix of the quaternion (w, x, y, z), normalised first."""
     n = math.sqrt(w * w + x * x + y * y + z * z)
@@ -134,7 +140,7 @@ def _quat_rotation(w, x, y, z, R):
     R[2, 2] = 1.0 - 2.0 * (x * x + y * y)
 
 
-@numba.njit(**_JIT)
+@numba.njit(**_INLINE)
 def _shepperd(R, q):
     """q ← the unit quaternion of the rotation matrix R (the row of K = 4 q qᵀ with the
     largest diagonal entry, as :func:`.tree._quaternions`)."""
@@ -154,7 +160,14 @@ def _shepperd(R, q):
         q[i] /= n
 
 
-@numba.njit(**_JIT)
+@numba.njit(**_INLINE)
+def _fill(a, value):
+    """a[:] = value (1-D), as a loop: numba's slice assignment costs ~10–30 ns a call."""
+    for i in range(a.shape[0]):
+        a[i] = value
+
+
+@numba.njit(**_INLINE)
 def _down_the_tree(b, x, par, chi, za, ncol, nj, V):
     """V_c = V_parent + Σ b_col x_col over joint k's columns, from the root down (V (nmov, 6): the
     parts' twists R x for the relative rates x (nz,)); the forward twin of :func:`_project_subtrees`."""
@@ -167,13 +180,92 @@ def _down_the_tree(b, x, par, chi, za, ncol, nj, V):
                 V[c, i] += b[col, i] * x[col]
 
 
+@numba.njit(**_INLINE)
+def _revolute_in_parent(theta, Rpi, rpi, R0, r0, Rjc, rjc, Rpp, rpp, x1, x2, T, RPC):
+    """A revolute joint's part in its parent's frame, as :func:`_joint_in_parent` with Pre = Rz(θ) and
+    Post = I written out: X_P_Mi Pre (Rpp, rpp = rpi), x1 = Rpp (R0 rjc + r0) (the part's origin less
+    rpp, m) and RPC = Rpp R0 Rjc, the same operations as the generic products less their exact
+    multiplications by 0 and 1 (T: 3 × 3 scratch)."""
+    c, s = math.cos(theta), math.sin(theta)
+    for i in range(3):
+        Rpp[i, 0] = Rpi[i, 0] * c + Rpi[i, 1] * s
+        Rpp[i, 1] = Rpi[i, 0] * -s + Rpi[i, 1] * c
+        Rpp[i, 2] = Rpi[i, 2]
+        rpp[i] = rpi[i]
+    _mv(R0, rjc, x2)
+    for i in range(3):
+        x2[i] += r0[i]
+    _mv(Rpp, x2, x1)
+    _mm(Rpp, R0, T)
+    _mm(T, Rjc, RPC)
+
+
+@numba.njit(**_INLINE)
+def _joint_in_parent(t, zq, a, Rpi, rpi, R0, r0, Rjc, rjc, Rpre, Rpost, rpre, Rpp, rpp, x1, x2, T, RPC):
+    """A tree joint's part in its parent's frame, X_P_C = X_P_Mi Pre(z) X0 Post(z) X_Mj_C (joint type
+    ``t``, its coordinates from zq[a]): X_P_Mi Pre into (Rpp, rpp), the part's origin less rpp into
+    x1 (m), R_P_C into RPC (Rpre, Rpost, rpre, x2, T: scratch)."""
+    _eye(Rpre)
+    _eye(Rpost)
+    rpre[0] = rpre[1] = rpre[2] = 0.0
+    if t == REVOLUTE:
+        _rz(zq[a], Rpre)
+    elif t == PRISMATIC:
+        rpre[2] = zq[a]
+    elif t == CYLINDRICAL:
+        _rz(zq[a], Rpre)
+        rpre[2] = zq[a + 1]
+    elif t == SPHERICAL:
+        _quat_rotation(zq[a], zq[a + 1], zq[a + 2], zq[a + 3], Rpre)
+    elif t == UNIVERSAL:
+        _rz(zq[a], Rpre)
+        _rz(zq[a + 1], Rpost)
+    elif t == PLANAR:
+        _rz(zq[a + 2], Rpre)
+        rpre[0] = zq[a]
+        rpre[1] = zq[a + 1]
+    _mm(Rpi, Rpre, Rpp)
+    _mv(Rpi, rpre, x1)
+    for i in range(3):
+        rpp[i] = rpi[i] + x1[i]
+    _mv(Rpost, rjc, x1)
+    _mv(R0, x1, x2)
+    for i in range(3):
+        x2[i] += r0[i]
+    _mv(Rpp, x2, x1)
+    _mm(Rpp, R0, RPC)
+    _mm(RPC, Rpost, T)
+    _mm(T, Rjc, RPC)
+
+
+@numba.njit(**_INLINE)
+def _frames_needed(cref, z0, ncol):
+    """Bit mask (1 << ``t_cref`` code) of the frames the columns z0 … z0 + ncol − 1 of a joint take
+    their axes in."""
+    need = 0
+    for col in range(z0, z0 + ncol):
+        need |= 1 << cref[col]
+    return need
+
+
+@numba.njit(**_INLINE)
+def _world_frame(RP, rP, R, r, Rout, rout, x):
+    """(Rout, rout) = X_W_P (R, r): the frame (R, r) given in the part P at pose (RP, rP) in the world
+    (x: 3-vector scratch)."""
+    _mm(RP, R, Rout)
+    _mv(RP, r, x)
+    for i in range(3):
+        rout[i] = rP[i] + x[i]
+
+
 # ---------------------------------------------------------------- kinematics
 @numba.njit(**_JIT)
 def kinematics(y, df, di, ws, kt):
-    """From the tree state y = [z, ż, W]: the parts' world poses, the joints' world frames, the
-    columns b (nz, 6), the velocities Z (nmov, 6) = [v_O, ω], the centres of mass and the
-    absolute state ya = [q, v, 0] (q: origin and Euler parameters, sign continued from the last
-    call; v = [v_c, ω]) in the workspace."""
+    """From the tree state y = [z, ż, W]: the parts' world poses, the joints' world frames that
+    their columns take axes in (``t_cref``; the others are not written), the columns b (nz, 6),
+    the velocities Z (nmov, 6) = [v_O, ω], the centres of mass and the absolute state
+    ya = [q, v, 0] (q: origin and Euler parameters, sign continued from the last call;
+    v = [v_c, ω]) in the workspace."""
     sz = K.i1(di, kt + T_SIZES)
     nzq, nz, nj, nmov = sz[0], sz[1], sz[2], sz[3]
     typ, par, chi = K.i1(di, kt + T_TYPE), K.i1(di, kt + T_PARENT), K.i1(di, kt + T_CHILD)
@@ -191,99 +283,56 @@ def kinematics(y, df, di, ws, kt):
     b, Z, rc, ya = K.f2(ws, di, kt + T_B), K.f2(ws, di, kt + T_ZV), K.f2(ws, di, kt + T_RC), K.f1(ws, di, kt + T_YA)
     zq = y[:nzq]
     zd = y[nzq: nzq + nz]
+    K.f1(ws, di, kt + T_CFRESH)[0] = 0.0  # new positions: the closure Jacobian in t_wC is not theirs
     w3 = K.f1(ws, di, kt + T_W3)
-    Rpre, Rpost, Rpp = w3[0:9].reshape((3, 3)), w3[9:18].reshape((3, 3)), w3[18:27].reshape((3, 3))
-    T1, T2, RP = w3[27:36].reshape((3, 3)), w3[36:45].reshape((3, 3)), w3[45:54].reshape((3, 3))
-    rpre, rpp, x1, x2, rP, u = w3[54:57], w3[57:60], w3[60:63], w3[63:66], w3[66:69], w3[69:72]
+    Rpre, Rpost, Rpp = K.c_view(w3[0:9], (3, 3)), K.c_view(w3[9:18], (3, 3)), K.c_view(w3[18:27], (3, 3))
+    T1, T2, RW = K.c_view(w3[27:36], (3, 3)), K.c_view(w3[36:45], (3, 3)), K.c_view(w3[45:54], (3, 3))
+    rpre, rpp, x1, x2, rW, u = w3[54:57], w3[57:60], w3[60:63], w3[63:66], w3[66:69], w3[69:72]
+    _eye(RW)
+    rW[0] = rW[1] = rW[2] = 0.0
+    cref = K.i1(di, kt + T_CREF)
     for k in range(nj):
         t, a, c, p = typ[k], zqa[k], chi[k], par[k]
         if t == FREE:
             _quat_rotation(zq[a + 3], zq[a + 4], zq[a + 5], zq[a + 6], JR[c])
             for i in range(3):
                 jr[c, i] = zq[a + i]
-            _eye(RP)
-            for i in range(3):
-                rP[i] = 0.0
+            RP, rP = RW, rW  # the world
         else:
-            _eye(Rpre)
-            _eye(Rpost)
-            rpre[0] = rpre[1] = rpre[2] = 0.0
             if t == REVOLUTE:
-                _rz(zq[a], Rpre)
-            elif t == PRISMATIC:
-                rpre[2] = zq[a]
-            elif t == CYLINDRICAL:
-                _rz(zq[a], Rpre)
-                rpre[2] = zq[a + 1]
-            elif t == SPHERICAL:
-                _quat_rotation(zq[a], zq[a + 1], zq[a + 2], zq[a + 3], Rpre)
-            elif t == UNIVERSAL:
-                _rz(zq[a], Rpre)
-                _rz(zq[a + 1], Rpost)
-            elif t == PLANAR:
-                _rz(zq[a + 2], Rpre)
-                rpre[0] = zq[a]
-                rpre[1] = zq[a + 1]
-            # X_P_C = X_P_Mi Pre X0 Post X_Mj_C
-            _mm(Rpi[k], Rpre, Rpp)
-            _mv(Rpi[k], rpre, x1)
-            for i in range(3):
-                rpp[i] = rpi[k, i] + x1[i]
-            _mv(Rpost, rjc[k], x1)
-            _mv(R0[k], x1, x2)
-            for i in range(3):
-                x2[i] += r0[k, i]
-            _mv(Rpp, x2, x1)  # X_P_C's origin less rpp
-            _mm(Rpp, R0[k], T1)
-            _mm(T1, Rpost, T2)
-            _mm(T2, Rjc[k], T1)  # R_P_C
-            if p >= 0:
-                RP[:, :] = JR[p]
-                rP[:] = jr[p]
+                _revolute_in_parent(zq[a], Rpi[k], rpi[k], R0[k], r0[k], Rjc[k], rjc[k], Rpp, rpp, x1, x2, T2, T1)
             else:
-                RP[:, :] = Rroot[k]
-                rP[:] = rroot[k]
+                _joint_in_parent(t, zq, a, Rpi[k], rpi[k], R0[k], r0[k], Rjc[k], rjc[k], Rpre, Rpost, rpre, Rpp,
+                                 rpp, x1, x2, T2, T1)
+            RP, rP = (JR[p], jr[p]) if p >= 0 else (Rroot[k], rroot[k])
             _mm(RP, T1, JR[c])
             for i in range(3):
                 x2[i] = rpp[i] + x1[i]
             _mv(RP, x2, x1)
             for i in range(3):
                 jr[c, i] = rP[i] + x1[i]
-            # the joint's world frames: Mi, Mi after Pre
-            _mm(RP, Rpi[k], RMi[k])
-            _mv(RP, rpi[k], x1)
-            for i in range(3):
-                rMi[k, i] = rP[i] + x1[i]
-            _mm(RP, Rpp, RPre[k])
-            _mv(RP, rpp, x1)
-            for i in range(3):
-                rPre[k, i] = rP[i] + x1[i]
-        _mm(JR[c], Rcj[k], RMj[k])
-        _mv(JR[c], rcj[k], x1)
-        for i in range(3):
-            rMj[k, i] = jr[c, i] + x1[i]
+        need = _frames_needed(cref, za[k], ncol[k])
+        if need & 1 << REF_MI:  # the joint's world frames its columns take their axes in
+            _world_frame(RP, rP, Rpi[k], rpi[k], RMi[k], rMi[k], x1)
+        if need & 1 << REF_PRE:
+            _world_frame(RP, rP, Rpp, rpp, RPre[k], rPre[k], x1)
+        if need & 1 << REF_MJ:
+            _world_frame(JR[c], jr[c], Rcj[k], rcj[k], RMj[k], rMj[k], x1)
     # columns
-    ckind, cref, cjoint, caxis = K.i1(di, kt + T_CKIND), K.i1(di, kt + T_CREF), K.i1(di, kt + T_CJOINT), \
-        K.f2(df, di, kt + T_CAXIS)
+    ckind, cjoint, caxis = K.i1(di, kt + T_CKIND), K.i1(di, kt + T_CJOINT), K.f2(df, di, kt + T_CAXIS)
     for col in range(nz):
         k = cjoint[col]
         r = cref[col]
-        if r == 0:
-            _mv(RMi[k], caxis[col], u)
-            x1[:] = rMi[k]
-        elif r == 1:
-            _mv(RMj[k], caxis[col], u)
-            x1[:] = rMj[k]
-        elif r == 2:
-            _mv(RPre[k], caxis[col], u)
-            x1[:] = rPre[k]
+        if r == REF_WORLD:
+            o = jr[chi[k]]
+            u[0], u[1], u[2] = caxis[col, 0], caxis[col, 1], caxis[col, 2]
         else:
-            u[:] = caxis[col]
-            x1[:] = jr[chi[k]]
-        if ckind[col] == 0:  # rotation about u through x1
-            b[col, 0] = x1[1] * u[2] - x1[2] * u[1]
-            b[col, 1] = x1[2] * u[0] - x1[0] * u[2]
-            b[col, 2] = x1[0] * u[1] - x1[1] * u[0]
+            Rf, o = (RMi[k], rMi[k]) if r == REF_MI else ((RMj[k], rMj[k]) if r == REF_MJ else (RPre[k], rPre[k]))
+            _mv(Rf, caxis[col], u)
+        if ckind[col] == 0:  # rotation about u through o
+            b[col, 0] = o[1] * u[2] - o[2] * u[1]
+            b[col, 1] = o[2] * u[0] - o[0] * u[2]
+            b[col, 2] = o[0] * u[1] - o[1] * u[0]
             b[col, 3], b[col, 4], b[col, 5] = u[0], u[1], u[2]
         else:
             b[col, 0], b[col, 1], b[col, 2] = u[0], u[1], u[2]
@@ -312,7 +361,7 @@ def kinematics(y, df, di, ws, kt):
     ya[nq + 6 * nmov] = 0.0
 
 
-@numba.njit(**_JIT)
+@numba.njit(**_INLINE)
 def mass_times(x, di, ws, kt, Jw, mass, out):
     """out = M̄ x = R_vᵀ M R_v x (nz,) by a forward pass (the velocities R x) and a backward
     one (the parts' momenta at the world origin summed over the subtrees)."""
@@ -321,8 +370,8 @@ def mass_times(x, di, ws, kt, Jw, mass, out):
     par, chi, za, ncol = K.i1(di, kt + T_PARENT), K.i1(di, kt + T_CHILD), K.i1(di, kt + T_Z), K.i1(di, kt + T_NCOL)
     b, rc = K.f2(ws, di, kt + T_B), K.f2(ws, di, kt + T_RC)
     w6 = K.f1(ws, di, kt + T_W6)
-    V = w6[18 * nmov: 24 * nmov].reshape((nmov, 6))
-    P = w6[24 * nmov: 30 * nmov].reshape((nmov, 6))
+    V = K.c_view(w6[18 * nmov: 24 * nmov], (nmov, 6))
+    P = K.c_view(w6[24 * nmov: 30 * nmov], (nmov, 6))
     _down_the_tree(b, x, par, chi, za, ncol, nj, V)
     for bd in range(nmov):
         w0, w1, w2 = V[bd, 3], V[bd, 4], V[bd, 5]
@@ -391,7 +440,7 @@ def composite_mass(di, ws, kt, Jw, mass):
     return M
 
 
-@numba.njit(**_JIT)
+@numba.njit(**_INLINE)
 def _project_subtrees(P, b, par, chi, za, ncol, nj, nz, out):
     """out_c = b_cᵀ Σ_{parts below c} P (P (nmov, 6) summed from the leaves, in place)."""
     for k in range(nj - 1, -1, -1):
@@ -406,7 +455,7 @@ def _project_subtrees(P, b, par, chi, za, ncol, nj, nz, out):
                 P[p, i] += P[c, i]
 
 
-@numba.njit(**_JIT)
+@numba.njit(**_INLINE)
 def closure_jacobian(di, ws, kt, C):
     """C = Jc R_v (closure rows × nz) by walking each closure row's parts up to the root; returns
     the size of C's entries before cancellation."""
@@ -528,7 +577,7 @@ def pivoted_qr(C, scale, Q, R, v):
     return perm, rank
 
 
-@numba.njit(**_JIT)
+@numba.njit(**_INLINE)
 def _upper_solve(R, r, x):
     """x ← R[:r, :r]⁻¹ x (in place, back substitution)."""
     for i in range(r - 1, -1, -1):
@@ -578,7 +627,7 @@ def _cholesky_solve(A, x):
     return True
 
 
-@numba.njit(**_JIT)
+@numba.njit(**_INLINE)
 def rates(y, di, kt, out):
     """out[:nzq] = ż_q: the scalar coordinates' rates, ½ E(p)ᵀ ω for the quaternion blocks."""
     sz = K.i1(di, kt + T_SIZES)
@@ -614,10 +663,10 @@ def stage_rhs(t, y, df, di, dd, ws, kt):
     Jw, w, vc = K.f3(ws, di, K.I_JW), K.f2(ws, di, K.I_W), K.f2(ws, di, K.I_VC)
     mass = K.f1(df, di, K.I_MASS)
     wF, w6, wv = K.f1(ws, di, kt + T_WF), K.f1(ws, di, kt + T_W6), K.f1(ws, di, kt + T_WV)
-    Fo, No = wF[: 3 * nb].reshape((nb, 3)), wF[3 * nb: 6 * nb].reshape((nb, 3))
+    Fo, No = K.c_view(wF[: 3 * nb], (nb, 3)), K.c_view(wF[3 * nb: 6 * nb], (nb, 3))
     power = K.applied_forces(df, di, dd, ws, Fo, No)
     # the bias Ṙ ż down the tree, then the parts' com bias accelerations a = [a_c, α]
-    aZ = w6[: 6 * nmov].reshape((nmov, 6))
+    aZ = K.c_view(w6[: 6 * nmov], (nmov, 6))
     for k in range(nj):
         c, p = chi[k], par[k]
         for i in range(6):
@@ -636,8 +685,8 @@ def stage_rhs(t, y, df, di, dd, ws, kt):
             aZ[c, 3] += (o1 * a2 - o2 * a1) * q
             aZ[c, 4] += (o2 * a0 - o0 * a2) * q
             aZ[c, 5] += (o0 * a1 - o1 * a0) * q
-    a = w6[6 * nmov: 12 * nmov].reshape((nmov, 6))
-    G = w6[12 * nmov: 18 * nmov].reshape((nmov, 6))
+    a = K.c_view(w6[6 * nmov: 12 * nmov], (nmov, 6))
+    G = K.c_view(w6[12 * nmov: 18 * nmov], (nmov, 6))
     for bd in range(nmov):
         al0, al1, al2 = aZ[bd, 3], aZ[bd, 4], aZ[bd, 5]
         r0, r1, r2 = rc[bd, 0], rc[bd, 1], rc[bd, 2]
@@ -664,9 +713,10 @@ def stage_rhs(t, y, df, di, dd, ws, kt):
     ok = True
     if mc > 0:
         wm = K.f1(ws, di, kt + T_WM)
-        C = K.f1(ws, di, kt + T_WC).reshape((mc, nz))
+        C = K.c_view(K.f1(ws, di, kt + T_WC), (mc, nz))
         cvec = wm[:mc]
         scale = closure(df, di, ws, kt, a, C, cvec)
+        K.f1(ws, di, kt + T_CFRESH)[0] = 1.0
         crow = K.i1(di, kt + T_CROW)
         pt, ph = K.f1(ws, di, K.I_PT), K.f1(ws, di, K.I_PH)
         vres = 0.0
@@ -678,11 +728,11 @@ def stage_rhs(t, y, df, di, dd, ws, kt):
             vres = max(vres, abs(s))
             pres = max(pres, abs(ph[crow[i]]))
         aux[0], aux[1] = vres, pres
-        Q, R = K.f1(ws, di, kt + T_WQ).reshape((mc, mc)), K.f1(ws, di, kt + T_WR).reshape((mc, nz))
+        Q, R = K.c_view(K.f1(ws, di, kt + T_WQ), (mc, mc)), K.c_view(K.f1(ws, di, kt + T_WR), (mc, nz))
         perm, r = pivoted_qr(C, scale, Q, R, wm[4 * mc: 5 * mc])
         ni = nz - r
         # X = −R11⁻¹ R12 (r × ni), s = R11⁻¹ Q1ᵀ c
-        X = K.f1(ws, di, kt + T_WX)[: r * ni].reshape((r, ni))
+        X = K.c_view(K.f1(ws, di, kt + T_WX)[: r * ni], (r, ni))
         col_ = wm[mc: mc + r]
         for j in range(ni):
             for i in range(r):
@@ -698,7 +748,7 @@ def stage_rhs(t, y, df, di, dd, ws, kt):
             s[i] = acc
         _upper_solve(R, r, s)
         # 𝐑ᵀ M̄ 𝐑 and 𝐑ᵀ (Q̄ − M̄ s): by the recursive products, or from M̄ for many columns
-        Mbar = np.empty((ni, ni)) if ni > DENSE_LIMIT else K.f1(ws, di, kt + T_WMB)[: ni * ni].reshape((ni, ni))
+        Mbar = np.empty((ni, ni)) if ni > DENSE_LIMIT else K.c_view(K.f1(ws, di, kt + T_WMB)[: ni * ni], (ni, ni))
         if ni > DENSE_LIMIT:
             Mz = composite_mass(di, ws, kt, Jw, mass)
             E = np.empty((nz, ni))  # M̄ 𝐑
@@ -716,7 +766,7 @@ def stage_rhs(t, y, df, di, dd, ws, kt):
                     Mbar[i, j] = acc
         else:
             for j in range(ni):
-                e[:] = 0.0
+                _fill(e, 0.0)
                 e[perm[r + j]] = 1.0
                 for i in range(r):
                     e[perm[i]] = X[i, j]
@@ -726,7 +776,7 @@ def stage_rhs(t, y, df, di, dd, ws, kt):
                     for d in range(r):
                         acc += X[d, i] * me[perm[d]]
                     Mbar[i, j] = acc
-        e[:] = 0.0
+        _fill(e, 0.0)
         for i in range(r):
             e[perm[i]] = s[i]
         mass_times(e, di, ws, kt, Jw, mass, me)
@@ -759,16 +809,19 @@ def stage_rhs(t, y, df, di, dd, ws, kt):
                 power += lam * pt[crow[l]]
     elif nz > DENSE_LIMIT:
         Mbar = composite_mass(di, ws, kt, Jw, mass)
-        zdd[:] = Qz
+        for i in range(nz):
+            zdd[i] = Qz[i]
         ok = _cholesky_solve(Mbar, zdd)
     else:
-        Mbar = K.f1(ws, di, kt + T_WMB)[: nz * nz].reshape((nz, nz))
+        Mbar = K.c_view(K.f1(ws, di, kt + T_WMB)[: nz * nz], (nz, nz))
         for j in range(nz):
-            e[:] = 0.0
+            _fill(e, 0.0)
             e[j] = 1.0
             mass_times(e, di, ws, kt, Jw, mass, me)
-            Mbar[:, j] = me
-        zdd[:] = Qz
+            for i in range(nz):
+                Mbar[i, j] = me[i]
+        for i in range(nz):
+            zdd[i] = Qz[i]
         ok = _cholesky_solve(Mbar, zdd)
     out = np.empty(y.shape[0])
     rates(y, di, kt, out)
@@ -811,15 +864,17 @@ def singularity_rows(df, di, dd, ws, kt, rows):
 @numba.njit(**_JIT)
 def _closure_gram(df, di, ws, kt):
     """G = Dr C W Cᵀ Dr (mc, mc, the workspace's ``t_wG``) of the closure Jacobian C at the
-    workspace's positions (:func:`closure_jacobian`), Dr = ``t_rw``, W = ``t_cw``: the matrix whose
-    rows' pivots (:func:`closure_row_measures`) and eigenvalues (:func:`_closure_measure`) measure
-    how near the closure is to a singular configuration."""
+    workspace's positions (:func:`closure_jacobian`; the one the last evaluation left where it was
+    at these positions, ``t_cfresh``), Dr = ``t_rw``, W = ``t_cw``: the matrix whose rows' pivots
+    (:func:`closure_row_measures`) and eigenvalues (:func:`_closure_measure`) measure how near the
+    closure is to a singular configuration."""
     sz = K.i1(di, kt + T_SIZES)
     nz, mc = sz[1], sz[4]
-    C = K.f1(ws, di, kt + T_WC).reshape((mc, nz))
-    closure_jacobian(di, ws, kt, C)
+    C = K.c_view(K.f1(ws, di, kt + T_WC), (mc, nz))
+    if K.f1(ws, di, kt + T_CFRESH)[0] == 0.0:
+        closure_jacobian(di, ws, kt, C)
     cw, rw = K.f1(df, di, kt + T_CW), K.f1(df, di, kt + T_RW)
-    G = K.f1(ws, di, kt + T_WG).reshape((mc, mc))
+    G = K.c_view(K.f1(ws, di, kt + T_WG), (mc, mc))
     for i in range(mc):
         for j in range(i + 1):
             acc = 0.0
@@ -841,7 +896,7 @@ def closure_row_measures(G, drop_tol, work, rows):
     drops it. Near a singular configuration a kept row's ratio falls to 0 (the kept rows lose
     rank there). ``work``: mc² floats (G is kept)."""
     mc = G.shape[0]
-    L = work[: mc * mc].reshape((mc, mc))
+    L = K.c_view(work[: mc * mc], (mc, mc))
     for i in range(mc):
         for j in range(i + 1):
             L[i, j] = G[i, j]
@@ -879,7 +934,7 @@ def _closure_measure(G, di, ws, kt):
             n += 1
     if n == 0:
         return 1.0
-    A = K.f1(ws, di, kt + T_WQ)[: n * n].reshape((n, n))
+    A = K.c_view(K.f1(ws, di, kt + T_WQ)[: n * n], (n, n))
     for a in range(n):
         i = int(live[a])
         for c in range(a + 1):
@@ -893,12 +948,47 @@ def _closure_measure(G, di, ws, kt):
 @numba.njit(cache=True, nogil=True)
 def kth_eigenvalue(A, k, work):
     """The k-th smallest eigenvalue (0-based) of the symmetric matrix A (overwritten; ``work``: at
-    least 4 n floats of scratch): Householder
-    reduction to tridiagonal form, then bisection on the Sturm sequence counts to round-off —
-    a few µs for the tens of rows of a mechanism, where LAPACK's full eigvalsh costs ten times more."""
+    least 4 n floats of scratch): Householder reduction to tridiagonal form (:func:`_tridiagonal`),
+    then bisection on the Sturm sequence counts until the eigenvalue is the only one in the
+    bracket, and Newton steps on the characteristic polynomial kept inside it (:func:`_sturm`),
+    to round-off — a few µs for the tens of rows of a mechanism, where LAPACK's full eigvalsh
+    costs ten times more, and a quarter of bisection alone (which took ~55 halvings to round-off:
+    0.73 µs for the slider-crank's 2 × 2, 0.20 µs now)."""
     n = A.shape[0]
-    d, e, v, p = work[:n], work[n: 2 * n], work[2 * n: 3 * n], work[3 * n: 4 * n]
-    e[:] = 0.0
+    d, e = work[:n], work[n: 2 * n]
+    _tridiagonal(A, d, e, work[2 * n: 3 * n], work[3 * n: 4 * n])
+    lo, hi = d[0], d[0]
+    for i in range(n):  # Gershgorin bounds
+        rad = abs(e[i]) + (abs(e[i - 1]) if i > 0 else 0.0)
+        lo = min(lo, d[i] - rad)
+        hi = max(hi, d[i] + rad)
+    below_lo, below_hi = 0, n  # eigenvalues below lo and below hi
+    x = 0.5 * (lo + hi)
+    for _ in range(200):
+        if hi - lo <= 1e-15 * max(abs(lo), abs(hi), 1.0):
+            return 0.5 * (lo + hi)
+        isolated = below_lo == k and below_hi == k + 1
+        if not isolated:
+            x = 0.5 * (lo + hi)
+        count, dlog = _sturm(d, e, x)
+        if count > k:
+            hi, below_hi = x, count
+        else:
+            lo, below_lo = x, count
+        if isolated:  # Newton: x − p(x) / p'(x), halving where it would leave the bracket
+            step = -1.0 / dlog if dlog != 0.0 else np.inf
+            if abs(step) <= 1e-15 * max(abs(x), 1.0):
+                return x + step if lo <= x + step <= hi else x
+            x = x + step if lo < x + step < hi else 0.5 * (lo + hi)
+    return x
+
+
+@numba.njit(cache=True, nogil=True)
+def _tridiagonal(A, d, e, v, p):
+    """Householder reduction of the symmetric A (overwritten) to the tridiagonal matrix of
+    diagonal d and off-diagonal e (e[n − 1] = 0); v, p: n floats of scratch."""
+    n = A.shape[0]
+    _fill(e, 0.0)
     for c in range(n - 2):
         nrm = 0.0
         for i in range(c + 1, n):
@@ -935,31 +1025,32 @@ def kth_eigenvalue(A, k, work):
         d[n - 2] = A[n - 2, n - 2]
         e[n - 2] = A[n - 1, n - 2]
     d[n - 1] = A[n - 1, n - 1]
-    lo, hi = d[0], d[0]
-    for i in range(n):  # Gershgorin bounds
-        rad = abs(e[i]) + (abs(e[i - 1]) if i > 0 else 0.0)
-        lo = min(lo, d[i] - rad)
-        hi = max(hi, d[i] + rad)
+
+
+@numba.njit(cache=True, nogil=True)
+def _sturm(d, e, x):
+    """(the number of eigenvalues below x, p'(x) / p(x)) of the tridiagonal matrix (d, e), p its
+    characteristic polynomial det(T − x I): the signs and the logarithmic derivatives of the
+    Sturm sequence's ratios q_i = p_i / p_(i−1) = d_i − x − e_(i−1)² / q_(i−1)."""
     tiny = 1e-300
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if mid <= lo or mid >= hi or hi - lo <= 1e-15 * max(abs(lo), abs(hi), 1.0):
-            break
-        count = 0  # eigenvalues below mid
-        q = d[0] - mid
+    count = 0
+    q = d[0] - x
+    if q == 0.0:
+        q = tiny
+    dq = -1.0
+    dlog = dq / q
+    if q < 0.0:
+        count += 1
+    for i in range(1, d.shape[0]):
+        e2 = e[i - 1] * e[i - 1]
+        dq = -1.0 + e2 * (dq / q) / q
+        q = d[i] - x - e2 / q
+        if q == 0.0:
+            q = tiny
+        dlog += dq / q
         if q < 0.0:
             count += 1
-        for i in range(1, n):
-            if q == 0.0:
-                q = tiny
-            q = d[i] - mid - e[i - 1] * e[i - 1] / q
-            if q < 0.0:
-                count += 1
-        if count > k:
-            hi = mid
-        else:
-            lo = mid
-    return 0.5 * (lo + hi)
+    return count, dlog
 
 
 # ---------------------------------------------------------------- projection
@@ -977,7 +1068,7 @@ def closure_violation(di, ws, kt):
 @numba.njit(**_JIT)
 def _closure_only(df, di, ws, kt):
     sz = K.i1(di, kt + T_SIZES)
-    C = K.f1(ws, di, kt + T_WC).reshape((sz[4], sz[1]))
+    C = K.c_view(K.f1(ws, di, kt + T_WC), (sz[4], sz[1]))
     closure_jacobian(di, ws, kt, C)
     return C
 
@@ -1039,7 +1130,7 @@ def velocity_step(y, df, di, ws, kt, tol):
 
 
 # ---------------------------------------------------------------- templates (compiled in the tree module)
-groups_in = expressions = library_windings = None  # the absolute library's, bound in the generated module
+groups_in = measures_in = expressions = library_windings = None  # the absolute library's, bound in the generated module
 KT = 0  # the index of the first tree array in the packed header, a constant of the generated module
 
 
@@ -1056,10 +1147,10 @@ def tree_state(t, y, df, di, dd, ws, need_gamma):
 
 def windings(y, df, di, dd, ws):
     """The absolute library's ``windings`` after an accepted step (template), the joint measures
-    of the groups without a closure row first brought to the state the workspace holds (they
-    are never timed: every driver's rows are closure rows)."""
+    of the groups without a closure row first brought to the state the workspace holds
+    (``measures_in``: their rows, which hold identically in z, are not evaluated)."""
     ya = K.f1(ws, di, KT + T_YA)
-    groups_in(0.0, ya, df, di, dd, ws, False, K.i2(di, KT + T_RGRP))
+    measures_in(df, di, ws, K.i2(di, KT + T_RGRP))
     return library_windings(ya, df, di, dd, ws)
 
 

@@ -398,12 +398,14 @@ def _group_array(name, base="b"):
 
 
 def _dispatch_source(templates):
-    """Source of ``group_eval`` and ``group_angles``: template k's generated functions called
-    for the group whose row in ``grp`` names it (a chain of branches over the library)."""
+    """Source of ``group_eval``, ``group_angles`` and ``group_measures``: template k's generated
+    functions called for the group whose row in ``grp`` names it (a chain of branches over the
+    library)."""
     ev = ["def group_eval(tid, Q, QD, M, S, F, W, An, ref, Jg, Gg, Ph, Pt, Ms, need_gamma, timed, angled, measured):",
           '    """One group\'s Φq, γ (when need_gamma), Φ, Φt (timed) and joint measures (measured) into the',
           '    workspace arrays, its angles first wound onto ref (angled)."""']
     an = ["def group_angles(tid, Q, M, An):", '    """A group\'s raw angles (rad) into An."""']
+    ms = ["def group_measures(tid, Q, M, Ms):", '    """A group\'s joint measures into Ms."""']
     for k in range(len(templates)):
         word = "if" if k == 0 else "elif"
         ev += [f"    {word} tid == {k}:  # {templates[k]}",
@@ -418,7 +420,9 @@ def _dispatch_source(templates):
                "        if measured:",
                f"            measures_into_{k}(Q, M, Ms)"]
         an += [f"    {word} tid == {k}:", f"        angles_into_{k}(Q, M, An)"]
-    return "\n".join(ev + ["    return 0"]) + "\n", "\n".join(an + ["    return An"]) + "\n"
+        ms += [f"    {word} tid == {k}:", f"        measures_into_{k}(Q, M, Ms)"]
+    return tuple("\n".join(lines) + "\n" for lines in (ev + ["    return 0"], an + ["    return An"],
+                                                       ms + ["    return 0"]))
 
 
 def generated_imports():
@@ -447,7 +451,7 @@ def _source(parametrization):
     :mod:`._rk4` (everything else is in the generic, separately cached :mod:`._kernels`). The
     model is data: one library serves every model of the parametrisation."""
     templates = library_templates()
-    group_eval, group_angles = _dispatch_source(templates)
+    group_eval, group_angles, group_measures = _dispatch_source(templates)
     a = _group_array
     groups = [
         "def groups_in(t, y, df, di, dd, ws, need_gamma, grp):",
@@ -481,6 +485,19 @@ def _source(parametrization):
         "        if measured:",
         f"            K.scatter_measures(Ms, {a('mpos')}, aux)",
         "    return 0"]
+    measures = [
+        "def measures_in(df, di, ws, grp):",
+        '    """The joint measures of the measured constraint groups of the table ``grp`` into ``aux``',
+        "    (the workspace's body kinematics filled): ``groups_in``'s measures without its rows, for",
+        '    the references of an accepted state where the rows are not read."""',
+        "    qf = K.f1(ws, di, K.I_QF)", "    aux = K.f1(ws, di, K.I_AUX)",
+        "    for g in range(grp.shape[0]):",
+        "        if grp[g, K.G_MEASURED] != 0:",
+        "            b = grp[g, K.G_BASE]",
+        f"            Q = K.gather_to(qf, {a('gather')}, {a('Q')})",
+        f"            group_measures(grp[g, K.G_TEMPLATE], Q, {a('markers')}, {a('Ms')})",
+        f"            K.scatter_measures({a('Ms')}, {a('mpos')}, aux)",
+        "    return 0"]
     every_group = [
         "def groups(t, y, df, di, dd, ws, need_gamma):",
         '    """Every constraint group\'s rows at (t, y) into the workspace (its body kinematics filled)."""',
@@ -507,8 +524,8 @@ def _source(parametrization):
     for k in range(len(templates)):
         head.append(" = ".join(f"{fn}_{k}" for fn in _TEMPLATE_FUNCTIONS) + " = None")
     jit = JIT
-    return ("\n".join(head) + "\n" + JIT_INLINE + group_eval + jit + group_angles + jit + "\n".join(groups) + "\n"
-            + jit + "\n".join(every_group) + "\n"
+    return ("\n".join(head) + "\n" + JIT_INLINE + group_eval + jit + group_angles + JIT_INLINE + group_measures
+            + jit + "\n".join(groups) + "\n" + jit + "\n".join(measures) + "\n" + jit + "\n".join(every_group) + "\n"
             + jit + "def expressions(t, df, di, dd, ws):\n    return K.stage_expressions(t, df, di, dd, ws)\n"
             + jit
             + "def rhs(t, y, df, di, dd, ws):\n"

@@ -251,6 +251,44 @@ def test_the_compiled_evaluation_equals_the_numpy_one_to_round_off(name, path):
         assert np.max(np.abs(dyn.phi(q, t, num.angles)[dyn.model_rows[num.crows]])) < 1e-10
 
 
+def _rotation(rng):
+    """A random rotation matrix."""
+    Q, R = np.linalg.qr(rng.normal(size=(3, 3)))
+    return Q * np.sign(np.diag(R)) * np.sign(np.linalg.det(Q))
+
+
+def test_the_revolute_pose_written_out_equals_the_generic_product(path):
+    """The compiled kinematics' revolute joint (its X_P_C with Pre = Rz(θ) written out) against the
+    generic path of every joint type at random frames and angles: the same operations, the same
+    numbers; and against X_P_Mi Rz(θ) X0 X_Mj_C by numpy (the dynamics of revolute trees against
+    references independent of cadmotion: the P1, P3 and N-four-bar tests above and below)."""
+    if path == "numpy":
+        pytest.skip("a compiled kernel")
+    from cadmotion.kernel.dynamics import _tree_kernels as T
+
+    rng = np.random.default_rng(5)
+    for theta in (0.0, 0.3, -2.9, 7.5):
+        Rpi, R0, Rjc = _rotation(rng), _rotation(rng), _rotation(rng)
+        rpi, r0, rjc = rng.normal(size=3), rng.normal(size=3), rng.normal(size=3)
+        outs = []
+        for generic in (False, True):
+            Rpp, rpp, x1, x2, RPC = np.empty((3, 3)), np.empty(3), np.empty(3), np.empty(3), np.empty((3, 3))
+            if generic:
+                T._joint_in_parent(T.REVOLUTE, np.array([theta]), 0, Rpi, rpi, R0, r0, Rjc, rjc, np.empty((3, 3)),
+                                   np.empty((3, 3)), np.empty(3), Rpp, rpp, x1, x2, np.empty((3, 3)), RPC)
+            else:
+                T._revolute_in_parent(theta, Rpi, rpi, R0, r0, Rjc, rjc, Rpp, rpp, x1, x2, np.empty((3, 3)), RPC)
+            outs.append((Rpp, rpp, x1, RPC))
+        for a, b in zip(*outs):
+            assert np.array_equal(a, b)
+        c, s = math.cos(theta), math.sin(theta)
+        Rpp = Rpi @ np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+        Rpp_c, rpp_c, x1_c, RPC_c = outs[0]
+        assert np.allclose(Rpp_c, Rpp, rtol=0, atol=1e-14) and np.array_equal(rpp_c, rpi)
+        assert np.allclose(x1_c, Rpp @ (R0 @ rjc + r0), rtol=0, atol=1e-13)
+        assert np.allclose(RPC_c, Rpp @ R0 @ Rjc, rtol=0, atol=1e-14)
+
+
 def test_the_closure_measure_reads_singular_where_the_joint_rows_do(path):
     """The singular measure from the closure Jacobian C alone (closure rows × closure rows) against
     the absolute one of all the joints' rows (:meth:`.equations.Dynamics.singularity`, independent
