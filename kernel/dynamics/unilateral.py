@@ -448,11 +448,14 @@ class UnilateralContacts(Contacts):
         forces β_k ≥ 0 along d_k ⊥ d_k·a_t + σ ≥ 0 and σ ≥ 0 ⊥ μ_s λ_n − Σ β_k ≥ 0, a_t the tangential
         acceleration of the point (m/s²); a moving point's friction is −μ_d λ_n ŝ as in :meth:`solve`. With
         v̇ = v̇₀ + A Fᵀ λ this is a linear complementarity problem in (λ_n, β, σ), non-symmetric, solved by
-        :func:`.complementarity.lemke`. A point without normal force opens; a point at rest sticks, unless
-        σ > 0: then it slips along its a_t (σ ≈ |a_t|), so the slip develops along ŝ for every coupling of
+        :func:`.complementarity.lemke`. A point at rest sticks, unless σ > 0: then it slips along its a_t
+        (σ ≈ |a_t|), so the slip develops along ŝ for every coupling of
         the contacts (the single-contact rule, slip against the friction the point needs to stick, does
-        not ensure that). Sets the modes and slip directions in ``state`` when Lemke's algorithm finds the
-        solution (otherwise leaves the entry modes); returns whether it did."""
+        not ensure that). Which points open is left to :meth:`resolve_modes`' least-index choice: where
+        the points are redundant (a box's four corners) Lemke's vertex solution carries the load on some of
+        them and leaves the others at λ_n = 0, where the least-norm forces share it. Sets the slip modes
+        and directions in ``state`` when Lemke's algorithm finds the solution (otherwise leaves the entry
+        modes); returns whether it did."""
         C, F, c, pts, kind, geo = self.rows(ev.bs, state, idx=candidates)
         m = len(candidates)
         r = (len(C) - m) // 2
@@ -484,7 +487,6 @@ class UnilateralContacts(Contacts):
                 direction = a_t[j] if np.linalg.norm(a_t[j]) > 1e-9 * scale else -friction[j]
                 S[i, 0] = SLIP
                 S[i, 1:] = direction / max(np.linalg.norm(direction), 1e-300)
-        S[candidates[z[:m] <= self.force_tol[candidates]], 0] = OPEN
         return True
 
     def _backward_onsets(self, bs, state, starting, vd):
