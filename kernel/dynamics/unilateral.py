@@ -393,7 +393,7 @@ class UnilateralContacts(Contacts):
         once none does, a contact outside its friction cone is set slipping against its friction force.
         ``evaluate(state) -> (ev, v̇₀)``. Updates ``state`` in place; returns the point modes before (n,)."""
         before = self.modes(state).copy()
-        ev, _ = evaluate(state)
+        ev, vd0 = evaluate(state)  # the modes do not enter the evaluation: the onset's problem reuses it
         g, gd, vt = self.gaps(_with_velocities(dyn, ev, v), state)
         closed = (g <= self.closed_gap) & (gd <= CLOSED_SPEED)
         speed = np.linalg.norm(vt, axis=1)
@@ -412,7 +412,7 @@ class UnilateralContacts(Contacts):
         first_mode = S[candidates, 0].copy()
         rest = candidates[first_mode == STICK]
         if len(rest):
-            self._onset_modes(dyn, *evaluate(state), state, candidates)
+            self._onset_modes(dyn, ev, vd0, state, candidates)
         held = np.zeros(self.n, bool)
         for _ in range(4 * len(candidates) + 4):
             modes = self.modes(state)
@@ -454,8 +454,8 @@ class UnilateralContacts(Contacts):
         not ensure that). Which points open is left to :meth:`resolve_modes`' least-index choice: where
         the points are redundant (a box's four corners) Lemke's vertex solution carries the load on some of
         them and leaves the others at λ_n = 0, where the least-norm forces share it. Sets the slip modes
-        and directions in ``state`` when Lemke's algorithm finds the solution (otherwise leaves the entry
-        modes); returns whether it did."""
+        and directions in ``state`` when Lemke's algorithm finds the solution; otherwise leaves the entry
+        modes."""
         C, F, c, pts, kind, geo = self.rows(ev.bs, state, idx=candidates)
         m = len(candidates)
         r = (len(C) - m) // 2
@@ -473,7 +473,7 @@ class UnilateralContacts(Contacts):
         b = np.concatenate([rows @ vd0 + np.concatenate([c[:m], cT[:r], -cT[:r], cT[r:], -cT[r:]]), np.zeros(r)])
         z = lemke(G, b)
         if z is None:
-            return False
+            return
         vd = vd0 + AFt @ z[: m + 4 * r]
         t1, t2 = geo[5][rest], geo[6][rest]
         a_t = (T[:r] @ vd + cT[:r])[:, None] * t1 + (T[r:] @ vd + cT[r:])[:, None] * t2
@@ -487,7 +487,6 @@ class UnilateralContacts(Contacts):
                 direction = a_t[j] if np.linalg.norm(a_t[j]) > 1e-9 * scale else -friction[j]
                 S[i, 0] = SLIP
                 S[i, 1:] = direction / max(np.linalg.norm(direction), 1e-300)
-        return True
 
     def _backward_onsets(self, bs, state, starting, vd):
         """Of the points ``starting`` to slip from rest, those whose tangential acceleration at v̇ = ``vd``
