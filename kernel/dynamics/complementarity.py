@@ -14,8 +14,9 @@ Two solvers for the two kinds of problem the unilateral contacts pose (:mod:`.un
 from __future__ import annotations
 
 import numpy as np
+from scipy.optimize import nnls
 
-__all__ = ["RCOND", "lcp", "lemke"]
+__all__ = ["RCOND", "lcp", "lemke", "pushing_solution"]
 
 #: singular values below this fraction of the largest are rank deficiency in the contacts' matrices
 #: (least squares, ``rcond``). Their entries J A Fᵀ carry the joints' elimination, whose round-off leaves
@@ -104,3 +105,39 @@ def lemke(G, b, tol=1e-10):
     if np.min(w) < -tol * size or abs(float(z @ w)) > tol * size * max(1.0, float(np.sum(z))):
         return None
     return z
+
+
+def pushing_solution(K, r, H):
+    """λ (k,) solving K λ = r (k × k; least squares at the rank threshold :data:`RCOND`): the least-norm one,
+    or where that one breaks H λ ≥ 0 (H m × k; the normal forces push) and K is rank deficient, the least-norm
+    solution that meets it, λ₀ + N w with N the null space of K and w the least |w| with H (λ₀ + N w) ≥ 0
+    (where none does, λ₀). Where K's rows are redundant (rollers sticking on a sprocket of a closed chain, a
+    box's corners on a plane) the contact forces are not unique: the least-norm ones can pull at a point
+    (−7 N on the chain drive) while another sharing of the same accelerations pushes everywhere, and a
+    point opened for that pull accelerates into its shape. Breaks below 10⁻¹² of the largest |λ₀| are
+    round-off."""
+    if not len(r):
+        return np.zeros(0)
+    U, s, Vt = np.linalg.svd(K)
+    rank = int(np.sum(s > RCOND * s[0])) if s[0] > 0 else 0
+    lam = Vt[:rank].T @ ((U[:, :rank].T @ r) / s[:rank])
+    if rank == len(r) or not len(H) or (H @ lam).min() >= -1e-12 * float(np.max(np.abs(lam))):
+        return lam
+    N = Vt[rank:].T
+    w = least_distance(H @ N, -(H @ lam))
+    return lam if w is None else lam + N @ w
+
+
+def least_distance(G, h):
+    """The least |w| with G w ≥ h (G m × p), or None where no w satisfies it: Lawson and Hanson's
+    least-distance program by non-negative least squares, u ≥ 0 minimising |E u − f| with
+    E = [Gᵀ; hᵀ], f = [0, …, 0, 1], and w = −ρ[:p] / ρ[p] from the residual ρ = E u − f."""
+    m, p = G.shape
+    E = np.vstack([G.T, h[None, :]])
+    f = np.zeros(p + 1)
+    f[p] = 1.0
+    u, _ = nnls(E, f, maxiter=50 * max(m, 1))
+    rho = E @ u - f
+    if abs(rho[p]) <= 1e-12 * max(1.0, float(np.linalg.norm(rho))) or -rho[p] < 1e-12:
+        return None
+    return -rho[:p] / rho[p]

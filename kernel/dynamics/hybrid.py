@@ -18,12 +18,15 @@ a sphere or a box between its two ends, :meth:`.unilateral.UnilateralContacts.pa
 Switching functions, fixed for a step by the modes at its start (a sign change from > 0 to ≤ 0 is a
 switch): an open point apart (its gap g beyond the touching band,
 :attr:`.unilateral.UnilateralContacts.closed_gap`): g; an open point touching: ġ + 2 CLOSED_SPEED (it
-approaches); an active point: λ_n (separation); a sticking contact: μ_s Σ λ_n − |Σ λ_t| plus the
+approaches); an active point: λ_n + its force tolerance (separation: the mode choice can leave a point of
+redundant rows active at λ_n = 0); a sticking contact: μ_s Σ λ_n − |Σ λ_t| plus the
 round-off its mode choice allows (slip, :meth:`.unilateral.UnilateralContacts.cone_values`); a
 slipping point with friction: v_t·ŝ (its slip stops or reverses). A run with unilateral contacts notes
 the impacts, the switches and the time spent with k contacts active.
 
-Each root found must change the state, or the same root is found again at once without end. A gap
+Each root found must change the state, or the same root is found again at once without end; a
+sticking contact whose slip the mode choice refuses (it would slip backwards) is left sticking, and its cone's
+function is not watched over the next step. A gap
 reaching 0 leaves the point touching, watched by its approach from then on (not by its gap, which is
 round-off there: 1e-18 m on a chain of 30 mm parts, with either sign). An approach's root lies beyond
 the impact threshold: approaching at 2 CLOSED_SPEED the point takes an impact (at CLOSED_SPEED it could
@@ -142,7 +145,7 @@ class EventDriver:
             elif kind == "approach":
                 out[j] = gd[i] + 2.0 * CLOSED_SPEED
             elif kind == "separation":
-                out[j] = lam_n[i]
+                out[j] = lam_n[i] + cc.force_tol[i]
             elif kind == "reversal":
                 out[j] = vt[i] @ sdir[i]
             else:
@@ -267,11 +270,15 @@ class EventDriver:
 
         t = float(times[0])
         solver = make(t, y)
-        same_instant, last_switch = 0, None
+        same_instant, last_switch, idle = 0, None, ()
         while k < nt:
             t0, y0 = solver.t, solver.y.copy()
             # a step must not carry a point through a finite shape and out again unseen
             kinds, v0, solver.max_step = self.kinds(t0, y0)
+            for j, kind in enumerate(kinds):
+                if kind in idle:
+                    v0[j] = -1.0
+            idle = ()
             try:
                 message = solver.step()
             except (np.linalg.LinAlgError, FloatingPointError, ValueError) as exc:
@@ -298,7 +305,13 @@ class EventDriver:
                 self._count(t0, t_hit)
                 y_hit = sol(t_hit)
                 new = form.accept(t_hit, y_hit)
+                before = (len(self.events), self.impacts)
                 y_hit = self.switch(t_hit, y_hit if new is None else new)
+                # a switch that changes nothing leaves the functions it was found by unwatched for a step (a
+                # sticking contact at its cone's edge that cannot slip, :meth:`.unilateral.UnilateralContacts.
+                # resolve_modes`' held points): else the same root is found again at once, without end
+                idle = {kinds[j] for j in crossed if kinds[j][0] == "cone"} \
+                    if (len(self.events), self.impacts) == before else ()
                 same_instant = same_instant + 1 if last_switch is not None and t_hit - last_switch <= xtol else 0
                 last_switch = t_hit
                 if same_instant > MAX_SWITCHES_AT_ONCE:

@@ -30,7 +30,8 @@ their forces (F = C except a slipping row, whose force direction is (n − μ_d 
     v̇ = v̇₀ + A Fᵀ λ,      (C A Fᵀ) λ = −(C v̇₀ + c)
 
 (v̇₀ the joints-only accelerations; where the rows are redundant, e.g. a box's four corners on a plane,
-the least-norm λ at the rank threshold :data:`.complementarity.RCOND`). Only the active points' rows are
+the least-norm λ at the rank threshold :data:`.complementarity.RCOND` whose normal forces push, where one
+does: :func:`.complementarity.pushing_solution`). Only the active points' rows are
 formed: the matrix is as small as the contacts that touch. The contact forces' power λᵀ F v (the
 friction's, the normal rows do no work at ġ = 0) is in the non-conservative work.
 
@@ -60,7 +61,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import MechanismError
-from .complementarity import RCOND, lcp, lemke
+from .complementarity import lcp, lemke, pushing_solution
 from .contacts import Contacts, _point_columns, _rotate, deepest_points
 from .mass import cross
 from .stops import JointStops
@@ -341,7 +342,10 @@ class UnilateralContacts(Contacts):
             K[~live] = 0.0
             K[~live, np.flatnonzero(~live)] = 1.0
             rhs[~live] = 0.0
-        lam = np.linalg.lstsq(K, rhs, rcond=RCOND)[0]
+        pushing = np.flatnonzero((kind == 0) & live)
+        H = np.zeros((len(pushing), len(rhs)))
+        H[np.arange(len(pushing)), pushing] = 1.0
+        lam = pushing_solution(K, rhs, H)
         idx, n, g, x, vr, t1, t2, d = geo
         k = len(idx)
         stick = modes[idx] == STICK
@@ -391,7 +395,12 @@ class UnilateralContacts(Contacts):
         active one opens, an open one closes again in its first mode: Murty's least-index rule, which a
         greedy choice of the most negative λ_n lacks — opening one point can make another approach), and
         once none does, a contact outside its friction cone is set slipping against its friction force.
-        ``evaluate(state) -> (ev, v̇₀)``. Updates ``state`` in place; returns the point modes before (n,)."""
+        Where the rows are redundant and points slip, the rule can cycle (on the chain drive: a roller opened
+        for a pull of −7 N accelerates into its tooth, closed it pulls again): at the first mode set met twice
+        the candidates start again from their first modes, and an active point is kept at λ_n ≥ −
+        :attr:`force_tol` (a point of redundant rows that carries nothing stays closed; its separation is
+        watched at λ_n = −:attr:`force_tol`). ``evaluate(state) -> (ev, v̇₀)``. Updates ``state`` in place;
+        returns the point modes before (n,)."""
         before = self.modes(state).copy()
         ev, vd0 = evaluate(state)  # the modes do not enter the evaluation: the onset's problem reuses it
         g, gd, vt = self.gaps(_with_velocities(dyn, ev, v), state)
@@ -414,13 +423,18 @@ class UnilateralContacts(Contacts):
         if len(rest):
             self._onset_modes(dyn, ev, vd0, state, candidates)
         held = np.zeros(self.n, bool)
+        start, seen, relaxed = S[:, 0].copy(), set(), False
         for _ in range(4 * len(candidates) + 4):
-            modes = self.modes(state)
             if not len(candidates):
                 break
+            key = self.modes(state)[candidates].tobytes()
+            if key in seen and not relaxed:
+                S[:, 0], relaxed = start, True
+            seen.add(key)
+            modes = self.modes(state)
             ev, vd0 = evaluate(state)
             vd, _, _, lam_n, f_t = self.solve(dyn, ev, vd0, state)
-            wrong = self._complementarity_breaks(dyn, ev, state, candidates, vd, lam_n)
+            wrong = self._complementarity_breaks(dyn, ev, state, candidates, vd, lam_n, relaxed)
             if len(wrong):
                 j = wrong[0]
                 S[candidates[j], 0] = OPEN if modes[candidates[j]] > OPEN else first_mode[j]
@@ -502,14 +516,15 @@ class UnilateralContacts(Contacts):
         along = np.sum(a_t * self.slip_dirs(state)[starting], 1)
         return starting[along < -1e-9 * (1.0 + np.linalg.norm(a_t, axis=1))]
 
-    def _complementarity_breaks(self, dyn, ev, state, candidates, vd, lam_n):
+    def _complementarity_breaks(self, dyn, ev, state, candidates, vd, lam_n, relaxed=False):
         """Positions in ``candidates`` (ascending) of the points that break complementarity at the
-        accelerations vd (nv,): active with λ_n ≤ :attr:`force_tol`, or open with g̈ = J_n v̇ + c_n below
-        −G :attr:`force_tol`, the acceleration that force would give the point (G = J_n A J_nᵀ its inverse
-        effective mass with the joints; at most its inverse mass with the other contacts too, so that a
-        point opened for a force below the tolerance is not closed again for the acceleration it takes)."""
+        accelerations vd (nv,): active with λ_n ≤ :attr:`force_tol` (``relaxed``: ≤ −:attr:`force_tol`), or
+        open with g̈ = J_n v̇ + c_n below −G :attr:`force_tol`, the acceleration that force would give the
+        point (G = J_n A J_nᵀ its inverse effective mass with the joints; at most its inverse mass with the
+        other contacts too, so that a point opened for a force below the tolerance is not closed again for
+        the acceleration it takes)."""
         live = self.modes(state)[candidates] > OPEN
-        wrong = live & (lam_n[candidates] <= self.force_tol[candidates])
+        wrong = live & (lam_n[candidates] <= (-1.0 if relaxed else 1.0) * self.force_tol[candidates])
         shut = candidates[~live]
         if len(shut):
             n, _, _, _, Jp, c, _, _ = self.kinematics(ev.bs, shut, state)

@@ -2,7 +2,9 @@
 
 References: the complementary bases enumerated one by one (for a P-matrix the solution is unique, so the
 one basis whose solution is non-negative is it), and the statics of a block pushed along a floor with
-Coulomb friction, written as the contact problem at the accelerations that the unilateral contacts pose.
+Coulomb friction, written as the contact problem at the accelerations that the unilateral contacts pose;
+for the sharing of redundant contact forces, the statics of a table on four legs and scipy's SLSQP on the
+same least-norm program.
 """
 
 import itertools
@@ -10,7 +12,9 @@ import itertools
 import numpy as np
 import pytest
 
-from cadmotion.kernel.dynamics.complementarity import lcp, lemke
+from scipy.optimize import minimize
+
+from cadmotion.kernel.dynamics.complementarity import least_distance, lcp, lemke, pushing_solution
 
 
 def _enumerated(G, b):
@@ -80,3 +84,56 @@ def test_lemke_on_a_block_pushed_along_a_floor_sticks_below_mu_m_g_and_slides_ab
         assert a_t == pytest.approx(0.0, abs=1e-12) and beta_m - beta_p == pytest.approx(P, rel=1e-12)
     else:
         assert a_t == pytest.approx((P - mu * m * g) / m, rel=1e-12) and sigma == pytest.approx(a_t, rel=1e-12)
+
+
+def test_least_distance_is_the_nearest_point_of_the_feasible_set_or_none_when_it_is_empty():
+    # one half-space g·w ≥ h (h > 0): the nearest point is h g/|g|²
+    g, h = np.array([3.0, 4.0]), 10.0
+    assert least_distance(g[None, :], np.array([h])) == pytest.approx(h * g / 25.0, rel=1e-12)
+    # w ≥ 1 and −w ≥ 1 have no solution
+    assert least_distance(np.array([[1.0], [-1.0]]), np.array([1.0, 1.0])) is None
+    # random feasible programs against SLSQP
+    rng = np.random.default_rng(4)
+    for _ in range(5):
+        G = rng.normal(size=(6, 3))
+        h = G @ rng.normal(size=3) - rng.uniform(0.0, 1.0, 6)  # a known feasible point
+        w = least_distance(G, h)
+        ref = minimize(lambda x: x @ x, np.zeros(3), jac=lambda x: 2 * x, method="SLSQP",
+                       constraints=[{"type": "ineq", "fun": lambda x: G @ x - h, "jac": lambda x: G}],
+                       options={"ftol": 1e-14, "maxiter": 500})
+        assert np.all(G @ w - h >= -1e-10) and w == pytest.approx(ref.x, abs=1e-6)
+
+
+def _table(load_at):
+    """A table top on four legs at (±a, ±b): the legs' forces λ (up, N) meet the load W (N) at load_at (x, y)
+    when Σλ = W and the moments balance, K λ = r with K the three equilibrium rows stacked over a redundant
+    fourth (their sum): rank 3, the legs' forces not unique."""
+    a, b, W = 0.5, 0.3, 100.0
+    legs = np.array([[a, b], [-a, b], [-a, -b], [a, -b]])
+    E = np.vstack([np.ones(4), legs[:, 0], legs[:, 1]])
+    r = np.array([W, W * load_at[0], W * load_at[1]])
+    K = np.vstack([E, E.sum(0)])
+    return K, np.append(r, r.sum()), E, r
+
+
+def test_redundant_legs_push_where_the_least_norm_forces_pull_and_the_statics_still_hold():
+    # the load near a corner: inside the legs' rectangle (the table stands on three legs at least), outside
+    # the least-norm forces' kern (they pull at the far leg)
+    K, rhs, E, r = _table((0.4, 0.22))
+    least_norm = np.linalg.lstsq(K, rhs, rcond=None)[0]
+    assert least_norm.min() < -1.0
+    lam = pushing_solution(K, rhs, np.eye(4))
+    assert lam.min() >= -1e-9 and E @ lam == pytest.approx(r, rel=1e-12)
+    # the least-norm forces among those that push: SLSQP on the same program
+    ref = minimize(lambda x: x @ x, np.full(4, 25.0), jac=lambda x: 2 * x, method="SLSQP", bounds=[(0, None)] * 4,
+                   constraints=[{"type": "eq", "fun": lambda x: E @ x - r, "jac": lambda x: E}],
+                   options={"ftol": 1e-14, "maxiter": 500})
+    assert lam == pytest.approx(ref.x, abs=1e-6)
+
+
+def test_forces_that_push_already_and_loads_no_legs_can_carry_keep_the_least_norm_solution():
+    for load_at in ((0.05, 0.02), (0.7, 0.0)):  # inside the kern; beyond the legs (the table tips)
+        K, rhs, E, r = _table(load_at)
+        least_norm = np.linalg.lstsq(K, rhs, rcond=None)[0]
+        assert pushing_solution(K, rhs, np.eye(4)) == pytest.approx(least_norm, rel=1e-10, abs=1e-9)
+
