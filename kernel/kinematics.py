@@ -424,47 +424,43 @@ def kinematics(model, t_end=1.0, steps=100, *, t_start=0.0, times=None, tol=1e-1
     message = ""
     k = 1
     behind = False  # has the compiled loop moved on from the stepper's state?
-    while k < nt:
-        if compiled is not None:  # as many frames as the compiled loop does, then one of the stepper's
-            end = min(nt, k + CHUNK)
-            # the step before frame k − 1, for the predictor: the compiled loop's or the stepper's (a sub-step)
-            prev = (times[k - 2], Qdd[k - 2]) if behind else stepper.previous(times[k - 1])
-            try:
+    try:  # Ctrl-C, wherever it lands (a compiled call, a step, the progress display): keep the frames done
+        while k < nt:
+            if compiled is not None:  # as many frames as the compiled loop does, then one of the stepper's
+                end = min(nt, k + CHUNK)
+                # the step before frame k − 1, for the predictor: the compiled loop's or the stepper's (a sub-step)
+                prev = (times[k - 2], Qdd[k - 2]) if behind else stepper.previous(times[k - 1])
                 k_new = compiled.run(k, end, times, Q, Qd, Qdd, stepper.rows, angles, tol, max_iter,
                                      stepper.polish_iter, RCOND_MARGIN * singular_rcond, prev)
-            except KeyboardInterrupt:  # Ctrl-C: keep the frames before this call
-                message = f"interrupted at t = {times[k - 1]:.6g} s; the frames before are complete"
-                events.append(Event("interrupted", float(times[k - 1]), message))
-                break
+                k_old, k = k, k_new
+                behind = behind or k_new > k_old
+                done = k_new
+                if progress is not None:
+                    for j in range(k_old, k_new):
+                        progress(j, nt)
+                if k == end:
+                    continue
+                if behind:  # the stepper takes frame k from the compiled loop's last pose
+                    behind = False
+                    state = (Q[k - 1].copy(), Qd[k - 1].copy(), Qdd[k - 1].copy())
+                    prev = (times[k - 2], Qdd[k - 2].copy(), times[k - 1]) if k >= 2 else None
+                    stepper.resume(state[0], times[k - 1], angles, prev)
+            try:
+                state = stepper.advance(times[k - 1], state, times[k], angles, events)
+            except _Stop as stop:
+                message = str(stop)
+                if stop.kind == "singular" and not stop_on_singular:
+                    state = stop.state
+                else:
+                    break
+            Q[k], Qd[k], Qdd[k] = state
+            done = k + 1
             if progress is not None:
-                for j in range(k, k_new):
-                    progress(j, nt)
-            behind = behind or k_new > k
-            k = done = k_new
-            if k == end:
-                continue
-            if behind:  # the stepper takes frame k from the compiled loop's last pose
-                behind = False
-                state = (Q[k - 1].copy(), Qd[k - 1].copy(), Qdd[k - 1].copy())
-                prev = (times[k - 2], Qdd[k - 2].copy(), times[k - 1]) if k >= 2 else None
-                stepper.resume(state[0], times[k - 1], angles, prev)
-        try:
-            state = stepper.advance(times[k - 1], state, times[k], angles, events)
-        except KeyboardInterrupt:  # Ctrl-C: keep the frames computed so far
-            message = f"interrupted at t = {times[k - 1]:.6g} s; the frames before are complete"
-            events.append(Event("interrupted", float(times[k - 1]), message))
-            break
-        except _Stop as stop:
-            message = str(stop)
-            if stop.kind == "singular" and not stop_on_singular:
-                state = stop.state
-            else:
-                break
-        Q[k], Qd[k], Qdd[k] = state
-        done = k + 1
-        if progress is not None:
-            progress(k, nt)
-        k += 1
+                progress(k, nt)
+            k += 1
+    except KeyboardInterrupt:
+        message = f"interrupted at t = {times[done - 1]:.6g} s; the frames before are complete"
+        events.append(Event("interrupted", float(times[done - 1]), message))
     measures = system.joint_measures_frames(Q[:done])
     rates = _measure_rates(model, system, Q[:done], Qd[:done], measures)
     return _motion(model, times[:done], Q[:done], Qd[:done], Qdd[:done], measures, events,

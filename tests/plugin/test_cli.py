@@ -2,6 +2,7 @@
 
 import csv
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -108,23 +109,47 @@ def test_python_api_check_assert_ok_reads_like_a_spec():
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 def test_ctrl_c_keeps_the_frames_computed_so_far(tmp_path):
+    import fcntl
+    import os
+    import pty
+    import select
     import signal
+    import struct
+    import termios
     import time
 
     out = tmp_path / "partial.csv"
-    # how long start-up takes on this machine now (imports, code cache): a short run of the same model
-    t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "cadmotion.plugin.cli", "run", str(SLIDER), "--steps", "10", "-o",
-                    str(tmp_path / "short.csv")], check=True, capture_output=True)
-    start_up = time.perf_counter() - t0
+    # stderr on a terminal (80 columns: tqdm draws nothing at 0), so that the run shows its progress: Ctrl-C
+    # once it has computed some frames
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
     proc = subprocess.Popen([sys.executable, "-m", "cadmotion.plugin.cli", "run", str(SLIDER), "--t-end", "1000",
-                             "--steps", "2000000", "-o", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
-    time.sleep(1.5 * start_up + 2.0)  # start-up, then some frames
+                             "--steps", "2000000", "-o", str(out)], stdout=subprocess.DEVNULL, stderr=slave)
+    os.close(slave)
+    err, frames, deadline = b"", 0, time.monotonic() + 600
+
+    def read(wait):
+        nonlocal err
+        if select.select([master], [], [], wait)[0]:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # the terminal closed: the process ended
+                return False
+            err += chunk
+            return bool(chunk)
+        return True
+
+    while frames < 3 and proc.poll() is None and time.monotonic() < deadline:
+        read(1.0)
+        counts = re.findall(rb"(\d+)/2000000 ", err[-4096:])  # the bar counts steps
+        frames = int(counts[-1]) if counts else 0
+    assert frames >= 3, err.decode(errors="replace")
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 130, err
-    assert "interrupted" in err
+    while read(1.0) and time.monotonic() < deadline:
+        pass
+    assert proc.wait(timeout=120) == 130, err.decode(errors="replace")
+    os.close(master)
+    assert b"interrupted" in err
     rows = list(csv.reader(out.open()))
     assert 2 < len(rows) - 1 < 2000001  # some frames, not all
     times = [float(r[0]) for r in rows[1:]]
