@@ -1,4 +1,4 @@
-"""A dynamic run checks itself: energy balance, constraint violations, momentum, step count.
+"""A dynamic run checks itself: energy balance, constraint violations, momentum, friction cones, step count.
 
 Every forward-dynamics run (:func:`.forward.run`) ends with :func:`check_motion` on its output
 frames. Each check compares a drift with the allowance the run's accuracy warrants; a drift
@@ -79,6 +79,15 @@ model is such a system (and why not). Allowances, per the step bound (δL from �
 
     |P − P0| ≤ N (e_r max Σ m |v_c| + e_a Σ m)
     |L − L0| ≤ N (e_r max Σ (2 m |r_c| |v_c| + ‖J‖ |ω|) + e_a max Σ (m (|r_c| + |v_c|) + ‖J‖))
+
+Friction cones (unilateral contacts)
+------------------------------------
+A sticking contact's friction may not exceed μ_s times its normal force: at every frame
+|Σ f_t| − μ_s |Σ λ_n n| ≤ 10⁻⁹ max_t |Σ λ_n n| (the round-off the mode choice allows,
+:meth:`.unilateral.UnilateralContacts.cone_values`), per contact with static friction, from its
+``normal_force`` and ``friction_force`` series. Beyond it a contact was held sticking outside its cone
+because slipping would have reversed at once (rigid contacts with friction need not have a
+solution, Painlevé's paradox, and redundant ones share their forces by a rule, not by physics).
 
 Step count
 ----------
@@ -190,7 +199,7 @@ class Invariant:
     Attributes
     ----------
     name : ``energy``, ``violation.position``, ``violation.velocity``, ``momentum.linear``,
-        ``momentum.angular`` or ``steps``
+        ``momentum.angular``, ``contacts.friction`` or ``steps``
     description : what is compared, in words
     unit : unit of ``max_drift`` and ``allowed``
     max_drift : the largest |drift| (for ``steps``: the steps taken)
@@ -251,6 +260,10 @@ _ADVICE = {
     "violation.velocity": "the velocities leave the joints — tighten atol, or use the projection formulation",
     "momentum.linear": "a free system's linear momentum changed — tighten rtol/atol",
     "momentum.angular": "a free system's angular momentum changed — tighten rtol/atol",
+    "contacts.friction": "a contact was held sticking outside its friction cone where slipping would reverse at "
+                         "once (rigid contacts with friction, redundant or coupled: Painlevé's paradox) — the "
+                         "forces there are a choice, not Coulomb's law: use method = \"compliant\" for those "
+                         "contacts, or change the friction",
     "steps": "try an implicit integrator (Radau, BDF) or --formulation index3 for a stiff model, or look for a "
              "singular configuration near the time the run slowed down",
 }
@@ -399,7 +412,7 @@ def _drift_check(name, description, unit, times, drift, allowed, scale):
 
 
 def check_motion(motion, accuracy, *, bodies=None, gravity=(0.0, 0.0, 0.0), free=False, why_not_free="",
-                 approximate_constraints=False, penalty=None, stability_steps=None):
+                 approximate_constraints=False, penalty=None, stability_steps=None, cones=()):
     """Check a dynamic Motion's invariants against what ``accuracy`` warrants.
 
     Parameters
@@ -417,6 +430,7 @@ def check_motion(motion, accuracy, *, bodies=None, gravity=(0.0, 0.0, 0.0), free
     penalty : (α kg, ω 1/s, ξ) of the penalty formulation (its violations O(Λ/α) are allowed), or None
     stability_steps : callable () -> float, the steps an explicit method needs for stability
         (:func:`.stiffness.stiffness_estimate`); called only when the step count is suspect
+    cones : (contact name, μ_s) of the unilateral contacts with static friction (the friction cones' check)
 
     Returns
     -------
@@ -506,6 +520,18 @@ def check_motion(motion, accuracy, *, bodies=None, gravity=(0.0, 0.0, 0.0), free
     elif not free:
         report.skipped.append(f"momentum: not conserved ({why_not_free})" if why_not_free else
                               "momentum: not a free system")
+
+    # ---- friction cones of unilateral contacts
+    excess, normals = [], []
+    for name, mu_s in cones:
+        N, F = ex.get(f"{name}.normal_force"), ex.get(f"{name}.friction_force")
+        if N is not None and F is not None:
+            N = np.nan_to_num(np.asarray(N, float))
+            excess.append(np.maximum(np.nan_to_num(np.asarray(F, float)) - mu_s * N, 0.0))
+            normals.append(float(np.max(np.abs(N))))
+    if excess:
+        report.checks.append(_drift_check("contacts.friction", "the friction beyond the static cones μ_s N", "N", t,
+                                          np.max(excess, axis=0), 1e-9 * max(normals), max(normals)))
 
     # ---- step count
     report.checks.append(_steps_check(accuracy, t, rate, stability_steps))

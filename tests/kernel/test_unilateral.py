@@ -235,6 +235,35 @@ def test_box_on_the_incline_slides_and_below_the_friction_angle_sticks():
     assert motion.extra["box.normal_force"][-1] == pytest.approx(G * math.cos(TH), rel=1e-9)
 
 
+
+def test_friction_beyond_the_static_cone_at_a_frame_breaks_the_runs_friction_check():
+    # the box sticking on the incline (tan 20° < μ_s = 0.5) carries m g sin θ of friction, inside μ_s m g cos θ:
+    # the check holds; friction beyond μ_s N injected from one frame on (a stick held outside its cone) breaks
+    # it there, by the excess
+    from dataclasses import replace
+
+    from cadmotion.kernel.dynamics.forward import check_run, prepare
+
+    data = _data("block_on_incline_unilateral")
+    box = dict(data["contacts"][0])
+    box.update(name="box", shape=[{"box": [0.2, 0.1, 0.1], "center": [0, 0, -0.005]}, {"plane": {}}],
+               friction={"static": 0.5, "dynamic": 0.4})
+    data["contacts"] = [box]
+    model = compile_model(parse_model(data, source="test.toml"))
+    motion, result = _run(data)
+    friction = [c for c in result.invariants.checks if c.name == "contacts.friction"]
+    assert len(friction) == 1 and not friction[0].broken
+    k0, excess = 40, 0.05 * G
+    F = motion.extra["box.friction_force"].copy()
+    F[k0:] = 0.5 * motion.extra["box.normal_force"][k0:] + excess
+    held = replace(motion, extra={**motion.extra, "box.friction_force": F}, events=[])
+    report = check_run(prepare(model)[0], held, result, formulation="projection", integrator="DOP853",
+                       rtol=1e-8, atol=1e-8)
+    assert [c.name for c in report.broken] == ["contacts.friction"]
+    assert report.broken[0].first_time == pytest.approx(motion.time[k0])
+    assert report.broken[0].max_drift == pytest.approx(excess, rel=1e-9)
+    assert "friction cone" in report.broken[0].message()
+
 def _lift_table(mu, phi=math.radians(60.0), arm=0.3):
     """A parallelogram lift table (x-y plane, gravity −y): two 1 kg arms of length ``arm`` pivoted on the
     ground at (0, 0) and (0.4, 0) at the angle phi, carrying a 2 kg platform by its two ends; the platform
