@@ -98,17 +98,18 @@ def _shift_inertia(I, d0, d1, d2, out):
     T[0, 4], T[0, 5], T[1, 3] = d2, -d1, -d2
     T[1, 5], T[2, 3], T[2, 4] = d0, d1, -d0
     IT = np.empty((6, 6))
+    _product6(I, T, False, IT)
+    _product6(T, IT, True, out)
+
+
+@numba.njit(**_JIT)
+def _product6(A, B, transpose, out):
+    """out = A B, or Aᵀ B with ``transpose`` (6 × 6)."""
     for i in range(6):
         for j in range(6):
             acc = 0.0
             for m in range(6):
-                acc += I[i, m] * T[m, j]
-            IT[i, j] = acc
-    for i in range(6):
-        for j in range(6):
-            acc = 0.0
-            for m in range(6):
-                acc += T[m, i] * IT[m, j]
+                acc += (A[m, i] if transpose else A[i, m]) * B[m, j]
             out[i, j] = acc
 
 

@@ -9,9 +9,10 @@ dense path (the Cholesky factor of the composite-inertia M̄), and a run on the 
 keep the closed chain's energy and reach the peers' P2 vertex.
 
 Models: the slider-crank (P1), the closed chain of 20 pairs (P2), the redundant planar four-bar
-built in 3-D, a tree of every joint type with spherical and universal joints and a free base,
-and the plate lattice (40 plates on spherical joints, 36 closure rows). Every test runs on the
-compiled passes (kernel/dynamics/_aba_kernels.py) and the numpy ones (the ``path`` fixture).
+built in 3-D, a tree of every joint type but planar and fixed with a free base (nz = 15),
+and the plate lattice (40 plates on spherical joints, 36 closure rows). The passes are checked
+compiled (kernel/dynamics/_aba_kernels.py) and in numpy; the run takes the default (compiled
+where numba is).
 """
 
 from pathlib import Path
@@ -24,12 +25,13 @@ from cadmotion.importers import load
 from cadmotion.importers.modelfile import parse_model
 from cadmotion.kernel import compile_model
 from cadmotion.kernel.dynamics import simulate
+from cadmotion.kernel.dynamics.articulated import ArticulatedBodies
 from cadmotion.kernel.dynamics.formulations import FORMULATIONS
 from cadmotion.kernel.dynamics.forward import prepare
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples" / "dynamics"
 
-#: a chain of every tree joint type but planar from ground, a free part tied to it by a rope
+#: a chain of every tree joint type but planar and fixed from ground, a free part tied to it by a rope
 #: (cut: a distance row) and a rope from the spherical joint's part back to ground (a loop)
 EVERY_JOINT = {
     "gravity": [0, -9.81, 0],
@@ -52,15 +54,8 @@ EVERY_JOINT = {
 }
 
 
-@pytest.fixture(params=["compiled", "numpy"], autouse=True)
-def path(request, monkeypatch):
-    """The articulated-body passes compiled (numba) or in numpy."""
-    if request.param == "compiled":
-        pytest.importorskip("numba")
-        monkeypatch.setenv("CADMOTION_DYNAMICS_FAST", "1")
-    else:
-        monkeypatch.setenv("CADMOTION_DYNAMICS_FAST", "0")
-    return request.param
+#: the articulated-body passes compiled (numba) and in numpy
+PATHS = [pytest.param(True, id="compiled"), pytest.param(False, id="numpy")]
 
 
 def sample(name):
@@ -72,10 +67,17 @@ MODELS = {"slider_crank": lambda: sample("slider_crank_torque"), "closed_chain":
           "every_joint": lambda: compile_model(parse_model(EVERY_JOINT, source="every joint (test)"))}
 
 
-def _formulation(model, **options):
+def _formulation(model, compiled=None, **options):
+    """The recursive formulation of ``model`` set up at its initial state, and that state; its
+    articulated-body passes compiled or not (None: the default)."""
+    if compiled:
+        pytest.importorskip("numba")
     dyn, q0, v0, angles, refs = prepare(model)
     form = FORMULATIONS["recursive"](dyn, angles=angles, refs=refs, **options)
-    return form, form.initial_state(0.0, q0, v0)
+    y = form.initial_state(0.0, q0, v0)
+    if compiled is not None:
+        form._aba = ArticulatedBodies(form.kin, compiled=compiled)
+    return form, y
 
 
 def _random_states(form, y, n, seed):
@@ -90,11 +92,10 @@ def _random_states(form, y, n, seed):
         yield out
 
 
+@pytest.mark.parametrize("compiled", PATHS)
 @pytest.mark.parametrize("name", MODELS)
-def test_the_articulated_passes_invert_the_tree_mass_matrix(name, path):
-    model = MODELS[name]()
-    form, y = _formulation(model, aba=True)
-    assert form._aba.compiled == (path == "compiled")
+def test_the_articulated_passes_invert_the_tree_mass_matrix(name, compiled):
+    form, y = _formulation(MODELS[name](), compiled, aba=True)
     rng = np.random.default_rng(5)
     nz = form.tree.nz
     for ys in _random_states(form, y, 3, seed=11):
@@ -114,23 +115,29 @@ def test_the_articulated_passes_invert_the_tree_mass_matrix(name, path):
         assert np.max(np.abs(aba.solve(np.zeros(nz), g) - x)) < 1e-10 * np.max(np.abs(x))
 
 
+@pytest.mark.parametrize("compiled", PATHS)
 @pytest.mark.parametrize("name", MODELS)
-def test_the_accelerations_are_those_of_the_dense_solve(name):
+def test_the_accelerations_are_those_of_the_dense_solve(name, compiled):
     """The whole evaluation: z̈ with the multipliers of the kept closure rows and the Baumgarte
     terms (α = β = 10 1/s), against the assembled M̄'s Cholesky factor."""
     model = MODELS[name]()
-    (aba, y), (dense, _) = _formulation(model, aba=True), _formulation(model, aba=False)
+    (aba, y), (dense, _) = _formulation(model, compiled, aba=True), _formulation(model, aba=False)
     assert aba.aba and not dense.aba
     for ys in _random_states(aba, y, 3, seed=3):
         a, d = aba.rhs(0.0, ys), dense.rhs(0.0, ys)
         assert np.max(np.abs(a - d)) < 1e-10 * np.max(np.abs(d))  # measured ≤ 1.2e-12 (the lattice)
 
 
-def test_the_solve_is_chosen_by_the_compiled_passes(path):
-    """aba=None: the articulated-body passes where they run compiled; in numpy the dense factor
-    (the Python loop over the joints costs more up to the 300-pair chain)."""
+@pytest.mark.parametrize("fast", ["1", "0"])
+def test_the_solve_is_chosen_by_the_compiled_passes(fast, monkeypatch):
+    """aba=None: the articulated-body passes where they run compiled (the code generation on,
+    ``CADMOTION_DYNAMICS_FAST`` not 0); in numpy the dense factor (the Python loop over the joints
+    costs more up to the 300-pair chain)."""
+    if fast == "1":
+        pytest.importorskip("numba")
+    monkeypatch.setenv("CADMOTION_DYNAMICS_FAST", fast)
     form, _ = _formulation(sample("closed_chain"))
-    assert form.aba == (path == "compiled")
+    assert form.aba == form._aba.compiled == (fast == "1")
 
 
 def test_the_closed_chain_on_the_aba_path_keeps_its_energy_and_falls_like_the_peers_p2():
