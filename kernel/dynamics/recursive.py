@@ -28,7 +28,9 @@ aba     the articulated-body algorithm on the spanning tree (:mod:`.articulated`
 dense   M̄ assembled from the subtrees' composite inertias (M̄[k, l] = b_kᵀ Mc_l b_l, as
         ``semi-recursive``) and its Cholesky factor: O(n²) and O(n³) in a chain's length. In
         numpy the articulated-body passes, a Python loop over the joints, cost more up to the
-        300-pair chain (benchmarks/relative.py), so numpy keeps it.
+        300-pair chain (benchmarks/relative.py, an evaluation at N = 300: 14.4 ms against
+        3.2 ms), so numpy keeps it; compiled they cost less at every size measured (N = 300:
+        2.3 ms against 3.5 ms, the M̄⁻¹ stage 0.24 ms against 0.95 ms).
 
 The kinematics and the model's absolute quantities stay numpy (the velocities and bias sums
 along the paths are products with the n × n path matrix): there is no compiled right-hand side
