@@ -2,9 +2,10 @@
 
 Per model, for the absolute formulation ``projection`` (compiled right-hand side when numba is
 there), ``semi-recursive`` compiled (``kernel/dynamics/fast_tree.py``: its evaluation and the
-compiled RK4 loop) and on its numpy dense and sparse paths, and ``recursive`` (its choice by size, and
-its two solves forced: ``recursive dense``, the assembled M̄'s Cholesky factor, and ``recursive
-ABA``, the articulated-body passes of ``kernel/dynamics/articulated.py``):
+compiled RK4 loop) and on its numpy dense and sparse paths, and ``recursive`` (its default;
+``recursive compiled``, the tree module's recursive stage and loops; on numpy with the two solves
+forced: ``recursive dense``, the assembled M̄'s Cholesky factor, and ``recursive ABA``, the
+articulated-body passes of ``kernel/dynamics/articulated.py``, compiled):
 
 - ``eval``: the median wall time of one evaluation of the state derivative ẏ (the integrator's
   call, at the initial state; ``CM_EVALS`` calls, default 200);
@@ -60,7 +61,9 @@ METHODS = (("absolute", "projection", None), ("absolute, Python RK4 loop", "proj
            ("semi-recursive compiled", "semi-recursive", {"sparse": False}),
            ("semi-recursive dense", "semi-recursive", {"sparse": False, "fast": False}),
            ("semi-recursive sparse", "semi-recursive", {"sparse": True}), ("recursive", "recursive", None),
-           ("recursive dense", "recursive", {"aba": False}), ("recursive ABA", "recursive", {"aba": True}))
+           ("recursive compiled", "recursive", {"fast": True}),
+           ("recursive dense", "recursive", {"aba": False, "fast": False}),
+           ("recursive ABA", "recursive", {"aba": True, "fast": False}))
 
 
 def closed_chain(n):
@@ -133,7 +136,7 @@ def table(label, model, t_sim, runs, methods, stage=False):
     for name, formulation, options in methods:
         e = eval_time(model, formulation, options)
         line = f"  {name:24s} eval {1e6 * e:9.1f} us"
-        if stage and formulation == "recursive" and options:
+        if stage and formulation == "recursive" and "aba" in (options or {}):
             st, passes = solve_time(model, options)
             line += f"   M^-1 stage {1e6 * st:9.1f} us" + (f" (passes {1e6 * passes:7.1f} us)" if passes else "")
         if runs:

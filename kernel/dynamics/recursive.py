@@ -19,8 +19,8 @@ equations hold to the Baumgarte terms' O(h^p) drift (like ``baumgarte`` in absol
 coordinates); singular configurations are crossed by the index-3 steps of :mod:`.contract` as
 in every index-1 formulation.
 
-M̄⁻¹ (option ``aba``; None: the articulated-body passes where they run compiled, else the
-dense Cholesky factor):
+M̄⁻¹ of the numpy evaluation (option ``aba``; None: the articulated-body passes where they run
+compiled, else the dense Cholesky factor; the compiled evaluation below always takes the passes):
 
 aba     the articulated-body algorithm on the spanning tree (:mod:`.articulated`; compiled by
         :mod:`._aba_kernels` where the code generation is on): O(n) for the factor and per
@@ -32,9 +32,14 @@ dense   M̄ assembled from the subtrees' composite inertias (M̄[k, l] = b_kᵀ 
         3.2 ms), so numpy keeps it; compiled they cost less at every size measured (N = 300:
         2.3 ms against 3.5 ms, the M̄⁻¹ stage 0.24 ms against 0.95 ms).
 
-The kinematics and the model's absolute quantities stay numpy (the velocities and bias sums
-along the paths are products with the n × n path matrix): there is no compiled right-hand side
-or integration loop for ``recursive``, as ``semi-recursive`` has (:mod:`.fast_tree`).
+Compiled path (option ``fast``, default True; where the code generation is on and the tree
+module is compiled, :mod:`.fast_tree`, as ``semi-recursive``): the whole evaluation in one call
+(:func:`._tree_kernels.stage_rhs_recursive`: the tree's kinematics, forces and closure rows, the
+articulated-body passes, λ on the kept rows, chosen by the same pivoted QRs as here), equal to
+this module's to round-off, and with RK4 or DOP853 the whole integration in the compiled loop
+(option ``compiled_loop``, default True). Without it the kinematics and the model's absolute
+quantities are numpy (the velocities and bias sums along the paths are products with the
+n × n path matrix).
 """
 
 from __future__ import annotations
@@ -56,13 +61,16 @@ class RecursiveFormulation(SemiRecursiveFormulation):
     name = "recursive"
     summary = ("Relative coordinates on the joint graph's spanning tree by Newton-Euler passes, the cut "
                "joints' closure equations by Lagrange multipliers with Baumgarte stabilisation (alpha, beta)")
-    defaults = {"alpha": 10.0, "beta": 10.0, "aba": None}
+    defaults = {"alpha": 10.0, "beta": 10.0, "aba": None, "fast": True, "compiled_loop": True}
 
     def __init__(self, dyn, **kw):
         super().__init__(dyn, **kw)
         self.sparse = False
         self._rows = None
         self.aba = None  #: True: the articulated-body passes solve, False: the assembled M̄'s Cholesky factor
+        # the compiled loops of ``semi-recursive`` hand their projection an iteration count: none here
+        # (the tree module's project does nothing for this formulation); not an option
+        self.options["max_iter"] = 0
 
     def _setup(self, q0):
         super()._setup(q0)
@@ -91,7 +99,9 @@ class RecursiveFormulation(SemiRecursiveFormulation):
         return self._rows
 
     def rhs(self, t, y):
-        """[ż_q, z̈, Ẇ] (see the module docstring)."""
+        """[ż_q, z̈, Ẇ] (see the module docstring; compiled by :mod:`.fast_tree` when it applies)."""
+        if self._fast is not None:
+            return super().rhs(t, y)  # the compiled evaluation (the tree module's recursive stage)
         tree, dyn = self.tree, self.dyn
         zq, zd, q, v, b, Z, rc = self._state(t, y)
         ev = dyn.evaluate(q, v, t, self.refs)

@@ -6,7 +6,9 @@ masses and inertias, M̄ = R_vᵀ diag(m I, J) R_v, and solved by LU; the genera
 the parts' forces [F; N] (about their centres of mass) are R_vᵀ [F; N]. The accelerations of
 the whole evaluation (multipliers, Baumgarte terms, redundant rows) must equal those of the
 dense path (the Cholesky factor of the composite-inertia M̄), and a run on the ABA path must
-keep the closed chain's energy and reach the peers' P2 vertex.
+keep the closed chain's energy and reach the peers' P2 vertex. The compiled evaluation (the tree
+module's recursive stage, kernel/dynamics/fast_tree.py) must equal the numpy one on the same
+kept rows, and the compiled DOP853 loop must run the chain to the same P2 vertex and energy.
 
 Models: the slider-crank (P1), the closed chain of 20 pairs (P2), the redundant planar four-bar
 built in 3-D, a tree of every joint type but planar and fixed with a free base (nz = 15),
@@ -24,10 +26,11 @@ import scipy.linalg as sla
 from cadmotion.importers import load
 from cadmotion.importers.modelfile import parse_model
 from cadmotion.kernel import compile_model
-from cadmotion.kernel.dynamics import simulate
+from cadmotion.kernel.dynamics import _kernels as K
+from cadmotion.kernel.dynamics._tree_kernels import T_KROW
 from cadmotion.kernel.dynamics.articulated import ArticulatedBodies
 from cadmotion.kernel.dynamics.formulations import FORMULATIONS
-from cadmotion.kernel.dynamics.forward import prepare
+from cadmotion.kernel.dynamics.forward import prepare, run
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples" / "dynamics"
 
@@ -118,10 +121,11 @@ def test_the_articulated_passes_invert_the_tree_mass_matrix(name, compiled):
 @pytest.mark.parametrize("compiled", PATHS)
 @pytest.mark.parametrize("name", MODELS)
 def test_the_accelerations_are_those_of_the_dense_solve(name, compiled):
-    """The whole evaluation: z̈ with the multipliers of the kept closure rows and the Baumgarte
-    terms (α = β = 10 1/s), against the assembled M̄'s Cholesky factor."""
+    """The whole numpy evaluation: z̈ with the multipliers of the kept closure rows and the
+    Baumgarte terms (α = β = 10 1/s), against the assembled M̄'s Cholesky factor."""
     model = MODELS[name]()
-    (aba, y), (dense, _) = _formulation(model, compiled, aba=True), _formulation(model, aba=False)
+    (aba, y), (dense, _) = _formulation(model, compiled, aba=True, fast=False), _formulation(model, aba=False,
+                                                                                         fast=False)
     assert aba.aba and not dense.aba
     for ys in _random_states(aba, y, 3, seed=3):
         a, d = aba.rhs(0.0, ys), dense.rhs(0.0, ys)
@@ -140,10 +144,33 @@ def test_the_solve_is_chosen_by_the_compiled_passes(fast, monkeypatch):
     assert form.aba == form._aba.compiled == (fast == "1")
 
 
-def test_the_closed_chain_on_the_aba_path_keeps_its_energy_and_falls_like_the_peers_p2():
-    m = simulate(sample("closed_chain"), t_end=1.0, steps=4, formulation="recursive", rtol=1e-10, atol=1e-10,
+@pytest.mark.parametrize("name", MODELS)
+def test_the_compiled_evaluation_equals_the_numpy_one(name, monkeypatch):
+    """The tree module's recursive stage against the numpy evaluation on the rows it kept (chosen
+    by the same pivoted QRs at the first evaluation, at the assembled state)."""
+    pytest.importorskip("numba")
+    monkeypatch.setenv("CADMOTION_DYNAMICS_FAST", "compile")
+    model = MODELS[name]()
+    (fast, y), (numpy, _) = _formulation(model), _formulation(model, fast=False)
+    assert fast._fast is not None and numpy._fast is None
+    a, d = fast.rhs(0.0, y), numpy.rhs(0.0, y)
+    kept = K.f1(fast._fast.ws, fast._fast.di, len(K.COMMON) + T_KROW)
+    assert np.array_equal(np.nonzero(kept > 0.5)[0], numpy._kept_rows(None))
+    assert np.max(np.abs(a - d)) <= 1e-10 * np.max(np.abs(d))
+    for ys in _random_states(numpy, y, 3, seed=3):
+        a, d = fast.rhs(0.0, ys), numpy.rhs(0.0, ys)
+        assert np.max(np.abs(a - d)) < 1e-10 * np.max(np.abs(d))
+
+
+@pytest.mark.parametrize("fast", ["compile", "0"], ids=["compiled loop", "numpy"])
+def test_the_closed_chain_keeps_its_energy_and_falls_like_the_peers_p2(fast, monkeypatch):
+    if fast == "compile":
+        pytest.importorskip("numba")
+    monkeypatch.setenv("CADMOTION_DYNAMICS_FAST", fast)
+    m, res = run(sample("closed_chain"), 1.0, 4, formulation="recursive", rtol=1e-10, atol=1e-10,
                  options={"aba": True})
-    assert m.complete, m.message
+    assert res.success, res.message
+    assert ("DOP853 in the compiled loop" in res.notes) == (fast == "compile")
     assert abs(m.pose("link10", 1.0)[1, 3] - (-8.5494426)) < 2e-7  # the peers' P2 N = 20 vertex; measured 4e-9
     E = m.extra["energy.total"] - m.extra["work.nonconservative"]
     assert np.max(np.abs(E - E[0])) < 1e-9 * np.max(m.extra["energy.kinetic"])  # measured 6e-12
