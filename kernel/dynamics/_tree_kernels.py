@@ -21,6 +21,11 @@ parts and coordinates for a fixed number of independent coordinates:
                  M̄ from the subtrees' composite inertias (b_kᵀ Mc_l b_l), then 𝐑ᵀ (M̄ 𝐑)
     solve        Cholesky of 𝐑ᵀ M̄ 𝐑 (n_i × n_i), z̈_i, z̈_d = s + X z̈_i
 
+The ``recursive`` formulation (:mod:`.recursive`; ``t_sizes[7]`` = 1) shares the stages up to
+the closure rows and then, in :func:`stage_rhs_recursive`, applies M̄⁻¹ by the articulated-body
+passes of :mod:`._aba_kernels` (O(n) per right-hand side) to Q̄ and to the closure rows, and
+solves for the multipliers of its kept rows with Baumgarte's terms; its ``project`` does nothing.
+
 The model's absolute quantities (Jc, γ̂, Φ, Φt of the closure rows, the applied forces) come
 from the absolute formulation's compiled module (:mod:`.fast`) evaluated at the tree's
 absolute state ``ya`` = [q, v, 0], which :func:`kinematics` writes into the workspace.
@@ -40,6 +45,8 @@ import numpy as np
 
 from ..numba_cache import numba  # numba, its cache folder named by the kernel sources
 from . import _kernels as K
+from ._aba_kernels import factor as aba_factor
+from ._aba_kernels import solve as aba_solve
 from ._dop853 import CLEAR, PROBES, clear_of_singular
 
 _JIT = dict(cache=True, nogil=True, fastmath=False)
@@ -64,7 +71,8 @@ DENSE_LIMIT = 12
 #: (name, kind, ndim) of the tree's packed arrays, after the absolute module's (kinds as
 #: :data:`._kernels.COMMON`: 'f' model floats, 'i' model ints, 'w' workspace)
 TREE = [
-    ("t_sizes", "i", 1),  # nzq, nz, nj, nmov, closure rows, timed, redundant rows of Jv
+    # nzq, nz, nj, nmov, closure rows, timed, redundant rows of Jv, formulation (1: ``recursive``)
+    ("t_sizes", "i", 1),
     ("t_type", "i", 1), ("t_parent", "i", 1), ("t_child", "i", 1), ("t_zq", "i", 1), ("t_z", "i", 1),
     ("t_ncol", "i", 1),
     ("t_Rpi", "f", 3), ("t_rpi", "f", 2), ("t_R0", "f", 3), ("t_r0", "f", 2), ("t_Rjc", "f", 3), ("t_rjc", "f", 2),
@@ -83,12 +91,15 @@ TREE = [
     ("t_cfresh", "w", 1),
     # the constraint groups (rows of the absolute group table ``grp``) with a closure row, and the rest
     ("t_cgrp", "i", 2), ("t_rgrp", "i", 2),
+    # ``recursive``: Baumgarte's α, β (1/s), and its kept closure rows (1.0 kept, 0.0 not; −1.0 first: none chosen yet)
+    ("t_baum", "f", 1), ("t_krow", "w", 1),
 ]
 _T = {name: i for i, (name, _, _) in enumerate(TREE)}
 (T_SIZES, T_TYPE, T_PARENT, T_CHILD, T_ZQ, T_Z, T_NCOL, T_RPI, T_rPI, T_R0, T_r0, T_RJC, T_rJC, T_RCJ, T_rCJ,
  T_RROOT, T_rROOT, T_COM, T_CKIND, T_CFRAME, T_CREF, T_CJOINT, T_CAXIS, T_CW, T_RW, T_BJOINT, T_CROW, T_QADR, T_WADR,
  T_SQ, T_SZ, T_JR, T_jr, T_PREF, T_RMI, T_rMI, T_RPRE, T_rPRE, T_RMJ, T_rMJ, T_B, T_ZV, T_RC, T_YA,
- T_W3, T_W6, T_WF, T_WV, T_WM, T_WC, T_WR, T_WQ, T_WX, T_WMB, T_WG, T_CFRESH, T_CGRP, T_RGRP) = range(len(TREE))
+ T_W3, T_W6, T_WF, T_WV, T_WM, T_WC, T_WR, T_WQ, T_WX, T_WMB, T_WG, T_CFRESH, T_CGRP, T_RGRP, T_BAUM,
+ T_KROW) = range(len(TREE))
 #: floats of ``t_w3`` (:func:`kinematics`' 3 × 3 and 3-vectors, a quaternion)
 W3_SIZE = 6 * 9 + 6 * 3 + 4
 
@@ -648,21 +659,21 @@ def rates(y, di, kt, out):
 
 
 @numba.njit(**_JIT)
-def stage_rhs(t, y, df, di, dd, ws, kt):
-    """ẏ = [ż_q, z̈, P_nc] from the workspace filled by :func:`kinematics`, the absolute module's
-    body kinematics and groups at ya (see the module docstring); (ẏ, ok), ok False when the
-    reduced mass matrix is not positive definite or ẏ is not finite. ``aux[0]``, ``aux[1]``:
-    max |C ż + Φt_c| and max |Φ_c| of the closure rows."""
+def bias_and_forces(zd, df, di, dd, ws, kt):
+    """The parts' bias accelerations a = [a_c, α] (nmov, 6: Ṙ ż down the tree, at the centres of
+    mass; m/s², rad/s², world) into ``t_w6[6 nmov: 12 nmov]`` and their applied forces less the
+    inertia of a, G = [F − m a_c; N − ω × J ω − J α] (N, N m about the centre of mass) into
+    ``t_w6[12 nmov: 18 nmov]``, from the workspace filled by :func:`kinematics` and the absolute
+    module's body kinematics at ya; returns the applied forces' non-conservative power (W)."""
     sz = K.i1(di, kt + T_SIZES)
-    nzq, nz, nj, nmov, mc, timed = sz[0], sz[1], sz[2], sz[3], sz[4], sz[5]
+    nj, nmov = sz[2], sz[3]
     nb = K.i1(di, K.I_SIZES)[2]
     par, chi, za, ncol = K.i1(di, kt + T_PARENT), K.i1(di, kt + T_CHILD), K.i1(di, kt + T_Z), K.i1(di, kt + T_NCOL)
     cframe = K.i1(di, kt + T_CFRAME)
     b, Z, rc = K.f2(ws, di, kt + T_B), K.f2(ws, di, kt + T_ZV), K.f2(ws, di, kt + T_RC)
-    zd = y[nzq: nzq + nz]
     Jw, w, vc = K.f3(ws, di, K.I_JW), K.f2(ws, di, K.I_W), K.f2(ws, di, K.I_VC)
     mass = K.f1(df, di, K.I_MASS)
-    wF, w6, wv = K.f1(ws, di, kt + T_WF), K.f1(ws, di, kt + T_W6), K.f1(ws, di, kt + T_WV)
+    wF, w6 = K.f1(ws, di, kt + T_WF), K.f1(ws, di, kt + T_W6)
     Fo, No = K.c_view(wF[: 3 * nb], (nb, 3)), K.c_view(wF[3 * nb: 6 * nb], (nb, 3))
     power = K.applied_forces(df, di, dd, ws, Fo, No)
     # the bias Ṙ ż down the tree, then the parts' com bias accelerations a = [a_c, α]
@@ -704,30 +715,69 @@ def stage_rhs(t, y, df, di, dd, ws, kt):
         N1 = No[bd, 1] - (w2 * h0 - w0 * h2) - (Jw[bd, 1, 0] * al0 + Jw[bd, 1, 1] * al1 + Jw[bd, 1, 2] * al2)
         N2 = No[bd, 2] - (w0 * h1 - w1 * h0) - (Jw[bd, 2, 0] * al0 + Jw[bd, 2, 1] * al1 + Jw[bd, 2, 2] * al2)
         G[bd, 0], G[bd, 1], G[bd, 2] = F0, F1, F2
-        G[bd, 3] = N0 + r1 * F2 - r2 * F1
-        G[bd, 4] = N1 + r2 * F0 - r0 * F2
-        G[bd, 5] = N2 + r0 * F1 - r1 * F0
+        G[bd, 3], G[bd, 4], G[bd, 5] = N0, N1, N2
+    return power
+
+
+@numba.njit(**_INLINE)
+def _closure_rows(zd, df, di, ws, kt, a):
+    """(C, cvec, scale) of :func:`closure` at the workspace's state (C into ``t_wC``, marked fresh;
+    cvec = ``t_wm[:mc]``), the closure rows' Φ̇ = C ż + Φt_c into ``t_wm[5 mc: 6 mc]``, and
+    aux[0], aux[1] = max |Φ̇|, max |Φ_c|."""
+    sz = K.i1(di, kt + T_SIZES)
+    nz, mc = sz[1], sz[4]
+    wm = K.f1(ws, di, kt + T_WM)
+    C = K.c_view(K.f1(ws, di, kt + T_WC), (mc, nz))
+    cvec = wm[:mc]
+    scale = closure(df, di, ws, kt, a, C, cvec)
+    K.f1(ws, di, kt + T_CFRESH)[0] = 1.0
+    crow = K.i1(di, kt + T_CROW)
+    pt, ph = K.f1(ws, di, K.I_PT), K.f1(ws, di, K.I_PH)
+    aux = K.f1(ws, di, K.I_AUX)
+    vres = 0.0
+    pres = 0.0
+    for i in range(mc):
+        s = pt[crow[i]]
+        for col in range(nz):
+            s += C[i, col] * zd[col]
+        wm[5 * mc + i] = s
+        vres = max(vres, abs(s))
+        pres = max(pres, abs(ph[crow[i]]))
+    aux[0], aux[1] = vres, pres
+    return C, cvec, scale
+
+
+@numba.njit(**_JIT)
+def stage_rhs(t, y, df, di, dd, ws, kt):
+    """ẏ = [ż_q, z̈, P_nc] from the workspace filled by :func:`kinematics`, the absolute module's
+    body kinematics and groups at ya (see the module docstring); (ẏ, ok), ok False when the
+    reduced mass matrix is not positive definite or ẏ is not finite. ``aux[0]``, ``aux[1]``:
+    max |C ż + Φt_c| and max |Φ_c| of the closure rows."""
+    sz = K.i1(di, kt + T_SIZES)
+    nzq, nz, nj, nmov, mc, timed = sz[0], sz[1], sz[2], sz[3], sz[4], sz[5]
+    par, chi, za, ncol = K.i1(di, kt + T_PARENT), K.i1(di, kt + T_CHILD), K.i1(di, kt + T_Z), K.i1(di, kt + T_NCOL)
+    b, rc = K.f2(ws, di, kt + T_B), K.f2(ws, di, kt + T_RC)
+    zd = y[nzq: nzq + nz]
+    Jw = K.f3(ws, di, K.I_JW)
+    mass = K.f1(df, di, K.I_MASS)
+    w6, wv = K.f1(ws, di, kt + T_W6), K.f1(ws, di, kt + T_WV)
+    power = bias_and_forces(zd, df, di, dd, ws, kt)
+    a = K.c_view(w6[6 * nmov: 12 * nmov], (nmov, 6))
+    G = K.c_view(w6[12 * nmov: 18 * nmov], (nmov, 6))
+    for bd in range(nmov):  # [F; N] about the centre of mass → at the world origin
+        r0, r1, r2 = rc[bd, 0], rc[bd, 1], rc[bd, 2]
+        F0, F1, F2 = G[bd, 0], G[bd, 1], G[bd, 2]
+        G[bd, 3] = G[bd, 3] + r1 * F2 - r2 * F1
+        G[bd, 4] = G[bd, 4] + r2 * F0 - r0 * F2
+        G[bd, 5] = G[bd, 5] + r0 * F1 - r1 * F0
     Qz, zdd, e, me, rhs_i = wv[:nz], wv[nz: 2 * nz], wv[2 * nz: 3 * nz], wv[3 * nz: 4 * nz], wv[4 * nz: 5 * nz]
     _project_subtrees(G, b, par, chi, za, ncol, nj, nz, Qz)
-    aux = K.f1(ws, di, K.I_AUX)
     ok = True
     if mc > 0:
         wm = K.f1(ws, di, kt + T_WM)
-        C = K.c_view(K.f1(ws, di, kt + T_WC), (mc, nz))
-        cvec = wm[:mc]
-        scale = closure(df, di, ws, kt, a, C, cvec)
-        K.f1(ws, di, kt + T_CFRESH)[0] = 1.0
+        C, cvec, scale = _closure_rows(zd, df, di, ws, kt, a)
         crow = K.i1(di, kt + T_CROW)
-        pt, ph = K.f1(ws, di, K.I_PT), K.f1(ws, di, K.I_PH)
-        vres = 0.0
-        pres = 0.0
-        for i in range(mc):
-            s = pt[crow[i]]
-            for col in range(nz):
-                s += C[i, col] * zd[col]
-            vres = max(vres, abs(s))
-            pres = max(pres, abs(ph[crow[i]]))
-        aux[0], aux[1] = vres, pres
+        pt = K.f1(ws, di, K.I_PT)
         Q, R = K.c_view(K.f1(ws, di, kt + T_WQ), (mc, mc)), K.c_view(K.f1(ws, di, kt + T_WR), (mc, nz))
         perm, r = pivoted_qr(C, scale, Q, R, wm[4 * mc: 5 * mc])
         ni = nz - r
@@ -823,6 +873,15 @@ def stage_rhs(t, y, df, di, dd, ws, kt):
         for i in range(nz):
             zdd[i] = Qz[i]
         ok = _cholesky_solve(Mbar, zdd)
+    return _derivative(y, di, kt, zdd, power, ok)
+
+
+@numba.njit(**_INLINE)
+def _derivative(y, di, kt, zdd, power, ok):
+    """(ẏ = [ż_q, z̈, P_nc], ok and every entry finite) of the tree state y from z̈ (nz,) and the
+    non-conservative power (W)."""
+    sz = K.i1(di, kt + T_SIZES)
+    nzq, nz = sz[0], sz[1]
     out = np.empty(y.shape[0])
     rates(y, di, kt, out)
     for i in range(nz):
@@ -832,6 +891,128 @@ def stage_rhs(t, y, df, di, dd, ws, kt):
         if not math.isfinite(out[i]):
             ok = False
     return out, ok
+
+
+@numba.njit(**_JIT)
+def stage_rhs_recursive(t, y, df, di, dd, ws, kt):
+    """ẏ = [ż_q, z̈, P_nc] of the ``recursive`` formulation (:mod:`.recursive`, the same operations)
+    from the workspace filled by :func:`kinematics` and the absolute module at ya: z̈₀ = M̄⁻¹ Q̄ and
+    X = M̄⁻¹ Cᵀ by the articulated-body passes (:mod:`._aba_kernels`), λ from the kept rows'
+    S = C_r X_r (scaled, Cholesky), c_r = γ̂_c − Jc a − 2α (C ż + Φt_c) − β² Φ_c, z̈ = z̈₀ − X_r λ;
+    (ẏ, ok), ok False when the passes or S (after choosing the rows again) are singular or ẏ is
+    not finite. ``aux[0]``, ``aux[1]``: max |C ż + Φt_c| and max |Φ_c| of the closure rows."""
+    sz = K.i1(di, kt + T_SIZES)
+    nzq, nz, nj, nmov, mc, timed = sz[0], sz[1], sz[2], sz[3], sz[4], sz[5]
+    par, chi, za, ncol = K.i1(di, kt + T_PARENT), K.i1(di, kt + T_CHILD), K.i1(di, kt + T_Z), K.i1(di, kt + T_NCOL)
+    b, rc = K.f2(ws, di, kt + T_B), K.f2(ws, di, kt + T_RC)
+    zd = y[nzq: nzq + nz]
+    w6 = K.f1(ws, di, kt + T_W6)
+    power = bias_and_forces(zd, df, di, dd, ws, kt)
+    a = K.c_view(w6[6 * nmov: 12 * nmov], (nmov, 6))
+    G = K.c_view(w6[12 * nmov: 18 * nmov], (nmov, 6))
+    S, U, Dinv = np.empty((nz, 6)), np.empty((nz, 6)), np.empty((nj, 6, 6))
+    ok = aba_factor(K.f1(df, di, K.I_MASS)[:nmov], K.f3(ws, di, K.I_JW)[:nmov], rc, b, par, chi, za, ncol, S, U,
+                    Dinv)
+    zdd = np.zeros(nz)
+    if ok:
+        aba_solve(np.zeros((nz, 1)), G, rc, par, chi, za, ncol, S, U, Dinv, zdd.reshape((nz, 1)))
+    if ok and mc > 0:
+        C, cvec, scale = _closure_rows(zd, df, di, ws, kt, a)
+        crow = K.i1(di, kt + T_CROW)
+        pt, ph = K.f1(ws, di, K.I_PT), K.f1(ws, di, K.I_PH)
+        baum = K.f1(df, di, kt + T_BAUM)
+        phidot = K.f1(ws, di, kt + T_WM)[5 * mc: 6 * mc]
+        Ct = np.empty((nz, mc))
+        for i in range(mc):
+            for col in range(nz):
+                Ct[col, i] = C[i, col]
+            cvec[i] = cvec[i] - 2.0 * baum[0] * phidot[i] - baum[1] * baum[1] * ph[crow[i]]
+        X = np.empty((nz, mc))
+        aba_solve(Ct, np.zeros((nmov, 6)), rc, par, chi, za, ncol, S, U, Dinv, X)
+        keep = K.f1(ws, di, kt + T_KROW)
+        ok = False
+        lam = np.empty(0)
+        for _ in range(2):
+            if keep[0] < 0.0:
+                choose_kept_rows(C, scale, keep)
+            lam = _multipliers(C, X, cvec, zdd, keep)
+            if lam.shape[0] == 0 or lam[0] == lam[0]:  # not NaN: S was positive definite
+                ok = True
+                break
+            keep[0] = -1.0  # the independent rows changed (a singular configuration was crossed)
+        r = 0
+        for i in range(mc):
+            if ok and keep[i] > 0.5:
+                for col in range(nz):
+                    zdd[col] -= X[col, i] * lam[r]
+                if timed:
+                    power += lam[r] * pt[crow[i]]
+                r += 1
+    return _derivative(y, di, kt, zdd, power, ok)
+
+
+@numba.njit(**_JIT)
+def choose_kept_rows(C, scale, keep):
+    """The independent closure rows of C (m × nz) into ``keep`` (1.0 kept, 0.0 not), as
+    :meth:`.semirecursive.SemiRecursiveFormulation._choose`: the rank r and the dependent
+    coordinates from a column-pivoted QR of C, the rows from one of C's dependent columns
+    transposed (r × m)."""
+    m = C.shape[0]
+    Q, R, v = np.empty((m, m)), np.empty(C.shape), np.empty(m)
+    perm, r = pivoted_qr(C, scale, Q, R, v)
+    dep = np.sort(perm[:r])
+    CdT = np.empty((r, m))
+    for j in range(r):
+        for i in range(m):
+            CdT[j, i] = C[i, dep[j]]
+    perm2, _ = pivoted_qr(CdT, scale, np.empty((r, r)), np.empty((r, m)), np.empty(r))
+    for i in range(m):
+        keep[i] = 0.0
+    for j in range(r):
+        keep[perm2[j]] = 1.0
+
+
+@numba.njit(**_JIT)
+def _multipliers(C, X, c, zdd0, keep):
+    """λ on the kept rows (``keep``): S λ = C_r z̈₀ − c_r, S = C_r X_r scaled by d = √diag(S) and
+    factorised by Cholesky; NaN in λ[0] where S is not positive definite (a pivot² ≤ 1e-12)."""
+    m, nz = C.shape
+    rows = np.empty(m, np.int64)
+    r = 0
+    for i in range(m):
+        if keep[i] > 0.5:
+            rows[r] = i
+            r += 1
+    lam = np.empty(r)
+    A = np.empty((r, r))
+    d = np.empty(r)
+    for i in range(r):
+        for j in range(r):
+            acc = 0.0
+            for col in range(nz):
+                acc += C[rows[i], col] * X[col, rows[j]]
+            A[i, j] = acc
+    for i in range(r):
+        if not A[i, i] > 0.0:
+            lam[0] = np.nan
+            return lam
+        d[i] = math.sqrt(A[i, i])
+    for i in range(r):
+        acc = -c[rows[i]]
+        for col in range(nz):
+            acc += C[rows[i], col] * zdd0[col]
+        lam[i] = acc / d[i]
+        for j in range(r):
+            A[i, j] = A[i, j] / d[i] / d[j]
+    if r and not _cholesky_solve(A, lam):
+        lam[0] = np.nan
+        return lam
+    for i in range(r):
+        if A[i, i] * A[i, i] <= 1e-12:
+            lam[0] = np.nan
+            return lam
+        lam[i] /= d[i]
+    return lam
 
 
 @numba.njit(**_JIT)
@@ -1170,9 +1351,11 @@ def step_limit(y, df, di, dd, ws):
 
 
 def rhs(t, y, df, di, dd, ws):
-    """ẏ of the tree state y = [z, ż, W] (template): (ẏ, ok)."""
+    """ẏ of the tree state y = [z, ż, W] (template): (ẏ, ok), of ``semi-recursive`` or ``recursive``."""
     tree_state(t, y, df, di, dd, ws, True)
     expressions(t, df, di, dd, ws)
+    if K.i1(di, KT + T_SIZES)[7] == 1:
+        return stage_rhs_recursive(t, y, df, di, dd, ws, KT)
     return stage_rhs(t, y, df, di, dd, ws, KT)
 
 
@@ -1180,9 +1363,12 @@ def project(t, y, df, di, dd, ws, tol, max_iter):
     """Project the tree state y in place onto the closure (template): minimum-norm Newton steps
     on z while max |Φ_c| > tol (tol/100 after the first), at most ``max_iter``, then ż onto
     C ż = −Φt_c if that residual exceeds tol (:meth:`.semirecursive.SemiRecursiveFormulation._project`).
-    Leaves the workspace at the projected positions; True if y changed."""
+    Leaves the workspace at the projected positions; True if y changed. ``recursive`` does not
+    project (Baumgarte's terms hold its closure): the workspace at y, False."""
     changed = False
     tree_state(t, y, df, di, dd, ws, False)
+    if K.i1(di, KT + T_SIZES)[7] == 1:
+        return False
     for _ in range(max_iter):
         if closure_violation(di, ws, KT) <= tol * (0.01 if changed else 1.0):
             break
@@ -1252,5 +1438,5 @@ def probe_step(t, h, y, y_new, f, f_new, s, tmp, df, di, dd, ws, rows, h_before)
 TEMPLATES = (tree_state, windings, rotation_limit, step_limit, rhs, project, singular, _hermite, choose_rows,
              measure_rows, probe_step)
 #: names the templates use from this module
-HELPERS = ("kinematics", "stage_rhs", "closure_violation", "position_step", "velocity_step", "singularity",
-           "singularity_rows", "T_YA", "T_CGRP", "T_RGRP")
+HELPERS = ("kinematics", "stage_rhs", "stage_rhs_recursive", "closure_violation", "position_step", "velocity_step",
+           "singularity", "singularity_rows", "T_SIZES", "T_YA", "T_CGRP", "T_RGRP")

@@ -12,6 +12,10 @@ compiled library of :mod:`.fast`: the *tree module* of a parametrisation imports
 ``probe_step``) and the integration loops of :mod:`._rk4` and :mod:`._dop853` around them, so
 they step the tree state.
 
+The same module evaluates the ``recursive`` formulation (:mod:`.recursive`) where the tree's
+arrays say so: its ``rhs`` then runs :func:`._tree_kernels.stage_rhs_recursive` (the
+articulated-body passes, the multipliers and Baumgarte's terms) and its ``project`` nothing.
+
 Like the library, the tree module serves every model (the tree is data), is written to the
 code-generation cache under a name hashing its source and every module it compiles from
 (``tree-<digest>.py``), numba caches its machine code beside it, and a run never waits for it:
@@ -158,7 +162,9 @@ def _library(tree_source):
 
 class FastTree(fast.FastRHS):
     """ẏ = rhs(t, y) of the semi-recursive formulation in one compiled call, for the formulation
-    ``form`` after its set-up (its :class:`.tree.TreeKinematics` gives the tree's arrays).
+    ``form`` after its set-up (its :class:`.tree.TreeKinematics` gives the tree's arrays); of the
+    recursive one (:mod:`.recursive`: :func:`._tree_kernels.stage_rhs_recursive`, no projection)
+    when ``form`` is a :class:`.recursive.RecursiveFormulation`.
 
     As :class:`.fast.FastRHS` (whose packed arrays it extends with :data:`._tree_kernels.TREE`):
     ``__call__``, ``project``, ``rk4``, ``dop853``, ``restore``; the state is the tree state
@@ -210,7 +216,8 @@ class FastTree(fast.FastRHS):
         qadr = [a for _, a, _ in kin.quat_blocks]
         wadr = [c for _, _, c in kin.quat_blocks]
         values = dict(
-            t_sizes=i64([tree.nzq, nz, nj, nmov, mc, int(self.dyn.timed), len(self.dyn.redundant)]),
+            t_sizes=i64([tree.nzq, nz, nj, nmov, mc, int(self.dyn.timed), len(self.dyn.redundant),
+                         int(form.name == "recursive")]),
             t_type=i64([T.TYPE_CODES[tj.type] for tj in J]), t_parent=i64(kin.parent), t_child=i64(kin.child),
             t_zq=i64([tj.zq_adr for tj in J]), t_z=i64([tj.z_adr for tj in J]), t_ncol=i64(ncol),
             t_Rpi=kin.R_pi, t_rpi=kin.r_pi, t_R0=kin.R0, t_r0=kin.r0, t_Rjc=kin.R_jc, t_rjc=kin.r_jc,
@@ -230,6 +237,8 @@ class FastTree(fast.FastRHS):
             t_wv=np.zeros(5 * nz), t_wm=np.zeros(6 * mc), t_wC=np.zeros(mc * nz), t_wR=np.zeros(mc * nz),
             t_wQ=np.zeros(mc * mc), t_wX=np.zeros(mc * nz), t_wMb=np.zeros(min(nz, T.DENSE_LIMIT) ** 2),
             t_wG=np.zeros(mc * mc), t_cfresh=np.zeros(1),
+            t_baum=np.array([float(form.options.get("alpha", 0.0)), float(form.options.get("beta", 0.0))]),
+            t_krow=np.full(mc, -1.0),
             **_closure_groups(self.dyn, form.crows, grp))
         out = []
         for name, kind, ndim in T.TREE:
