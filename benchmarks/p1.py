@@ -25,13 +25,14 @@ import numpy as np  # noqa: E402
 
 from cadmotion.importers.modelfile import read_model_file  # noqa: E402
 from cadmotion.kernel import compile_model  # noqa: E402
-from cadmotion.kernel.dynamics.forward import run  # noqa: E402
+from cadmotion.kernel.dynamics.forward import describe_methods, run  # noqa: E402
 
 # timed runs measure the compiled code, built in this process when the cache lacks it (a user's
 # first run would integrate on numpy and leave the compiling to the background warm-up)
 os.environ.setdefault("CADMOTION_DYNAMICS_FAST", "compile")
 TOL = float(os.environ.get("CM_TOL", "1e-9"))
 FORMULATION = os.environ.get("CM_FORMULATION", "projection")
+METHOD = {name: summary for name, summary, *_ in describe_methods()[0]}[FORMULATION]  # the label's words
 INTEGRATOR = os.environ.get("CM_INTEGRATOR", "DOP853")
 DT = float(os.environ["CM_DT"]) if os.environ.get("CM_DT") else None
 OPTIONS = {"compiled_loop": os.environ.get("CM_COMPILED_LOOP", "1") != "0"}
@@ -58,7 +59,7 @@ X_rod = motion.pose("rod", TIMES[-1])
 gap = float(np.linalg.norm((X_rod @ np.array([0.3, 0, 0, 1.0]))[:3] - motion.position[-1, motion.part_index("slider")]))
 emit(dict(engine="cadmotion", problem="P1",
           integrator=("compiled DOP853 loop" if "DOP853 in the compiled loop" in res.notes else f"scipy {INTEGRATOR}")
-                     + f" on the index-1 equations in absolute coordinates ({FORMULATION}), compiled right-hand side",
+                     + f" on the {FORMULATION} formulation ({METHOD}), compiled right-hand side",
           settings=f"rtol=atol={TOL}" + (f", dt={DT}" if DT else ""),
           t=P1["t_out"], crank_angle=crank.tolist(), slider_x=slider_x.tolist(),
           constraint_violation_end=gap, n_rhs_evals=res.nfev, n_steps=res.nsteps,

@@ -24,7 +24,7 @@ from bench_common import (P2, GRAVITY, p2_polygon, p2_N_list, p2_closure_violati
 import numpy as np  # noqa: E402
 
 from cadmotion.kernel import compile_model  # noqa: E402
-from cadmotion.kernel.dynamics.forward import run  # noqa: E402
+from cadmotion.kernel.dynamics.forward import describe_methods, run  # noqa: E402
 from cadmotion.kernel.spec import Frame, JointSpec, MechanismSpec, PartSpec  # noqa: E402
 
 # timed runs measure the compiled code, built in this process when the cache lacks it (a user's
@@ -32,6 +32,7 @@ from cadmotion.kernel.spec import Frame, JointSpec, MechanismSpec, PartSpec  # n
 os.environ.setdefault("CADMOTION_DYNAMICS_FAST", "compile")
 TOL = float(os.environ.get("CM_TOL", "1e-8"))
 FORMULATION = os.environ.get("CM_FORMULATION", "projection")
+METHOD = {name: summary for name, summary, *_ in describe_methods()[0]}[FORMULATION]  # the label's words
 INTEGRATOR = os.environ.get("CM_INTEGRATOR", "DOP853")
 DT = float(os.environ["CM_DT"]) if os.environ.get("CM_DT") else None
 PTOL = float(os.environ.get("CM_PROJECTION_TOL", "1e-10"))
@@ -112,8 +113,7 @@ def main():
         print(results[-1], file=sys.stderr)
     emit(dict(engine="cadmotion", problem="P2",
               integrator=f"{'compiled' if 'DOP853 in the compiled loop' in res.notes else 'scipy'} {INTEGRATOR} on the "
-                         f"index-1 equations in absolute coordinates ({FORMULATION}), compiled right-hand side, band "
-                         "Cholesky of the Schur complement",
+                         f"{FORMULATION} formulation ({METHOD}), compiled right-hand side",
               settings=f"rtol=atol={TOL}" + (f", dt={DT}" if DT else "")
               + (f", projection tol {PTOL}" if OPTIONS else ""),
               results=results))
