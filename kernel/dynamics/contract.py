@@ -382,7 +382,7 @@ class Formulation:
                 return rec.result(self)
         rec.record(times[0], y)
         late = None
-        if driver is None and integrator in COMPILED_LOOPS and self._fast is None and self._fast_pending is not None:
+        if driver is None and self._fast is None and self._fast_pending is not None:
             from .late_compiled import LateSwitch
 
             late = LateSwitch(self, times, integrator, rtol, atol)
@@ -397,10 +397,18 @@ class Formulation:
                 else:
                     self._run_scipy(times, y, rec, integrator, rtol, atol, late)
             except _Switch as switch:  # the compiled library became ready: on from an accepted state
-                rec.notes.append(f"numpy right-hand side to t = {switch.t:.6g} s, compiled from there on (its library "
-                                 "became ready during the run)")
-                self._run_compiled(np.concatenate([[switch.t], times[switch.k:]]), switch.y, rec, rtol, atol,
-                                   integrator, dt if dt else default_dt(times))
+                rest = np.concatenate([[switch.t], times[switch.k:]])
+                if self.runs_compiled(integrator, rest, rtol, atol):
+                    rec.notes.append(f"numpy right-hand side to t = {switch.t:.6g} s, compiled from there on (its "
+                                     "library became ready during the run)")
+                    self._run_compiled(rest, switch.y, rec, rtol, atol, integrator, dt if dt else default_dt(times))
+                else:  # no compiled loop of this integrator: its own loop, restarted on the compiled right-hand side
+                    rec.notes.append(f"numpy right-hand side to t = {switch.t:.6g} s, compiled from there on in "
+                                     f"{integrator}'s loop (its library became ready during the run)")
+                    if integrator == "RK4":
+                        self._run_rk4(rest, switch.y, rec, dt)
+                    else:
+                        self._run_scipy(rest, switch.y, rec, integrator, rtol, atol)
         except _Stop:
             pass
         if driver is not None:
@@ -424,9 +432,9 @@ class Formulation:
 
     def _late_fast(self, times, rtol, atol, integrator):
         """After a numpy start (:mod:`.late_compiled`): True when the compiled code has become
-        ready, the compiled right-hand side is set up (:meth:`_compiled_when_ready`) and the
-        compiled loop of ``integrator`` applies to the rest of the run (else the run stays on
-        numpy to its end)."""
+        ready and the compiled right-hand side is set up (:meth:`_compiled_when_ready`): the run
+        goes on from its accepted state in the compiled loop of ``integrator`` where one applies,
+        else in the integrator's own loop on the compiled right-hand side (:meth:`solve`)."""
         if self._fast_pending is None:
             return False
         fast = self._compiled_when_ready(self._fast_pending)
@@ -434,10 +442,7 @@ class Formulation:
             return False
         self._fast_pending = None
         self._fast = fast
-        if self._compiled_loop_applies(times, rtol, atol, integrator):
-            return True
-        self._fast = None
-        return False
+        return True
 
     def _compiled_when_ready(self, pending):
         """The compiled right-hand side set up from ``pending`` (:attr:`_fast_pending`) at the

@@ -14,7 +14,9 @@ a compile it would not live to use. A long run would then pay the numpy path to 
    stat and a read of one small file); when it is there, the formulation sets up its compiled
    right-hand side (:meth:`.contract.Formulation._late_fast`) and the run goes on from that
    frame's accepted state in the compiled loop of the same integrator, as it does after a
-   singular configuration is crossed (:meth:`.contract.Formulation.solve`).
+   singular configuration is crossed (:meth:`.contract.Formulation.solve`); an integrator
+   without a compiled loop (RK45, RK23, BDF, LSODA, or where the loop does not apply) restarts
+   its own loop there on the compiled right-hand side.
 
 The states before and after the switch are states of the same equations (the compiled and
 numpy right-hand sides agree to round-off), so the switch is a restart of the integrator at an

@@ -83,6 +83,27 @@ def test_dop853_run_switches_keeps_energy_and_agrees_to_tolerance(library_ready_
     assert np.abs(result.v - compiled.v).max() <= 1e-6
 
 
+
+@pytest.mark.parametrize("integrator", ["RK45", "LSODA"])
+def test_an_integrator_without_a_compiled_loop_goes_on_in_its_own_loop_on_the_compiled_rhs(library_ready_after,
+                                                                                          integrator):
+    # RK45 and LSODA have no compiled loop: once the library is ready they restart their own loop from the
+    # accepted state on the compiled right-hand side (before, such a run stayed on numpy to its end)
+    kwargs = dict(times=np.linspace(0.0, 2.0, 41), formulation="projection", integrator=integrator, rtol=1e-10,
+                  atol=1e-10)
+    path = SAMPLES / "double_pendulum.cadmotion.toml"
+    _, compiled = _run(path, **kwargs)
+    looks = library_ready_after(5)
+    motion, result = _run(path, **kwargs)
+    assert result.success, result.message
+    notes = _switch_notes(result)
+    assert len(notes) == 1 and f"in {integrator}'s loop" in notes[0] and looks["count"] == 6
+    assert not any("in the compiled loop" in n for n in result.notes)
+    assert len(result.t) == 41 and np.allclose(result.t, kwargs["times"])
+    energy = motion.extra["energy.total"]  # conservative: the independent check
+    assert np.ptp(energy) <= 1e-7 * max(1.0, np.abs(energy).max())
+    assert np.abs(result.q - compiled.q).max() <= 1e-6
+
 def test_rk4_run_switches_to_the_same_steps(library_ready_after):
     kwargs = dict(times=np.linspace(0.0, 1.0, 21), formulation="projection", integrator="RK4", dt=1e-3, rtol=1e-12,
                   atol=1e-12)
