@@ -29,12 +29,14 @@ compare).
    on the box, so the pair's separating axes (:func:`_pair_axis`) do not measure it). Edge against edge, the gap
    is that of the features less twice the pair's least overlap o* (> 0; and :func:`_edge_margin`): a crossing
    counts (:func:`_edge_counts`) with 0 < δ ≤ o*, its closest points δ apart, one on each edge, so each edge is
-   within δ of the other box and g − 2 o* ≤ −δ; its δ ≤ 0 otherwise is minus the distance of two points, one on
-   each edge, the skipped edge's ≥ g from the other box and the other's on that box. The pair's axis is computed
-   for it (once an evaluation) where the features' gap is positive. Planes, bores and rims have no features
-   (their narrow phase is as cheap as a test). A box–box contact's 160 points have 40 features: 8 + 8 corners,
-   12 + 12 edges; an edge's gap decides its 12 edge–edge points. Each feature is tested once per evaluation, with
-   the pair's relative pose: ≈ 20 ns a feature against ≈ 55 ns a box–box point (the 8 boxes of
+   within δ of the other box and g − 2 o* ≤ −δ. U ≥ o*, the boxes' least overlap along O's face normals
+   (:func:`_face_overlap`, from the pair's relative pose), takes o*'s place where g − 2 U > 0 already (boxes apart,
+   or resting face on face), else o* is computed (:func:`_pair_axis`, once an evaluation). A crossing's δ ≤ 0
+   otherwise is minus the distance of two points, one on each edge, the skipped edge's ≥ g from the other box and
+   the other's on that box. Planes, bores and rims have
+   no features (their narrow phase is as cheap as a test). A box–box contact's 160 points have 40 features: 8 + 8
+   corners, 12 + 12 edges; an edge's gap decides its 12 edge–edge points. Each feature is tested once per
+   evaluation, with the pair's relative pose: ≈ 20 ns a feature against ≈ 55 ns a box–box point (the 8 boxes of
    benchmarks/contact_pairs.py, 2026-11-27). A sphere
    against a sphere (its cube) costs about its narrow phase: no gain there, and none lost (the chain drive).
 
@@ -166,6 +168,16 @@ def _relative(A, rc, a, b, rel, k):
 
 
 @numba.njit(**_INLINE)
+def _pose(A, rc, pair, p, rel):
+    """Pair p's relative pose into ``rel`` (S's body in O's frame, rel[0], and O's in S's, rel[1]; :func:`_relative`);
+    returns the round-off tolerance of a test made in it (m, :data:`ROUND_OFF`)."""
+    a, b = pair[p, Q_S], pair[p, Q_O]
+    _relative(A, rc, a, b, rel, 0)
+    _relative(A, rc, b, a, rel, 1)
+    return ROUND_OFF * (abs(rc[a, 0]) + abs(rc[a, 1]) + abs(rc[a, 2]) + abs(rc[b, 0]) + abs(rc[b, 1]) + abs(rc[b, 2]))
+
+
+@numba.njit(**_INLINE)
 def feature_gap(rel, k, ft, f, round_off):
     """g (m) of feature f (see the module) with its body's pose in the box's body's frame ``rel[k]``
     (:func:`_relative`): > 0, the feature is apart from the box by at least g; or −1 within the tolerance
@@ -292,6 +304,22 @@ def _pair_axis(A, rc, s, o, bx, box, bax, wk):
     bax[box, AX_N], bax[box, AX_N + 1], bax[box, AX_N + 2] = n0, n1, n2
     bax[box, AX_LEAST] = least
     bax[box, AX_NO], bax[box, AX_NO + 1], bax[box, AX_NO + 2] = b0, b1, b2
+
+
+@numba.njit(**_INLINE)
+def _face_overlap(rel, bx, box):
+    """U (m): the least overlap of box pair ``box``'s boxes (``bx[box]``, columns ``BX_*``) along O's three face
+    normals, from S's body pose in O's body frame ``rel[0]`` (:func:`_relative`): U ≥ o*, the least overlap over
+    the 15 axes (:func:`_least_overlap`, which takes an edge axis only below the faces')."""
+    u = np.inf
+    for j in range(3):
+        d = rel[0, j, 3] - bx[box, BX_CO + j]
+        ext = bx[box, BX_HO + j]
+        for k in range(3):
+            d += rel[0, j, k] * bx[box, BX_CS + k]
+            ext += bx[box, BX_HS + k] * abs(rel[0, j, k])
+        u = min(u, ext - abs(d))
+    return u
 
 
 @numba.njit(**_INLINE)
@@ -520,24 +548,26 @@ def _sweep(mode, A, rc, w, vc, F, N, ct_s, ct_o, ds, do, no, half, axis, kind, p
                         continue
                     if fgap[f] != fgap[f]:
                         if not posed:  # S's pose in O's frame and O's in S's, once per pair
-                            a, b = pair[p, Q_S], pair[p, Q_O]
-                            _relative(A, rc, a, b, rel, 0)
-                            _relative(A, rc, b, a, rel, 1)
-                            round_off = ROUND_OFF * (abs(rc[a, 0]) + abs(rc[a, 1]) + abs(rc[a, 2]) + abs(rc[b, 0])
-                                                     + abs(rc[b, 1]) + abs(rc[b, 2]))
+                            round_off = _pose(A, rc, pair, p, rel)
                             posed = True
                         fgap[f] = feature_gap(rel, k, ft, f, round_off)
                         n_feat += 1
                     g = max(g, fgap[f])
                 if g > 0 and kind[i] & EDGE:
-                    # an edge crossing counts with δ ≤ o* and each closest point within δ of the other box: its
-                    # features' gaps are at most o*, and g − 2 o* ≤ −δ (the module)
-                    box = bp[i]
-                    if math.isnan(bax[box, AX_FACE]):
-                        _pair_axis(A, rc, ct_s[i], ct_o[i], bx, box, bax, wk)
-                        n_axes += 1
-                    g -= 2.0 * (max(bax[box, AX_LEAST], 0.0) + _edge_margin(axis[i], no[i], par[i, P_RS],
-                                                                             par[i, P_RO], half[i]))
+                    # an edge crossing counts with δ ≤ o* ≤ U and each closest point within δ of the other box: its
+                    # features' gaps are at most o*, and g − 2 o* ≤ −δ (the module); U first, o* if U is too large
+                    if not posed:  # the features' gaps known from an earlier sweep of this evaluation
+                        round_off = _pose(A, rc, pair, p, rel)
+                        posed = True
+                    slack = _edge_margin(axis[i], no[i], par[i, P_RS], par[i, P_RO], half[i])
+                    bound = max(_face_overlap(rel, bx, bp[i]), 0.0)
+                    if not g > 2.0 * (bound + slack):
+                        box = bp[i]
+                        if math.isnan(bax[box, AX_FACE]):
+                            _pair_axis(A, rc, ct_s[i], ct_o[i], bx, box, bax, wk)
+                            n_axes += 1
+                        bound = max(bax[box, AX_LEAST], 0.0)
+                    g -= 2.0 * (bound + slack)
                     if not g > 0:
                         g = -1.0
                 if not (lo < g < hi):

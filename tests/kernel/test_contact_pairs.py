@@ -458,6 +458,28 @@ def test_the_elastic_energy_is_continuous_where_the_boxes_least_overlap_axis_swi
 
 
 
+@pytest.mark.parametrize("tilt", [1e-3, -1e-3])
+def test_an_edge_crossing_the_edge_of_the_face_it_presses_counts_whichever_way_it_tilts(tilt):
+    # a cube turned by ±1 mrad about x rests on an equal fixed cube, off centre by (0.02, 0.06) m, its bottom edge
+    # along y at x = −0.03 crossing the fixed cube's top edge along x at y = 0.05, d = 0.1 mm below it there: a vertex
+    # of the patch where the faces overlap, at the lines' distance d cos(tilt) (hand geometry) whichever way the edge
+    # rises. Before, the crossing counted only while the edges' common normal lay in both edges' cones of face
+    # normals — for one sign of the tilt — and appeared at depth d when the tilt changed sign
+    d, (c, s) = 1e-4, (math.cos(tilt), math.sin(tilt))
+    cy = 0.06
+    y_edge = (0.05 - cy - 0.05 * s) / c          # the point of S's edge (S's axes) above y = 0.05
+    cz = 0.05 - d - y_edge * s + 0.05 * c
+    data = {"units": "m", "parts": {"o": {"fixed": True},
+                                    "s": {"mass": 1.0, "inertia": [I_CUBE] * 3,
+                                          "orientation": [math.cos(tilt / 2), math.sin(tilt / 2), 0, 0]}},
+            "contacts": [dict(LAW, name="c", parts=["s", "o"], damping=0.0, shape=[{"box": [A_CUBE] * 3}] * 2)]}
+    contacts, bs = _contacts_at(data, s=(0.02, cy, cz))
+    n, delta, x, _, _ = contacts.geometry(bs)
+    at = np.flatnonzero((contacts.kind == EDGE) & (np.linalg.norm(x - [-0.03, 0.05, 0.05], axis=1) < 1e-3))
+    assert len(at) == 1
+    assert delta[at[0]] == pytest.approx(d * c, rel=1e-9)
+
+
 @pytest.mark.parametrize("turn_deg, offset, t_end", [
     ((30, 20, 0), (0.03, 0.02), 0.1),   # tumbled: edge crossings whose common normal passes an edge's cone
     ((0, 0, 20), (0.02, 0.02), 0.08),   # level, turned about the normal: an octagonal patch, then rocking
