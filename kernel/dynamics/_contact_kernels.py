@@ -529,6 +529,7 @@ def _sweep(mode, A, rc, w, vc, F, N, ct_s, ct_o, ds, do, no, half, axis, kind, p
     n_axes = 0
     rel = np.empty((2, 3, 4))
     wk = np.empty((3, 4))
+    face_ov = np.full((bx.shape[0], 2), np.nan)  # per box pair: U⁺ (:func:`_face_overlap`) and its slack, m
     for p in range(pair.shape[0]):
         lo, hi = win[p, 0], win[p, 1]
         if not hi > lo:
@@ -556,13 +557,16 @@ def _sweep(mode, A, rc, w, vc, F, N, ct_s, ct_o, ds, do, no, half, axis, kind, p
                 if g > 0 and kind[i] & EDGE:
                     # an edge crossing counts with δ ≤ o* ≤ U and each closest point within δ of the other box: its
                     # features' gaps are at most o*, and g − 2 o* ≤ −δ (the module); U first, o* if U is too large
-                    if not posed:  # the features' gaps known from an earlier sweep of this evaluation
-                        round_off = _pose(A, rc, pair, p, rel)
-                        posed = True
-                    slack = _edge_margin(axis[i], no[i], par[i, P_RS], par[i, P_RO], half[i])
-                    bound = max(_face_overlap(rel, bx, bp[i]), 0.0)
+                    box = bp[i]
+                    if math.isnan(face_ov[box, 0]):  # once per box pair and sweep
+                        if not posed:  # the features' gaps known from an earlier sweep of this evaluation
+                            round_off = _pose(A, rc, pair, p, rel)
+                            posed = True
+                        face_ov[box, 0] = max(_face_overlap(rel, bx, box), 0.0)
+                        face_ov[box, 1] = EDGE_MARGIN * (bx[box, BX_HS] + bx[box, BX_HS + 1] + bx[box, BX_HS + 2]
+                                                         + bx[box, BX_HO] + bx[box, BX_HO + 1] + bx[box, BX_HO + 2])
+                    bound, slack = face_ov[box, 0], face_ov[box, 1]
                     if not g > 2.0 * (bound + slack):
-                        box = bp[i]
                         if math.isnan(bax[box, AX_FACE]):
                             _pair_axis(A, rc, ct_s[i], ct_o[i], bx, box, bax, wk)
                             n_axes += 1
