@@ -27,6 +27,9 @@ at 0.2 s, v_x = [0.1, 0.09, 0.081, 0.073, 0.066, 0.059, 0.531, 0] m/s (six impac
 the last), boxes in order, momentum 1.000000 N s; with T = 0.3 s the last box leaves at 0.478 m/s = 0.9⁷.
 Since 2026-11-27 evening (branch ``boxbox-manifold``) each vertex of the patch between two cubes is counted once
 (it is a corner of both: 8 points before, 4 now, as offset sideways): softer impacts, the same v_x to 3 decimals.
+Since 2026-11-27 late evening (branch ``compliant``) an edge crossing between facing faces counts whichever way the
+edges tilt and a corner is measured below the other box's facing face: this row's run is the same to every count
+(4,796 evaluations, the same x and v_x); the broad phase's edge gap subtracts twice the pair's least overlap.
 benchmarks/README.md has the costs.
 """
 import os

@@ -26,13 +26,18 @@ compare).
    features (:func:`feature_gap`): S's shape against O's box (a corner, a sphere, a vertex; an edge), and,
    edge against edge, O's edge against S's box. A point is skipped when either gap is positive: its δ ≤ −g
    (a corner or sphere against a box: δ = R − its distance from the box — a box corner that far out is not
-   on the box, so the pair's separating axes (:func:`_pair_axis`) do not measure it; edge against edge: the contact
-   counts only with each closest point inside the other box (``held``, :func:`_edge_edge`), and its δ ≤ 0
-   otherwise is minus the distance of two points, one on each edge, the skipped edge's ≥ g from the other box
-   and the other's on that box). Planes, bores and rims have no features (their narrow phase is as cheap as a
-   test). A box–box contact's 160 points have 40 features: 8 + 8 corners, 12 + 12 edges; an edge's gap decides
-   its 12 edge–edge points. Each feature is tested once per evaluation, with the pair's relative pose: ≈ 20 ns
-   a feature against ≈ 55 ns a box–box point (the 8 boxes of benchmarks/contact_pairs.py, 2026-11-27). A sphere
+   on the box, so the pair's separating axes (:func:`_pair_axis`) do not measure it). Edge against edge, the gap
+   is that of the features less twice the pair's least overlap o* (> 0; and :func:`_edge_margin`): a crossing
+   counts (:func:`_edge_counts`) with 0 < δ ≤ o*, its closest points δ apart, one on each edge, so each edge is
+   within δ of the other box and g − 2 o* ≤ −δ. U ≥ o*, the boxes' least overlap along O's face normals
+   (:func:`_face_overlap`, from the pair's relative pose), takes o*'s place where g − 2 U > 0 already (boxes apart,
+   or resting face on face), else o* is computed (:func:`_pair_axis`, once an evaluation). A crossing's δ ≤ 0
+   otherwise is minus the distance of two points, one on each edge, the skipped edge's ≥ g from the other box and
+   the other's on that box. Planes, bores and rims have
+   no features (their narrow phase is as cheap as a test). A box–box contact's 160 points have 40 features: 8 + 8
+   corners, 12 + 12 edges; an edge's gap decides its 12 edge–edge points. Each feature is tested once per
+   evaluation, with the pair's relative pose: ≈ 20 ns a feature against ≈ 55 ns a box–box point (the 8 boxes of
+   benchmarks/contact_pairs.py, 2026-11-27). A sphere
    against a sphere (its cube) costs about its narrow phase: no gain there, and none lost (the chain drive).
 
 The skip needs no motion margin: the test and the force are made at the same state. Its only margin is
@@ -82,6 +87,8 @@ PLANE, BOX, RIM, CYL, BORE, EDGE, CORNER, SECOND = 1, 2, 4, 8, 16, 32, 64, 128
 #: an edge axis is the least-overlap axis only if its overlap times this is below the faces'
 #: (:data:`.contacts.FACE_PREFERENCE`)
 FACE_PREFERENCE = 1.05
+#: the box whose face normal is a pair's least-overlap axis (:data:`.contacts.O_FACE`; 0: an edge axis)
+O_FACE, S_FACE = 1, 2
 #: 1 − (u_a·u_b)² at or below this: parallel edges (:data:`.contacts.EDGE_PARALLEL`)
 EDGE_PARALLEL = 1e-12
 #: the margin of an edge's closest point inside the other box (:data:`.contacts.EDGE_MARGIN`)
@@ -101,8 +108,8 @@ N_PC = 10
 F_D, F_U, F_L, F_R, F_C, F_H, F_TOL = 0, 3, 6, 7, 8, 11, 14
 N_FT = 15
 #: a feature is skipped only when its gap g exceeds this fraction of its and its box's sizes (l + r + Σ h_j, m):
-#: 10 × :data:`EDGE_MARGIN`, the slack of the edge–edge narrow phase's ``held`` test (a closest point counts
-#: as inside a box to 1e-9 of its half lengths), so that no point the narrow phase counts is skipped
+#: 10 × :data:`EDGE_MARGIN`, the slack of the narrow phase's in-box tests (a corner or an edge's closest point
+#: counts as inside a box to 1e-9 of its half lengths), so that no point the narrow phase counts is skipped
 FEATURE_MARGIN = 1e-8
 #: ... plus this fraction of the two bodies' distances from the origin (m): the test works in the pair's relative
 #: pose, the narrow phase in world coordinates; their round-off differs by a few ulps of those distances
@@ -112,7 +119,8 @@ ROUND_OFF = 1e-12
 #: (3, m, O's body axes), S's half lengths (3, m), O's (3, m)
 BX_CS, BX_CO, BX_HS, BX_HO = 0, 3, 6, 9
 N_BX = 12
-#: columns of an evaluation's box-pair axes (:func:`_pair_axis`; NaN until computed): face normal (1/0), n toward S
+#: columns of an evaluation's box-pair axes (:func:`_pair_axis`; NaN until computed): face normal (O_FACE, S_FACE;
+#: 0 an edge axis), n toward S
 #: (3, world), least overlap o* (m), n in O's axes (3)
 AX_FACE, AX_N, AX_LEAST, AX_NO = 0, 1, 4, 5
 N_AX = 8
@@ -157,6 +165,16 @@ def _relative(A, rc, a, b, rel, k):
             rel[k, i, j] = A[b, 0, i] * A[a, 0, j] + A[b, 1, i] * A[a, 1, j] + A[b, 2, i] * A[a, 2, j]
         rel[k, i, 3] = (A[b, 0, i] * (rc[a, 0] - rc[b, 0]) + A[b, 1, i] * (rc[a, 1] - rc[b, 1])
                         + A[b, 2, i] * (rc[a, 2] - rc[b, 2]))
+
+
+@numba.njit(**_INLINE)
+def _pose(A, rc, pair, p, rel):
+    """Pair p's relative pose into ``rel`` (S's body in O's frame, rel[0], and O's in S's, rel[1]; :func:`_relative`);
+    returns the round-off tolerance of a test made in it (m, :data:`ROUND_OFF`)."""
+    a, b = pair[p, Q_S], pair[p, Q_O]
+    _relative(A, rc, a, b, rel, 0)
+    _relative(A, rc, b, a, rel, 1)
+    return ROUND_OFF * (abs(rc[a, 0]) + abs(rc[a, 1]) + abs(rc[a, 2]) + abs(rc[b, 0]) + abs(rc[b, 1]) + abs(rc[b, 2]))
 
 
 @numba.njit(**_INLINE)
@@ -232,8 +250,9 @@ def _cyl_nearest(A, o, e0, e1, e2, a_l, hv, bore):
 @numba.njit(**_INLINE)
 def _least_overlap(A, s, o, f0, f1, f2, hs0, hs1, hs2, ho0, ho1, ho2, wk):
     """Two boxes' least-overlap separating axis (:func:`.contacts._least_overlap`): S's box (axes A[s], half
-    lengths hs) and O's (A[o], ho), f = c_S − c_O (world, m); ``wk`` (3, 4) work space. Returns (face axis,
-    n toward S (world, 3 floats), least overlap o* (m), n in O's axes (3 floats))."""
+    lengths hs) and O's (A[o], ho), f = c_S − c_O (world, m); ``wk`` (3, 4) work space. Returns (face: :data:`O_FACE`,
+    :data:`S_FACE` or 0 for an edge axis, n toward S (world, 3 floats), least overlap o* (m), n in O's axes (3
+    floats))."""
     for j in range(3):
         for k in range(3):
             wk[j, k] = A[o, 0, j] * A[s, 0, k] + A[o, 1, j] * A[s, 1, k] + A[o, 2, j] * A[s, 2, k]
@@ -265,7 +284,7 @@ def _least_overlap(A, s, o, f0, f1, f2, hs0, hs1, hs2, ho0, ho1, ho2, wk):
             b0, b1, b2 = m0 / length, m1 / length, m2 / length
     if not b0 * wk[0, 3] + b1 * wk[1, 3] + b2 * wk[2, 3] >= 0:
         b0, b1, b2 = -b0, -b1, -b2
-    return (best < 6, A[o, 0, 0] * b0 + A[o, 0, 1] * b1 + A[o, 0, 2] * b2,
+    return (O_FACE if best < 3 else (S_FACE if best < 6 else 0), A[o, 0, 0] * b0 + A[o, 0, 1] * b1 + A[o, 0, 2] * b2,
             A[o, 1, 0] * b0 + A[o, 1, 1] * b1 + A[o, 1, 2] * b2, A[o, 2, 0] * b0 + A[o, 2, 1] * b1 + A[o, 2, 2] * b2,
             least, b0, b1, b2)
 
@@ -281,10 +300,26 @@ def _pair_axis(A, rc, s, o, bx, box, bax, wk):
     face, n0, n1, n2, least, b0, b1, b2 = _least_overlap(A, s, o, c0 - q0, c1 - q1, c2 - q2, bx[box, BX_HS],
                                                          bx[box, BX_HS + 1], bx[box, BX_HS + 2], bx[box, BX_HO],
                                                          bx[box, BX_HO + 1], bx[box, BX_HO + 2], wk)
-    bax[box, AX_FACE] = 1.0 if face else 0.0
+    bax[box, AX_FACE] = float(face)
     bax[box, AX_N], bax[box, AX_N + 1], bax[box, AX_N + 2] = n0, n1, n2
     bax[box, AX_LEAST] = least
     bax[box, AX_NO], bax[box, AX_NO + 1], bax[box, AX_NO + 2] = b0, b1, b2
+
+
+@numba.njit(**_INLINE)
+def _face_overlap(rel, bx, box):
+    """U (m): the least overlap of box pair ``box``'s boxes (``bx[box]``, columns ``BX_*``) along O's three face
+    normals, from S's body pose in O's body frame ``rel[0]`` (:func:`_relative`): U ≥ o*, the least overlap over
+    the 15 axes (:func:`_least_overlap`, which takes an edge axis only below the faces')."""
+    u = np.inf
+    for j in range(3):
+        d = rel[0, j, 3] - bx[box, BX_CO + j]
+        ext = bx[box, BX_HO + j]
+        for k in range(3):
+            d += rel[0, j, k] * bx[box, BX_CS + k]
+            ext += bx[box, BX_HS + k] * abs(rel[0, j, k])
+        u = min(u, ext - abs(d))
+    return u
 
 
 @numba.njit(**_INLINE)
@@ -302,10 +337,17 @@ def _corner_in_box(A, o, c0, c1, c2, q0, q1, q2, hv):
 
 
 @numba.njit(**_INLINE)
-def _corner_depth(h0, h1, h2, b0, b1, b2, l0, l1, l2):
-    """δ = Σ_i h_i |b_i| − b·l (m): the depth of a corner at l below O's support plane ⟂ b (b unit, l from O's box
-    centre, both in O's axes; h O's half lengths, m), as :func:`.contacts._corner_axis`."""
-    return h0 * abs(b0) + h1 * abs(b1) + h2 * abs(b2) - (b0 * l0 + b1 * l1 + b2 * l2)
+def _face_toward(h0, h1, h2, b0, b1, b2, l0, l1, l2):
+    """O's face toward S — the face j whose normal is nearest b (unit, toward S, O's axes): (j, its sign σ, the depth
+    h_j − σ l_j (m) below it of a corner at l, from O's box centre in O's axes; h O's half lengths, m), as
+    :func:`.contacts._face_toward`."""
+    j, h, b, l = 0, h0, b0, l0
+    if abs(b1) > abs(b):
+        j, h, b, l = 1, h1, b1, l1
+    if abs(b2) > abs(b):
+        j, h, b, l = 2, h2, b2, l2
+    sign = 1.0 if b >= 0 else -1.0
+    return j, sign, h - sign * l
 
 
 @numba.njit(**_INLINE)
@@ -343,11 +385,11 @@ def _apart(c0, c1, c2, q0, q1, q2):
 
 
 @numba.njit(**_INLINE)
-def _edge_edge(A, s, o, c0, c1, c2, q0, q1, q2, ax, ao, la, lb, hv):
+def _edge_lines(A, s, o, c0, c1, c2, q0, q1, q2, ax, ao, la, lb, hv):
     """S's box edge (midpoint c, axis ax in S's axes, half length la) against O's (q, ao, lb); hv = [O's edge
-    midpoint from its box centre (O's axes), S's (S's axes)]: (n (3 floats), δ, x (3 floats), deep, margin) as
-    :func:`.contacts._edge_edge` but for its last test: an overlapping crossing (``deep``) counts only while
-    δ ≤ o* + margin (m), o* the boxes' least overlap (:func:`_pair_axis`), else it is :func:`_apart`."""
+    midpoint from its box centre (O's axes), S's (S's axes)]: the lines' common normal n (out of O's box), δ and the
+    closest points p_a, p_b (world, 3 floats each), as :func:`.contacts._edge_edge`, and whether the edges cross
+    there (not parallel, each closest point on its edge, not within :data:`EDGE_MARGIN` of an end)."""
     ua0 = A[s, 0, 0] * ax[0] + A[s, 0, 1] * ax[1] + A[s, 0, 2] * ax[2]
     ua1 = A[s, 1, 0] * ax[0] + A[s, 1, 1] * ax[1] + A[s, 1, 2] * ax[2]
     ua2 = A[s, 2, 0] * ax[0] + A[s, 2, 1] * ax[1] + A[s, 2, 2] * ax[2]
@@ -358,7 +400,7 @@ def _edge_edge(A, s, o, c0, c1, c2, q0, q1, q2, ax, ao, la, lb, hv):
     b = ua0 * ub0 + ua1 * ub1 + ua2 * ub2
     den = 1.0 - b * b
     if not den > EDGE_PARALLEL:
-        return _apart(c0, c1, c2, q0, q1, q2) + (False, 0.0)
+        return 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, False
     dw = ua0 * w0 + ua1 * w1 + ua2 * w2
     ew = ub0 * w0 + ub1 * w1 + ub2 * w2
     sp, tp = (b * ew - dw) / den, (ew - b * dw) / den
@@ -372,26 +414,58 @@ def _edge_edge(A, s, o, c0, c1, c2, q0, q1, q2, ax, ao, la, lb, hv):
     pa0, pa1, pa2 = c0 + sp * ua0, c1 + sp * ua1, c2 + sp * ua2
     pb0, pb1, pb2 = q0 + tp * ub0, q1 + tp * ub1, q2 + tp * ub2
     delta = -((pa0 - pb0) * n0 + (pa1 - pb1) * n1 + (pa2 - pb2) * n2)
-    valid = abs(sp) < la * (1.0 - EDGE_MARGIN) and abs(tp) < lb * (1.0 - EDGE_MARGIN)
-    held = True
+    cross = abs(sp) < la * (1.0 - EDGE_MARGIN) and abs(tp) < lb * (1.0 - EDGE_MARGIN)
+    return n0, n1, n2, delta, pa0, pa1, pa2, pb0, pb1, pb2, cross
+
+
+@numba.njit(**_INLINE)
+def _edge_margin(ax, ao, la, lb, hv):
+    """EDGE_MARGIN times the two boxes' half lengths summed (m), from an edge–edge point's edges (as
+    :func:`_edge_lines`): the slack of its depth test δ ≤ o*."""
+    m = 0.0
     for j in range(3):
-        # the cones (n out of O's edge, −n out of S's) and, overlapping, each closest point in the other box
+        m += abs(hv[3 + j]) + la * abs(ax[j]) + abs(hv[j]) + lb * abs(ao[j])
+    return EDGE_MARGIN * m
+
+
+@numba.njit(**_JIT)  # a call, not inlined (numba does not inline this many arguments): for the crossings only
+def _edge_counts(A, s, o, n0, n1, n2, delta, pa0, pa1, pa2, pb0, pb1, pb2, c0, c1, c2, q0, q1, q2, ax, ao, la, lb,
+                 hv, bax, box):
+    """Whether two edges crossing (:func:`_edge_lines`) touch, as :func:`.contacts._edge_edge`, by their box pair's
+    least-overlap axis ``bax[box]`` (:func:`_pair_axis`): a face axis: O's edge on O's face toward S and S's on S's
+    face toward O; an edge axis: n in the edges' cones and, overlapping, each closest point in the other box;
+    overlapping, δ ≤ o* (within :func:`_edge_margin`)."""
+    face, least = bax[box, AX_FACE], bax[box, AX_LEAST]
+    k0, k1, k2 = bax[box, AX_NO], bax[box, AX_NO + 1], bax[box, AX_NO + 2]
+    m0, m1, m2 = bax[box, AX_N], bax[box, AX_N + 1], bax[box, AX_N + 2]
+    if delta > 0 and not delta <= least + _edge_margin(ax, ao, la, lb, hv):
+        return False
+    if face != 0:
+        # O's face whose outward normal is nearest n*, S's nearest −n*
+        j_o, a_o = 0, abs(k0)
+        if abs(k1) > a_o:
+            j_o, a_o = 1, abs(k1)
+        if abs(k2) > a_o:
+            j_o = 2
+        k_j = k0 if j_o == 0 else (k1 if j_o == 1 else k2)
+        j_s, a_s, n_j = 0, 0.0, 0.0
+        for j in range(3):
+            v = A[s, 0, j] * m0 + A[s, 1, j] * m1 + A[s, 2, j] * m2
+            if abs(v) > a_s:
+                j_s, a_s, n_j = j, abs(v), v
+        return hv[j_o] * k_j > 0 and hv[3 + j_s] * n_j < 0
+    for j in range(3):
         no_j = A[o, 0, j] * n0 + A[o, 1, j] * n1 + A[o, 2, j] * n2
         ns_j = A[s, 0, j] * n0 + A[s, 1, j] * n1 + A[s, 2, j] * n2
         if not (no_j * hv[j] >= -EDGE_MARGIN * abs(hv[j]) and ns_j * hv[3 + j] <= EDGE_MARGIN * abs(hv[3 + j])):
-            valid = False
-        pbs = A[s, 0, j] * (pb0 - c0) + A[s, 1, j] * (pb1 - c1) + A[s, 2, j] * (pb2 - c2) + hv[3 + j]
-        pao = A[o, 0, j] * (pa0 - q0) + A[o, 1, j] * (pa1 - q1) + A[o, 2, j] * (pa2 - q2) + hv[j]
-        if not (abs(pbs) <= (abs(hv[3 + j]) + la * abs(ax[j])) * (1.0 + EDGE_MARGIN)
-                and abs(pao) <= (abs(hv[j]) + lb * abs(ao[j])) * (1.0 + EDGE_MARGIN)):
-            held = False
-    if not (valid and (delta <= 0 or held)):
-        return _apart(c0, c1, c2, q0, q1, q2) + (False, 0.0)
-    hs0, hs1, hs2 = abs(hv[3]) + la * abs(ax[0]), abs(hv[4]) + la * abs(ax[1]), abs(hv[5]) + la * abs(ax[2])
-    ho0, ho1, ho2 = abs(hv[0]) + lb * abs(ao[0]), abs(hv[1]) + lb * abs(ao[1]), abs(hv[2]) + lb * abs(ao[2])
-    margin = EDGE_MARGIN * (hs0 + hs1 + hs2 + ho0 + ho1 + ho2)
-    return (n0, n1, n2, delta, pa0 + 0.5 * delta * n0, pa1 + 0.5 * delta * n1, pa2 + 0.5 * delta * n2, delta > 0,
-            margin)
+            return False
+        if delta > 0:
+            pbs = A[s, 0, j] * (pb0 - c0) + A[s, 1, j] * (pb1 - c1) + A[s, 2, j] * (pb2 - c2) + hv[3 + j]
+            pao = A[o, 0, j] * (pa0 - q0) + A[o, 1, j] * (pa1 - q1) + A[o, 2, j] * (pa2 - q2) + hv[j]
+            if not (abs(pbs) <= (abs(hv[3 + j]) + la * abs(ax[j])) * (1.0 + EDGE_MARGIN)
+                    and abs(pao) <= (abs(hv[j]) + lb * abs(ao[j])) * (1.0 + EDGE_MARGIN)):
+                return False
+    return True
 
 
 @numba.njit(**_INLINE)
@@ -455,6 +529,7 @@ def _sweep(mode, A, rc, w, vc, F, N, ct_s, ct_o, ds, do, no, half, axis, kind, p
     n_axes = 0
     rel = np.empty((2, 3, 4))
     wk = np.empty((3, 4))
+    face_ov = np.full((bx.shape[0], 2), np.nan)  # per box pair: U⁺ (:func:`_face_overlap`) and its slack, m
     for p in range(pair.shape[0]):
         lo, hi = win[p, 0], win[p, 1]
         if not hi > lo:
@@ -474,15 +549,31 @@ def _sweep(mode, A, rc, w, vc, F, N, ct_s, ct_o, ds, do, no, half, axis, kind, p
                         continue
                     if fgap[f] != fgap[f]:
                         if not posed:  # S's pose in O's frame and O's in S's, once per pair
-                            a, b = pair[p, Q_S], pair[p, Q_O]
-                            _relative(A, rc, a, b, rel, 0)
-                            _relative(A, rc, b, a, rel, 1)
-                            round_off = ROUND_OFF * (abs(rc[a, 0]) + abs(rc[a, 1]) + abs(rc[a, 2]) + abs(rc[b, 0])
-                                                     + abs(rc[b, 1]) + abs(rc[b, 2]))
+                            round_off = _pose(A, rc, pair, p, rel)
                             posed = True
                         fgap[f] = feature_gap(rel, k, ft, f, round_off)
                         n_feat += 1
                     g = max(g, fgap[f])
+                if g > 0 and kind[i] & EDGE:
+                    # an edge crossing counts with δ ≤ o* ≤ U and each closest point within δ of the other box: its
+                    # features' gaps are at most o*, and g − 2 o* ≤ −δ (the module); U first, o* if U is too large
+                    box = bp[i]
+                    if math.isnan(face_ov[box, 0]):  # once per box pair and sweep
+                        if not posed:  # the features' gaps known from an earlier sweep of this evaluation
+                            round_off = _pose(A, rc, pair, p, rel)
+                            posed = True
+                        face_ov[box, 0] = max(_face_overlap(rel, bx, box), 0.0)
+                        face_ov[box, 1] = EDGE_MARGIN * (bx[box, BX_HS] + bx[box, BX_HS + 1] + bx[box, BX_HS + 2]
+                                                         + bx[box, BX_HO] + bx[box, BX_HO + 1] + bx[box, BX_HO + 2])
+                    bound, slack = face_ov[box, 0], face_ov[box, 1]
+                    if not g > 2.0 * (bound + slack):
+                        if math.isnan(bax[box, AX_FACE]):
+                            _pair_axis(A, rc, ct_s[i], ct_o[i], bx, box, bax, wk)
+                            n_axes += 1
+                        bound = max(bax[box, AX_LEAST], 0.0)
+                    g -= 2.0 * (bound + slack)
+                    if not g > 0:
+                        g = -1.0
                 if not (lo < g < hi):
                     if mode == ACCEPT:
                         state[i] = 0.0
@@ -551,20 +642,24 @@ def _sweep(mode, A, rc, w, vc, F, N, ct_s, ct_o, ds, do, no, half, axis, kind, p
                         k0, k1, k2 = bax[box, AX_NO], bax[box, AX_NO + 1], bax[box, AX_NO + 2]
                         if (fl & SECOND) != 0 and _yields(A, s, o, half[i], k0, k1, k2, l0, l1, l2):
                             n0 = n1 = n2 = delta = 0.0  # the first box's coincident corner carries the point
-                        else:
-                            n0, n1, n2 = bax[box, AX_N], bax[box, AX_N + 1], bax[box, AX_N + 2]
-                            delta = _corner_depth(half[i, 0], half[i, 1], half[i, 2], k0, k1, k2, l0, l1, l2)
+                        else:  # against O's face toward S
+                            j, sign, delta = _face_toward(half[i, 0], half[i, 1], half[i, 2], k0, k1, k2, l0, l1, l2)
+                            n0, n1, n2 = sign * A[o, 0, j], sign * A[o, 1, j], sign * A[o, 2, j]
                         x0, x1, x2 = c0 + 0.5 * delta * n0, c1 + 0.5 * delta * n1, c2 + 0.5 * delta * n2
-            if fl & EDGE:
-                n0, n1, n2, delta, x0, x1, x2, deep, margin = _edge_edge(A, s, o, c0, c1, c2, q0, q1, q2, axis[i],
-                                                                         no[i], Rs, Ro, half[i])
-                if deep:  # no deeper than the boxes' least overlap
+            if fl & EDGE:  # two edges crossing, measured by their box pair's axis (:func:`.contacts._edge_edge`)
+                n0, n1, n2, delta, pa0, pa1, pa2, pb0, pb1, pb2, touch = _edge_lines(A, s, o, c0, c1, c2, q0, q1, q2,
+                                                                                     axis[i], no[i], Rs, Ro, half[i])
+                if touch:
                     box = bp[i]
                     if math.isnan(bax[box, AX_FACE]):
                         _pair_axis(A, rc, s, o, bx, box, bax, wk)
                         n_axes += 1
-                    if not delta <= bax[box, AX_LEAST] + margin:
-                        n0, n1, n2, delta, x0, x1, x2 = _apart(c0, c1, c2, q0, q1, q2)
+                    touch = _edge_counts(A, s, o, n0, n1, n2, delta, pa0, pa1, pa2, pb0, pb1, pb2, c0, c1, c2, q0, q1,
+                                         q2, axis[i], no[i], Rs, Ro, half[i], bax, box)
+                if touch:
+                    x0, x1, x2 = pa0 + 0.5 * delta * n0, pa1 + 0.5 * delta * n1, pa2 + 0.5 * delta * n2
+                else:
+                    n0, n1, n2, delta, x0, x1, x2 = _apart(c0, c1, c2, q0, q1, q2)
             # v_r = v_S(x) − v_O(x)
             ps0, ps1, ps2 = x0 - rc[s, 0], x1 - rc[s, 1], x2 - rc[s, 2]
             po0, po1, po2 = x0 - rc[o, 0], x1 - rc[o, 1], x2 - rc[o, 2]

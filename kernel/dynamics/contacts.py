@@ -39,11 +39,14 @@ against every edge of the second (:func:`_edge_edge`). Both are measured with th
 cross products of their edge directions — the overlap of the boxes' projections,
 o(L) = Σ_i h_O,i |L·o_i| + Σ_i h_S,i |L·s_i| − |L·(c_S − c_O)|, and the least, o* on the axis L* (a face
 normal unless an edge axis's overlap is below the faces' by :data:`FACE_PREFERENCE`). Where L* is a face
-normal, a corner p in or on O's box (within :data:`EDGE_MARGIN` of its half lengths) is pushed along it:
+normal, the faces of the two boxes whose normals are nearest ±L* face each other, and a corner p of S in or on O's
+box (within :data:`EDGE_MARGIN` of its half lengths) is pressed on O's face toward S (O's face j whose normal o_j
+is nearest L*, σ = sign(L*·o_j)):
 
-    corner:  n = ±L* (toward S),   δ = Σ_i h_O,i |n·o_i| − n·(p − c_O),   x = p + (δ/2) n
+    corner:  n = σ o_j,   δ = h_O,j − σ o_j·(p − c_O),   x = p + (δ/2) n
 
-its depth below O's support plane ⟂ n (below O's face when L* is O's normal). Boxes side by side with
+its depth below that face — whichever box's face L* is (the reference face of ODE's and Bullet's clipping, or the
+incident one): a point against a plane of the other box, so dδ/dt = −v_r·n exactly. Boxes side by side with
 coplanar sides overlap fully along those sides, so L* is the axis they press along and the corners lying
 on the coplanar faces count, where the corner's own nearest face (a coplanar one, depth 0) does not. A
 corner elsewhere (outside, or L* an edge axis) is a sphere of radius 0 against the box as above. Edges,
@@ -52,10 +55,13 @@ with p_a, p_b the closest points of the two edges' lines:
     edge:    n = ±u_a × u_b/|u_a × u_b| (out of O's box),   δ = −(p_a − p_b)·n,   x = p_a + (δ/2) n
 
 counted while both closest points lie on their segments (not within :data:`EDGE_MARGIN` of an end: there a
-corner lies on the other box's edge and carries it), n lies between O's edge's two face normals and −n
-between S's, and, overlapping, each closest point is inside the other box and δ ≤ o* — two edges
-crossing; parallel edges are left to the corners (the edges of boxes with coplanar sides cross at the far
-side of the overlap, a whole width deep: the last test drops them).
+corner lies on the other box's edge and carries it), overlapping no deeper than o*, and, L* a face normal, while
+O's edge bounds O's face toward S and S's edge S's face toward O: the edges of the two facing faces crossing, a
+vertex of the patch where the faces overlap (the clipping's vertices on both faces' edges) whichever way the
+edges tilt; L* an edge axis, while n lies between O's edge's two face normals and −n between S's and,
+overlapping, each closest point is inside the other box — two edges crossing. Parallel edges are left to the
+corners (the edges of boxes with coplanar sides cross at the far side of the overlap, a whole width deep: the
+depth test drops them).
 
 A face pressed on a face is carried by the vertices of the patch, the overlap of the two faces, each counted
 once: a corner of one box in or on the other, or two edges crossing. Where the faces are aligned on both sides
@@ -66,32 +72,36 @@ its box) and has no contact of its own (n = 0, δ = 0). Offset sideways by more,
 outside the second and the second's counts: each vertex carries k δ^n aligned or offset, and a level cube sinks
 into an equal cube as into a larger box, m g/4 = k δ^n on each vertex. Left as they are: the patch's stiffness
 is its number of vertices times k δ^n, and that number changes with the faces' turn about n — a cube turned on
-an equal cube by more than about 1e-6 rad has 8 (4 edge crossings near the corners and 4 of nearly parallel
-edges at the sides' middles), twice the stiffness of the aligned or offset patch, and a 0.08 m cube turned on a
-0.1 m cube's face goes from 4 to 8 once its corners pass the face's edges (22.5°); a corner touching close to an
-edge may be counted both as a corner and as an edge point (the force there is stiffer, never lost).
+an equal cube by more than about 1e-6 rad has 8 (the vertices of the overlap, an octagon: 4 edge crossings near
+the corners and 4 of nearly parallel edges at the sides' middles), twice the stiffness of the aligned or offset
+patch, and a 0.08 m cube turned on a 0.1 m cube's face goes from 4 to 8 once its corners pass the face's edges
+(22.5°); a corner touching close to an edge may be counted both as a corner and as an edge point (the force there
+is stiffer, never lost).
 
-Energy where the points change (measured 2026-11-27: 0.1 m cubes of 1 kg, k = 1e7, n = 1.5, undamped and
-frictionless, a cube turned by the Euler angles (0, 8°, 0), (30°, 20°, 0) and (5°, 3°, 0) dropped 5 mm onto a
-fixed equal cube off centre, 0.3 s at rtol 1e-10). Where the least-overlap axis switches — between a face normal
-and an edge axis, or between the two boxes' faces — V is continuous (8 switches, |ΔV| ≤ 4e-15 J): the points it
-measures are at one depth on either side. The switches met were between axes 0.2–11 mrad apart (an edge axis
-turning onto a face normal); a switch between axes far apart was not met and is not shown continuous. It is not
-where an edge–edge point starts or stops counting at depth: its common normal passes the boundary of an edge's
-cone of face normals (at the boundary it is the other box's face normal — the crossing is the end of an edge
-lying along a face, δ = o*), and the point appears or vanishes at δ = o* = 1.4e-4 … 6.1e-4 m, V jumping by k
-o*^(n+1)/(n+1) (+0.032 and +0.024 J, −0.0065 and +0.013 J, −0.037 and +0.0009 J in the three drops, against E0 ≈
-1.1–1.3 J): those runs end 5 %, 0.5 % and 3 % off their energy, gained or lost (four other drops that met no such
-point kept it to 6e-10). Between these events the points' work is exactly conservative (Σ F (dδ/dt − δ̇) dt ≤
-4e-11 J over the windows).
+Energy (measured 2026-11-27: 0.1 m cubes of 1 kg, k = 1e7, n = 1.5, undamped and frictionless, a cube turned by the
+Euler angles (0, 8°, 0), (30°, 20°, 0), (5°, 3°, 0), (0, 0, 45°), (10°, 0, 0), (0, 0, 20°) and level, dropped 5 mm
+onto a fixed equal cube, centred or off centre, also level and overhanging by 0.06 m, 0.3 s, DOP853): E = T + V is
+kept to ≤ 8e-10 of E0 in all eight at rtol 1e-10 on numpy (≤ 1.4e-9 compiled; ≤ 9.5e-9 at 1e-8, ≤ 3.7e-8 at 1e-6),
+each run 1.3–6.2 thousand evaluations. The points change where V is continuous: a vertex appears or vanishes at δ =
+0, or hands over to a neighbour at the same point (an edge's end reaching the other box: its corner; a crossing
+passing a face's corner: the crossing of the next edge), where the depths differ only by the angle between the
+edges' common normal and the face normal (second order); the least-overlap axis switches between axes that the drops
+met 0.2–11 mrad apart (an edge axis turning onto a face normal; |ΔV| ≤ 4e-15 J at 8 switches, measured before the
+change below; its test's switch again 1e-15 of V). Not continuous, and not met: which faces face each other changes
+where a box turns 45° from its partner's face, and a switch between axes far apart. Before (the edges' cone test in
+the face case, and the reference box's corners measured below the other box's support plane), the crossing of an
+edge tilted one way was left out and appeared at depth o*, and a corner of the reference face entered the other box
+at the depth of that box's lowest point: the drops ended 0.5 % … 22 % off their energy (the level cube overhanging
+0.06 m: +2.5 %, turned 20°: +22 %), and the (0, 8°, 0) drop, compiled, took 2.1 M evaluations at rtol 1e-8 (now
+4,331) and had not finished after 19 min at 1e-6 (now 4,022 evaluations, 2.7 s), numpy not in 400 s at 1e-10 (now
+32–43 s).
 
 n is the contact normal (m, unit, from O toward S), δ the penetration (m; the contact is
 *active* while δ > 0), x the contact point (halfway through the overlap). The relative velocity
 of the material points at x is v_r = v_S(x) − v_O(x); the penetration rate is δ̇ = −v_r·n (exactly
 dδ/dt for every point kind — the nearest points and the edges' closest points slide along directions ⟂ n,
-a box corner's n turns with O's face — so the elastic force below is exactly conservative while the points
-stay the same; but for a box corner measured along its own box's face normal, where dδ/dt = −v_r·n at O's
-deepest point along n, not at x; and see the box–box edge points appearing at depth, above) and the slip velocity
+a box corner's n turns with the face it is pressed on — so the elastic force below is exactly conservative while
+the points stay the same) and the slip velocity
 v_t = v_r − (v_r·n) n (m/s).
 
 Normal force (Hunt & Crossley 1975, the nonlinear damping form "F = k δ^n + λ δ^n δ̇"):
@@ -192,6 +202,8 @@ PLANE, BOX, RIM, CYL, BORE, EDGE, CORNER, SECOND = 1, 2, 4, 8, 16, 32, 64, 128
 #: an edge–edge axis u_a × u_b is the pair's least-overlap axis only if its overlap times this is below the face
 #: axes' (ODE's dBoxBox ``fudge_factor``): aligned boxes' edge axes are face normals too, and the face is kept
 FACE_PREFERENCE = 1.05
+#: the box whose face normal is a pair's least-overlap axis (:func:`_least_overlap`; 0: an edge axis)
+O_FACE, S_FACE = 1, 2
 #: edges with 1 − (u_a·u_b)² at or below this are parallel (their contact is carried by the corners)
 EDGE_PARALLEL = 1e-12
 #: an edge's closest point counts as inside the other box within this fraction of its half lengths, and a normal
@@ -278,19 +290,26 @@ def _nearest(kind, local, axis, half):
     return near, inside, normal, depth
 
 
-def _edge_edge(As, Ao, ca, cb, axis_a, axis_b, la, lb, half, least):
+def _edge_edge(As, Ao, ca, cb, axis_a, axis_b, la, lb, half, pair_axis):
     """(n, δ, x) of edge–edge points (arrays over the points): S's edge (midpoint c_a, axis u_a = A_S axis_a,
     half length l_a) against O's edge (c_b, u_b, l_b); ``half`` = [O's edge midpoint from O's box centre (O
-    axes), S's from S's (S axes)]; ``least(k)`` the least overlap o* (m, :class:`_PairAxes`) of the boxes of the
-    points k (indices into these arrays). The lines' closest points p_a = c_a + s u_a, p_b = c_b + t u_b, the normal
-    n = ±u_a × u_b/|u_a × u_b| out of O's box (n·(O's midpoint offset) > 0), δ = −(p_a − p_b)·n, x = p_a + δ n/2.
-    The edges touch there only if |s| < l_a, |t| < l_b and n lies in O's edge's cone of outward normals and −n in
-    S's (between the normals of each edge's two faces) and, overlapping (δ > 0), p_a is inside O's box and p_b
-    inside S's (box half lengths |midpoint offset| + l along the edge; both tests within :data:`EDGE_MARGIN`) and
-    δ ≤ o*.
+    axes), S's from S's (S axes)]; ``pair_axis(k)`` the least-overlap axis of the boxes of the points k (indices
+    into these arrays; :class:`_PairAxes`: face, n* toward S (world), o* (m), n* in O's axes). The lines' closest
+    points p_a = c_a + s u_a, p_b = c_b + t u_b, the normal n = ±u_a × u_b/|u_a × u_b| out of O's box (n·(O's
+    midpoint offset) > 0), δ = −(p_a − p_b)·n, x = p_a + δ n/2. The edges touch there only if |s| < l_a, |t| < l_b
+    (not within :data:`EDGE_MARGIN` of an end: there a corner carries the point), overlapping (δ > 0) no deeper than
+    the boxes' least overlap o* (within EDGE_MARGIN of their sizes), and
+
+    - n* a face normal (:func:`_least_overlap`): O's edge bounds O's face toward S and S's edge S's face toward O
+      (the faces of each box whose normal is nearest ±n*): the crossing is a vertex of the patch where those faces
+      overlap, wherever the edges' common normal lies (ODE's and Bullet's clipping of the reference face against
+      the incident face: its vertices on both faces' edges);
+    - n* an edge axis: n lies in O's edge's cone of outward normals and −n in S's (between the normals of each
+      edge's two faces) and, overlapping, p_a is inside O's box and p_b inside S's (box half lengths |midpoint
+      offset| + l along the edge; both tests within EDGE_MARGIN) — two edges crossing.
+
     Otherwise — or parallel edges, carried by the corners — the point is apart: δ = −|c_a − c_b| (no nearer than
-    the broad phase's gap), n = (c_a − c_b)/|c_a − c_b|,
-    x = (c_a + c_b)/2."""
+    the broad phase's gap), n = (c_a − c_b)/|c_a − c_b|, x = (c_a + c_b)/2."""
     ua = np.einsum("nij,nj->ni", As, axis_a)
     ub = np.einsum("nij,nj->ni", Ao, axis_b)
     w = ca - cb
@@ -306,25 +325,30 @@ def _edge_edge(As, Ao, ca, cb, axis_a, axis_b, la, lb, half, least):
     pa = ca + s[:, None] * ua
     pb = cb + t[:, None] * ub
     delta = -np.sum((pa - pb) * n, 1)
-    margin = EDGE_MARGIN * np.abs(half)
-    cone_o = np.all(np.einsum("nji,nj->ni", Ao, n) * half[:, 0:3] >= -margin[:, 0:3], axis=1)
-    cone_s = np.all(np.einsum("nji,nj->ni", As, n) * half[:, 3:6] <= margin[:, 3:6], axis=1)
-    # overlapping (δ > 0), each closest point is inside the other box (else the lines cross on the far side)
-    pb_in_s = np.einsum("nji,nj->ni", As, pb - ca) + half[:, 3:6]
-    pa_in_o = np.einsum("nji,nj->ni", Ao, pa - cb) + half[:, 0:3]
     box_s = np.abs(half[:, 3:6]) + la[:, None] * np.abs(axis_a)
     box_o = np.abs(half[:, 0:3]) + lb[:, None] * np.abs(axis_b)
-    held = (np.all(np.abs(pb_in_s) <= box_s * (1.0 + EDGE_MARGIN), axis=1)
-            & np.all(np.abs(pa_in_o) <= box_o * (1.0 + EDGE_MARGIN), axis=1))
     # a crossing within EDGE_MARGIN of an edge's end is a corner on the other box's edge: its corner carries it
-    ends = (np.abs(s) < la * (1.0 - EDGE_MARGIN)) & (np.abs(t) < lb * (1.0 - EDGE_MARGIN))
-    valid = crossing & ends & cone_o & cone_s & ((delta <= 0) | held)
-    # overlapping, no deeper than the boxes' least overlap o* (within EDGE_MARGIN of their sizes): the edges of
-    # boxes with coplanar sides cross at the far side of the overlap (depth a whole width)
-    deep = np.flatnonzero(valid & (delta > 0))
-    if len(deep):
-        k = deep
-        valid[k] = delta[k] <= least(k) + EDGE_MARGIN * (np.sum(box_s[k], 1) + np.sum(box_o[k], 1))
+    valid = crossing & (np.abs(s) < la * (1.0 - EDGE_MARGIN)) & (np.abs(t) < lb * (1.0 - EDGE_MARGIN))
+    k = np.flatnonzero(valid)
+    if len(k):
+        face, n_star, least, n_o = pair_axis(k)
+        rows = np.arange(len(k))
+        # the faces toward each other along n*: O's whose outward normal is nearest n*, S's nearest −n*
+        n_s = np.einsum("nji,nj->ni", As[k], n_star)
+        j_o, j_s = np.argmax(np.abs(n_o), 1), np.argmax(np.abs(n_s), 1)
+        facing = ((half[k, j_o] * n_o[rows, j_o] > 0) & (half[k, 3 + j_s] * n_s[rows, j_s] < 0))
+        margin = EDGE_MARGIN * np.abs(half[k])
+        cone_o = np.all(np.einsum("nji,nj->ni", Ao[k], n[k]) * half[k, 0:3] >= -margin[:, 0:3], axis=1)
+        cone_s = np.all(np.einsum("nji,nj->ni", As[k], n[k]) * half[k, 3:6] <= margin[:, 3:6], axis=1)
+        pb_in_s = np.einsum("nji,nj->ni", As[k], pb[k] - ca[k]) + half[k, 3:6]
+        pa_in_o = np.einsum("nji,nj->ni", Ao[k], pa[k] - cb[k]) + half[k, 0:3]
+        held = (np.all(np.abs(pb_in_s) <= box_s[k] * (1.0 + EDGE_MARGIN), axis=1)
+                & np.all(np.abs(pa_in_o) <= box_o[k] * (1.0 + EDGE_MARGIN), axis=1))
+        edges = cone_o & cone_s & ((delta[k] <= 0) | held)
+        # overlapping, no deeper than the boxes' least overlap o*: the edges of boxes with coplanar sides cross at
+        # the far side of the overlap (depth a whole width)
+        shallow = delta[k] <= least + EDGE_MARGIN * (np.sum(box_s[k], 1) + np.sum(box_o[k], 1))
+        valid[k] = np.where(face > 0, facing, edges) & ((delta[k] <= 0) | shallow)
     dist = np.linalg.norm(w, axis=1)
     apart_n = w / np.where(dist > 0, dist, 1.0)[:, None]
     x = np.where(valid[:, None], pa + 0.5 * delta[:, None] * n, 0.5 * (ca + cb))
@@ -341,7 +365,8 @@ def _least_overlap(As, Ao, centre_s, centre_o, hs, ho):
     over the 15 axes: O's face normals o_k, S's s_k, then the nine o_j × s_k/|o_j × s_k| (left out when
     1 − (o_j·s_k)² ≤ :data:`EDGE_PARALLEL`). The least is taken among the faces first (ties: the first, O's before
     S's), then an edge axis replaces it only if its overlap times :data:`FACE_PREFERENCE` is below it; ``face``
-    says whether it is a face normal, n = ±L toward S (n·D ≥ 0); the fourth, n in O's axes."""
+    says whether it is a face normal, :data:`O_FACE` (O's) or :data:`S_FACE` (S's), or 0 (an edge axis), n = ±L
+    toward S (n·D ≥ 0); the fourth, n in O's axes."""
     c = len(hs)
     R = np.einsum("nji,njk->nik", Ao, As)           # S's axes in O's frame (columns)
     d = np.einsum("nji,nj->ni", Ao, centre_s - centre_o)
@@ -366,7 +391,7 @@ def _least_overlap(As, Ao, centre_s, centre_o, hs, ho):
         best, least = np.where(wins, a, best), np.where(wins, overlap[:, a], least)
     L = axes[rows, best] / length[rows, best][:, None]
     L = np.where((np.sum(L * d, 1) >= 0)[:, None], L, -L)
-    return best < 6, np.einsum("nij,nj->ni", Ao, L), least, L
+    return np.where(best < 3, O_FACE, np.where(best < 6, S_FACE, 0)), np.einsum("nij,nj->ni", Ao, L), least, L
 
 
 def _corner_axis(As, Ao, corner, centre_o, half, second, pair_axis):
@@ -374,26 +399,39 @@ def _corner_axis(As, Ao, corner, centre_o, half, second, pair_axis):
     (centre ``centre_o``, world m; axes A_O, A_S the corners' box's; ``half`` = [O's half lengths, the corner from S's
     box centre (S's axes)], m); ``second`` (c,) bool: S the contact's second box; ``pair_axis(k)`` the least-overlap
     axis of the boxes of the corners k (:class:`_PairAxes`). Where the corner p is in or on O's box (each
-    |A_Oᵀ(p − c_O)|_i ≤ h_O,i (1 + :data:`EDGE_MARGIN`)) and the pair's axis is a face normal n: n and
-    δ = Σ_i h_O,i |n·o_i| − n·(p − c_O), the corner's depth below O's support plane ⟂ n (below O's face, n O's
-    normal). Coplanar sides overlap fully on that axis, so it is defined where the corner's own nearest face
-    (depth 0) is not. A second box's corner at a corner of the first (:func:`_yields`) is the same point of the
-    patch as that corner, which carries it: n = 0, δ = 0 (no contact of its own). ``use`` False elsewhere (an edge
-    axis: the edge–edge points carry the contact)."""
+    |A_Oᵀ(p − c_O)|_i ≤ h_O,i (1 + :data:`EDGE_MARGIN`)) and the pair's axis n* is a face normal: p against O's face
+    toward S (:func:`_face_toward`), n its outward normal and δ the corner's depth below it — n* itself where n* is
+    O's face normal; where it is S's, the corner is a vertex of S's face pressed on O's face and is measured the same
+    way (a point against a plane of the other body: dδ/dt = −v_r·n exactly). Coplanar sides overlap fully on that
+    axis, so it is defined where the corner's own nearest face (depth 0) is not. A second box's corner at a corner of
+    the first (:func:`_yields`) is the same point of the patch as that corner, which carries it: n = 0, δ = 0 (no
+    contact of its own). ``use`` False elsewhere (an edge axis: the edge–edge points carry the contact)."""
     ho = half[:, 0:3]
     loc = np.einsum("nji,nj->ni", Ao, corner - centre_o)
     use = np.all(np.abs(loc) <= ho * (1.0 + EDGE_MARGIN), axis=1)
     n, delta = np.zeros((len(use), 3)), np.zeros(len(use))
     on = np.flatnonzero(use)
     if len(on):
-        face, n[on], _, n_o = pair_axis(on)
+        face, _, _, n_o = pair_axis(on)
+        face = face > 0
         use[on] = face
-        delta[on] = np.sum(ho[on] * np.abs(n_o), 1) - np.sum(n_o * loc[on], 1)
+        normal, delta[on] = _face_toward(ho[on], n_o, loc[on])
+        n[on] = np.einsum("nij,nj->ni", Ao[on], normal)
         ask = face & second[on]
         k = on[ask]
         carried = k[_yields(As[k], Ao[k], loc[k], n_o[ask], half[k])]
         n[carried], delta[carried] = 0.0, 0.0
     return use, n, delta
+
+
+def _face_toward(h, n_o, loc):
+    """(outward normal (c, 3), O's axes; δ (c,) m) of O's face toward S — the face j whose normal is nearest the unit
+    n_o (O's axes, toward S), σ = sign n_o,j — and the depth below it of points at ``loc`` (O's axes from O's box
+    centre, m; half lengths h): δ = h_j − σ loc_j; with n_o O's face normal, Σ_i h_i |n_o,i| − n_o·loc."""
+    rows = np.arange(len(h))
+    j = np.argmax(np.abs(n_o), 1)
+    sign = np.where(n_o[rows, j] >= 0, 1.0, -1.0)
+    return np.eye(3)[j] * sign[:, None], h[rows, j] - sign * loc[rows, j]
 
 
 def _yields(As, Ao, loc, n_o, half):
@@ -435,11 +473,12 @@ class _PairAxes:
         self.box_pair, self.box_pairs = box_pair, box_pairs
         npairs = len(box_pairs)
         self.known = np.zeros(npairs, bool)
-        self.face, self.n, self.least, self.n_o = (np.zeros(npairs, bool), np.zeros((npairs, 3)), np.zeros(npairs),
+        self.face, self.n, self.least, self.n_o = (np.zeros(npairs, int), np.zeros((npairs, 3)), np.zeros(npairs),
                                                    np.zeros((npairs, 3)))
 
     def __call__(self, k):
-        """(face (len(k),) bool, n (len(k), 3) unit toward S, world, o* (len(k),) m, n in O's axes) of the box
+        """(face (len(k),) int (:func:`_least_overlap`), n (len(k), 3) unit toward S, world, o* (len(k),) m, n in O's
+        axes) of the box
         pairs of the points k (indices into the arrays given), the pairs not yet known computed from the state
         of their first point in k."""
         b = self.box_pair[k]
@@ -896,7 +935,7 @@ class Contacts:
         if np.any(edge):
             k = np.flatnonzero(edge)
             n[k], delta[k], x[k] = _edge_edge(As[k], Ao[k], cs[k], co[k], axis[k], no[k], Rs[k], Ro[k], half[k],
-                                              lambda j, k=k: axes(k[j])[2])
+                                              lambda j, k=k: axes(k[j]))
         vr = vs + cross(ws, x - rs) - vo - cross(wo, x - ro)
         vn = np.sum(vr * n, 1)
         return n, delta, x, -vn, vr - vn[:, None] * n
