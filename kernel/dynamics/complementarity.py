@@ -9,6 +9,10 @@ Two solvers for the two kinds of problem the unilateral contacts pose (:mod:`.un
   *The Linear Complementarity Problem*, 1992, §4.4), for the non-symmetric problems of contacts with
   Coulomb friction (the friction pyramid's rows are coupled to the normal forces by μ). It ends at a
   solution, or at a secondary ray where the problem has none it can reach (returned as None).
+
+And the sharing of redundant contact rows' forces (:func:`pushing_solution`): of the solutions of K λ = r,
+the least-norm one whose normal forces push, a least-distance program (:func:`least_distance`) solved by
+non-negative least squares (Lawson & Hanson, *Solving Least Squares Problems*, 1974, ch. 23).
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import nnls
 
-__all__ = ["RCOND", "lcp", "lemke", "pushing_solution"]
+__all__ = ["RCOND", "lcp", "lemke", "least_distance", "pushing_solution"]
 
 #: singular values below this fraction of the largest are rank deficiency in the contacts' matrices
 #: (least squares, ``rcond``). Their entries J A Fᵀ carry the joints' elimination, whose round-off leaves

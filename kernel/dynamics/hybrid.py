@@ -307,9 +307,10 @@ class EventDriver:
                 new = form.accept(t_hit, y_hit)
                 before = (len(self.events), self.impacts)
                 y_hit = self.switch(t_hit, y_hit if new is None else new)
-                # a switch that changes nothing leaves the functions it was found by unwatched for a step (a
-                # sticking contact at its cone's edge that cannot slip, :meth:`.unilateral.UnilateralContacts.
-                # resolve_modes`' held points): else the same root is found again at once, without end
+                # a switch that changes nothing leaves the cones it was found by unwatched for a step (a sticking
+                # contact at its cone's edge that cannot slip, :meth:`.unilateral.UnilateralContacts.resolve_modes`'
+                # held points): else the same root is found again at once, without end. Gaps, approaches and
+                # reversals stay watched (a point let through unwatched for a step loses energy)
                 idle = {kinds[j] for j in crossed if kinds[j][0] == "cone"} \
                     if (len(self.events), self.impacts) == before else ()
                 same_instant = same_instant + 1 if last_switch is not None and t_hit - last_switch <= xtol else 0
