@@ -406,7 +406,7 @@ class Formulation:
                     rec.notes.append(f"numpy right-hand side to t = {switch.t:.6g} s, compiled from there on in "
                                      f"{integrator}'s loop (its library became ready during the run)")
                     if integrator == "RK4":
-                        self._run_rk4(rest, switch.y, rec, dt)
+                        self._run_rk4(rest, switch.y, rec, dt if dt else default_dt(times))
                     else:
                         self._run_scipy(rest, switch.y, rec, integrator, rtol, atol)
         except _Stop:
