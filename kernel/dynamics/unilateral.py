@@ -399,7 +399,9 @@ class UnilateralContacts(Contacts):
         for a pull of −7 N accelerates into its tooth, closed it pulls again): at the first mode set met twice
         the candidates start again from their first modes, and an active point is kept at λ_n ≥ −
         :attr:`force_tol` (a point of redundant rows that carries nothing stays closed; its separation is
-        watched at λ_n = −:attr:`force_tol`). ``evaluate(state) -> (ev, v̇₀)``. Updates ``state`` in place;
+        watched at λ_n = −:attr:`force_tol`), slipping (with no normal force it carries no friction: sticking,
+        the least-norm sharing of the tangential rows gave one 780 N on the chain drive).
+        ``evaluate(state) -> (ev, v̇₀)``. Updates ``state`` in place;
         returns the point modes before (n,)."""
         before = self.modes(state).copy()
         ev, vd0 = evaluate(state)  # the modes do not enter the evaluation: the onset's problem reuses it
@@ -438,6 +440,12 @@ class UnilateralContacts(Contacts):
             if len(wrong):
                 j = wrong[0]
                 S[candidates[j], 0] = OPEN if modes[candidates[j]] > OPEN else first_mode[j]
+                continue
+            # a point kept closed without normal force carries no friction: it slips (its friction μ_d λ_n is 0)
+            unloaded = candidates[(modes[candidates] == STICK) & (lam_n[candidates] <= self.force_tol[candidates])]
+            if relaxed and len(unloaded):
+                S[unloaded, 0] = SLIP
+                first_mode[np.isin(candidates, unloaded)] = SLIP
                 continue
             backward = self._backward_onsets(ev.bs, state, rest[modes[rest] == SLIP], vd)
             if len(backward):
