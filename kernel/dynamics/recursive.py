@@ -52,7 +52,6 @@ import scipy.linalg as sla
 
 from .articulated import ArticulatedBodies
 from .contract import _Failure
-from .mass import cross
 from .semirecursive import SemiRecursiveFormulation
 
 __all__ = ["RecursiveFormulation"]
@@ -80,19 +79,6 @@ class RecursiveFormulation(SemiRecursiveFormulation):
         self._aba = ArticulatedBodies(self.kin)
         aba = self.options["aba"]
         self.aba = self._aba.compiled if aba is None else bool(aba)
-
-    def _body_terms(self, ev, b, Z, rc, zd):
-        """(g (nmov, 6), a_v (nv,)): the parts' applied forces less the inertia of the bias
-        accelerations, [F; N] (N, N m about the centre of mass), and the bias Ṙ_v ż (m/s², rad/s²),
-        world axes."""
-        nmov = self.dyn.nmov
-        aZ = self.kin.bias(Z, b, zd)
-        a = np.empty((nmov, 6))
-        a[:, 3:] = aZ[:, 3:]
-        a[:, :3] = aZ[:, :3] + cross(aZ[:, 3:], rc) + cross(Z[:, 3:], ev.v.reshape(nmov, 6)[:, :3])
-        g = ev.f.reshape(nmov, 6) - np.concatenate([self._mass[:, None] * a[:, :3],
-                                                     np.einsum("bij,bj->bi", ev.bs.J, a[:, 3:])], axis=1)
-        return g, a.reshape(-1)
 
     def _kept_rows(self, C):
         """The independent closure rows (pivoted QR of Cᵀ)."""

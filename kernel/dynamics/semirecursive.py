@@ -217,23 +217,29 @@ class SemiRecursiveFormulation(Formulation):
         self._c_scale = float(np.max(np.abs(Jc), initial=0.0) * np.max(np.abs(Rt), initial=0.0))
         return sps.csr_matrix(C) if self.sparse else C
 
+    def _body_terms(self, ev, b, Z, rc, zd):
+        """(g (nmov, 6), a_v (nv,)): the parts' applied forces less the inertia of the bias
+        accelerations, [F; N] (N, N m about the centre of mass), and the bias Ṙ_v ż (m/s², rad/s²),
+        world axes."""
+        nmov = self.dyn.nmov
+        aZ = self.kin.bias(Z, b, zd)
+        a = np.empty((nmov, 6))
+        a[:, 3:] = aZ[:, 3:]
+        a[:, :3] = aZ[:, :3] + cross(aZ[:, 3:], rc) + cross(Z[:, 3:], ev.v.reshape(nmov, 6)[:, :3])
+        g = ev.f.reshape(nmov, 6) - np.concatenate([self._mass[:, None] * a[:, :3],
+                                                     np.einsum("bij,bj->bi", ev.bs.J, a[:, 3:])], axis=1)
+        return g, a.reshape(-1)
+
     def _dynamics_terms(self, ev, b, Z, rc, zd):
         """(M̄ (nz, nz), Q̄ (nz,), a_v (nv,)): generalised mass, forces and the bias Ṙ_v ż."""
         tree = self.tree
         nmov = self.dyn.nmov
-        aZ = self.kin.bias(Z, b, zd)  # Ṙ ż
-        w = Z[:, 3:]
-        V = ev.v.reshape(nmov, 6)
-        a = np.empty((nmov, 6))
-        a[:, 3:] = aZ[:, 3:]
-        a[:, :3] = aZ[:, :3] + cross(aZ[:, 3:], rc) + cross(w, V[:, :3])
+        g_c, a = self._body_terms(ev, b, Z, rc, zd)
         # body forces less the bias inertia, moved to the world origin: g = Dᵀ (f − M a)
-        f = ev.f.reshape(nmov, 6)
+        F = g_c[:, :3]
+        g = np.concatenate([F, g_c[:, 3:] + cross(rc, F)], axis=1)
         Ib = ev.bs.J
         mass = self._mass
-        F = f[:, :3] - mass[:, None] * a[:, :3]
-        N = f[:, 3:] - np.einsum("bij,bj->bi", Ib, a[:, 3:])
-        g = np.concatenate([F, N + cross(rc, F)], axis=1)
         G = self._pathT @ g  # (nz, 6): sum over each coordinate's subtree
         Qz = np.einsum("ci,ci->c", b, G)
         # spatial inertia at the world origin per body, composite per coordinate subtree
@@ -255,7 +261,7 @@ class SemiRecursiveFormulation(Formulation):
         else:  # all products at once, then the path relation picks b_kᵀ Mc_l b_l with l below k
             G = b @ W.T
             Mz = np.where(self._above, G, np.where(self._above.T, G.T, 0.0))
-        return Mz, Qz, a.reshape(-1)
+        return Mz, Qz, a
 
     # ---------------------------------------------------------------- second transformation
     def _choose(self, C):
