@@ -111,24 +111,24 @@ def lemke(G, b, tol=1e-10):
     return z
 
 
-def pushing_solution(K, r, H):
+def pushing_solution(K, r, pushing):
     """λ (k,) solving K λ = r (k × k; least squares at the rank threshold :data:`RCOND`): the least-norm one,
-    or where that one breaks H λ ≥ 0 (H m × k; the normal forces push) and K is rank deficient, the least-norm
-    solution that meets it, λ₀ + N w with N the null space of K and w the least |w| with H (λ₀ + N w) ≥ 0
-    (where none does, λ₀). Where K's rows are redundant (rollers sticking on a sprocket of a closed chain, a
-    box's corners on a plane) the contact forces are not unique: the least-norm ones can pull at a point
-    (−7 N on the chain drive) while another sharing of the same accelerations pushes everywhere, and a
-    point opened for that pull accelerates into its shape. Breaks below 10⁻¹² of the largest |λ₀| are
-    round-off."""
+    or where that one has a negative entry among ``pushing`` (indices into λ: the normal forces) and K is
+    rank deficient, the least-norm solution whose entries there are ≥ 0, λ₀ + N w with N the null space of K
+    and w the least |w| with (λ₀ + N w)[pushing] ≥ 0 (where none is, λ₀). Where K's rows are redundant (rollers
+    sticking on a sprocket of a closed chain, a box's corners on a plane) the contact forces are not unique:
+    the least-norm ones can pull at a point (−7 N on the chain drive) while another sharing of the same
+    accelerations pushes everywhere, and a point opened for that pull accelerates into its shape. Entries
+    below 10⁻¹² of the largest |λ₀| are round-off."""
     if not len(r):
         return np.zeros(0)
     U, s, Vt = np.linalg.svd(K)
     rank = int(np.sum(s > RCOND * s[0])) if s[0] > 0 else 0
     lam = Vt[:rank].T @ ((U[:, :rank].T @ r) / s[:rank])
-    if rank == len(r) or not len(H) or (H @ lam).min() >= -1e-12 * float(np.max(np.abs(lam))):
+    if rank == len(r) or not len(pushing) or lam[pushing].min() >= -1e-12 * float(np.max(np.abs(lam))):
         return lam
     N = Vt[rank:].T
-    w = least_distance(H @ N, -(H @ lam))
+    w = least_distance(N[pushing], -lam[pushing])
     return lam if w is None else lam + N @ w
 
 

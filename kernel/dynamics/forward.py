@@ -372,11 +372,9 @@ def check_run(dyn, motion, result, *, formulation, integrator, rtol, atol, dt=No
     spec = dyn.model.spec
     free, why = free_system(spec)
     cc = dyn.forces.contact_constraints
-    cones = [] if cc is None else [(name, float(cc.mu_s[np.flatnonzero(cc.owner[:cc.np] == o)[0]]))
-                                   for o, name in enumerate(cc.names) if np.any(cc.owner[:cc.np] == o)]
     return check_motion(motion, acc, bodies=Bodies.of(dyn), gravity=spec.gravity, free=free, why_not_free=why,
                         approximate_constraints=formulation in APPROXIMATE_CONSTRAINTS, penalty=penalty,
-                        stability_steps=stability_steps, cones=[c for c in cones if c[1] > 0])
+                        stability_steps=stability_steps, cones=() if cc is None else cc.friction_cones())
 
 
 def _stability_steps(dyn, q0, v0, times, refs0):

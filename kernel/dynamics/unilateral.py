@@ -342,10 +342,7 @@ class UnilateralContacts(Contacts):
             K[~live] = 0.0
             K[~live, np.flatnonzero(~live)] = 1.0
             rhs[~live] = 0.0
-        pushing = np.flatnonzero((kind == 0) & live)
-        H = np.zeros((len(pushing), len(rhs)))
-        H[np.arange(len(pushing)), pushing] = 1.0
-        lam = pushing_solution(K, rhs, H)
+        lam = pushing_solution(K, rhs, np.flatnonzero((kind == 0) & live))
         idx, n, g, x, vr, t1, t2, d = geo
         k = len(idx)
         stick = modes[idx] == STICK
@@ -429,11 +426,12 @@ class UnilateralContacts(Contacts):
         for _ in range(4 * len(candidates) + 4):
             if not len(candidates):
                 break
-            key = self.modes(state)[candidates].tobytes()
+            modes = self.modes(state)
+            key = modes[candidates].tobytes()
             if key in seen and not relaxed:
                 S[:, 0], relaxed = start, True
+                modes = self.modes(state)
             seen.add(key)
-            modes = self.modes(state)
             ev, vd0 = evaluate(state)
             vd, _, _, lam_n, f_t = self.solve(dyn, ev, vd0, state)
             wrong = self._complementarity_breaks(dyn, ev, state, candidates, vd, lam_n, relaxed)
@@ -442,10 +440,9 @@ class UnilateralContacts(Contacts):
                 S[candidates[j], 0] = OPEN if modes[candidates[j]] > OPEN else first_mode[j]
                 continue
             # a point kept closed without normal force carries no friction: it slips (its friction μ_d λ_n is 0)
-            unloaded = candidates[(modes[candidates] == STICK) & (lam_n[candidates] <= self.force_tol[candidates])]
-            if relaxed and len(unloaded):
-                S[unloaded, 0] = SLIP
-                first_mode[np.isin(candidates, unloaded)] = SLIP
+            unloaded = (modes[candidates] == STICK) & (lam_n[candidates] <= self.force_tol[candidates]) & relaxed
+            if np.any(unloaded):
+                S[candidates[unloaded], 0] = first_mode[unloaded] = SLIP
                 continue
             backward = self._backward_onsets(ev.bs, state, rest[modes[rest] == SLIP], vd)
             if len(backward):
@@ -553,6 +550,12 @@ class UnilateralContacts(Contacts):
         the allowance, at the cone's edge, is switched again at once and without end)."""
         allowance = 1e-9 * float(np.max(np.abs(lam_n), initial=0.0))
         return {o: margin + allowance for o, margin in self.friction_margins(state, lam_n, f_t).items()}
+
+    def friction_cones(self):
+        """(contact name, μ_s) of the declared contacts with static friction and at least one point: the run's
+        friction-cone check (:mod:`.invariants`)."""
+        owners, first = np.unique(self.owner[: self.np], return_index=True)
+        return [(self.names[o], float(self.mu_s[i])) for o, i in zip(owners, first) if self.mu_s[i] > 0]
 
     def friction_margins(self, state, lam_n, f_t):
         """Per sticking contact (owner): μ_s Σ λ_n − |Σ λ_t| (N; < 0 outside the cone), as {owner: value}."""
