@@ -111,25 +111,41 @@ def lemke(G, b, tol=1e-10):
     return z
 
 
-def pushing_solution(K, r, pushing):
+def pushing_solution(K, r, pushing, conditions=()):
     """λ (k,) solving K λ = r (k × k; least squares at the rank threshold :data:`RCOND`): the least-norm one,
-    or where that one has a negative entry among ``pushing`` (indices into λ: the normal forces) and K is
-    rank deficient, the least-norm solution whose entries there are ≥ 0, λ₀ + N w with N the null space of K
-    and w the least |w| with (λ₀ + N w)[pushing] ≥ 0 (where none is, λ₀). Where K's rows are redundant (rollers
-    sticking on a sprocket of a closed chain, a box's corners on a plane) the contact forces are not unique:
-    the least-norm ones can pull at a point (−7 N on the chain drive) while another sharing of the same
-    accelerations pushes everywhere, and a point opened for that pull accelerates into its shape. Entries
-    below 10⁻¹² of the largest |λ₀| are round-off."""
+    or where that one breaks a condition and K is rank deficient, the least-norm solution that keeps them,
+    λ₀ + N w with N the null space of K and w the least |w| with D (λ₀ + N w) ≥ h. The conditions: λ[pushing]
+    ≥ 0 (indices into λ: the normal forces), then each (D, h) of ``conditions`` (D m × k, h m; the friction
+    cones: :meth:`.unilateral.UnilateralContacts.cone_rows`), or of ``conditions(λ₀)`` where it is a function of
+    the least-norm solution; where no sharing keeps them
+    all, the last set is dropped, and so on (none kept: λ₀). Where K's rows are redundant (rollers sticking on
+    a sprocket of a closed chain, a box's corners on a plane) the contact forces are not unique: the
+    least-norm ones can pull at a point (−7 N on the chain drive) or hold one sticking beyond μ_s λ_n while
+    another sharing of the same rows pushes everywhere inside the cones, and a point opened for that pull
+    accelerates into its shape. Violations below 10⁻¹² of the largest |λ₀| are round-off. The choice is
+    continuous in K and r while the conditions kept stay the same: it is λ₀ itself until λ₀ reaches one."""
     if not len(r):
         return np.zeros(0)
     U, s, Vt = np.linalg.svd(K)
     rank = int(np.sum(s > RCOND * s[0])) if s[0] > 0 else 0
     lam = Vt[:rank].T @ ((U[:, :rank].T @ r) / s[:rank])
-    if rank == len(r) or not len(pushing) or lam[pushing].min() >= -1e-12 * float(np.max(np.abs(lam))):
+    if rank == len(r):
         return lam
+    sets = [(np.eye(len(r))[np.asarray(pushing, int)], np.zeros(len(pushing)))]
+    if callable(conditions):
+        conditions = conditions(lam)
+    sets += [(np.asarray(D, float), np.asarray(h, float)) for D, h in conditions if len(h)]
     N = Vt[rank:].T
-    w = least_distance(N[pushing], -lam[pushing])
-    return lam if w is None else lam + N @ w
+    round_off = 1e-12 * float(np.max(np.abs(lam)))
+    for kept in range(len(sets), 0, -1):
+        D = np.vstack([d for d, _ in sets[:kept]])
+        h = np.concatenate([b for _, b in sets[:kept]])
+        if not len(h) or (D @ lam - h).min() >= -round_off:
+            return lam
+        w = least_distance(D @ N, h - D @ lam)
+        if w is not None:
+            return lam + N @ w
+    return lam
 
 
 def least_distance(G, h):

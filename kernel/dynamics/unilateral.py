@@ -29,9 +29,10 @@ their forces (F = C except a slipping row, whose force direction is (n − μ_d 
 
     v̇ = v̇₀ + A Fᵀ λ,      (C A Fᵀ) λ = −(C v̇₀ + c)
 
-(v̇₀ the joints-only accelerations; where the rows are redundant, e.g. a box's four corners on a plane,
-the least-norm λ at the rank threshold :data:`.complementarity.RCOND` whose normal forces push, where one
-does: :func:`.complementarity.pushing_solution`). Only the active points' rows are
+(v̇₀ the joints-only accelerations; where the rows are redundant, e.g. a box's four corners on a plane or
+a block's four feet, the least-norm λ at the rank threshold :data:`.complementarity.RCOND` whose normal
+forces push and whose sticking contacts' friction stays inside their cones, where one does:
+:func:`.complementarity.pushing_solution`, :meth:`UnilateralContacts.cone_rows`). Only the active points' rows are
 formed: the matrix is as small as the contacts that touch. The contact forces' power λᵀ F v (the
 friction's, the normal rows do no work at ġ = 0) is in the non-conservative work.
 
@@ -58,6 +59,8 @@ Touching points that are not approaching are left out of an impact and take thei
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ...errors import MechanismError
@@ -83,6 +86,9 @@ CLOSED_SPEED = 1e-6
 #: direction then changes at 1e6 rad per m/s, and DOP853's steps fell from 0.25 ms to 0.2 µs on the chain drive
 #: (2026-11-27)
 SLIP_DIRECTION_SPEED = 1e-3
+#: sides of the polygon inscribed in a friction cone that bounds the sticking friction where redundant contact
+#: rows leave its sharing free (:meth:`UnilateralContacts.cone_rows`): within 1 − cos(π/8) = 7.6 % of the cone
+CONE_SIDES = 8
 #: a gap (m) within this, plus :data:`CLOSED_GAP_REL` of the point's length scale, is touching
 CLOSED_GAP = 1e-9
 CLOSED_GAP_REL = 1e-7
@@ -342,10 +348,11 @@ class UnilateralContacts(Contacts):
             K[~live] = 0.0
             K[~live, np.flatnonzero(~live)] = 1.0
             rhs[~live] = 0.0
-        lam = pushing_solution(K, rhs, np.flatnonzero((kind == 0) & live))
         idx, n, g, x, vr, t1, t2, d = geo
         k = len(idx)
         stick = modes[idx] == STICK
+        lam = pushing_solution(K, rhs, np.flatnonzero((kind == 0) & live),
+                               lambda least_norm: [self.cone_rows(idx, stick, t1, t2, least_norm)])
         fc = F.T @ lam
         vd = vd0 + AFt @ lam
         power = float(lam @ (F @ ev.v))
@@ -462,7 +469,10 @@ class UnilateralContacts(Contacts):
 
     def _onset_modes(self, dyn, ev, vd0, state, candidates):
         """The candidates' modes from the contact problem at the accelerations (Trinkle, Pang, Sudarsky &
-        Lo 1997, with the friction cone as a pyramid of the four directions ±t₁, ±t₂): per candidate
+        Lo 1997, with the friction cone as a pyramid of four directions ±t₁, ±t₂, t₁ along the friction the
+        point needs to stick, so that the pyramid holds the whole cone there; with t₁, t₂ the contact's own axes
+        it held 1/(cos φ + sin φ) of it, 71 % at φ = 45°, and a box on a slope diagonal to them slid from
+        tan θ = 0.71 μ_s): per candidate
         point its normal force λ_n ≥ 0 ⊥ g̈ ≥ 0, and per point at rest (mode STICK on entry) friction
         forces β_k ≥ 0 along d_k ⊥ d_k·a_t + σ ≥ 0 and σ ≥ 0 ⊥ μ_s λ_n − Σ β_k ≥ 0, a_t the tangential
         acceleration of the point (m/s²); a moving point's friction is −μ_d λ_n ŝ as in :meth:`solve`. With
@@ -478,11 +488,19 @@ class UnilateralContacts(Contacts):
         C, F, c, pts, kind, geo = self.rows(ev.bs, state, idx=candidates)
         m = len(candidates)
         r = (len(C) - m) // 2
-        T, cT = C[m:], c[m:]
+        rest = np.flatnonzero(self.modes(state)[candidates] == STICK)
+        # each pyramid turned so that its first direction lies along the friction the point needs to stick
+        friction_needed = self.solve(dyn, ev, vd0, state)[4][candidates[rest]]
+        t1, t2 = geo[5][rest], geo[6][rest]
+        turn = np.arctan2(np.sum(friction_needed * t2, 1), np.sum(friction_needed * t1, 1))
+        cs, sn = np.cos(turn)[:, None], np.sin(turn)[:, None]
+        t1, t2 = cs * t1 + sn * t2, cs * t2 - sn * t1
+        T = np.vstack([cs * C[m: m + r] + sn * C[m + r:], cs * C[m + r:] - sn * C[m: m + r]])
+        c1, c2 = c[m: m + r], c[m + r:]
+        cT = np.concatenate([cs[:, 0] * c1 + sn[:, 0] * c2, cs[:, 0] * c2 - sn[:, 0] * c1])
         D = np.vstack([T[:r], -T[:r], T[r:], -T[r:]])
         rows = np.vstack([C[:m], D])
         AFt = self.constrained_inverse(dyn, ev, np.vstack([F[:m], D]).T)
-        rest = np.flatnonzero(self.modes(state)[candidates] == STICK)
         G = np.zeros((m + 5 * r, m + 5 * r))
         G[: m + 4 * r, : m + 4 * r] = rows @ AFt
         E = np.tile(np.eye(r), (4, 1))
@@ -494,7 +512,6 @@ class UnilateralContacts(Contacts):
         if z is None:
             return
         vd = vd0 + AFt @ z[: m + 4 * r]
-        t1, t2 = geo[5][rest], geo[6][rest]
         a_t = (T[:r] @ vd + cT[:r])[:, None] * t1 + (T[r:] @ vd + cT[r:])[:, None] * t2
         beta = z[m: m + 4 * r].reshape(4, r)
         friction = (beta[0] - beta[1])[:, None] * t1 + (beta[2] - beta[3])[:, None] * t2
@@ -537,6 +554,38 @@ class UnilateralContacts(Contacts):
             inverse_mass = np.einsum("kv,vk->k", Jn, self.constrained_inverse(dyn, ev, Jn.T))
             wrong[~live] = Jn @ vd + c[:, 0] < -inverse_mass * self.force_tol[shut]
         return np.flatnonzero(wrong)
+
+    def cone_rows(self, idx, stick, t1, t2, lam):
+        """The sticking contacts' friction cones as rows (D, 0) over the active rows' forces λ of :meth:`rows`
+        (normal forces of the points ``idx``, then t₁ and t₂ forces of the sticking ones): D λ ≥ 0 keeps each
+        contact's Σ λ_t within the regular polygon of :data:`CONE_SIDES` sides inscribed in its cone,
+        d_j · Σ λ_t ≤ cos(π/sides) μ_s Σ λ_n, with a vertex along the contact's friction in ``lam`` (the
+        least-norm forces; t₁ where it has none) so that the polygon holds the cone's whole friction in that
+        direction (and 1 − cos(π/sides) = 7.6 % less at most in others), d_j in the tangent plane of the
+        contact's first sticking point. Where redundant rows leave the sharing free, the contact solve keeps
+        the friction there (:func:`.complementarity.pushing_solution`): with the least-norm sharing a block on
+        four feet, equal tangential forces on unequal normal ones, slid down an incline 10 % below its friction
+        angle."""
+        k, ns = len(idx), int(stick.sum())
+        sticking = np.flatnonzero(stick)
+        owners = self.owner[idx[sticking]]
+        groups = [sticking[owners == o] for o in np.unique(owners) if self.mu_s[idx[sticking[owners == o]][0]] > 0]
+        if not groups:
+            return np.zeros((0, len(lam))), np.zeros(0)
+        where = np.full(k, -1)
+        where[sticking] = np.arange(ns)
+        sides = np.arange(CONE_SIDES)
+        D = np.zeros((CONE_SIDES * len(groups), len(lam)))
+        for a, pts in enumerate(groups):
+            rows = D[CONE_SIDES * a: CONE_SIDES * (a + 1)]
+            e1, e2 = t1[pts[0]], t2[pts[0]]
+            friction = lam[k + where[pts]] @ t1[pts] + lam[k + ns + where[pts]] @ t2[pts]
+            angle = math.atan2(friction @ e2, friction @ e1) + np.pi * (2 * sides + 1) / CONE_SIDES
+            d = np.cos(angle)[:, None] * e1 + np.sin(angle)[:, None] * e2
+            rows[:, pts] = np.cos(np.pi / CONE_SIDES) * self.mu_s[idx[pts]]
+            rows[:, k + where[pts]] = -d @ t1[pts].T
+            rows[:, k + ns + where[pts]] = -d @ t2[pts].T
+        return D, np.zeros(len(D))
 
     def cone_violations(self, state, lam_n, f_t):
         """Contacts (owners) whose sticking points need more than μ_s Σ λ_n of friction (beyond round-off:

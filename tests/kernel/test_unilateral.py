@@ -236,6 +236,63 @@ def test_box_on_the_incline_slides_and_below_the_friction_angle_sticks():
 
 
 
+def _incline(data, tan_theta, heading):
+    """``data`` with gravity tilted to a slope of tan θ = ``tan_theta`` falling along the heading (rad) in
+    the incline's xy plane (the block keeps its place: the slope runs across its feet at that angle)."""
+    th = math.atan(tan_theta)
+    data["gravity"] = [G * math.sin(th) * math.cos(heading), G * math.sin(th) * math.sin(heading), -G * math.cos(th)]
+    return th
+
+
+@pytest.mark.parametrize("heading", [0.0, 22.5, 30.0, 45.0])
+@pytest.mark.parametrize("below", [0.1, 1e-3])
+def test_a_block_on_four_feet_below_the_friction_angle_sticks_whatever_way_the_slope_runs(below, heading):
+    # four feet are four contacts, each with its own cone; the downhill feet carry more of the weight, so the
+    # least-norm sharing (equal friction on each foot) left the uphill ones outside their cones, and from the
+    # friction's direction at 22.5° to the contact axes, the friction pyramid of the contact problem held only
+    # 1/(cos 22.5° + sin 22.5°) = 77 % of the cone: the block slid on all four feet (0.33 m in 1 s at 10 %
+    # below the angle), reported as success. Rigid feet stick if any sharing keeps every foot in its cone, which
+    # one does exactly when tan θ ≤ μ_s: the friction in proportion to the normal forces.
+    data = _data("block_on_incline_unilateral")
+    th = _incline(data, 0.3 * (1 - below), math.radians(heading))
+    motion, _ = _run(data, t_end=0.5, steps=25)
+    xy = motion.position[:, motion.parts.index("block"), :2]
+    assert np.max(np.abs(xy - xy[0])) < 1e-12
+    feet = [c["name"] for c in data["contacts"]]
+    friction = sum(motion.extra[f"{f}.friction_force"][-1] for f in feet)
+    normal = sum(motion.extra[f"{f}.normal_force"][-1] for f in feet)
+    assert normal == pytest.approx(G * math.cos(th), rel=1e-9)
+    assert friction >= G * math.sin(th) * (1 - 1e-9)  # the feet's frictions (magnitudes) hold m g sin θ between them
+    for f in feet:
+        assert motion.extra[f"{f}.friction_force"][-1] <= 0.3 * motion.extra[f"{f}.normal_force"][-1] * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("heading", [0.0, 30.0, 45.0])
+def test_the_block_on_four_feet_above_the_friction_angle_slides_down_the_slope_with_the_coulomb_acceleration(
+        heading):
+    data = _data("block_on_incline_unilateral")
+    th = _incline(data, 0.3 * (1 + 1e-3), math.radians(heading))
+    motion, _ = _run(data, t_end=0.5, steps=25)
+    xy = motion.position[:, motion.parts.index("block"), :2]
+    down = np.array([math.cos(math.radians(heading)), math.sin(math.radians(heading))])
+    a = G * (math.sin(th) - 0.2 * math.cos(th))
+    assert np.allclose(xy - xy[0], 0.5 * a * motion.time[:, None] ** 2 * down, atol=1e-9, rtol=0)
+
+
+def test_a_box_below_the_friction_angle_sticks_when_the_slope_runs_diagonal_to_the_world_axes():
+    # one contact (the box's corners) on a slope at 45° to the contact's axes: the friction pyramid of the
+    # contact problem held μ_s/√2 there, so from tan θ = 0.71 μ_s the box slid at once
+    data = _data("block_on_incline_unilateral")
+    box = dict(data["contacts"][0])
+    box.update(name="box", shape=[{"box": [0.2, 0.1, 0.1], "center": [0, 0, -0.005]}, {"plane": {}}])
+    data["contacts"] = [box]
+    th = _incline(data, 0.3 * 0.95, math.radians(45.0))
+    motion, _ = _run(data, t_end=0.5, steps=25)
+    xy = motion.position[:, motion.parts.index("block"), :2]
+    assert np.max(np.abs(xy - xy[0])) < 1e-12
+    assert motion.extra["box.friction_force"][-1] == pytest.approx(G * math.sin(th), rel=1e-9)
+
+
 def test_friction_beyond_the_static_cone_at_a_frame_breaks_the_runs_friction_check():
     # the box sticking on the incline (tan 20° < μ_s = 0.5) carries m g sin θ of friction, inside μ_s m g cos θ:
     # the check holds; friction beyond μ_s N injected from one frame on (a stick held outside its cone) breaks
