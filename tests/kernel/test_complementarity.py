@@ -137,3 +137,21 @@ def test_forces_that_push_already_and_loads_no_legs_can_carry_keep_the_least_nor
         least_norm = np.linalg.lstsq(K, rhs, rcond=None)[0]
         assert pushing_solution(K, rhs, np.arange(4)) == pytest.approx(least_norm, rel=1e-10, abs=1e-9)
 
+
+
+def test_further_conditions_choose_among_the_redundant_solutions_and_are_dropped_last_first_where_none_fits():
+    # the table loaded near a corner; a condition on top of pushing: the far leg carries at least 5 N
+    K, rhs, E, r = _table((0.4, 0.22))
+    far = np.array([[0.0, 0.0, 1.0, 0.0]])
+    lam = pushing_solution(K, rhs, np.arange(4), [(far, np.array([5.0]))])
+    assert lam[2] >= 5.0 - 1e-9 and lam.min() >= -1e-9 and E @ lam == pytest.approx(r, rel=1e-12)
+    ref = minimize(lambda x: x @ x, np.full(4, 25.0), jac=lambda x: 2 * x, method="SLSQP", bounds=[(0, None)] * 4,
+                   constraints=[{"type": "eq", "fun": lambda x: E @ x - r, "jac": lambda x: E},
+                                {"type": "ineq", "fun": lambda x: far @ x - 5.0, "jac": lambda x: far}],
+                   options={"ftol": 1e-14, "maxiter": 500})
+    assert lam == pytest.approx(ref.x, abs=1e-6)
+    # given as a function of the least-norm solution, the same
+    assert pushing_solution(K, rhs, np.arange(4), lambda least_norm: [(far, np.array([5.0]))]) == pytest.approx(lam)
+    # no sharing puts 80 N on the far leg and keeps the statics: that condition is dropped, pushing is kept
+    lam = pushing_solution(K, rhs, np.arange(4), [(far, np.array([80.0]))])
+    assert lam == pytest.approx(pushing_solution(K, rhs, np.arange(4)), abs=1e-9)
