@@ -86,6 +86,9 @@ CLOSED_SPEED = 1e-6
 #: direction then changes at 1e6 rad per m/s, and DOP853's steps fell from 0.25 ms to 0.2 µs on the chain drive
 #: (2026-11-27)
 SLIP_DIRECTION_SPEED = 1e-3
+#: the compliance on the normal rows of the onset's contact problem, relative to the largest diagonal entry
+#: (:meth:`UnilateralContacts._onset_modes`)
+ONSET_COMPLIANCE = 1e-9
 #: sides of the polygon inscribed in a friction cone that bounds the sticking friction where redundant contact
 #: rows leave its sharing free (:meth:`UnilateralContacts.cone_rows`): within 1 − cos(π/8) = 7.6 % of the cone
 CONE_SIDES = 8
@@ -508,6 +511,10 @@ class UnilateralContacts(Contacts):
         G[m + 4 * r:, m: m + 4 * r] = -E.T
         G[m + 4 * r + np.arange(r), rest] = self.mu_s[candidates[rest]]
         b = np.concatenate([rows @ vd0 + np.concatenate([c[:m], cT[:r], -cT[:r], cT[r:], -cT[r:]]), np.zeros(r)])
+        # redundant normal rows (a block's four feet: rank 3) make the problem degenerate, and Lemke's pivots
+        # ended on a ray where every foot had to slip: a compliance of 10⁻⁹ of the stiffest row's on each
+        # normal row (constraint force mixing) makes it regular and moves the accelerations by 10⁻⁹ of theirs
+        G[np.arange(m), np.arange(m)] += ONSET_COMPLIANCE * float(np.max(np.abs(np.diag(G)[:m]), initial=0.0))
         z = lemke(G, b)
         if z is None:
             return

@@ -279,6 +279,28 @@ def test_the_block_on_four_feet_above_the_friction_angle_slides_down_the_slope_w
     assert np.allclose(xy - xy[0], 0.5 * a * motion.time[:, None] ** 2 * down, atol=1e-9, rtol=0)
 
 
+@pytest.mark.parametrize("integrator", ["DOP853", "Radau"])
+def test_a_block_pushed_up_a_slope_steeper_than_its_friction_angle_stops_and_slides_back(integrator):
+    # up the slope it slows at g (sin θ + μ_d cos θ), stops at t_s = v0 / that, then slides back at
+    # g (sin θ − μ_d cos θ). At the stop every foot must start to slip at once: the contact problem's normal
+    # rows are redundant (four feet, rank 3), Lemke's pivots ended on a ray, the feet were set slipping one at a
+    # time, and two of them were held sticking 0.39 N beyond their cones (Radau, rtol 1e-4, the slope at 30°
+    # across the feet); the block stayed where it stopped
+    data = _data("block_on_incline_unilateral")
+    heading = math.radians(30.0)
+    th = _incline(data, 0.33, heading)
+    down = np.array([math.cos(heading), math.sin(heading)])
+    data["initial_velocity"] = {"block": {"velocity": [*(-1.0 * down), 0.0]}}
+    motion, _ = _run(data, t_end=1.0, steps=50, integrator=integrator, rtol=1e-4, atol=1e-6)
+    xy = motion.position[:, motion.parts.index("block"), :2]
+    t = motion.time
+    a_up, a_down = G * (math.sin(th) + 0.2 * math.cos(th)), G * (math.sin(th) - 0.2 * math.cos(th))
+    t_s = 1.0 / a_up
+    x_s = -0.5 / a_up
+    along = np.where(t < t_s, -t + 0.5 * a_up * t ** 2, x_s + 0.5 * a_down * np.maximum(t - t_s, 0.0) ** 2)
+    assert np.allclose(xy - xy[0], along[:, None] * down, atol=1e-7, rtol=0)
+
+
 def test_a_box_below_the_friction_angle_sticks_when_the_slope_runs_diagonal_to_the_world_axes():
     # one contact (the box's corners) on a slope at 45° to the contact's axes: the friction pyramid of the
     # contact problem held μ_s/√2 there, so from tan θ = 0.71 μ_s the box slid at once
