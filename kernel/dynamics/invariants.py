@@ -108,7 +108,8 @@ v the largest |δ̇| at a switch: |δ̇| at an end (and, from an end in contact,
 energy k δ^(n+1)/(n + 1) would give) plus the contact-free acceleration (twice the bodies' largest at
 the frames out of contact) over Δt. Such an interval has s switches (touch or release: 1 when δ
 changes sign, 2 when it may close and open again, else 0), τ = Δt in contact when δ > 0 at both
-ends, else at most min(Δt, t_c), and t_c at the speed v.
+ends, else at most min(Δt, t_c), and t_c at the speed v. ω_m is then the rate over the frames out of
+contact (over all of them when every frame is in touch), and ω_c is taken at least ω_m.
 
 The steps inside a contact (a fixed-step method: min(Δt/h, τ/h + 1) of them per interval) are
 charged (h ω_c)^q, the others (h ω_m)^q. And (h ω_c)^q holds only while h ω_c ≤ 1: a fixed-step
@@ -500,7 +501,7 @@ class _Touches:
     resolution_time: float = 0.0
 
 
-def _touches(t, contacts, acc, accel, tol):
+def _touches(t, contacts, acc, accel, tol, rate_free=0.0):
     """The contacts' shares of the energy allowance and of the steps' need (module docstring)."""
     from .contacts import STEPS_PER_CONTACT, TOUCH_STEP, compliant_step_limit
 
@@ -524,7 +525,7 @@ def _touches(t, contacts, acc, accel, tol):
         for k in np.flatnonzero((a > 0) | (b > 0) | closable):
             m, kk, n = c.mass, c.stiffness, c.exponent
             t_c = STEPS_PER_CONTACT * compliant_step_limit(np.ones(1), np.zeros(1), np.array([v[k]]), m, kk, n)
-            omega = math.pi / t_c
+            omega = max(math.pi / t_c, rate_free)
             tau = dt[k] if (a[k] > 0 and b[k] > 0) else min(dt[k], t_c)
             if acc.fixed_step:
                 inside = min(dt[k] / h, tau / h + 1.0)
@@ -631,11 +632,12 @@ def check_motion(motion, accuracy, *, bodies=None, gravity=(0.0, 0.0, 0.0), free
         touching = np.zeros(nt, bool)
         for c in contacts:
             touching |= np.nan_to_num(np.asarray(c.depth, float), nan=0.0) > 0
-        rate_free = _rate(motion, bodies, kin, ~touching)
+        # (every frame in touch: the motion's own rate cannot be told from the contacts', all of it is kept)
+        rate_free = _rate(motion, bodies, kin, ~touching) if not np.all(touching) else rate
         accel = (kin[2] if kin is not None else motion.acceleration)[~touching]  # the pairs' approach, untouched
         accel = 2.0 * float(np.max(np.linalg.norm(np.nan_to_num(accel), axis=-1), initial=0.0))
         tol = max(min(float(np.min(accuracy.rtol)), float(np.min(accuracy.atol))), 100 * _EPS)
-        touches = _touches(t, contacts, accuracy, accel, tol)
+        touches = _touches(t, contacts, accuracy, accel, tol, rate_free)
         power = max(2.0, max(c.exponent for c in contacts) + 1.0)
     if accuracy.fixed_step:  # the steps outside the contacts at the motion's rate, those inside at theirs
         e_free = _per_step(accuracy, span, rate_free)[0]
