@@ -157,6 +157,7 @@ or unresolved stiffness made it cost, and the run says so.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import List, Optional, Tuple
@@ -471,6 +472,7 @@ _TABLEAUX = {"RK4": (np.array([1, 2, 2, 1]) / 6.0, np.array([0.0, 0.5, 0.5, 1.0]
              "Radau": (np.array([(16 - math.sqrt(6)) / 36, (16 + math.sqrt(6)) / 36, 1 / 9]), _RADAU_C)}
 
 
+@functools.lru_cache(maxsize=64)
 def onset_constant(integrator, n):
     """κ: the largest error, per unit F h, of the integrator's step over a force F (s − θ)_+^n / (1 − θ)^n
     switched on at the fraction θ of a step of length 1 (F: the force at the step's end), over θ in [0, 1]."""
