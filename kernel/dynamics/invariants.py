@@ -105,11 +105,12 @@ contact's gap δ (the depth of its deepest point, < 0 apart) and rate |δ̇| are
 from the contact geometry (:class:`CompliantContact`), and in each frame interval the contact may
 act where δ > 0 at either end or where the gap could close between them, |δ_a| + |δ_b| ≤ v Δt, with
 v the largest |δ̇| at a switch: |δ̇| at an end (and, from an end in contact, the speed its stored
-energy k δ^(n+1)/(n + 1) would give) plus the contact-free acceleration (twice the bodies' largest at
-the frames out of contact) over Δt. Such an interval has s switches (touch or release: 1 when δ
-changes sign, 2 when it may close and open again, else 0), τ = Δt in contact when δ > 0 at both
-ends, else at most min(Δt, t_c), and t_c at the speed v. ω_m is then the rate over the frames out of
-contact (over all of them when every frame is in touch), and ω_c is taken at least ω_m.
+energy k δ^(n+1)/(n + 1) would give) plus the contact-free acceleration (twice the bodies' largest
+at the frames out of contact, or at all of them when every frame is in touch) over Δt. Such an
+interval has s switches (touch or release: 1 when δ changes sign, 2 when it may close and open
+again, else 0), τ = Δt in contact when δ > 0 at both ends, else at most min(Δt, t_c), and t_c at the
+speed v. ω_m is then the rate over the frames out of contact (over all of them when every frame is
+in touch), and ω_c is taken at least ω_m.
 
 The steps inside a contact (a fixed-step method: min(Δt/h, τ/h + 1) of them per interval) are
 charged (h ω_c)^q, the others (h ω_m)^q. And (h ω_c)^q holds only while h ω_c ≤ 1: a fixed-step
@@ -634,9 +635,10 @@ def check_motion(motion, accuracy, *, bodies=None, gravity=(0.0, 0.0, 0.0), free
         touching = np.zeros(nt, bool)
         for c in contacts:
             touching |= np.nan_to_num(np.asarray(c.depth, float), nan=0.0) > 0
-        # (every frame in touch: the motion's own rate cannot be told from the contacts', all of it is kept)
-        rate_free = _rate(motion, bodies, kin, ~touching) if not np.all(touching) else rate
-        accel = (kin[2] if kin is not None else motion.acceleration)[~touching]  # the pairs' approach, untouched
+        # (every frame in touch: the motion out of the contacts cannot be told from theirs, all of it is kept)
+        apart = ~touching if not np.all(touching) else np.ones(nt, bool)
+        rate_free = _rate(motion, bodies, kin, apart)
+        accel = (kin[2] if kin is not None else motion.acceleration)[apart]  # the pairs' approach
         accel = 2.0 * float(np.max(np.linalg.norm(np.nan_to_num(accel), axis=-1), initial=0.0))
         tol = max(min(float(np.min(accuracy.rtol)), float(np.min(accuracy.atol))), 100 * _EPS)
         touches = _touches(t, contacts, accuracy, accel, tol, rate_free)
