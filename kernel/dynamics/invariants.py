@@ -505,14 +505,16 @@ class _Touches:
 
 
 def _touches(t, contacts, acc, accel, tol, rate_free=0.0):
-    """The contacts' shares of the energy allowance and of the steps' need (module docstring)."""
+    """The contacts' shares of the energy allowance and of the steps' need (module docstring). The steps
+    of a frame interval are shared by the contacts acting in it: each interval counts its longest time in
+    touch τ at its fastest ω_c (its shortest t_c); the switches' onsets and halvings add up."""
     from .contacts import STEPS_PER_CONTACT, TOUCH_STEP, compliant_step_limit
 
     dt = np.diff(t)
     span = float(t[-1] - t[0])
     h = span / max(acc.nsteps, 1)
-    need = onset = smooth = steps = worst = 0.0
-    worst_t = float(t[0])
+    tau_k, omega_k, tc_k = np.zeros(len(dt)), np.zeros(len(dt)), np.full(len(dt), np.inf)
+    halvings = onset = 0.0
     for c in contacts:
         d = np.nan_to_num(np.asarray(c.depth, float), nan=0.0)
         sp = np.abs(np.nan_to_num(np.asarray(c.speed, float), nan=0.0))
@@ -525,28 +527,28 @@ def _touches(t, contacts, acc, accel, tol, rate_free=0.0):
         closable = np.abs(a) + np.abs(b) <= v * dt
         switches = np.where((a > 0) != (b > 0), 1, np.where(closable, 2, 0))
         kappa = onset_constant(acc.integrator, c.exponent)
+        m, kk, n = c.mass, c.stiffness, c.exponent
         for k in np.flatnonzero((a > 0) | (b > 0) | closable):
-            m, kk, n = c.mass, c.stiffness, c.exponent
             t_c = STEPS_PER_CONTACT * compliant_step_limit(np.ones(1), np.zeros(1), np.array([v[k]]), m, kk, n)
-            omega = max(math.pi / t_c, rate_free)
-            tau = dt[k] if (a[k] > 0 and b[k] > 0) else min(dt[k], t_c)
-            if acc.fixed_step:
-                inside = min(dt[k] / h, tau / h + 1.0)
-                steps += inside
-                smooth += inside * (h * omega) ** acc.order
-                h_x = h
-                if h * omega > worst:
-                    worst, worst_t = h * omega, float(t[k + 1])
-            else:
-                need += tau * omega * tol ** (-1.0 / acc.order)
-                h_x = None
-                if acc.contact_limit:
-                    h_x = TOUCH_STEP * t_c
-                    need += tau * STEPS_PER_CONTACT / t_c + switches[k] * (math.log2(max(span, t_c) / h_x) + 1.0)
-            if h_x is not None:
-                speed = max(v[k], 0.0)
-                onset += switches[k] * kappa * kk * speed ** (n + 1) * h_x ** (n + 1)
-    return _Touches(need, onset, smooth, steps, worst, worst_t)
+            tau_k[k] = max(tau_k[k], dt[k] if (a[k] > 0 and b[k] > 0) else min(dt[k], t_c))
+            omega_k[k] = max(omega_k[k], math.pi / t_c, rate_free)
+            tc_k[k] = min(tc_k[k], t_c)
+            h_x = h if acc.fixed_step else (TOUCH_STEP * t_c if acc.contact_limit else None)
+            if h_x is not None:  # the step that crosses the switch
+                onset += switches[k] * kappa * kk * v[k] ** (n + 1) * h_x ** (n + 1)
+                if not acc.fixed_step:
+                    halvings += switches[k] * (math.log2(max(span, t_c) / h_x) + 1.0)
+    act = tau_k > 0
+    if acc.fixed_step:
+        inside = np.minimum(dt[act] / h, tau_k[act] / h + 1.0)
+        hw = h * omega_k[act]
+        worst = int(np.argmax(hw)) if hw.size else 0
+        return _Touches(0.0, onset, float(np.sum(inside * hw ** acc.order)), float(np.sum(inside)),
+                        float(hw[worst]) if hw.size else 0.0, float(t[1:][act][worst]) if hw.size else float(t[0]))
+    need = float(np.sum(tau_k[act] * omega_k[act])) * tol ** (-1.0 / acc.order) + halvings
+    if acc.contact_limit:
+        need += float(np.sum(tau_k[act] * STEPS_PER_CONTACT / tc_k[act]))
+    return _Touches(need, onset)
 
 
 def _energy_gradient(motion, bodies, kin, g, V, W, power=2.0):
