@@ -112,8 +112,9 @@ again, else 0), τ = Δt in contact when δ > 0 at both ends, else at most min(�
 speed v. ω_m is then the rate over the frames out of contact (over all of them when every frame is
 in touch), and ω_c is taken at least ω_m.
 
-The steps inside a contact (a fixed-step method: min(Δt/h, τ/h + 1) of them per interval) are
-charged (h ω_c)^q, the others (h ω_m)^q. And (h ω_c)^q holds only while h ω_c ≤ 1: a fixed-step
+The contacts acting in one interval share its steps: the interval counts the longest τ among them
+at the fastest ω_c (the shortest t_c). The steps inside (a fixed-step method: min(Δt/h, τ/h + 1) of
+them per interval) are charged (h ω_c)^q, the others (h ω_m)^q. And (h ω_c)^q holds only while h ω_c ≤ 1: a fixed-step
 run through compliant contacts also reports ``steps.resolution``, max h ω_c, broken above 1 (the
 step does not resolve the contact and no error bound of its order holds).
 
@@ -144,11 +145,12 @@ An adaptive method of error exponent q (``DOP853`` 8, ``RK45`` 5, ``Radau`` 4, `
 ``BDF``/``LSODA`` 2, the lowest order they use) on a motion of rate ω_m needs about
 span · ω_m · tol^(−1/q) steps for accuracy (tol = min(rtol, atol)); an explicit one also
 needs the stability steps of :func:`.stiffness.stiffness_estimate` on a stiff model.
-A compliant contact adds its own need in each interval it may act in: τ ω_c tol^(−1/q) for
-accuracy at its rate (≈ π tol^(−1/q) per impact, whatever its stiffness) and, where the run limits
-its steps by the contacts, the steps that limit imposes: τ · STEPS_PER_CONTACT / t_c inside and, per
-switch, the halvings that home in on it, log₂(span / (TOUCH_STEP t_c)) + 1 (there the limit, not
-the motion, sets the steps: a glancing impact at k = 1e9 between two frames of a free flight).
+The compliant contacts add their need in each interval they may act in (its τ, ω_c and t_c, as
+above): τ ω_c tol^(−1/q) for accuracy at their rate (≈ π tol^(−1/q) per impact, whatever the
+stiffness) and, where the run limits its steps by the contacts, the steps that limit imposes:
+τ · STEPS_PER_CONTACT / t_c inside and, per switch, the halvings that home in on it,
+log₂(span / (TOUCH_STEP t_c)) + 1 (there the limit, not the motion, sets the steps: a glancing
+impact at k = 1e9 between two frames of a free flight, a chain's rollers seated on their teeth).
 A fixed-step method needs span / dt (plus one per output frame). The steps collapsed when
 the run took more than :data:`STEP_FACTOR` (100: two orders of magnitude over an
 order-of-magnitude estimate) times that plus the singular-configuration crossings' steps:
