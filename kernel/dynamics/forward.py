@@ -40,10 +40,10 @@ from ..kinematics import _motion, assemble
 from ..motion import Event
 from ..system import AngleState
 from .equations import Dynamics
-from .contract import default_dt
+from .contract import SCIPY_INTEGRATORS, default_dt
 from .formulations import FORMULATIONS, get_formulation
 from .integrators import REGISTRY
-from .invariants import FIXED_STEP, Accuracy, Bodies, check_motion, free_system
+from .invariants import FIXED_STEP, Accuracy, Bodies, CompliantContact, check_motion, free_system
 from .mass import accelerations_to_qdd, body_state, cross, frames_state, rates_from_velocities
 from .outputs import CompiledFrameOutputs, FrameOutputs, lift_off_events, reactions_event
 from .stiffness import default_method
@@ -366,15 +366,42 @@ def check_run(dyn, motion, result, *, formulation, integrator, rtol, atol, dt=No
         m = _CROSSING.search(note)
         if m:
             crossing += int(m.group(1))
+    # the compliant contacts' step limit (:meth:`.contract.Formulation._step_limit`): scipy's methods take it as
+    # max_step after every step (LSODA keeps the first), the compiled DOP853 loop too, the compiled Radau loop not
+    loop = any("in the compiled loop" in n or "compiled from there on (its library" in n for n in result.notes)
+    limited = integrator in SCIPY_INTEGRATORS and integrator != "LSODA" and not (integrator == "Radau" and loop)
     acc = Accuracy(integrator=integrator, rtol=float(np.max(rtol_run)), atol=float(np.max(atol_run)),
                    nsteps=int(result.nsteps), nstate=dyn.nq + dyn.nv + 1, ncon=int(dyn.nc), dt=dt,
-                   crossing_steps=crossing)
+                   crossing_steps=crossing, contact_limit=limited)
     spec = dyn.model.spec
     free, why = free_system(spec)
     cc = dyn.forces.contact_constraints
     return check_motion(motion, acc, bodies=Bodies.of(dyn), gravity=spec.gravity, free=free, why_not_free=why,
                         approximate_constraints=formulation in APPROXIMATE_CONSTRAINTS, penalty=penalty,
-                        stability_steps=stability_steps, cones=() if cc is None else cc.friction_cones())
+                        stability_steps=stability_steps, cones=() if cc is None else cc.friction_cones(),
+                        contacts=compliant_contacts(dyn, result, motion.nt))
+
+
+def compliant_contacts(dyn, result, nt):
+    """:class:`~.invariants.CompliantContact` of each compliant contact over the first ``nt`` frames of
+    ``result``: the depth δ of its deepest point (< 0: the gap) and the largest |δ̇| over its points,
+    from the contact geometry at each frame's state (:meth:`.contacts.Contacts.geometry`)."""
+    contacts = dyn.forces.contacts
+    if contacts is None or not contacts.n or nt < 1:
+        return ()
+    nc = len(contacts.names)
+    depth, speed = np.full((nt, nc), -np.inf), np.zeros((nt, nc))
+    for k in range(nt):
+        bs = body_state(dyn.model, dyn.mass, result.q[k], result.v[k])
+        _, delta, _, dd, _ = contacts.geometry(bs)
+        np.maximum.at(depth[k], contacts.owner, delta)
+        np.maximum.at(speed[k], contacts.owner, np.abs(dd))
+    out = []
+    for i, name in enumerate(contacts.names):
+        own = contacts.owner == i
+        out.append(CompliantContact(name, float(np.min(contacts.m_eff[own])), float(np.max(contacts.k[own])),
+                                    float(np.max(contacts.exp[own])), depth[:, i], speed[:, i]))
+    return tuple(out)
 
 
 def _stability_steps(dyn, q0, v0, times, refs0):

@@ -26,7 +26,8 @@ where ω_m (1/s) is the motion's rate, taken from the frames: the largest of
 max_t ‖a_c‖_M / max_t ‖v_c‖_M (com accelerations and velocities, kinetic-energy metric) and
 max_t |ω| — the frequency of the motion (ω for a pendulum swinging at ω, 1/T for a body falling
 from rest for T). Singular-configuration crossings (index-3 steps inside an adaptive run) count
-as steps of the run.
+as steps of the run. With compliant contacts ω_m is taken over the frames outside them, and the
+steps inside a contact are bounded at the contact's own rate (below, "Compliant contacts").
 
 Energy balance
 --------------
@@ -48,7 +49,10 @@ partitioning, index3 — get no such share: near a singular configuration their 
 reactions are large and meaningless, and their violations are inside the step bound.)
 Allowance, with S_rel = max_t (2T + |V| + |W|) (J) for the round-off share:
 
-    |R(t)| ≤ N (e_r G_rel + e_a G_abs) + W_c + 10³ ε_mach S_rel
+    |R(t)| ≤ N (e_r G_rel + e_a G_abs) + W_c + D_on + 10³ ε_mach S_rel
+
+(D_on: the compliant contacts' onsets, below; for a fixed-step method N e_r is the sum of the
+steps' (h ω)^q, each at the rate of the motion it steps over.)
 
 (Without the parts' mass data the 1-norm bounds G_rel ≤ S_rel, G_abs ≤ 1 + |V| + |W| are used.)
 
@@ -89,12 +93,64 @@ A sticking contact's friction may not exceed μ_s times its normal force: at eve
 because slipping would have reversed at once (rigid contacts with friction need not have a
 solution, Painlevé's paradox, and redundant ones share their forces by a rule, not by physics).
 
+Compliant contacts
+------------------
+A compliant contact (:mod:`.contacts`, F = k δ^n while δ > 0) is a motion of its own, fast and
+short: its rate is ω_c = π / t_c, t_c its duration at the impact speed (the run's own estimate,
+:func:`.contacts.compliant_step_limit`), far above the rate of the flight between contacts, and
+the output frames may miss it altogether. Taken from the frames, ω_m either saw the contact (then
+(h ω_m)^q with its ω_c was charged to every step of the run: loose by orders of magnitude) or did
+not (then the steps in contact were charged at the flight's rate: a false alarm). Instead, the
+contact's gap δ (the depth of its deepest point, < 0 apart) and rate |δ̇| are taken at every frame
+from the contact geometry (:class:`CompliantContact`), and in each frame interval the contact may
+act where δ > 0 at either end or where the gap could close between them, |δ_a| + |δ_b| ≤ v Δt, with
+v the largest |δ̇| at a switch: |δ̇| at an end (and, from an end in contact, the speed its stored
+energy k δ^(n+1)/(n + 1) would give) plus the contact-free acceleration (twice the bodies' largest
+at the frames out of contact, or at all of them when every frame is in touch) over Δt. Such an
+interval has s switches (touch or release: 1 when δ changes sign, 2 when it may close and open
+again, else 0), τ = Δt in contact when δ > 0 at both ends, else at most min(Δt, t_c), and t_c at the
+speed v. ω_m is then the rate over the frames out of contact (over all of them when every frame is
+in touch), and ω_c is taken at least ω_m.
+
+The contacts acting in one interval share its steps: the interval counts the longest τ among them
+at the fastest ω_c (the shortest t_c). The steps inside (a fixed-step method: min(Δt/h, τ/h + 1) of
+them per interval) are charged (h ω_c)^q, the others (h ω_m)^q. And (h ω_c)^q holds only while h ω_c ≤ 1: a fixed-step
+run through compliant contacts also reports ``steps.resolution``, max h ω_c, broken above 1 (the
+step does not resolve the contact and no error bound of its order holds).
+
+The step that crosses a switch is not smooth: the force (s − θ)_+^n switches on inside it (θ the
+fraction of the step before the touch) and its error is of order n + 1 in h, not q — the error
+estimate of an adaptive method does not bound it. With δ ≈ v (t − t0) near the switch, the step
+samples the force at its nodes c_i with weights b_i, and the velocity it gives is off by the
+quadrature error of that sampling, at most κ F h with F = k (v h)^n the force at the step's end and
+
+    κ = max_θ |Σ b_i (c_i − θ)_+^n − (1 − θ)^(n+1)/(n + 1)|       (:func:`onset_constant`)
+
+(RK4 0.042 at n = 1, 0.014 at n = 1.5; DOP853 0.078 / 0.011; κ = 1 for the multistep and index-3
+methods, whose weights are not fixed fractions of a step: |Q − I| ≤ F h there). The energy is then
+off by v times that impulse, so the onsets add
+
+    D_on = Σ_switches κ k v^(n+1) h_x^(n+1)
+
+with h_x the step that crosses: dt for a fixed-step method; TOUCH_STEP · t_c where the run limits its
+steps by the contacts (:meth:`.contacts.Contacts.step_limit`: half the time to the switch, not below
+that floor, so the step that crosses is at most the floor); an adaptive run without that limit (LSODA,
+which keeps the first one, and the compiled Radau loop) gets no such share — its error estimate is
+all it has, and an onset it strides over is its error. The contact's elastic energy is about
+(n + 1)-homogeneous in δ: its share of G_rel is (n + 1) |V| (2 |V| for a spring).
+
 Step count
 ----------
 An adaptive method of error exponent q (``DOP853`` 8, ``RK45`` 5, ``Radau`` 4, ``RK23`` 3,
 ``BDF``/``LSODA`` 2, the lowest order they use) on a motion of rate ω_m needs about
 span · ω_m · tol^(−1/q) steps for accuracy (tol = min(rtol, atol)); an explicit one also
 needs the stability steps of :func:`.stiffness.stiffness_estimate` on a stiff model.
+The compliant contacts add their need in each interval they may act in (its τ, ω_c and t_c, as
+above): τ ω_c tol^(−1/q) for accuracy at their rate (≈ π tol^(−1/q) per impact, whatever the
+stiffness) and, where the run limits its steps by the contacts, the steps that limit imposes:
+τ · STEPS_PER_CONTACT / t_c inside and, per switch, the halvings that home in on it,
+log₂(span / (TOUCH_STEP t_c)) + 1 (there the limit, not the motion, sets the steps: a glancing
+impact at k = 1e9 between two frames of a free flight, a chain's rollers seated on their teeth).
 A fixed-step method needs span / dt (plus one per output frame). The steps collapsed when
 the run took more than :data:`STEP_FACTOR` (100: two orders of magnitude over an
 order-of-magnitude estimate) times that plus the singular-configuration crossings' steps:
@@ -104,6 +160,7 @@ or unresolved stiffness made it cost, and the run says so.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import List, Optional, Tuple
@@ -114,8 +171,8 @@ from ..motion import Event
 from .integrators import REGISTRY, names
 from .mass import cross, rotation
 
-__all__ = ["Accuracy", "Bodies", "Invariant", "InvariantReport", "check_motion", "free_system", "ORDERS",
-           "FIXED_STEP", "EXPLICIT", "STEP_FACTOR"]
+__all__ = ["Accuracy", "Bodies", "CompliantContact", "Invariant", "InvariantReport", "check_motion", "free_system",
+           "onset_constant", "ORDERS", "FIXED_STEP", "EXPLICIT", "STEP_FACTOR"]
 
 #: error exponent q of each integrator: the local error scales as h^q (see the module docstring)
 ORDERS = {n: i.error_order for n, i in REGISTRY.items()}
@@ -145,6 +202,9 @@ class Accuracy:
     ncon : number of constraint equations nc
     dt : s, the nominal step of a fixed-step method (None: min(output interval, 1 ms))
     crossing_steps : steps spent crossing singular configurations (part of nsteps)
+    contact_limit : True when the steps were limited so that no compliant contact is stepped over
+        (:meth:`.contacts.Contacts.step_limit`: DOP853 and scipy's explicit and implicit one-step
+        methods and BDF; not LSODA, which keeps the first limit, nor the compiled Radau loop)
     """
 
     integrator: str
@@ -155,6 +215,7 @@ class Accuracy:
     ncon: int = 0
     dt: Optional[float] = None
     crossing_steps: int = 0
+    contact_limit: bool = False
 
     @property
     def fixed_step(self):
@@ -193,13 +254,35 @@ class Bodies:
 
 
 @dataclass(frozen=True)
+class CompliantContact:
+    """A compliant contact as the checks see it: its law and its gap at the output frames.
+
+    Attributes
+    ----------
+    name : the contact's name
+    mass : kg, its effective mass m (the smaller moving mass of the pair, :mod:`.contacts`)
+    stiffness : k, N/m^n (the largest over its points)
+    exponent : n of the force law k δ^n
+    depth : ndarray (nt,), m, the penetration δ of its deepest point at each frame (< 0: the gap)
+    speed : ndarray (nt,), m/s, the largest |δ̇| over its points at each frame
+    """
+
+    name: str
+    mass: float
+    stiffness: float
+    exponent: float
+    depth: np.ndarray
+    speed: np.ndarray
+
+
+@dataclass(frozen=True)
 class Invariant:
     """One check: the largest drift over the frames against what the run's accuracy allows.
 
     Attributes
     ----------
     name : ``energy``, ``violation.position``, ``violation.velocity``, ``momentum.linear``,
-        ``momentum.angular``, ``contacts.friction`` or ``steps``
+        ``momentum.angular``, ``contacts.friction``, ``steps`` or ``steps.resolution``
     description : what is compared, in words
     unit : unit of ``max_drift`` and ``allowed``
     max_drift : the largest |drift| (for ``steps``: the steps taken)
@@ -236,6 +319,10 @@ class Invariant:
             return (f"{self.description}: {self.max_drift:.3g} steps, more than the {self.allowed:.3g} the motion and "
                     f"the tolerance warrant — the step size collapsed (a singular configuration, a discontinuity in "
                     f"the forces or an unresolved stiff mode); {what}")
+        if self.name == "steps.resolution":
+            return (f"{self.description}: h ω_c = {self.max_drift:.3g} at t = {self.time:.6g} s, above 1 — the step "
+                    f"does not resolve the contact, its error bound (h ω)^q does not hold and the energy check "
+                    f"cannot judge it; {what}")
         label = _SCALES.get(self.name, "scale")
         rel = (f" ({100 * self.max_drift / self.scale:.2g}% of the run's {label} {self.scale:.3g} {self.unit})"
                if self.scale > 0 and np.isfinite(self.max_drift) else "")
@@ -245,6 +332,8 @@ class Invariant:
     def line(self):
         """A short line for a summary: name, drift, allowance."""
         flag = "BROKEN" if self.broken else "ok"
+        if self.name == "steps.resolution":
+            return f"{self.name}: h ω_c {self.max_drift:.3g} (allowed {self.allowed:.3g}) {flag}"
         if self.name == "steps":
             return f"{self.name}: {self.max_drift:.0f} (collapse beyond {self.allowed:.3g}) {flag}"
         return f"{self.name}: {self.max_drift:.3g} {self.unit} (allowed {self.allowed:.3g}) {flag}"
@@ -264,6 +353,8 @@ _ADVICE = {
                          "once (rigid contacts with friction, redundant or coupled: Painlevé's paradox) — the "
                          "forces there are a choice, not Coulomb's law: use method = \"compliant\" for those "
                          "contacts, or change the friction",
+    "steps.resolution": "take a step dt below a third of the contact's duration (a tenth resolves it to about 1e-3 of "
+                        "its energy), or an error-controlled integrator, which limits its steps by the contacts",
     "steps": "try an implicit integrator (Radau, BDF) or --formulation index3 for a stiff model, or look for a "
              "singular configuration near the time the run slowed down",
 }
@@ -353,26 +444,116 @@ def _kinematics(motion, bodies, chunk=256):
     return rc, vc, ac, w, al, Jw, Ja
 
 
-def _rate(motion, bodies, kin):
-    """ω_m (1/s): the motion's rate (module docstring)."""
+def _rate(motion, bodies, kin, frames=None):
+    """ω_m (1/s): the motion's rate (module docstring), over the frames selected by the boolean
+    mask ``frames`` (None: all; none selected: 0)."""
     if kin is not None:
         rc, vc, ac, w, al, Jw, Ja = kin
         m = bodies.mass[None, :]
         v2 = np.sum(m * np.sum(vc * vc, -1) + np.sum(w * Jw, -1), -1)
         a2 = np.sum(m * np.sum(ac * ac, -1) + np.sum(al * Ja, -1), -1)
-        wmax = float(np.max(np.linalg.norm(w, axis=-1))) if w.size else 0.0
+        wn = np.linalg.norm(w, axis=-1) if w.size else np.zeros((motion.nt, 0))
     else:
         v = np.concatenate([motion.velocity, motion.angular_velocity], -1)
         a = np.concatenate([motion.acceleration, motion.angular_acceleration], -1)
         v2 = np.sum(v * v, axis=(-1, -2))
         a2 = np.sum(a * a, axis=(-1, -2))
-        wmax = float(np.max(np.linalg.norm(motion.angular_velocity, axis=-1))) if motion.nt else 0.0
+        wn = np.linalg.norm(motion.angular_velocity, axis=-1)
+    if frames is not None:
+        v2, a2, wn = v2[frames], a2[frames], wn[frames]
+    wmax = float(np.max(wn, initial=0.0))
     vmax, amax = math.sqrt(float(np.max(v2, initial=0.0))), math.sqrt(float(np.max(a2, initial=0.0)))
     rate = amax / vmax if vmax > 0 else 0.0
     return max(rate, wmax) if np.isfinite(rate) else wmax
 
 
-def _energy_gradient(motion, bodies, kin, g, V, W):
+#: (b, c) of the integrators whose step samples the forces at fixed fractions c of it with weights b
+#: (the explicit Runge–Kutta tableaux; Radau IIA's collocation nodes); the others (multistep BDF and
+#: LSODA, generalised-α, HHT) take κ = 1 (module docstring, "Compliant contacts")
+_RADAU_C = np.array([(4 - math.sqrt(6)) / 10, (4 + math.sqrt(6)) / 10, 1.0])
+_TABLEAUX = {"RK4": (np.array([1, 2, 2, 1]) / 6.0, np.array([0.0, 0.5, 0.5, 1.0])),
+             "Radau": (np.array([(16 - math.sqrt(6)) / 36, (16 + math.sqrt(6)) / 36, 1 / 9]), _RADAU_C)}
+
+
+@functools.lru_cache(maxsize=64)
+def onset_constant(integrator, n):
+    """κ: the largest error, per unit F h, of the integrator's step over a force F (s − θ)_+^n / (1 − θ)^n
+    switched on at the fraction θ of a step of length 1 (F: the force at the step's end), over θ in [0, 1]."""
+    if integrator in ("RK23", "RK45", "DOP853"):
+        from scipy.integrate._ivp import rk
+
+        cls = getattr(rk, integrator)
+        b, c = np.asarray(cls.B, float), np.asarray(cls.C, float)[: len(cls.B)]
+    elif integrator in _TABLEAUX:
+        b, c = _TABLEAUX[integrator]
+    else:
+        return 1.0
+    theta = np.linspace(0.0, 1.0, 2001)[:, None]
+    sampled = (np.clip(c[None, :] - theta, 0.0, None) ** n) @ b
+    exact = (1.0 - theta[:, 0]) ** (n + 1) / (n + 1)
+    return float(np.max(np.abs(sampled - exact)))
+
+
+@dataclass(frozen=True)
+class _Touches:
+    """Where the compliant contacts may act, per frame interval (module docstring, "Compliant contacts")."""
+
+    need: float = 0.0         # steps the contacts need (accuracy inside them, and their step limit's)
+    onset: float = 0.0        # J, the allowance of the steps that cross a switch
+    smooth: float = 0.0       # Σ steps in contact · (h ω_c)^q (fixed step)
+    contact_steps: float = 0.0  # steps in contact (fixed step)
+    resolution: float = 0.0   # the largest h ω_c (fixed step)
+    resolution_time: float = 0.0
+
+
+def _touches(t, contacts, acc, accel, tol, rate_free=0.0):
+    """The contacts' shares of the energy allowance and of the steps' need (module docstring). The steps
+    of a frame interval are shared by the contacts acting in it: each interval counts its longest time in
+    touch τ at its fastest ω_c (its shortest t_c); the switches' onsets and halvings add up."""
+    from .contacts import STEPS_PER_CONTACT, TOUCH_STEP, compliant_step_limit
+
+    dt = np.diff(t)
+    span = float(t[-1] - t[0])
+    h = span / max(acc.nsteps, 1)
+    tau_k, omega_k, tc_k = np.zeros(len(dt)), np.zeros(len(dt)), np.full(len(dt), np.inf)
+    halvings = onset = 0.0
+    for c in contacts:
+        d = np.nan_to_num(np.asarray(c.depth, float), nan=0.0)
+        sp = np.abs(np.nan_to_num(np.asarray(c.speed, float), nan=0.0))
+        a, b = d[:-1], d[1:]
+        # |δ̇| at a switch between the frames: from a frame in contact by the energy k δ^(n+1)/(n + 1) stored
+        # there, plus the contact-free acceleration over the interval
+        stored = 2.0 * c.stiffness * np.maximum(d, 0.0) ** (c.exponent + 1) / ((c.exponent + 1) * c.mass)
+        sw = np.sqrt(sp * sp + stored)
+        v = np.maximum(sw[:-1], sw[1:]) + accel * dt
+        closable = np.abs(a) + np.abs(b) <= v * dt
+        switches = np.where((a > 0) != (b > 0), 1, np.where(closable, 2, 0))
+        kappa = onset_constant(acc.integrator, c.exponent)
+        m, kk, n = c.mass, c.stiffness, c.exponent
+        for k in np.flatnonzero((a > 0) | (b > 0) | closable):
+            t_c = STEPS_PER_CONTACT * compliant_step_limit(np.ones(1), np.zeros(1), np.array([v[k]]), m, kk, n)
+            tau_k[k] = max(tau_k[k], dt[k] if (a[k] > 0 and b[k] > 0) else min(dt[k], t_c))
+            omega_k[k] = max(omega_k[k], math.pi / t_c, rate_free)
+            tc_k[k] = min(tc_k[k], t_c)
+            h_x = h if acc.fixed_step else (TOUCH_STEP * t_c if acc.contact_limit else None)
+            if h_x is not None:  # the step that crosses the switch
+                onset += switches[k] * kappa * kk * v[k] ** (n + 1) * h_x ** (n + 1)
+                if not acc.fixed_step:
+                    halvings += switches[k] * (math.log2(max(span, t_c) / h_x) + 1.0)
+    act = tau_k > 0
+    if acc.fixed_step:
+        inside = np.minimum(dt[act] / h, tau_k[act] / h + 1.0)
+        hw = h * omega_k[act]
+        worst = int(np.argmax(hw)) if hw.size else 0
+        return _Touches(0.0, onset, float(np.sum(inside * hw ** acc.order)), float(np.sum(inside)),
+                        float(hw[worst]) if hw.size else 0.0, float(t[1:][act][worst]) if hw.size else float(t[0]))
+    need = float(np.sum(tau_k[act] * omega_k[act])) * tol ** (-1.0 / acc.order) + halvings
+    if acc.contact_limit:
+        need += float(np.sum(tau_k[act] * STEPS_PER_CONTACT / tc_k[act]))
+    return _Touches(need, onset)
+
+
+def _energy_gradient(motion, bodies, kin, g, V, W, power=2.0):
     """(G_rel, G_abs): max over the frames of ‖∇R ∘ |y|‖₂ (J) and ‖∇R‖₂ (J per state unit),
     R = E − W_nc, over the state's components (module docstring)."""
     rc, vc, ac, w, al, Jw, Ja = kin
@@ -381,9 +562,10 @@ def _energy_gradient(motion, bodies, kin, g, V, W):
     # ∂V/∂p of gravity about the frame origin: |2 m g·(∂(A c)/∂p)| ≤ 2 m |g| |c| per body
     quat = 2.0 * bodies.mass * float(np.linalg.norm(g)) * np.linalg.norm(bodies.com, axis=-1)
     V_grav = -np.einsum("k,tki,i->t", bodies.mass, rc, g)
-    V_rest = np.abs(np.asarray(V, float) - V_grav)  # springs: about quadratic, 2|V| per unit relative change
+    # springs: about quadratic, 2|V| per unit relative change; compliant contacts k δ^(n+1)/(n + 1): (n + 1)|V|
+    V_rest = np.abs(np.asarray(V, float) - V_grav)
     rel = (np.sum((m * vc * vc) ** 2 + (Jw * w) ** 2 + (m * g * r) ** 2, axis=(1, 2)) + float(np.sum(quat ** 2))
-           + np.asarray(W, float) ** 2 + (2.0 * V_rest) ** 2)
+           + np.asarray(W, float) ** 2 + (power * V_rest) ** 2)
     ab = np.sum((m * vc) ** 2 + Jw ** 2 + (m * g) ** 2, axis=(1, 2)) + float(np.sum(quat ** 2)) + 1.0
     return math.sqrt(float(np.nanmax(rel))), math.sqrt(float(np.nanmax(ab)))
 
@@ -412,7 +594,7 @@ def _drift_check(name, description, unit, times, drift, allowed, scale):
 
 
 def check_motion(motion, accuracy, *, bodies=None, gravity=(0.0, 0.0, 0.0), free=False, why_not_free="",
-                 approximate_constraints=False, penalty=None, stability_steps=None, cones=()):
+                 approximate_constraints=False, penalty=None, stability_steps=None, cones=(), contacts=()):
     """Check a dynamic Motion's invariants against what ``accuracy`` warrants.
 
     Parameters
@@ -431,6 +613,8 @@ def check_motion(motion, accuracy, *, bodies=None, gravity=(0.0, 0.0, 0.0), free
     stability_steps : callable () -> float, the steps an explicit method needs for stability
         (:func:`.stiffness.stiffness_estimate`); called only when the step count is suspect
     cones : (contact name, μ_s) of the unilateral contacts with static friction (the friction cones' check)
+    contacts : :class:`CompliantContact` of each compliant contact (their frequency, onsets and step limit
+        in the energy allowance and the steps' need)
 
     Returns
     -------
@@ -449,6 +633,25 @@ def check_motion(motion, accuracy, *, bodies=None, gravity=(0.0, 0.0, 0.0), free
     e_r, e_a = _per_step(accuracy, span, rate)
     N = max(int(accuracy.nsteps), 1)
     ex = motion.extra
+    # compliant contacts: the motion's rate outside them, their own inside (module docstring)
+    touches, rate_free, power = _Touches(), rate, 2.0
+    if contacts:
+        touching = np.zeros(nt, bool)
+        for c in contacts:
+            touching |= np.nan_to_num(np.asarray(c.depth, float), nan=0.0) > 0
+        # (every frame in touch: the motion out of the contacts cannot be told from theirs, all of it is kept)
+        apart = ~touching if not np.all(touching) else np.ones(nt, bool)
+        rate_free = _rate(motion, bodies, kin, apart)
+        accel = (kin[2] if kin is not None else motion.acceleration)[apart]  # the pairs' approach
+        accel = 2.0 * float(np.max(np.linalg.norm(np.nan_to_num(accel), axis=-1), initial=0.0))
+        tol = max(min(float(np.min(accuracy.rtol)), float(np.min(accuracy.atol))), 100 * _EPS)
+        touches = _touches(t, contacts, accuracy, accel, tol, rate_free)
+        power = max(2.0, max(c.exponent for c in contacts) + 1.0)
+    if accuracy.fixed_step:  # the steps outside the contacts at the motion's rate, those inside at theirs
+        e_free = _per_step(accuracy, span, rate_free)[0]
+        E_r = max(N - touches.contact_steps, 0.0) * e_free + touches.smooth
+    else:
+        E_r = N * e_r
 
     # reactions and efforts: the constraint forces that may work through Φ̇
     react = np.zeros(nt)
@@ -463,14 +666,14 @@ def check_motion(motion, accuracy, *, bodies=None, gravity=(0.0, 0.0, 0.0), free
                                                          "work.nonconservative"))
         S_rel = float(np.nanmax(2 * T + np.abs(V) + np.abs(W)))
         if kin is not None:
-            G_rel, G_abs = _energy_gradient(motion, bodies, kin, np.asarray(gravity, float), V, W)
+            G_rel, G_abs = _energy_gradient(motion, bodies, kin, np.asarray(gravity, float), V, W, power)
         else:  # no mass data: the 1-norm bounds of the 2-norms
-            G_rel, G_abs = S_rel, 1.0 + float(np.nanmax(np.abs(V) + np.abs(W)))
+            G_rel, G_abs = power / 2.0 * S_rel, 1.0 + float(np.nanmax(np.abs(V) + np.abs(W)))
         W_c = 0.0
         if approximate_constraints and vviol is not None:
             p_c = react * np.nan_to_num(np.asarray(vviol, float), nan=0.0)
             W_c = float(np.sum(0.5 * (p_c[1:] + p_c[:-1]) * np.diff(t)))
-        allowed = N * (e_r * G_rel + e_a * G_abs) + W_c + 1e3 * _EPS * S_rel
+        allowed = E_r * G_rel + N * e_a * G_abs + W_c + touches.onset + 1e3 * _EPS * S_rel
         c = _drift_check("energy", "the energy balance E − E0 − W_nc", "J", t, E - E[0] - W, allowed, S_rel)
         if c is not None:
             report.checks.append(c)
@@ -534,11 +737,17 @@ def check_motion(motion, accuracy, *, bodies=None, gravity=(0.0, 0.0, 0.0), free
                                           np.max(excess, axis=0), 1e-9 * max(normals), max(normals)))
 
     # ---- step count
-    report.checks.append(_steps_check(accuracy, t, rate, stability_steps))
+    report.checks.append(_steps_check(accuracy, t, rate_free, stability_steps, touches.need))
+    if accuracy.fixed_step and contacts:
+        h = span / N
+        report.checks.append(Invariant(
+            "steps.resolution", f"the step {h:.3g} s of {accuracy.integrator} against the compliant contacts' "
+            f"durations (h ω_c, ω_c = π / t_c)", "", touches.resolution, touches.resolution_time, 1.0,
+            touches.resolution_time if touches.resolution > 1.0 else None, 1.0))
     return report
 
 
-def _steps_check(acc, t, rate, stability_steps):
+def _steps_check(acc, t, rate, stability_steps, contact_need=0.0):
     span = float(t[-1] - t[0])
     if acc.fixed_step:
         gaps = np.diff(t)
@@ -547,8 +756,10 @@ def _steps_check(acc, t, rate, stability_steps):
         how = f"{acc.integrator} at dt = {h:.3g} s"
     else:
         tol = max(min(float(np.min(acc.rtol)), float(np.min(acc.atol))), 100 * _EPS)
-        need = max(span * rate * tol ** (-1.0 / acc.order), 1.0)
+        need = max(span * rate * tol ** (-1.0 / acc.order) + contact_need, 1.0)
         how = f"{acc.integrator} at tol {tol:.3g} on a motion of rate {rate:.3g} 1/s"
+        if contact_need:
+            how += f" and compliant contacts that need {contact_need:.3g} steps"
     allowed = STEP_FACTOR * (need + acc.crossing_steps) + acc.crossing_steps
     if acc.nsteps > allowed and not acc.fixed_step and acc.integrator in EXPLICIT and stability_steps is not None:
         stab = float(stability_steps() or 0.0)
