@@ -12,7 +12,7 @@ state at rest. A box stopped by friction on a compliant floor has ẏ = 0 up to 
 forces (k δ at δ = 2.5e-6 m, δ computed from coordinates of 0.05 m, so to 1e-17 m; k = 1e6 N/m) and their
 moments cancel to a few units in the last place, and the accelerations the iteration sees are that
 round-off, constant over increments far below the resolution of the coordinates (measured: ω̇_y =
-−8.3e-14 rad/s² at both iterates). Every increment is then round-off (‖Δ‖ ≈ 1e-10 τ at rtol 1e-6), the
+−8.3e-14 rad/s² at both iterates). Every increment is then round-off (‖Δ‖ ≈ 1e-10, 1e-7 τ, at rtol 1e-6), the
 second is as large as the first as often as not, θ ≥ 1 declares divergence, and the halved steps meet
 the same round-off until the step collapses (scipy's BDF at t = 0.38 s of the sliding box's 0.34 s stop,
 at rtol 1e-4 … 1e-10; its Radau survives by retrying, 45,000 factorisations for 0.6 s).
