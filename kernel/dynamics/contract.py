@@ -494,9 +494,11 @@ class Formulation:
                 raise _Switch(t, y, k)
 
     def _run_scipy(self, times, y0, rec, integrator, rtol, atol, late=None):
-        import scipy.integrate as si  # here: a run on the compiled loop does not need it (≈ 0.1 s to import)
+        # here: a run on the compiled loop does not need scipy.integrate (≈ 0.1 s to import). BDF and Radau
+        # with a Newton iteration that stops at round-off (a state at rest: :mod:`.scipy_implicit`)
+        from .scipy_implicit import implicit_class
 
-        cls = getattr(si, integrator)
+        cls = implicit_class(integrator)
         t_end = times[-1]
         k = 1
         nt = len(times)
