@@ -36,13 +36,13 @@ be left as it was, open, pressing with less than the force tolerance).
 from __future__ import annotations
 
 import numpy as np
-import scipy.integrate as si
 from scipy.optimize import brentq
 
 from ...errors import SolverError
 from ..motion import Event
 from .complementarity import RCOND
 from .integrators import names as integrator_names
+from .scipy_implicit import implicit_class
 from .unilateral import CLOSED_SPEED, OPEN, SLIP, STATE_WIDTH, STICK
 
 __all__ = ["EventDriver", "TIME_TOL"]
@@ -257,7 +257,7 @@ class EventDriver:
         if integrator not in integrator_names(family="scipy"):
             raise SolverError(f"unilateral contacts need an error-controlled integrator, not {integrator!r}",
                               hint="use DOP853 (the default), RK45, RK23, Radau, BDF or LSODA")
-        cls = getattr(si, integrator)
+        cls = implicit_class(integrator)  # BDF and Radau: a Newton iteration that stops at round-off
         t_end = float(times[-1])
         span = max(t_end - float(times[0]), 1e-300)
         xtol = max(TIME_TOL * span, 1e-14)
