@@ -367,9 +367,10 @@ def check_run(dyn, motion, result, *, formulation, integrator, rtol, atol, dt=No
         if m:
             crossing += int(m.group(1))
     # the compliant contacts' step limit (:meth:`.contract.Formulation._step_limit`): scipy's methods take it as
-    # max_step after every step (LSODA keeps the first), the compiled DOP853 loop too, the compiled Radau loop not
+    # max_step after every step (LSODA by being made again where it halves or doubles), the compiled DOP853 loop
+    # too, the compiled Radau loop not
     loop = any("in the compiled loop" in n or "compiled from there on (its library" in n for n in result.notes)
-    limited = integrator in SCIPY_INTEGRATORS and integrator != "LSODA" and not (integrator == "Radau" and loop)
+    limited = integrator in SCIPY_INTEGRATORS and not (integrator == "Radau" and loop)
     acc = Accuracy(integrator=integrator, rtol=float(np.max(rtol_run)), atol=float(np.max(atol_run)),
                    nsteps=int(result.nsteps), nstate=dyn.nq + dyn.nv + 1, ncon=int(dyn.nc), dt=dt,
                    crossing_steps=crossing, contact_limit=limited)

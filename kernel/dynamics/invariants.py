@@ -134,8 +134,8 @@ off by v times that impulse, so the onsets add
 
 with h_x the step that crosses: dt for a fixed-step method; TOUCH_STEP · t_c where the run limits its
 steps by the contacts (:meth:`.contacts.Contacts.step_limit`: half the time to the switch, not below
-that floor, so the step that crosses is at most the floor); an adaptive run without that limit (LSODA,
-which keeps the first one, and the compiled Radau loop) gets no such share — its error estimate is
+that floor, so the step that crosses is at most the floor); an adaptive run without that limit (the
+compiled Radau loop) gets no such share — its error estimate is
 all it has, and an onset it strides over is its error. The contact's elastic energy is about
 (n + 1)-homogeneous in δ: its share of G_rel is (n + 1) |V| (2 |V| for a spring).
 
@@ -204,7 +204,7 @@ class Accuracy:
     crossing_steps : steps spent crossing singular configurations (part of nsteps)
     contact_limit : True when the steps were limited so that no compliant contact is stepped over
         (:meth:`.contacts.Contacts.step_limit`: DOP853 and scipy's explicit and implicit one-step
-        methods and BDF; not LSODA, which keeps the first limit, nor the compiled Radau loop)
+        methods, BDF and LSODA; not the compiled Radau loop)
     """
 
     integrator: str

@@ -400,3 +400,31 @@ def test_a_compliant_ball_comes_to_rest_on_a_box_top_at_its_static_hertz_depth()
     assert motion.extra["ball_block.penetration"][-1] == pytest.approx(depth, rel=1e-4)
     z = np.asarray(motion.position).reshape(motion.nt, 2, 3)[-1, motion.parts.index("ball"), 2]
     assert z == pytest.approx(0.25 - depth, abs=1e-9)
+
+
+@pytest.mark.parametrize("rtol", [1e-6, 1e-8])
+def test_lsoda_meets_a_compliant_contact_it_starts_far_from_and_keeps_the_energy(rtol):
+    # a ball (R = 0.02 m, 0.3 kg, no gravity) glancing 2.5 mm deep off a fixed cube's edge at 1 m/s, undamped
+    # (k = 1e7, n = 1.5): LSODA reads its largest step only when it starts, and from the far start it strode
+    # over the contact and ended inside the cube with 833 times its energy; it is now made again where the
+    # contacts' step limit halves or doubles
+    from cadmotion.kernel.dynamics.forward import run
+
+    R, m, h, miss = 0.02, 0.3, 0.05, 0.0025
+    p, d = np.array([1.0, 0, 1.0]) / math.sqrt(2), np.array([1.0, 0, -1.0]) / math.sqrt(2)
+    c0 = np.array([h, 0, h]) + (R - miss) * p - 0.1 * d
+    model = compile_model(parse_model({
+        "units": "m", "gravity": [0, 0, 0],
+        "parts": {"block": {"fixed": True},
+                  "ball": {"position": c0.tolist(), "mass": m, "inertia": [0.4 * m * R * R] * 3}},
+        "initial_velocity": {"ball": {"velocity": d.tolist()}},
+        "contacts": [{"name": "c", "parts": ["ball", "block"], "method": "compliant", "damping": 0.0,
+                      "stiffness": 1e7, "exponent": 1.5, "shape": [{"sphere": R}, {"box": [0.1, 0.1, 0.1]}]}]},
+        source="glance"))
+    motion, result = run(model, 0.2, 50, integrator="LSODA", rtol=rtol, atol=rtol / 100)
+    assert motion.complete and not result.invariants.broken
+    v = motion.velocity[:, motion.parts.index("ball")]
+    assert np.linalg.norm(v[-1]) == pytest.approx(1.0, rel=1e-4)  # elastic: it leaves at its speed
+    assert v[-1] @ p > 1e-3  # and pushed off along the edge's normal: it met the contact
+    E = motion.extra["energy.total"]
+    assert np.max(np.abs(E - E[0])) < 1e-4 * E[0]
