@@ -117,8 +117,8 @@ def pushing_solution(K, r, pushing, conditions=()):
     λ₀ + N w with N the null space of K and w the least |w| with D (λ₀ + N w) ≥ h. The conditions: λ[pushing]
     ≥ 0 (indices into λ: the normal forces), then each (D, h) of ``conditions`` (D m × k, h m; the friction
     cones: :meth:`.unilateral.UnilateralContacts.cone_rows`), or of ``conditions(λ₀)`` where it is a function of
-    the least-norm solution; where no sharing keeps them
-    all, the last set is dropped, and so on (none kept: λ₀). Where K's rows are redundant (rollers sticking on
+    the least-norm solution; where no sharing keeps them all, the last set is dropped, and so on (none kept:
+    λ₀). Where K's rows are redundant (rollers sticking on
     a sprocket of a closed chain, a box's corners on a plane) the contact forces are not unique: the
     least-norm ones can pull at a point (−7 N on the chain drive) or hold one sticking beyond μ_s λ_n while
     another sharing of the same rows pushes everywhere inside the cones, and a point opened for that pull

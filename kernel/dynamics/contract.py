@@ -496,7 +496,7 @@ class Formulation:
     def _run_scipy(self, times, y0, rec, integrator, rtol, atol, late=None):
         # here: a run on the compiled loop does not need scipy.integrate (≈ 0.1 s to import). BDF and Radau
         # with a Newton iteration that stops at round-off (a state at rest: :mod:`.scipy_implicit`)
-        from .scipy_implicit import implicit_class
+        from .scipy_implicit import implicit_class, with_max_step
 
         cls = implicit_class(integrator)
         t_end = times[-1]
@@ -518,14 +518,12 @@ class Formulation:
             if jac is not None:
                 extra["jac"] = jac
 
-        built = [np.inf]  # the largest step the solver was made with
-
         def make(t, y, first_step=None):
             # the largest step follows the parts' rotation and the contacts (set again after every
-            # step; LSODA reads it only when it starts: it is made again where the limit halves or doubles)
+            # step, :func:`.scipy_implicit.with_max_step`)
             step = {} if first_step is None else {"first_step": first_step}
-            built[0] = self._step_limit(t, y)
-            return cls(self._counted_rhs, t, y, t_end, rtol=rtol, atol=atol, max_step=built[0], **extra, **step)
+            return cls(self._counted_rhs, t, y, t_end, rtol=rtol, atol=atol, max_step=self._step_limit(t, y),
+                       **extra, **step)
 
         try:
             solver = make(times[0], y0)
@@ -610,13 +608,8 @@ class Formulation:
             elif explicit and self._rows_changed:  # ẏ there with the rows the next step drops
                 solver.f = self._counted_rhs(t_new, solver.y)
             self._rows_changed = False
-            limit = self._step_limit(solver.t, solver.y)  # never a half turn or a contact unseen
-            if integrator == "LSODA" and solver.status == "running" and not 0.5 * built[0] <= limit <= 2 * built[0]:
-                # LSODA kept its first limit and strode over compliant contacts it met later (a ball glancing
-                # off a box's edge ended inside it with 833 times its energy)
-                solver = make(solver.t, solver.y)
-            else:
-                solver.max_step = limit
+            # never a half turn or a contact unseen
+            solver = with_max_step(solver, self._step_limit(solver.t, solver.y), make)
             if solver.status == "finished" and k < nt:
                 rec.record(times[k], solver.y)
                 k += 1

@@ -42,7 +42,7 @@ from ...errors import SolverError
 from ..motion import Event
 from .complementarity import RCOND
 from .integrators import names as integrator_names
-from .scipy_implicit import implicit_class
+from .scipy_implicit import implicit_class, with_max_step
 from .unilateral import CLOSED_SPEED, OPEN, SLIP, STATE_WIDTH, STICK
 
 __all__ = ["EventDriver", "TIME_TOL"]
@@ -274,7 +274,8 @@ class EventDriver:
         while k < nt:
             t0, y0 = solver.t, solver.y.copy()
             # a step must not carry a point through a finite shape and out again unseen
-            kinds, v0, solver.max_step = self.kinds(t0, y0)
+            kinds, v0, limit = self.kinds(t0, y0)
+            solver = with_max_step(solver, limit, make)
             for j, kind in enumerate(kinds):
                 if kind in idle:
                     v0[j] = -1.0

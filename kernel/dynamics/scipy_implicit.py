@@ -1,4 +1,5 @@
-"""scipy's implicit integrators ``BDF`` and ``Radau`` with a Newton iteration that stops at round-off.
+"""scipy's implicit integrators ``BDF`` and ``Radau`` with a Newton iteration that stops at round-off, and
+``LSODA`` with a largest step that follows the run (:func:`with_max_step`).
 
 Both solve the implicit equations of each step by a simplified Newton iteration on increments Δ, measured
 in the error norm ‖Δ‖ = rms(Δ / (atol + rtol |y|)), against a tolerance τ (``newton_tol``: at most 0.03)
@@ -38,11 +39,12 @@ import types
 
 import numpy as np
 from scipy.integrate import BDF as _ScipyBDF
+from scipy.integrate import LSODA as _ScipyLSODA
 from scipy.integrate import Radau as _ScipyRadau
 from scipy.integrate._ivp import bdf as _bdf
 from scipy.integrate._ivp import radau as _radau
 
-__all__ = ["BDF", "Radau", "AMENDED", "implicit_class"]
+__all__ = ["BDF", "LSODA", "Radau", "AMENDED", "implicit_class", "with_max_step"]
 
 
 def _stalled(rate, dy_norm, dy_norm_old, tol):
@@ -155,9 +157,30 @@ class Radau(_ScipyRadau):
         _step_impl = _radau_step
 
 
+class LSODA(_ScipyLSODA):
+    """``scipy.integrate.LSODA`` that remembers the largest step it was made with (``made_max_step``): it reads
+    ``max_step`` only when it starts (:func:`with_max_step`)."""
+
+    def __init__(self, fun, t0, y0, t_bound, max_step=np.inf, **options):
+        super().__init__(fun, t0, y0, t_bound, max_step=max_step, **options)
+        self.made_max_step = max_step
+
+
 def implicit_class(name):
-    """The integrator class of scipy's method ``name``: this module's for ``BDF`` and ``Radau``, scipy's
-    for the others."""
+    """The integrator class of scipy's method ``name``: this module's for ``BDF``, ``Radau`` and ``LSODA``,
+    scipy's for the others."""
     import scipy.integrate as si
 
-    return {"BDF": BDF, "Radau": Radau}.get(name) or getattr(si, name)
+    return {"BDF": BDF, "Radau": Radau, "LSODA": LSODA}.get(name) or getattr(si, name)
+
+
+def with_max_step(solver, limit, make):
+    """``solver`` with its largest step set to ``limit`` (s) for its next step. LSODA reads it only when it
+    starts, and kept its first limit: it strode over compliant contacts it met later (a ball glancing off a
+    box's edge ended inside it with 833 times its energy). Where the limit leaves [½, 2] times the one LSODA
+    was made with, it is made again, ``make(t, y)`` at its present state (its order starts again)."""
+    made = getattr(solver, "made_max_step", None)
+    if made is not None and solver.status == "running" and not 0.5 * made <= limit <= 2 * made:
+        return make(solver.t, solver.y)
+    solver.max_step = limit
+    return solver
