@@ -412,16 +412,19 @@ def band_cholesky(Lb, m, bw, drop_tol, dropped, ratio, redundant):
     would have had (the rows before it as they are) if that is above ``drop_tol``, else 0, so that
     :func:`rows_still_chosen` can tell whether the pivots alone would drop the same rows. Returns
     the number dropped.
+
+    Right-looking: once column j of L is known, it is subtracted from the trailing band at once.
+    Each entry receives the products L[i, k] L[j, k] in the order of k, as the row-by-row dot
+    products of the left-looking form (:func:`.equations._band_cholesky_numpy`), but the updates are
+    independent of each other where the dot products were chains of dependent multiply-adds.
     """
+    for j in range(m):  # ratio holds the diagonals until the pivots are known
+        ratio[j] = Lb[j, 0]
     ndrop = 0
     for j in range(m):
-        s = Lb[j, 0]
-        diag = s
-        k0 = j - bw if j - bw > 0 else 0
+        s = Lb[j, 0]  # the pivot: S[j, j] − Σ_k L[j, k]², subtracted by the columns before
+        diag = ratio[j]
         i1 = j + bw + 1 if j + bw + 1 < m else m
-        for k in range(k0, j):
-            x = Lb[j, j - k]
-            s -= x * x
         low = not s > drop_tol * diag
         if redundant[j] != 0.0:  # (kept by its pivot: s > 0 and diag > 0)
             ratio[j] = 0.0 if low else s / diag
@@ -432,6 +435,7 @@ def band_cholesky(Lb, m, bw, drop_tol, dropped, ratio, redundant):
             dropped[j] = True
             ndrop += 1
             Lb[j, 0] = 1.0
+            k0 = j - bw if j - bw > 0 else 0
             for k in range(k0, j):
                 Lb[j, j - k] = 0.0
             for i in range(j + 1, i1):
@@ -441,36 +445,42 @@ def band_cholesky(Lb, m, bw, drop_tol, dropped, ratio, redundant):
         d = math.sqrt(s)
         Lb[j, 0] = d
         for i in range(j + 1, i1):
-            s = Lb[i, i - j]
-            k0 = i - bw if i - bw > 0 else 0
-            for k in range(k0, j):
-                s -= Lb[i, i - k] * Lb[j, j - k]
-            Lb[i, i - j] = s / d
+            Lb[i, i - j] /= d
+        for i in range(j + 1, i1):  # the trailing band: S[i, k] −= L[i, j] L[k, j], j < k ≤ i
+            lij = Lb[i, i - j]
+            if lij == 0.0:
+                continue
+            for k in range(j + 1, i + 1):
+                Lb[i, i - k] -= lij * Lb[k, k - j]
     return ndrop
 
 
 @numba.njit(**_JIT_LA)
 def band_solve(Lb, m, bw, x, dropped):
     """x ← S⁻¹ x on the kept rows, in place (dropped rows get 0), from the factor of
-    :func:`band_cholesky`."""
-    for i in range(m):
+    :func:`band_cholesky`.
+
+    Both substitutions by columns: once x[i] is known, its multiples are subtracted from the
+    entries it enters (independent updates, where dot products by rows were chains of dependent
+    multiply-adds)."""
+    for i in range(m):  # L y = x: x[i] receives −L[i, k] y[k] for k increasing, as by rows
         if dropped[i]:
             x[i] = 0.0
             continue
-        s = x[i]
+        xi = x[i] / Lb[i, 0]
+        x[i] = xi
+        i1 = i + bw + 1 if i + bw + 1 < m else m
+        for k in range(i + 1, i1):
+            x[k] -= Lb[k, k - i] * xi
+    for i in range(m - 1, -1, -1):  # Lᵀ x = y
+        if dropped[i]:
+            x[i] = 0.0
+            continue
+        xi = x[i] / Lb[i, 0]
+        x[i] = xi
         k0 = i - bw if i - bw > 0 else 0
         for k in range(k0, i):
-            s -= Lb[i, i - k] * x[k]
-        x[i] = s / Lb[i, 0]
-    for i in range(m - 1, -1, -1):
-        if dropped[i]:
-            x[i] = 0.0
-            continue
-        s = x[i]
-        k1 = i + bw + 1 if i + bw + 1 < m else m
-        for k in range(i + 1, k1):
-            s -= Lb[k, k - i] * x[k]
-        x[i] = s / Lb[i, 0]
+            x[k] -= Lb[i, i - k] * xi
 
 
 @numba.njit(**_INLINE_LA)
