@@ -8,9 +8,11 @@ onto the joints after steps whenever they are violated by more than CM_PROJECTIO
 integrator DOP853 at rtol = atol = CM_TOL (1e-8), run by the compiled DOP853 loop
 (kernel/dynamics/_dop853.py; ``integrator`` in the JSON says which loop ran).
 
-Environment: CM_TOL, CM_FORMULATION, CM_INTEGRATOR, CM_DT; PEERS_P2_N, PEERS_REPEAT.
+Environment: CM_TOL, CM_FORMULATION, CM_INTEGRATOR, CM_DT, CM_OPTIONS (the formulation's options as JSON,
+e.g. '{"alpha": 10, "beta": 10}' for ``recursive``); PEERS_P2_N, PEERS_REPEAT.
 Prints one JSON line (as a script; importing it gives ``chain_spec``, as benchmarks/dynamics_profile.py does).
 """
+import json
 import math
 import os
 import sys
@@ -36,7 +38,7 @@ METHOD = {name: summary for name, summary, *_ in describe_methods()[0]}[FORMULAT
 INTEGRATOR = os.environ.get("CM_INTEGRATOR", "DOP853")
 DT = float(os.environ["CM_DT"]) if os.environ.get("CM_DT") else None
 PTOL = float(os.environ.get("CM_PROJECTION_TOL", "1e-10"))
-OPTIONS = {"tol": PTOL} if FORMULATION == "projection" else None
+OPTIONS = {**({"tol": PTOL} if FORMULATION == "projection" else {}), **json.loads(os.environ.get("CM_OPTIONS", "{}"))} or None
 L, m = P2["L"], P2["m"]
 
 
