@@ -38,7 +38,8 @@ METHOD = {name: summary for name, summary, *_ in describe_methods()[0]}[FORMULAT
 INTEGRATOR = os.environ.get("CM_INTEGRATOR", "DOP853")
 DT = float(os.environ["CM_DT"]) if os.environ.get("CM_DT") else None
 PTOL = float(os.environ.get("CM_PROJECTION_TOL", "1e-10"))
-OPTIONS = {**({"tol": PTOL} if FORMULATION == "projection" else {}), **json.loads(os.environ.get("CM_OPTIONS", "{}"))} or None
+OPTIONS = {**({"tol": PTOL} if FORMULATION == "projection" else {}),
+           **json.loads(os.environ.get("CM_OPTIONS", "{}"))} or None
 L, m = P2["L"], P2["m"]
 
 
