@@ -345,7 +345,7 @@ def _print_summary(args, model, motion, result, invariants, written, status, cod
 def _ran_line(result, args, motion):
     """``projection / DOP853 (compiled loop), rtol 1e-08, atol 1e-10: 582 steps, ...``."""
     how = result.integrator
-    if any("compiled loop" in n for n in result.notes):
+    if result.compiled_loop:
         how += " (compiled loop)"
     if result.dt is not None:
         how += f", dt {result.dt:.3g} s"
@@ -373,7 +373,7 @@ def _run_report(args, model, motion, result, written, status, code):
                 t_end=float(motion.time[-1]) if motion.nt else None)
     if result is not None:
         data.update(formulation=result.formulation, integrator=result.integrator,
-                    compiled_loop=any("compiled loop" in n for n in result.notes),
+                    compiled_loop=bool(result.compiled_loop),
                     rtol=_tolerance(result, args, "rtol"), atol=_tolerance(result, args, "atol"), dt=args.dt,
                     accept_violations=bool(args.accept_violations),
                     counters=dict(steps=int(result.nsteps), evaluations=int(result.nfev),

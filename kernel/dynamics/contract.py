@@ -150,7 +150,10 @@ class DynamicsResult:
     nfactor : matrix factorisations of the evaluations and projections (the compiled
               path counts one per evaluation, not those inside its projections);
               ``nproject`` projections applied
-    notes : remarks on the run (e.g. "DOP853 in the compiled loop")
+    notes : remarks on the run (e.g. "DOP853 in the compiled loop"), for people: code reads the fields below
+    compiled_loop : True where the integration ran (or went on) in a compiled loop
+    loop_tol : the tolerance rtol and atol were capped at because the model has closed loops, None if not
+    crossings, crossing_steps : singular configurations crossed by index-3 steps, and those index-3 steps
     dt : the step asked of a fixed-step integrator (s; the run may halve it), None for an
          adaptive one (set by :func:`.forward.run`)
     rtol, atol : the tolerances the run was given (set by :func:`.forward.run`; the automatic
@@ -172,6 +175,10 @@ class DynamicsResult:
     nfactor: int = 0
     nproject: int = 0
     notes: List[str] = field(default_factory=list)
+    compiled_loop: bool = False
+    loop_tol: float = None
+    crossings: int = 0
+    crossing_steps: int = 0
     dt: float = None
     rtol: float = None
     atol: float = None
@@ -348,6 +355,7 @@ class Formulation:
         rec = _Recorder(self, nt)
         if self.dyn.has_loops and max(np.max(rtol), np.max(atol)) > LOOP_TOL:
             rtol, atol = np.minimum(rtol, LOOP_TOL), np.minimum(atol, LOOP_TOL)
+            rec.loop_tol = LOOP_TOL
             rec.notes.append(f"tolerances tightened to {LOOP_TOL:g}: with closed loops a looser step can stride over "
                              "a singular configuration")
         self.rtol, self.atol = rtol, atol
@@ -750,7 +758,7 @@ class Formulation:
                 if w > zone * SINGULAR_EXIT and w > w_prev:
                     break
                 w_prev = w
-            method = f"{steps} index-3 BDF{crossing.ORDER} steps of {h:.3g} s"
+            method, index3_steps = f"{steps} index-3 BDF{crossing.ORDER} steps of {h:.3g} s", steps
         except (_Failure, np.linalg.LinAlgError, FloatingPointError) as exc:
             # the rest by generalised-α from the last state reached (its retries step beside the
             # singular configuration itself)
@@ -761,12 +769,13 @@ class Formulation:
             t, q, v, work, k, n_alpha = self._cross_alpha(Index3Formulation, t, q, v, work, rec, times, k, h_alpha)
             method = f"{steps} index-3 BDF{crossing.ORDER} steps of {h:.3g} s and {n_alpha} generalised-α steps " \
                      f"of {h_alpha:.3g} s"
+            index3_steps = steps
             steps += n_alpha
         self.dyn.rows, self.dyn.redundant = rows, redundant
         self.nfev += step.nfev
         self.nfactor += step.nfactor
         rec.nsteps += steps
-        self.crossings.append((t_start, t, method))
+        self.crossings.append((t_start, t, method, index3_steps))
         y = self.state_from(t, q, v, work)
         self._choose_rows(t, y)  # the run goes on from here: the rows of this state, not of the one before
         return t, y, k
@@ -862,6 +871,8 @@ class _Recorder:
         self.nsteps = 0
         self.notes = []
         self.events = []
+        self.compiled_loop = False
+        self.loop_tol = None
 
     def record(self, t, y, accepted=True, unpack=None, output_state=False):
         """One output frame of the state y at t (s); ``output_state``: y is already the frame's
@@ -892,6 +903,8 @@ class _Recorder:
             success=self.success, message=self.message,
             t_fail=self.t_fail, nfev=form.nfev, nsteps=self.nsteps, nfactor=form.nfactor, nproject=form.nproject,
             notes=list(self.notes) + _crossing_notes(form) + _watch_notes(form), events=list(self.events),
+            compiled_loop=self.compiled_loop, loop_tol=self.loop_tol, crossings=len(getattr(form, "crossings", ())),
+            crossing_steps=sum(n for _, _, _, n in getattr(form, "crossings", ())),
         )
 
 
@@ -907,4 +920,4 @@ def _watch_notes(form):
 def _crossing_notes(form):
     """One note per singular configuration crossed by :meth:`Formulation._cross_singular`."""
     return [f"singular configuration crossed from t = {t0:.6g} to {t1:.6g} s by {method}"
-            for t0, t1, method in getattr(form, "crossings", ())]
+            for t0, t1, method, _ in getattr(form, "crossings", ())]

@@ -164,6 +164,7 @@ class _IndexOne(Formulation):
         ptol, max_iter = self._step_projection() or (None, 0)
         rec.notes.append(f"{integrator} in the compiled loop"
                          + (" with the compiled analytic Jacobian" if integrator == "Radau" else ""))
+        rec.compiled_loop = True
         if integrator == "RK4":
             h_target = dt if dt else default_dt(times)  # the whole run's, as the Python loop
 

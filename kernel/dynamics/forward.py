@@ -342,38 +342,26 @@ def formulation_options(spec):
 #: formulations whose constraints hold only approximately (their reactions may work through the
 #: velocity violation, see :mod:`.invariants`)
 APPROXIMATE_CONSTRAINTS = ("baumgarte", "penalty", "augmented-lagrangian", "recursive")
-_TIGHTENED = re.compile(r"tolerances tightened to ([0-9.eE+-]+)")
-_CROSSING = re.compile(r"by (\d+) index-3")
 
 
 def check_run(dyn, motion, result, *, formulation, integrator, rtol, atol, dt=None, penalty=None,
               stability_steps=None):
     """Stage 7: the :class:`~.invariants.InvariantReport` of a run (see :mod:`.invariants`).
 
-    The tolerances are those the integrator ran with (the run's notes say when closed loops
-    tightened them); the step count includes the singular-configuration crossings.
+    The tolerances are those the integrator ran with (``result.loop_tol``: closed loops may have
+    tightened them); the step count includes the singular-configuration crossings' index-3 steps.
     """
     rtol_run, atol_run = rtol, atol
-    crossing = 0
-    for note in result.notes:
-        m = _TIGHTENED.search(note)
-        if m:
-            try:
-                cap = float(m.group(1).rstrip("."))
-                rtol_run, atol_run = np.minimum(rtol_run, cap), np.minimum(atol_run, cap)
-            except ValueError:
-                pass
-        m = _CROSSING.search(note)
-        if m:
-            crossing += int(m.group(1))
+    if result.loop_tol is not None:
+        rtol_run, atol_run = np.minimum(rtol_run, result.loop_tol), np.minimum(atol_run, result.loop_tol)
     # the compliant contacts' step limit (:meth:`.contract.Formulation._step_limit`): scipy's methods take it as
     # max_step after every step (LSODA by being made again where it halves or doubles), the compiled DOP853 loop
     # too, the compiled Radau loop not
-    loop = any("in the compiled loop" in n or "compiled from there on (its library" in n for n in result.notes)
+    loop = result.compiled_loop
     limited = integrator in SCIPY_INTEGRATORS and not (integrator == "Radau" and loop)
     acc = Accuracy(integrator=integrator, rtol=float(np.max(rtol_run)), atol=float(np.max(atol_run)),
                    nsteps=int(result.nsteps), nstate=dyn.nq + dyn.nv + 1, ncon=int(dyn.nc), dt=dt,
-                   crossing_steps=crossing, contact_limit=limited)
+                   crossing_steps=result.crossing_steps, contact_limit=limited)
     spec = dyn.model.spec
     free, why = free_system(spec)
     cc = dyn.forces.contact_constraints
@@ -417,8 +405,7 @@ def _stability_steps(dyn, q0, v0, times, refs0):
 
 def _ran(result, integrator):
     """How the integrator ran, e.g. ``DOP853 (compiled loop)``."""
-    compiled = any("compiled loop" in n for n in result.notes)
-    return f"{integrator} (compiled loop)" if compiled else integrator
+    return f"{integrator} (compiled loop)" if result.compiled_loop else integrator
 
 
 def to_motion(dyn, result, formulation="", integrator="", fast=None):
@@ -461,8 +448,7 @@ def to_motion(dyn, result, formulation="", integrator="", fast=None):
     events.extend(getattr(result, "events", ()))
     if not complete and result.t_fail is not None:
         events.append(Event("failed", float(result.t_fail), message))
-    crossings = sum(1 for n in result.notes if n.startswith("singular configuration crossed"))
-    crossed = f", {crossings} singular-configuration crossing(s) by index-3 steps" if crossings else ""
+    crossed = f", {result.crossings} singular-configuration crossing(s) by index-3 steps" if result.crossings else ""
     events.append(Event("stats", float(result.t[-1]) if nt else 0.0,
                         f"{formulation} / {_ran(result, integrator)}: {result.nsteps} steps, {result.nfev} "
                         f"evaluations, {result.nfactor} factorisations, {result.nproject} projections{crossed}"))

@@ -508,6 +508,7 @@ class SemiRecursiveFormulation(Formulation):
         fast = self._fast
         ptol, max_iter = self._tol(), int(self.options["max_iter"])
         rec.notes.append(f"{integrator} in the compiled loop")
+        rec.compiled_loop = True
         if integrator == "RK4":
             h_target = dt if dt else default_dt(times)
 

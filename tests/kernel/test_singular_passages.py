@@ -102,6 +102,22 @@ def test_a_tighter_tolerance_gives_a_better_answer_at_a_well_behaved_cost(model)
     assert steps[1e-12] < 3 * steps[1e-10]
 
 
+def test_the_result_states_in_fields_what_its_notes_say_in_words(model):
+    """The run's checks and the CLI read the crossings, the loop's tolerance cap and the compiled loop from
+    the result's fields (they parsed the notes' wording): the same counts as the notes', the index-3 steps
+    inside the run's steps, and the closed loop's cap on a looser tolerance (1e-6 runs at 1e-8)."""
+    for tol in (1e-6, 1e-8):
+        motion, res = _run_at(model, tol)
+        crossed = [n for n in res.notes if n.startswith("singular configuration crossed")]
+        assert res.crossings == len(crossed) > 0
+        assert sum(int(n.split(" by ")[1].split(" index-3")[0]) for n in crossed) == res.crossing_steps > 0
+        assert res.crossing_steps < res.nsteps
+        assert res.loop_tol == (1e-8 if tol > 1e-8 else None)
+        assert res.compiled_loop == any("in the compiled loop" in n for n in res.notes)
+        assert f"{res.crossings} singular-configuration crossing(s)" in [e for e in motion.events
+                                                                         if e.kind == "stats"][0].message
+
+
 # every quarter decade from 1e-8 to 1e-12: among them 3.2e-9, where the watch missed six of the
 # ten flat configurations and the answer was 4e-5 m off (reported as success), and 1.8e-9, where
 # a compiled step near one let an error 1,000 times the tolerance through (the factor of S kept
