@@ -351,3 +351,23 @@ def test_a_fixed_step_that_does_not_resolve_a_stop_is_flagged():
 
     m, r = run(compile_model(parse_model(_fast_slider())), times=np.array([0.0, 0.01]), integrator="RK4", dt=4e-4)
     assert "steps.resolution" in [c.name for c in r.invariants.broken]
+
+
+# ---------------------------------------------------------------------------- bad input names the joint and the fix
+@pytest.mark.parametrize("jtype,limits", [("revolute", {"disp": [-0.1, 0.1]}), ("prismatic", {"angle": [-1.0, 1.0]})])
+def test_a_limit_on_a_coordinate_the_joint_does_not_have_is_an_error(jtype, limits):
+    # a revolute joint's disp limit was dropped without a word: the stop the user asked for never acted
+    data = _pendulum(None, limit_restitution=0.5)
+    data["joints"][0].update(type=jtype, limits=limits)
+    with pytest.raises(MechanismError, match=f"pivot.*has no {next(iter(limits))} coordinate") as info:
+        _run(data, 0.1, 3)
+    assert "limits = {" in str(info.value)  # what to write instead
+
+
+@pytest.mark.parametrize("joint,what", [(dict(limits=[1.0, -1.0]), "lower < upper"),
+                                        (dict(limits=[-1.0, 1.0], limit_restitution=0.01), "unilateral"),
+                                        (dict(limits=[0.2, 1.0]), "within its limits")])
+def test_stop_errors_say_what_to_do(joint, what):
+    with pytest.raises(MechanismError, match="pivot") as info:
+        _run(_pendulum(**joint), 0.1, 3)
+    assert what in str(info.value)
