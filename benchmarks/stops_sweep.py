@@ -24,7 +24,7 @@ with −e times the approach rate, then resting on the limit):
 * ``slider``: a 2 kg slider on a prismatic rail at v0 = 20 and 200 m/s into a stop 0.1 m away (limits [−1, 0.1]),
   k = 1e8 N/m (compliant), e = 0.5, n = 1 and 1.5, two output frames, 5 ms after the impact: closed form
   v_end = −e v0, x_end = 0.1 − e v0 (t_end − 0.1/v0 − t_d) (t_d the compliant contact's duration from the 1-DOF
-  Hunt–Crossley ODE solved here, 0 for the unilateral limit). Allowed: 1e-6 + 100 rtol (relative to v0, to 0.1 m).
+  Hunt–Crossley ODE solved here, 0 for the unilateral limit). Allowed: 1e-6 + 100 rtol (relative to v0, to the path).
 * ``cylinder``: a sleeve (1 kg, com 0.2 m off a vertical axis) on a cylindrical joint with limits angle [−10, 1] rad
   and disp [−0.05, 10] m, spinning at 5 rad/s (as the run starts) and falling, 0.5 s: the spin rebounds at exactly
   −e (no other torque about the axis; allowed 1e-6 + 100 rtol); the slide bounces to rest at m g / k below its limit
@@ -278,9 +278,10 @@ def slider(method, v0, n, integrator, rtol, e=0.5, dt=None):
     t_c = hc_duration(m, k, n, 1.0, v0)[0] if method == "compliant" else T_C
     x_ref = hi - e * v0 * (t_end - hi / v0 - t_d)  # the compliant stop's contact lasts t_d, at δ = 0 both ends
     v_err = abs(v + e * v0) / v0
+    path = hi + abs(x_ref - hi)  # the distance travelled: a relative error of the motion
     x_err = abs(x - x_ref)
     return _row(case, motion, result, flags, wall,
-                [v_err / (1e-6 + _allow(rtol, dt, t_c)), x_err / (1e-6 + _allow(rtol, dt, t_c) * hi)],
+                [v_err / (1e-6 + _allow(rtol, dt, t_c)), x_err / ((1e-6 + _allow(rtol, dt, t_c)) * path)],
                 [1, 1], f"v {v:.6g} (ref {-e * v0:g}), x {x:.6g} (ref {x_ref:.6g})")
 
 
