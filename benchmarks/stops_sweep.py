@@ -25,6 +25,10 @@ with −e times the approach rate, then resting on the limit):
   k = 1e8 N/m (compliant), e = 0.5, n = 1 and 1.5, two output frames, 5 ms after the impact: closed form
   v_end = −e v0, x_end = 0.1 − e v0 (t_end − 0.1/v0 − t_d) (t_d the compliant contact's duration from the 1-DOF
   Hunt–Crossley ODE solved here, 0 for the unilateral limit). Allowed: 1e-6 + 100 rtol (relative to v0, to the path).
+* ``box``: a 2 kg slider without gravity between its two limits ±1 mm (one coordinate, both stops), e = 0.9, 10 ms
+  at 2.5 µs frames, 20 m/s (unilateral) or 2 m/s into 1e8 N/m stops (compliant): |v| = e^k v0 after the k-th contact
+  (allowed 1e-6 + 100 rtol), the contacts counted against the closed form's (w / v0, then t_d + 2 w / (e^k v0)
+  apart; one either way at the end of the run).
 * ``cylinder``: a sleeve (1 kg, com 0.2 m off a vertical axis) on a cylindrical joint with limits angle [−10, 1] rad
   and disp [−0.05, 10] m, spinning at 5 rad/s (as the run starts) and falling, 0.5 s: the spin rebounds at exactly
   −e (no other torque about the axis; allowed 1e-6 + 100 rtol); the slide bounces to rest at m g / k below its limit
@@ -45,7 +49,7 @@ atol = rtol / 100); compliant also RK4 at dt = 0.1 and 0.4 ms (t_c / 20 and t_c 
 (:func:`_allow`). Prints per case one line per method, integrator and tolerance: runs, incomplete,
 flagged by the run's checks, off the closed form, worst errors (relative) and wall time; then every such run.
 
-    python benchmarks/stops_sweep.py [bounce] [rest] [slider] [cylinder] [fourbar] [--quick]
+    python benchmarks/stops_sweep.py [bounce] [rest] [slider] [box] [cylinder] [fourbar] [--quick]
 """
 import math
 import os
@@ -285,6 +289,58 @@ def slider(method, v0, n, integrator, rtol, e=0.5, dt=None):
                 [1, 1], f"v {v:.6g} (ref {-e * v0:g}), x {x:.6g} (ref {x_ref:.6g})")
 
 
+# ---------------------------------------------------------------------------- both stops of one coordinate
+def box(method, integrator, rtol, e=0.9, dt=None):
+    """A 2 kg slider without gravity between limits ±1 mm: speed e^k v0 after k contacts; contacts counted."""
+    w, m, k, t_end = 1e-3, 2.0, 1e8, 0.01
+    v0 = 20.0 if method == "unilateral" else 2.0  # compliant: 0.28 mm into a stop, less than the 2 mm between them
+    j = dict(name="rail", type="prismatic", parts=["ground", "slider"], origin=[0, 0, 0], axis=[1, 0, 0],
+             limits={"disp": [-w, w]}, limit_restitution=e)
+    if method == "unilateral":
+        j["limit_method"] = "unilateral"
+    else:
+        j["limit_stiffness"] = k
+    data = {"units": "m", "gravity": [0, 0, 0],
+            "parts": {"ground": {"fixed": True},
+                      "slider": {"position": [0, 0, 0], "mass": m, "inertia": [0.01, 0.01, 0.01]}},
+            "joints": [j], "initial_velocity": {"slider": {"velocity": [v0, 0, 0]}}}
+    times = np.linspace(0.0, t_end, 4001)
+    kw = dict(integrator=integrator, rtol=rtol, atol=rtol / 100) if dt is None else dict(integrator=integrator, dt=dt)
+    motion, result, flags, wall = _run(data, times=times, **kw)
+    case = f"box v0 = {v0:g}"
+    if motion is None:
+        return _row(case, None, result, flags, wall, [], [1, 1])
+    b = motion.parts.index("slider")
+    x, v = motion.position[:, b, 0], motion.velocity[:, b, 0]
+    t_d = hc_duration(m, k, 1.0, e, v0)[0] if method == "compliant" else 0.0  # linear: the same at every speed
+    # the contacts' starts: w / v0, then each after the contact and a flight of 2 w at the speed it left with
+    starts, t, speed = [], w / v0, v0
+    while t < t_end:
+        starts.append(t)
+        speed *= e
+        t += t_d + 2 * w / speed
+    free = np.abs(x) < w
+    seg = np.cumsum(np.r_[0, np.diff(free.astype(int)) != 0])
+    err = 0.0
+    if method == "compliant":
+        for kk, sid in enumerate(np.unique(seg[free])):
+            err = max(err, float(np.max(np.abs(np.abs(v[free & (seg == sid)]) - e ** kk * v0))) / v0)
+        counted = len(np.unique(seg[~free]))
+    else:
+        hits = [ev.time for ev in motion.events if ev.kind == "impact"]
+        counted = len(hits)
+        for kk in range(len(hits) + 1):
+            lo_t = hits[kk - 1] if kk else 0.0
+            hi_t = hits[kk] if kk < len(hits) else t_end + 1
+            sel = (times > lo_t) & (times < hi_t)
+            if sel.any():
+                err = max(err, float(np.max(np.abs(np.abs(v[sel]) - e ** kk * v0))) / v0)
+    miss = abs(counted - len(starts))
+    return _row(case, motion, result, flags, wall, [err / (1e-6 + _allow(rtol, dt, math.pi * math.sqrt(m / k))),
+                                                    float(miss > 1) * 2.0],
+                [1, 1], f"contacts {counted} (closed form {len(starts)})")
+
+
 # ---------------------------------------------------------------------------- the cylindrical joint
 def cylinder(method, integrator, rtol, e=0.5, dt=None):
     mass, spin, drop = 1.0, 5.0, 0.05
@@ -486,6 +542,8 @@ CASES = {
     "slider": ("rebound speed / position",
                lambda method, integ, rtol, dt=None: [slider(method, v0, n, integ, rtol, dt=dt) for v0 in (20.0, 200.0)
                                                      for n in ((1.0, 1.5) if method == "compliant" else (1.0,))]),
+    "box": ("speed after each contact / contacts counted",
+            lambda method, integ, rtol, dt=None: [box(method, integ, rtol, dt=dt)]),
     "cylinder": ("spin / resting height / resting force",
                  lambda method, integ, rtol, dt=None: [cylinder(method, integ, rtol, dt=dt)]),
     "fourbar": ("energy taken by each contact / energy drift between them",
