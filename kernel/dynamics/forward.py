@@ -344,6 +344,7 @@ def formulation_options(spec):
 APPROXIMATE_CONSTRAINTS = ("baumgarte", "penalty", "augmented-lagrangian", "recursive")
 _TIGHTENED = re.compile(r"tolerances tightened to ([0-9.eE+-]+)")
 _CROSSING = re.compile(r"by (\d+) index-3")
+_RESTARTS = re.compile(r"(\d+) restart\(s\) of the integrator")
 
 
 def check_run(dyn, motion, result, *, formulation, integrator, rtol, atol, dt=None, penalty=None,
@@ -354,7 +355,7 @@ def check_run(dyn, motion, result, *, formulation, integrator, rtol, atol, dt=No
     tightened them); the step count includes the singular-configuration crossings.
     """
     rtol_run, atol_run = rtol, atol
-    crossing = 0
+    crossing = restarts = 0
     for note in result.notes:
         m = _TIGHTENED.search(note)
         if m:
@@ -366,6 +367,9 @@ def check_run(dyn, motion, result, *, formulation, integrator, rtol, atol, dt=No
         m = _CROSSING.search(note)
         if m:
             crossing += int(m.group(1))
+        m = _RESTARTS.search(note)
+        if m:
+            restarts += int(m.group(1))
     # the compliant contacts' step limit (:meth:`.contract.Formulation._step_limit`): scipy's methods take it as
     # max_step after every step (LSODA by being made again where it halves or doubles), the compiled DOP853 loop
     # too, the compiled Radau loop not
@@ -373,7 +377,7 @@ def check_run(dyn, motion, result, *, formulation, integrator, rtol, atol, dt=No
     limited = integrator in SCIPY_INTEGRATORS and not (integrator == "Radau" and loop)
     acc = Accuracy(integrator=integrator, rtol=float(np.max(rtol_run)), atol=float(np.max(atol_run)),
                    nsteps=int(result.nsteps), nstate=dyn.nq + dyn.nv + 1, ncon=int(dyn.nc), dt=dt,
-                   crossing_steps=crossing, contact_limit=limited)
+                   crossing_steps=crossing, contact_limit=limited, restarts=restarts)
     spec = dyn.model.spec
     free, why = free_system(spec)
     cc = dyn.forces.contact_constraints

@@ -67,6 +67,8 @@ class EventDriver:
         self.events = []
         self.impacts = 0
         self.switches = 0
+        #: integrators made again at a switch (each starts from a small step and, BDF, from order 1)
+        self.restarts = 0
         self.active_time = {}
         self.rows_total = 0.0
 
@@ -295,6 +297,7 @@ class EventDriver:
                 y_hit = self.switch(t0, y0)
                 same_instant, last_switch, idle = 0, t0, ()
                 solver = make(t0, y_hit)
+                self.restarts += 1
                 continue
             solver = with_max_step(solver, limit, make)
             for j, kind in enumerate(kinds):
@@ -344,6 +347,7 @@ class EventDriver:
                     k += 1
                 if k < nt:
                     solver = make(t_hit, y_hit)
+                    self.restarts += 1
                 continue
             self._count(t0, t1)
             while k < nt and times[k] < t1 - 1e-12 * max(1.0, abs(t1)):
@@ -367,4 +371,5 @@ class EventDriver:
         limits = f" and {self.cc.limits.n} unilateral joint limit(s)" if self.cc.limits.n else ""
         return [f"{len(self.cc.names)} unilateral contact(s) ({self.cc.np} point(s)){limits}: "
                 f"{self.impacts} impact(s), "
-                f"{self.switches} contact switch(es); time with k contacts active: {shares or 'none'}"]
+                f"{self.switches} contact switch(es); time with k contacts active: {shares or 'none'}; "
+                f"{self.restarts} restart(s) of the integrator"]

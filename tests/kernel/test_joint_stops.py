@@ -392,3 +392,30 @@ def test_resting_on_a_unilateral_limit_is_not_flagged_at_tight_tolerances(integr
     assert m.position[-1, m.parts.index("slider"), 2] == pytest.approx(-0.05, abs=1.1e-7)
     assert m.extra["rail.limit_force"][-1] == pytest.approx(G, rel=1e-6)
     assert not r.invariants.broken, [c.line() for c in r.invariants.broken]
+
+
+def test_a_run_that_restarts_at_many_impacts_is_not_flagged_for_its_steps():
+    # a slider between unilateral limits 1 mm either side of it at 20 m/s, e = 0.9: 23 impacts in 10 ms, each
+    # restarting BDF from a small step at order 1; the steps check did not count the restarts and flagged an
+    # exact run (166 steps against 100). Closed form: impacts w / v0, then 2 w / (e^k v0) apart; |v| = e^k v0
+    from cadmotion.kernel.dynamics.forward import run
+
+    w, v0, e = 1e-3, 20.0, 0.9
+    data = {"units": "m", "gravity": [0, 0, 0],
+            "parts": {"ground": {"fixed": True}, "slider": {"position": [0, 0, 0], "mass": 2.0,
+                                                            "inertia": [0.01, 0.01, 0.01]}},
+            "joints": [{"name": "rail", "type": "prismatic", "parts": ["ground", "slider"], "origin": [0, 0, 0],
+                        "axis": [1, 0, 0], "limits": {"disp": [-w, w]}, "limit_restitution": e,
+                        "limit_method": "unilateral"}],
+            "initial_velocity": {"slider": {"velocity": [v0, 0, 0]}}}
+    hits, t, v = [], w / v0, v0
+    while t < 0.01:
+        hits.append(t)
+        v *= e
+        t += 2 * w / v
+    m, r = run(compile_model(parse_model(data)), t_end=0.01, steps=10, integrator="BDF", rtol=1e-8, atol=1e-10)
+    impacts = [ev.time for ev in m.events if ev.kind == "impact"]
+    assert len(impacts) == len(hits) == 23
+    assert np.allclose(impacts, hits, rtol=1e-6)
+    assert abs(m.velocity[-1, m.parts.index("slider"), 0]) == pytest.approx(e ** 23 * v0, rel=1e-6)
+    assert not r.invariants.broken, [c.line() for c in r.invariants.broken]
