@@ -203,8 +203,8 @@ class Accuracy:
     dt : s, the nominal step of a fixed-step method (None: min(output interval, 1 ms))
     crossing_steps : steps spent crossing singular configurations (part of nsteps)
     restarts : integrators made again at the switches of unilateral contacts (:mod:`.hybrid`); each may take
-        log₂(1/TIME_TOL) + 1 steps to regain its step from the small one it starts with (a step at least halves
-        the gap to it; BDF also climbs back from order 1), added to the steps allowed
+        log₂(1/TIME_TOL) + 1 steps to regain its step: from one as small as the events' resolution (TIME_TOL of
+        the span), doubling at least (BDF also climbs back from order 1); added to the steps allowed
     contact_limit : True when the steps were limited so that no compliant contact is stepped over
         (:meth:`.contacts.Contacts.step_limit`: DOP853 and scipy's explicit and implicit one-step
         methods, BDF and LSODA; not the compiled Radau loop)
