@@ -154,6 +154,7 @@ class DynamicsResult:
     compiled_loop : True where the integration ran (or went on) in a compiled loop
     loop_tol : the tolerance rtol and atol were capped at because the model has closed loops, None if not
     crossings, crossing_steps : singular configurations crossed by index-3 steps, and those index-3 steps
+    restarts : restarts of the integrator at the unilateral contacts' switches (:mod:`.hybrid`)
     dt : the step asked of a fixed-step integrator (s; the run may halve it), None for an
          adaptive one (set by :func:`.forward.run`)
     rtol, atol : the tolerances the run was given (set by :func:`.forward.run`; the automatic
@@ -179,6 +180,7 @@ class DynamicsResult:
     loop_tol: float = None
     crossings: int = 0
     crossing_steps: int = 0
+    restarts: int = 0
     dt: float = None
     rtol: float = None
     atol: float = None
@@ -421,6 +423,7 @@ class Formulation:
             pass
         if driver is not None:
             rec.notes.extend(driver.notes())
+            rec.restarts = driver.restarts
             rec.events.extend(driver.events)
         return rec.result(self)
 
@@ -873,6 +876,7 @@ class _Recorder:
         self.events = []
         self.compiled_loop = False
         self.loop_tol = None
+        self.restarts = 0
 
     def record(self, t, y, accepted=True, unpack=None, output_state=False):
         """One output frame of the state y at t (s); ``output_state``: y is already the frame's
@@ -904,7 +908,7 @@ class _Recorder:
             t_fail=self.t_fail, nfev=form.nfev, nsteps=self.nsteps, nfactor=form.nfactor, nproject=form.nproject,
             notes=list(self.notes) + _crossing_notes(form) + _watch_notes(form), events=list(self.events),
             compiled_loop=self.compiled_loop, loop_tol=self.loop_tol, crossings=len(getattr(form, "crossings", ())),
-            crossing_steps=sum(n for _, _, _, n in getattr(form, "crossings", ())),
+            crossing_steps=sum(n for _, _, _, n in getattr(form, "crossings", ())), restarts=self.restarts,
         )
 
 

@@ -361,7 +361,7 @@ def check_run(dyn, motion, result, *, formulation, integrator, rtol, atol, dt=No
     limited = integrator in SCIPY_INTEGRATORS and not (integrator == "Radau" and loop)
     acc = Accuracy(integrator=integrator, rtol=float(np.max(rtol_run)), atol=float(np.max(atol_run)),
                    nsteps=int(result.nsteps), nstate=dyn.nq + dyn.nv + 1, ncon=int(dyn.nc), dt=dt,
-                   crossing_steps=result.crossing_steps, contact_limit=limited)
+                   crossing_steps=result.crossing_steps, contact_limit=limited, restarts=result.restarts)
     spec = dyn.model.spec
     free, why = free_system(spec)
     cc = dyn.forces.contact_constraints
@@ -372,12 +372,14 @@ def check_run(dyn, motion, result, *, formulation, integrator, rtol, atol, dt=No
 
 
 def compliant_contacts(dyn, result, nt):
-    """:class:`~.invariants.CompliantContact` of each compliant contact over the first ``nt`` frames of
-    ``result``: the depth δ of its deepest point (< 0: the gap) and the largest |δ̇| over its points,
-    from the contact geometry at each frame's state (:meth:`.contacts.Contacts.geometry`)."""
+    """:class:`~.invariants.CompliantContact` of each compliant joint stop (:func:`_stop_contacts`) and each
+    compliant contact over the first ``nt`` frames of ``result``: a contact's depth δ of its deepest point
+    (< 0: the gap) and the largest |δ̇| over its points, from the contact geometry at each frame's state
+    (:meth:`.contacts.Contacts.geometry`)."""
+    out = list(_stop_contacts(dyn, result, nt))
     contacts = dyn.forces.contacts
     if contacts is None or not contacts.n or nt < 1:
-        return ()
+        return tuple(out)
     nc = len(contacts.names)
     depth, speed = np.full((nt, nc), -np.inf), np.zeros((nt, nc))
     for k in range(nt):
@@ -385,12 +387,36 @@ def compliant_contacts(dyn, result, nt):
         _, delta, _, dd, _ = contacts.geometry(bs)
         np.maximum.at(depth[k], contacts.owner, delta)
         np.maximum.at(speed[k], contacts.owner, np.abs(dd))
-    out = []
     for i, name in enumerate(contacts.names):
         own = contacts.owner == i
         out.append(CompliantContact(name, float(np.min(contacts.m_eff[own])), float(np.max(contacts.k[own])),
                                     float(np.max(contacts.exp[own])), depth[:, i], speed[:, i]))
     return tuple(out)
+
+
+def _stop_contacts(dyn, result, nt):
+    """:class:`~.invariants.CompliantContact` of each compliant joint stop (:mod:`.stops`), a contact of the
+    joint's coordinate: its depth the penetration past the nearer limit (rad or m, < 0 inside the range), its
+    speed |q̇|, its mass the pair's effective inertia or mass along the coordinate. Without them the checks
+    charged the steps inside a stop at the flight's rate (accurate runs through a stiff stop flagged ``steps``)
+    and never asked whether a fixed step resolves the stop (``steps.resolution``)."""
+    stops = dyn.forces.stops
+    if stops is None or not stops.n or nt < 1:
+        return ()
+    depth, speed = np.zeros((nt, stops.n)), np.zeros((nt, stops.n))
+    state = None
+    for k in range(nt):
+        bs = body_state(dyn.model, dyn.mass, result.q[k], result.v[k])
+        if state is None:  # the first frame is the initial pose: the angles' references (0 there)
+            state = np.zeros(2 * stops.n)
+            state[: stops.n] = stops.coordinates(bs, state)[4]
+        q, qd, *_ = stops.coordinates(bs, state)
+        stops.accept(bs, state)  # the angles continued over turns, frame to frame
+        depth[k] = np.maximum(stops.lo - q, q - stops.hi)
+        speed[k] = np.abs(qd)
+    return tuple(CompliantContact(f"limit of joint {name!r}", float(stops.m_eff[i]), float(stops.k[i]),
+                                  float(stops.exp[i]), depth[:, i], speed[:, i])
+                 for i, name in enumerate(stops.prefixes))
 
 
 def _stability_steps(dyn, q0, v0, times, refs0):

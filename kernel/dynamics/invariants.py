@@ -202,6 +202,9 @@ class Accuracy:
     ncon : number of constraint equations nc
     dt : s, the nominal step of a fixed-step method (None: min(output interval, 1 ms))
     crossing_steps : steps spent crossing singular configurations (part of nsteps)
+    restarts : integrators made again at the switches of unilateral contacts (:mod:`.hybrid`); each may take
+        log₂(1/TIME_TOL) + 1 steps to regain its step: from one as small as the events' resolution (TIME_TOL of
+        the span), doubling at least (BDF also climbs back from order 1); added to the steps allowed
     contact_limit : True when the steps were limited so that no compliant contact is stepped over
         (:meth:`.contacts.Contacts.step_limit`: DOP853 and scipy's explicit and implicit one-step
         methods, BDF and LSODA; not the compiled Radau loop)
@@ -216,6 +219,7 @@ class Accuracy:
     dt: Optional[float] = None
     crossing_steps: int = 0
     contact_limit: bool = False
+    restarts: int = 0
 
     @property
     def fixed_step(self):
@@ -747,6 +751,15 @@ def check_motion(motion, accuracy, *, bodies=None, gravity=(0.0, 0.0, 0.0), free
     return report
 
 
+def _restart_steps(acc):
+    """Steps the restarts at unilateral switches may take (:attr:`Accuracy.restarts`)."""
+    if not acc.restarts:
+        return 0.0
+    from .hybrid import TIME_TOL
+
+    return acc.restarts * (math.log2(1.0 / TIME_TOL) + 1.0)
+
+
 def _steps_check(acc, t, rate, stability_steps, contact_need=0.0):
     span = float(t[-1] - t[0])
     if acc.fixed_step:
@@ -760,13 +773,13 @@ def _steps_check(acc, t, rate, stability_steps, contact_need=0.0):
         how = f"{acc.integrator} at tol {tol:.3g} on a motion of rate {rate:.3g} 1/s"
         if contact_need:
             how += f" and compliant contacts that need {contact_need:.3g} steps"
-    allowed = STEP_FACTOR * (need + acc.crossing_steps) + acc.crossing_steps
+    allowed = STEP_FACTOR * (need + acc.crossing_steps) + acc.crossing_steps + _restart_steps(acc)
     if acc.nsteps > allowed and not acc.fixed_step and acc.integrator in EXPLICIT and stability_steps is not None:
         stab = float(stability_steps() or 0.0)
         if stab > need:
             need = stab
             how += f" (stiff: {stab:.3g} steps for stability)"
-            allowed = STEP_FACTOR * (need + acc.crossing_steps) + acc.crossing_steps
+            allowed = STEP_FACTOR * (need + acc.crossing_steps) + acc.crossing_steps + _restart_steps(acc)
     first = float(t[-1]) if acc.nsteps > allowed else None
     return Invariant("steps", f"the step count of {how}", "steps", float(acc.nsteps), float(t[-1]), float(allowed),
                      first, float(need))

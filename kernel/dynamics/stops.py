@@ -74,7 +74,7 @@ class JointStops:
         com = mass.body_com_all
         nmov = mass.nmov
         names, out, ia, ib, di, dj, Ri, rot, lo, hi, k, n_exp, e = [], [], [], [], [], [], [], [], [], [], [], [], []
-        m_eff, xj = [], []
+        m_eff, xj, wheres = [], [], []
         for j in spec.joints:
             if not j.limits:
                 continue
@@ -82,7 +82,9 @@ class JointStops:
             if j.type not in STOP_JOINTS:
                 if j.stop:
                     raise MechanismError(f"joint {j.name!r} ({j.type}): limit_* keys are for the stops of "
-                                         f"{', '.join(STOP_JOINTS)} joints", where=where)
+                                         f"{', '.join(STOP_JOINTS)} joints", where=where,
+                                         hint=f"remove the limit_* keys: the limits of a {j.type} joint are checked "
+                                              "by `cadmotion check` only, they do not act in dynamics")
                 continue  # limits of other joints stay a kinematic check only
             params = dict(j.stop)
             if params.pop("limit_method", "compliant") != method:
@@ -90,7 +92,8 @@ class JointStops:
             for key, value in params.items():
                 if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
                     raise MechanismError(f"joint {j.name!r}: `{key}` must be a finite number ≥ 0, got {value!r}",
-                                         where=where)
+                                         where=where, hint="limit_stiffness > 0 (N m/rad^n or N/m^n), "
+                                                           "limit_exponent ≥ 1, limit_restitution in [0, 1]")
             exponent = float(params.get("limit_exponent", 1.0))
             if exponent < 1.0:
                 raise MechanismError(f"joint {j.name!r}: `limit_exponent` must be ≥ 1, got {exponent}", where=where,
@@ -99,16 +102,25 @@ class JointStops:
             low_e = MIN_RESTITUTION if method == "compliant" else 0.0
             if not (low_e <= restitution <= 1.0):
                 raise MechanismError(f"joint {j.name!r}: `limit_restitution` must be in [{low_e}, 1], "
-                                     f"got {restitution}", where=where)
+                                     f"got {restitution}", where=where,
+                                     hint="a compliant stop's damping reaches e = 0.05 at least: for a plastic stop "
+                                          "use limit_method = \"unilateral\" (e from 0)" if method == "compliant"
+                                     else "give e between 0 (plastic) and 1 (elastic)")
             b = [model.body_index(p) for p in j.parts]
             (si, Rmi), (sj, Rmj) = frame_matrix(j.markers[0]), frame_matrix(j.markers[1])
             coords = [c for c, _ in j.limits]
             for coord, (low, high) in j.limits:
                 if coord not in STOP_JOINTS[j.type]:
-                    continue
+                    # a revolute joint's disp, a prismatic joint's angle: no such coordinate, the stop would never act
+                    have = " and ".join(STOP_JOINTS[j.type])
+                    raise MechanismError(f"joint {j.name!r} ({j.type}) has no {coord} coordinate to limit "
+                                         f"(it has {have})", where=where,
+                                         hint=f"limit its {have}: limits = {{{STOP_JOINTS[j.type][0]} = [lo, hi]}}, "
+                                              "or remove the limit")
                 if not low < high:
                     raise MechanismError(f"joint {j.name!r}: {coord} limits [{low}, {high}] need lower < upper",
-                                         where=where)
+                                         where=where, hint=f"give limits = {{{coord} = [lower, upper]}}, lower < "
+                                                           "upper, about the initial pose (the coordinate is 0 there)")
                 is_angle = coord == "angle"
                 inv = []
                 for body, s, R in ((b[0], si, Rmi), (b[1], sj, Rmj)):
@@ -125,11 +137,13 @@ class JointStops:
                     inv.append(1.0 / inertia if inertia > 0 else np.inf)
                 if sum(inv) == 0.0:
                     raise MechanismError(f"joint {j.name!r} joins two fixed parts: its limits cannot act",
-                                         where=where)
+                                         where=where, hint="remove its limits, or free one of its parts")
                 meff = 1.0 / sum(inv)
                 stiffness = float(params.get("limit_stiffness", meff * (math.pi / STOP_DURATION) ** 2))
                 if stiffness <= 0:
-                    raise MechanismError(f"joint {j.name!r}: `limit_stiffness` must be > 0", where=where)
+                    raise MechanismError(f"joint {j.name!r}: `limit_stiffness` must be > 0", where=where,
+                                         hint="give k in N m/rad^n (angle) or N/m^n (disp), or leave it out for "
+                                              "the default (a 2 ms stop)")
                 names.append(j.name)
                 out.append(j.name if len(coords) == 1 else f"{j.name}.{coord}")
                 ia.append(b[0])
@@ -145,9 +159,12 @@ class JointStops:
                 n_exp.append(exponent)
                 e.append(restitution)
                 m_eff.append(meff)
+                wheres.append(where)
         arr = np.asarray
         #: the limited joints' names and the output prefix of each stop
         self.names, self.prefixes = names, out
+        #: where each stop's joint is declared (file and table), for errors
+        self.wheres = wheres
         self.n = len(names)
         self.ia, self.ib = arr(ia, int), arr(ib, int)
         self.di, self.dj = arr(di, float).reshape(-1, 3), arr(dj, float).reshape(-1, 3)
@@ -248,6 +265,7 @@ class JointStops:
             unit = "rad" if self.rot[i] else "m"
             raise MechanismError(f"joint {self.names[i]!r}: its {'angle' if self.rot[i] else 'disp'} {q[i]:.6g} {unit} "
                                  f"starts outside its limits [{self.lo[i]:.6g}, {self.hi[i]:.6g}]",
+                                 where=self.wheres[i],
                                  hint="start the joint within its limits (its coordinate is 0 at the initial pose)")
         return state
 

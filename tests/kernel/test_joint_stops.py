@@ -295,3 +295,127 @@ def test_implicit_integrators_give_the_same_rebound(integrator):
     rise = LC * (math.sin(th[off:].max()) - math.sin(THETA_S))
     omega = math.sqrt(2 * M * G * h0 / I_PIVOT)
     assert rise == pytest.approx(E_STOP ** 2 * h0, rel=2 * _gravity_tolerance(E_STOP * omega))
+
+
+# ---------------------------------------------------------------------------- unilateral limits: bouncing to rest
+def _sleeve(method="unilateral", e=0.5):
+    """A sleeve (1 kg, com 0.2 m off a vertical cylindrical joint) spinning at 5 rad/s and falling 0.05 m onto the
+    lower limit of its slide: it bounces (e) down to rest on it."""
+    return {"units": "m", "gravity": [0, 0, -G],
+            "parts": {"ground": {"fixed": True},
+                      "sleeve": {"position": [0, 0, 0], "mass": 1.0, "com": [0.2, 0, 0],
+                                 "inertia": [0.01, 0.01, 0.01]}},
+            "joints": [{"name": "c", "type": "cylindrical", "parts": ["ground", "sleeve"], "origin": [0, 0, 0],
+                        "axis": [0, 0, 1], "limits": {"angle": [-10.0, 1.0], "disp": [-0.05, 10.0]},
+                        "limit_restitution": e, "limit_method": method}],
+            "initial_velocity": {"sleeve": {"angular_velocity": [0, 0, 5.0]}}}
+
+
+def test_a_slide_bouncing_to_rest_on_its_unilateral_limit_does_not_fall_through_it():
+    # the bounces shrink by e each; a step that ends with the slide 1e-7 m above its limit (inside the touching band,
+    # its gap > 0: no root) and falling used to leave it unwatched, and it fell 0.19 m through the limit (BDF,
+    # rtol 1e-7). Closed form: at rest on the limit (within its touching band, 1e-7 m), carrying m g
+    m = _run(_sleeve(), 0.5, 51, integrator="BDF", rtol=1e-7, atol=1e-9)
+    assert m.complete, m.message
+    z = m.position[:, m.parts.index("sleeve"), 2]
+    assert z.min() >= -0.05 - 2e-7
+    assert m.extra["c.disp.limit_force"][-1] == pytest.approx(G, rel=1e-6)
+    # the spin rebounds once at −e times its speed: nothing else turns the sleeve about the axis (to 100 rtol)
+    w = m.angular_velocity[:, m.parts.index("sleeve"), 2]
+    assert w[-1] == pytest.approx(-0.5 * w[0], rel=1e-5)
+
+
+# ---------------------------------------------------------------------------- the run's own checks
+def _fast_slider(n=1.0):
+    data = _slider(0.5, limit_stiffness=1e8, limit_exponent=n)
+    data["initial_velocity"]["slider"]["velocity"] = [20.0, 0, 0]
+    return data
+
+
+@pytest.mark.parametrize("integrator,rtol", [("RK45", 1e-10), ("Radau", 1e-7), ("LSODA", 1e-10)])
+def test_an_accurate_run_through_a_stiff_stop_is_not_flagged(integrator, rtol):
+    # the checks counted the steps inside a stop at the flight's rate and flagged "steps" on runs that rebound at
+    # e v0 to 1e-6: the stops are compliant contacts of the joint coordinate for the checks too
+    from cadmotion.kernel.dynamics.forward import run
+
+    m, r = run(compile_model(parse_model(_fast_slider())), times=np.array([0.0, 0.01]), integrator=integrator,
+               rtol=rtol, atol=rtol * 1e-2)
+    assert m.velocity[-1, m.parts.index("slider"), 0] == pytest.approx(-10.0, rel=1e-5)
+    assert not r.invariants.broken, [c.line() for c in r.invariants.broken]
+
+
+def test_a_fixed_step_that_does_not_resolve_a_stop_is_flagged():
+    # RK4 at dt = 0.4 ms through a stop that lasts t_c = π sqrt(m / k) = 0.44 ms: h π / t_c = 2.8, no error bound
+    # holds (it rebounds at 2 e v0 instead of e v0); the checks say so
+    from cadmotion.kernel.dynamics.forward import run
+
+    m, r = run(compile_model(parse_model(_fast_slider())), times=np.array([0.0, 0.01]), integrator="RK4", dt=4e-4)
+    assert "steps.resolution" in [c.name for c in r.invariants.broken]
+
+
+# ---------------------------------------------------------------------------- bad input names the joint and the fix
+@pytest.mark.parametrize("jtype,limits", [("revolute", {"disp": [-0.1, 0.1]}), ("prismatic", {"angle": [-1.0, 1.0]})])
+def test_a_limit_on_a_coordinate_the_joint_does_not_have_is_an_error(jtype, limits):
+    # a revolute joint's disp limit was dropped without a word: the stop the user asked for never acted
+    data = _pendulum(None, limit_restitution=0.5)
+    data["joints"][0].update(type=jtype, limits=limits)
+    with pytest.raises(MechanismError, match=f"pivot.*has no {next(iter(limits))} coordinate") as info:
+        _run(data, 0.1, 3)
+    assert "limits = {" in str(info.value)  # what to write instead
+
+
+@pytest.mark.parametrize("joint,what", [(dict(limits=[1.0, -1.0]), "lower < upper"),
+                                        (dict(limits=[-1.0, 1.0], limit_restitution=0.01), "unilateral"),
+                                        (dict(limits=[0.2, 1.0]), "within its limits")])
+def test_stop_errors_say_what_to_do(joint, what):
+    with pytest.raises(MechanismError, match="pivot") as info:
+        _run(_pendulum(**joint), 0.1, 3)
+    assert what in str(info.value)
+
+
+@pytest.mark.parametrize("integrator", ["DOP853", "Radau"])
+def test_resting_on_a_unilateral_limit_is_not_flagged_at_tight_tolerances(integrator):
+    # a 1 kg slider dropped 0.05 m onto its lower unilateral limit bounces to rest on it (e = 0.5); closing the
+    # last gap within the touching band (≤ 1e-7 m) moved it against gravity without booking that energy, and the
+    # energy check flagged every run at rtol ≤ 1e-9. Closed form: at rest on the limit, carrying m g
+    from cadmotion.kernel.dynamics.forward import run
+
+    data = {"units": "m", "gravity": [0, 0, -G],
+            "parts": {"ground": {"fixed": True}, "slider": {"position": [0, 0, 0], "mass": 1.0,
+                                                            "inertia": [0.01, 0.01, 0.01]}},
+            "joints": [{"name": "rail", "type": "prismatic", "parts": ["ground", "slider"], "origin": [0, 0, 0],
+                        "axis": [0, 0, 1], "limits": {"disp": [-0.05, 10.0]}, "limit_restitution": 0.5,
+                        "limit_method": "unilateral"}]}
+    m, r = run(compile_model(parse_model(data)), t_end=0.5, steps=10, integrator=integrator, rtol=1e-10,
+               atol=1e-12)
+    assert m.complete, m.message
+    assert m.position[-1, m.parts.index("slider"), 2] == pytest.approx(-0.05, abs=1.1e-7)
+    assert m.extra["rail.limit_force"][-1] == pytest.approx(G, rel=1e-6)
+    assert not r.invariants.broken, [c.line() for c in r.invariants.broken]
+
+
+def test_a_run_that_restarts_at_many_impacts_is_not_flagged_for_its_steps():
+    # a slider between unilateral limits 1 mm either side of it at 20 m/s, e = 0.9: 23 impacts in 10 ms, each
+    # restarting BDF from a small step at order 1; the steps check did not count the restarts and flagged an
+    # exact run (166 steps against 100). Closed form: impacts w / v0, then 2 w / (e^k v0) apart; |v| = e^k v0
+    from cadmotion.kernel.dynamics.forward import run
+
+    w, v0, e = 1e-3, 20.0, 0.9
+    data = {"units": "m", "gravity": [0, 0, 0],
+            "parts": {"ground": {"fixed": True}, "slider": {"position": [0, 0, 0], "mass": 2.0,
+                                                            "inertia": [0.01, 0.01, 0.01]}},
+            "joints": [{"name": "rail", "type": "prismatic", "parts": ["ground", "slider"], "origin": [0, 0, 0],
+                        "axis": [1, 0, 0], "limits": {"disp": [-w, w]}, "limit_restitution": e,
+                        "limit_method": "unilateral"}],
+            "initial_velocity": {"slider": {"velocity": [v0, 0, 0]}}}
+    hits, t, v = [], w / v0, v0
+    while t < 0.01:
+        hits.append(t)
+        v *= e
+        t += 2 * w / v
+    m, r = run(compile_model(parse_model(data)), t_end=0.01, steps=10, integrator="BDF", rtol=1e-8, atol=1e-10)
+    impacts = [ev.time for ev in m.events if ev.kind == "impact"]
+    assert len(impacts) == len(hits) == 23
+    assert np.allclose(impacts, hits, rtol=1e-6)
+    assert abs(m.velocity[-1, m.parts.index("slider"), 0]) == pytest.approx(e ** 23 * v0, rel=1e-6)
+    assert not r.invariants.broken, [c.line() for c in r.invariants.broken]
