@@ -126,7 +126,9 @@ def lift_law(profile, follower, radius=0.0, point=(0.0, 0.0), direction=(0.0, 1.
     - ``"flat"``: a face normal to u; s = the support function max u·c.
 
     s is measured along u from ``point`` and shifted so that s(0) = 0. Each sample is solved
-    on the profile's spline to round-off (Newton from the best of a dense polygon).
+    on the profile's spline to round-off (Newton from the best of a dense polygon). An outline
+    the follower cannot stay on in one continuous contact (one that crosses itself, a hollow
+    under a flat face or tighter than the roller) raises ValueError (:func:`_check_followable`).
     """
     if follower not in FOLLOWER_SHAPES:
         raise ValueError(f"follower must be one of {', '.join(FOLLOWER_SHAPES)}, not {follower!r}")
@@ -134,6 +136,7 @@ def lift_law(profile, follower, radius=0.0, point=(0.0, 0.0), direction=(0.0, 1.
         raise ValueError("a roller follower needs a radius > 0")
     curve = _closed_curve(profile)
     d1 = curve.derivative(1)
+    _check_followable(profile, curve, follower, float(radius) if follower == "roller" else 0.0)
     u = np.asarray(direction, float)
     u = u / np.linalg.norm(u)
     n = np.array([-u[1], u[0]])
@@ -149,6 +152,64 @@ def lift_law(profile, follower, radius=0.0, point=(0.0, 0.0), direction=(0.0, 1.
         uc, nc, pc = Rt @ u, Rt @ n, Rt @ p0
         values[k], pressure[k] = _contact(curve, d1, C, T, dense, uc, nc, pc, r, follower)
     return CamLaw(thetas, values, pressure)
+
+
+def _crossing(P):
+    """A point (2,) where the closed polygon P (n, 2) crosses itself, or None (segments
+    that do not share a vertex, tested in blocks)."""
+    A, B = P, np.roll(P, -1, axis=0)
+    n = len(P)
+    for lo in range(0, n, 256):
+        a, b = A[lo:lo + 256, None], B[lo:lo + 256, None]
+        d, c = b - a, B[None] - A[None]
+        den = d[..., 0] * c[..., 1] - d[..., 1] * c[..., 0]
+        w = A[None] - a
+        with np.errstate(divide="ignore", invalid="ignore"):
+            s = (w[..., 0] * c[..., 1] - w[..., 1] * c[..., 0]) / den
+            t = (w[..., 0] * d[..., 1] - w[..., 1] * d[..., 0]) / den
+        i, j = np.meshgrid(np.arange(lo, min(lo + 256, n)), np.arange(n), indexing="ij")
+        near = (np.abs(i - j) <= 1) | (np.abs(i - j) == n - 1)
+        hit = (s > 0) & (s < 1) & (t > 0) & (t < 1) & ~near & (den != 0)
+        if hit.any():
+            k, m = np.argwhere(hit)[0]
+            return A[lo + k] + s[k, m] * (B[lo + k] - A[lo + k])
+    return None
+
+
+def _check_followable(profile, curve, follower, r):
+    """Refuse an outline the follower cannot stay on in one continuous contact (ValueError):
+    one that crosses itself (an undercut cam: the outline designed for a roller bigger than
+    its pitch curve's bend, or for a flat face where r_b + s + s″ < 0, folds over), a hollow
+    that a flat face bridges (it needs a convex cam) or that is tighter than the roller. There
+    the follower would jump from one point of the cam to another: its lift has a corner, and a
+    law through it would be a smooth wrong one."""
+    P = np.asarray(profile, float)
+    size = float(np.max(np.ptp(P, axis=0)))
+    hit = _crossing(P)
+    if hit is not None:
+        raise ValueError(f"the cam's outline crosses itself near ({hit[0]:.6g}, {hit[1]:.6g}) m in the cam's "
+                         "frame: an undercut cam (its outline folds over where it was designed for a roller "
+                         "bigger than the pitch curve's bend, or for a flat face on too small a base circle) or "
+                         "a looped edge; give a simple closed outline: a larger base circle, a smaller roller, "
+                         "or the right face with `profile.near`")
+    if follower == "point":
+        return
+    tau = np.linspace(0.0, 1.0, 64 * len(P) + 1)[:-1]
+    C, d1, d2 = curve(tau), curve(tau, 1), curve(tau, 2)
+    speed = np.hypot(d1[:, 0], d1[:, 1])
+    kappa = (d1[:, 0] * d2[:, 1] - d1[:, 1] * d2[:, 0]) / speed**3
+    kappa *= 1.0 if _signed_area(C) >= 0 else -1.0  # > 0 where the outline is convex
+    k = int(np.argmin(kappa))
+    where = f"({C[k, 0]:.6g}, {C[k, 1]:.6g}) m in the cam's frame"
+    if follower == "flat" and kappa[k] * size < -1e-3:
+        raise ValueError(f"a flat-faced follower needs a convex cam, but its outline is hollow (radius of "
+                         f"curvature {-1 / kappa[k]:.4g} m) near {where}: the face would bridge the hollow and "
+                         "jump across it; use a roller or point follower, or a cam without hollows (a larger "
+                         "base circle)")
+    if follower == "roller" and 1.0 + r * kappa[k] <= 0.0:
+        raise ValueError(f"the roller (radius {r:.4g} m) does not fit the cam's hollow of radius "
+                         f"{-1 / kappa[k]:.4g} m near {where}: it would bridge it and jump across; use a roller "
+                         f"smaller than {-1 / kappa[k]:.4g} m or a cam designed for this one")
 
 
 def _contact(curve, d1, C, T, dense, u, n, p0, r, follower):
@@ -223,6 +284,11 @@ def cam_pair_law(joint, cam_frame, follower_frame, *, cam_turns, follower_moves,
         return np.array([d @ R[:, 0], d @ R[:, 1]])
 
     pts = np.array([plane(p) for p in profile])
+    axial = np.array([(np.asarray(p, float) - O) @ R[:, 2] for p in profile])
+    if np.ptp(axial) > 1e-6 * max(float(np.max(np.ptp(pts, axis=0))), 1e-12):
+        raise ValueError(f"the cam's outline is not in a plane normal to the cam axis (its points spread "
+                         f"{np.ptp(axial):.4g} m along the axis): name a planar side face of the cam normal to "
+                         "its shaft with `profile.near`, or give points of one section")
     contact = joint.param("contact")
     shape = joint.param("follower") or "flat"
     u = np.array([slide @ R[:, 0], slide @ R[:, 1]]) * follower_moves

@@ -221,3 +221,71 @@ def test_a_cam_on_joints_of_the_wrong_kind_is_refused(tmp_path):
                                   'type = "cylindrical"\nparts = ["ground", "follower"]'})
     with pytest.raises(MechanismError, match="follower's a prismatic or revolute joint"):
         compile_model(load(path))
+
+
+# ----------------------------------------------------------------- outlines a follower cannot stay on
+def cycloidal_nose_cam(r, pitch_base=0.030, lift=0.012, n=720):
+    """Outline (n, 2) of a cam designed for a roller of radius r (r = 0: a point) on the line x = 0:
+    cycloidal rise of ``lift`` over 0..60°, return over 180..240°. Its pitch curve (the roller centre
+    turned back, R(−θ) (0, R_p + s)) bends tightest, radius 16.13 mm, at the top of the rise; the
+    outline is the pitch curve less r along the normal ν ∥ (−s′, R_p + s); beyond r = 16.13 mm it folds
+    over itself (undercut). Its hollow, at the start of the return, has radius 33.56 mm + r."""
+    th = np.linspace(0.0, 2 * np.pi, n, endpoint=False)
+    beta = np.pi / 3
+    s, s1 = np.zeros_like(th), np.zeros_like(th)
+    for start, sign, base in ((0.0, 1.0, 0.0), (np.pi, -1.0, lift)):
+        sel = (th >= start) & (th < start + beta)
+        x = (th[sel] - start) / beta
+        s[sel] = base + sign * lift * (x - np.sin(2 * np.pi * x) / (2 * np.pi))
+        s1[sel] = sign * lift * (1 - np.cos(2 * np.pi * x)) / beta
+    s[(th >= beta) & (th < np.pi)] = lift
+    nu = np.column_stack([-s1, pitch_base + s])
+    nu /= np.linalg.norm(nu, axis=1)[:, None]
+    C = np.column_stack([np.zeros_like(th), pitch_base + s]) - r * nu
+    c, sn = np.cos(th), np.sin(th)
+    return np.column_stack([c * C[:, 0] + sn * C[:, 1], -sn * C[:, 0] + c * C[:, 1]]), s
+
+
+def test_a_roller_within_the_pitch_curves_bend_follows_the_design_law():
+    pts, s = cycloidal_nose_cam(0.99 * 0.016128)
+    law = lift_law(pts, "roller", radius=0.99 * 0.016128)
+    np.testing.assert_allclose(law(np.linspace(0, 2 * np.pi, 720, endpoint=False)), s, atol=1e-9)
+
+
+def test_an_undercut_roller_cam_is_refused_not_given_a_lift():
+    """Designed for a roller 10 % beyond the pitch curve's bend, the outline folds over itself; the
+    old code offset the fold back out and returned the design law, which the cut cam cannot give.
+    Fails on the old code (no error)."""
+    pts, _ = cycloidal_nose_cam(1.1 * 0.016128)
+    with pytest.raises(ValueError, match="outline crosses itself"):
+        lift_law(pts, "roller", radius=1.1 * 0.016128)
+
+
+def test_a_flat_face_on_a_hollow_cam_is_refused():
+    """A flat face bridges the hollow of the point follower's cam (radius 33.6 mm): it would jump
+    across, its lift has a corner there. Fails on the old code (a smooth law through the corner)."""
+    pts, _ = cycloidal_nose_cam(0.0)
+    with pytest.raises(ValueError, match="flat-faced follower needs a convex cam"):
+        lift_law(pts, "flat")
+
+
+def test_a_roller_bigger_than_the_cams_hollow_is_refused():
+    """Fails on the old code (a law for a roller that cannot reach the hollow's bottom)."""
+    pts, _ = cycloidal_nose_cam(0.0)
+    lift_law(pts, "roller", radius=0.030)  # fits the 33.6 mm hollow
+    with pytest.raises(ValueError, match=r"roller \(radius 0.04 m\) does not fit the cam's hollow"):
+        lift_law(pts, "roller", radius=0.040)
+
+
+def test_an_outline_off_the_plane_normal_to_the_cam_axis_is_refused(tmp_path):
+    """A tilted section of the disc (z = 0.2 x) projected onto the cam plane is an ellipse, not the
+    disc: the old code projected it silently. Fails on the old code."""
+    from cadmotion.errors import MechanismError
+
+    path = cam_model(tmp_path)
+    pts = np.column_stack([disc() * 1e3, 0.2 * disc()[:, 0] * 1e3]).round(9).tolist()
+    text = path.read_text()
+    start = text.index("profile = [")
+    path.write_text(text[:start] + f"profile = {pts}" + text[text.index("\n", start):])
+    with pytest.raises(MechanismError, match="cam 'contact': the cam's outline is not in a plane normal to the cam"):
+        compile_model(load(path))
