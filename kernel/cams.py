@@ -71,7 +71,7 @@ class CamLaw:
         self.theta, self.value = theta, value - self.offset
         self._pressure = None
         if pressure is not None:
-            self._pressure = _periodic_interpolant(theta, np.asarray(pressure, float)[order])
+            self._pressure = _periodic_interpolant(theta, np.asarray(pressure, float)[order], kinks=True)
 
     def _wrap(self, theta):
         return self._x0 + np.mod(np.asarray(theta, float) - self._x0, _TWO_PI)
@@ -94,7 +94,7 @@ class CamLaw:
 _ROUGH = 1e-12
 
 
-def _periodic_interpolant(x, y, period=_TWO_PI):
+def _periodic_interpolant(x, y, period=_TWO_PI, kinks=False):
     """f(x, nu): an interpolant of the periodic samples (x increasing over less than one
     ``period``, y (n,) or (n, d)), evaluated at x (already wrapped into [x₀, x₀ + period)) or
     its derivative nu. Used for lift laws and for the cam's outline (each coordinate).
@@ -110,6 +110,8 @@ def _periodic_interpolant(x, y, period=_TWO_PI):
     law is the quintic Hermite interpolant of the samples, the slopes (averaged over the two
     intervals at each sample) and each interval's own curvature at its ends: C¹, its
     acceleration jumps where the law's does (at a sample) or within the interval of the jump.
+    With ``kinks`` (the pressure angle, whose slope jumps where the law's acceleration does) the
+    slopes are each interval's own too: C⁰.
     """
     from scipy.interpolate import PPoly, make_interp_spline
 
@@ -138,9 +140,12 @@ def _periodic_interpolant(x, y, period=_TWO_PI):
     p = np.arange(7)[None, :, None]
     end1 = np.sum(c * p * zr[:, None] ** np.maximum(p - 1, 0), axis=1) / h  # p′ at the interval's right end
     end2 = np.sum(c * p * (p - 1) * zr[:, None] ** np.maximum(p - 2, 0), axis=1) / h**2
-    slope = 0.5 * (c[:, 1] / h + np.roll(end1, 1, axis=0))  # at each sample, from the intervals on both sides
     y0, y1 = Y, np.roll(Y, -1, axis=0)
-    s0, s1 = slope, np.roll(slope, -1, axis=0)
+    if kinks:
+        s0, s1 = c[:, 1] / h, end1
+    else:
+        slope = 0.5 * (c[:, 1] / h + np.roll(end1, 1, axis=0))  # at each sample, from the intervals on both sides
+        s0, s1 = slope, np.roll(slope, -1, axis=0)
     a0, a1 = 2 * c[:, 2] / h**2, end2
     # the quintic p(t) = Σ b_m t^m on [0, w] with p, p′, p″ given at both ends
     b = np.empty((6,) + Y.shape)

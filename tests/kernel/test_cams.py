@@ -363,3 +363,21 @@ def test_lift_off_speed_of_a_law_whose_acceleration_jumps(tmp_path, factor, lift
         N = m * harmonic_drdr(th, 2) * omega**2 + k * (c0 + harmonic_drdr(th))
         t_exact = th[np.flatnonzero(N < 0)[0]] / omega
         assert events[0].time == pytest.approx(t_exact, abs=2 * np.pi / omega / 720)
+
+
+def test_pressure_angle_of_an_offset_roller_where_the_laws_acceleration_jumps():
+    """Roller r = 8 mm on the line x = e = 10 mm, pitch base 38 mm, the harmonic law: its centre
+    P = (e, d0 + s), the contact normal ν ∥ (e − s′, d0 + s), α = atan2(s′ − e, d0 + s), whose slope
+    jumps with s″. A cubic spline through α rang there (5e-4 rad); fails on the old code."""
+    r, e, d0 = 0.008, 0.010, math.sqrt(0.038**2 - 0.010**2)
+    th = np.linspace(0, 2 * np.pi, 720, endpoint=False)
+    s, s1 = harmonic_drdr(th), harmonic_drdr(th, 1)
+    nu = np.column_stack([e - s1, d0 + s])
+    C = np.column_stack([np.full_like(th, e), d0 + s]) - r * nu / np.linalg.norm(nu, axis=1)[:, None]
+    c, sn = np.cos(th), np.sin(th)
+    pts = np.column_stack([c * C[:, 0] + sn * C[:, 1], -sn * C[:, 0] + c * C[:, 1]])
+    law = lift_law(pts, "roller", radius=r, point=(e, 0.0))
+    t = np.linspace(0, 2 * np.pi, 36001)
+    alpha = np.arctan2(harmonic_drdr(t, 1) - e, d0 + harmonic_drdr(t))
+    np.testing.assert_allclose(law.pressure_angle(t), alpha, atol=1e-8)
+    np.testing.assert_allclose(law(t), harmonic_drdr(t), atol=1e-10)
