@@ -311,7 +311,8 @@ def _contact(curve, d1, C, T, dense, u, n, p0, r, follower):
     along = (C + r * nu - p0) @ u
     cross = np.flatnonzero(side * np.roll(side, -1) <= 0)
     if not len(cross):
-        raise ValueError("the follower's line misses the cam profile")
+        raise ValueError("the follower's line misses the cam profile: move its slide (or `contact`) so that "
+                         "its line crosses the cam")
     i = cross[np.argmax(along[cross])]
     a, b = dense[i], dense[i] + step
     fa, fb = centre(a) @ n, centre(b) @ n
@@ -362,8 +363,17 @@ def cam_pair_law(joint, cam_frame, follower_frame, *, cam_turns, follower_moves,
     contact = joint.param("contact")
     shape = joint.param("follower") or "flat"
     u = np.array([slide @ R[:, 0], slide @ R[:, 1]]) * follower_moves
-    law = lift_law(pts, shape, radius=joint.param("radius") or 0.0, point=plane(F if contact is None else contact),
-                   direction=u)
+    tip = plane(F if contact is None else contact)
+    law = lift_law(pts, shape, radius=joint.param("radius") or 0.0, point=tip, direction=u)
+    # the follower touches the cam at the initial pose: its tip, roller centre or face where the law starts
+    size = float(np.max(np.ptp(pts, axis=0)))
+    if abs(law.offset) > 1e-2 * size:
+        what = {"flat": "face", "point": "tip", "roller": "roller centre"}[shape]
+        where = "inside the cam" if law.offset > 0 else "clear of the cam"
+        raise ValueError(f"the follower's {what} at ({tip[0]:.6g}, {tip[1]:.6g}) m in the cam's frame is "
+                         f"{abs(law.offset):.4g} m {where} at the initial pose (the outline spans {size:.4g} m): place "
+                         "the follower on the cam, give `contact` (its tip or roller centre), or check that the "
+                         "outline is the cam's (`profile.near` picks the planar face nearest to it)")
     # the law of the cam turned by α = cam_turns·θ, along +u = follower_moves·(slide)
     return CamLaw(cam_turns * law.theta, law.value, law.pressure_angle(law.theta))
 

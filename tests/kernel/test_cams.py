@@ -132,7 +132,8 @@ def cam_model(tmp_path, follower='follower = "flat"', omega=2 * np.pi, **edits):
 
 
 @pytest.mark.parametrize("follower,shape,r", [('follower = "flat"', "flat", 0.0),
-                                              ('follower = "roller"\nradius = 8', "roller", 0.008)])
+                                              ('follower = "roller"\nradius = 8\ncontact = [0, 38, 0]', "roller",
+                                               0.008)])
 def test_driven_cam_gives_the_follower_lift_velocity_and_acceleration(tmp_path, follower, shape, r):
     omega = 2 * np.pi
     motion = kinematics(compile_model(load(cam_model(tmp_path, follower, omega))), t_end=1.0, steps=40)
@@ -381,3 +382,21 @@ def test_pressure_angle_of_an_offset_roller_where_the_laws_acceleration_jumps():
     alpha = np.arctan2(harmonic_drdr(t, 1) - e, d0 + harmonic_drdr(t))
     np.testing.assert_allclose(law.pressure_angle(t), alpha, atol=1e-8)
     np.testing.assert_allclose(law(t), harmonic_drdr(t), atol=1e-10)
+
+
+def test_a_follower_off_the_outline_at_the_initial_pose_is_refused(tmp_path):
+    """The profile of the wrong face (here: the disc shrunk to the hub's 8 mm circle) left the follower
+    22 mm clear of it; the old code shifted the law to start there and ran (no lift at all). Also a
+    roller whose centre is given on the cam's surface. Fails on the old code."""
+    from cadmotion.errors import MechanismError
+
+    path = cam_model(tmp_path)
+    text = path.read_text()
+    hub = np.column_stack([disc(radius=0.008, ecc=0.0) * 1e3, np.zeros(72)]).round(9).tolist()
+    start = text.index("profile = [")
+    path.write_text(text[:start] + f"profile = {hub}" + text[text.index("\n", start):])
+    with pytest.raises(MechanismError, match=r"cam 'contact': the follower's face .* is 0.022 m clear of the cam"):
+        compile_model(load(path))
+    path = cam_model(tmp_path, 'follower = "roller"\nradius = 8')
+    with pytest.raises(MechanismError, match=r"the follower's roller centre .* is 0.008 m inside the cam.*`contact`"):
+        compile_model(load(path))
