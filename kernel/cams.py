@@ -11,7 +11,12 @@ spline (so L, L′, L″ are continuous and the follower's acceleration is accur
 spline's O(h⁴)) through samples given as a table, or computed here from the cam *profile*
 and the follower's geometry (:func:`lift_law`): a closed curve in the plane normal to the
 cam axis, traced by a periodic spline through its points, and a translating follower that
-is a point (knife edge), a roller of radius r or a flat face normal to its slide.
+is a point (knife edge), a roller of radius r or a flat face normal to its slide. Where the
+samples show the law's (or the outline's) acceleration or jerk jumping — a harmonic rise
+meeting a dwell — a spline would ring across the jump (9 % on the acceleration whatever the
+sampling); there the law and the outline are piecewise quintic Hermite interpolants on
+stencils that leave the jump out (:func:`_periodic_interpolant`): C¹, the acceleration
+exact to O(h⁵) up to the sample interval of the jump.
 
 Φq, Φt and γ follow from the joint coordinates' own generated code (the ``drive-angle`` and
 ``drive-disp`` templates give θ, s, their Jacobian rows and their quadratic velocity terms):
@@ -40,7 +45,8 @@ _TWO_PI = 2.0 * math.pi
 
 
 class CamLaw:
-    """A periodic lift law m(θ) over one turn: a quintic spline through samples.
+    """A periodic lift law m(θ) over one turn: a quintic spline (or Hermite interpolant,
+    :func:`_periodic_interpolant`) through samples.
 
     ``theta`` (rad, increasing, spanning less than 2π) and ``value`` (m or rad) are the
     samples; the law is extended periodically and shifted so that ``L(0) = 0``: the joint
@@ -48,8 +54,6 @@ class CamLaw:
     """
 
     def __init__(self, theta, value, pressure=None):
-        from scipy.interpolate import make_interp_spline
-
         theta = np.asarray(theta, float)
         value = np.asarray(value, float)
         if theta.ndim != 1 or theta.shape != value.shape or len(theta) < 6:
@@ -61,23 +65,20 @@ class CamLaw:
             raise ValueError("the cam angles of a law must be distinct over one turn")
         if not np.all(np.isfinite(value)):
             raise ValueError("the values of a cam law must be finite numbers")
-        x = np.append(theta, theta[0] + _TWO_PI)
-        y = np.append(value, value[0])
-        self._spline = make_interp_spline(x, y, k=5, bc_type="periodic")
-        self._x0 = x[0]
+        self._spline = _periodic_interpolant(theta, value)
+        self._x0 = theta[0]
         self.offset = float(self._spline(self._wrap(0.0)))
         self.theta, self.value = theta, value - self.offset
         self._pressure = None
         if pressure is not None:
-            alpha = np.asarray(pressure, float)[order]
-            self._pressure = make_interp_spline(x, np.append(alpha, alpha[0]), k=3, bc_type="periodic")
+            self._pressure = _periodic_interpolant(theta, np.asarray(pressure, float)[order], kinks=True)
 
     def _wrap(self, theta):
         return self._x0 + np.mod(np.asarray(theta, float) - self._x0, _TWO_PI)
 
     def __call__(self, theta, derivative=0):
         """L(θ) (derivative 0), L′(θ) or L″(θ); θ in rad, any number of turns."""
-        out = self._spline(self._wrap(theta), nu=derivative)
+        out = self._spline(self._wrap(theta), derivative)
         return out - self.offset if derivative == 0 else out
 
     def pressure_angle(self, theta):
@@ -89,11 +90,80 @@ class CamLaw:
         return self._pressure(self._wrap(theta))
 
 
+#: below this share of the values' range a stencil's roughness is round-off
+_ROUGH = 1e-12
+
+
+def _periodic_interpolant(x, y, period=_TWO_PI, kinks=False):
+    """f(x, nu): an interpolant of the periodic samples (x increasing over less than one
+    ``period``, y (n,) or (n, d)), evaluated at x (already wrapped into [x₀, x₀ + period)) or
+    its derivative nu. Used for lift laws and for the cam's outline (each coordinate).
+
+    A smooth law is the periodic quintic spline through the samples (C⁴). A law whose
+    acceleration or jerk jumps (a harmonic or constant-acceleration segment meeting a dwell, a
+    cycloidal rise meeting its return) would make that spline ring: its acceleration overshoots
+    an acceleration jump by about 9 % whatever the sampling (Gibbs), and a lift-off is reported
+    below the speed where it happens. There each interval between samples takes the degree-6
+    polynomial through the smoothest of the six 7-sample stencils that contain it (ENO: it leaves
+    out a jump beside it; roughness the sum of the polynomial's 4th to 6th coefficients in units
+    of the sample spacing, a central stencil kept unless another is 1.5 times smoother), and the
+    law is the quintic Hermite interpolant of the samples, the slopes (averaged over the two
+    intervals at each sample) and each interval's own curvature at its ends: C¹, its
+    acceleration jumps where the law's does (at a sample) or within the interval of the jump.
+    With ``kinks`` (the pressure angle, whose slope jumps where the law's acceleration does) the
+    slopes are each interval's own too: C⁰.
+    """
+    from scipy.interpolate import PPoly, make_interp_spline
+
+    n = len(x)
+    y = np.asarray(y, float)
+    Y = y.reshape(n, -1)
+    xx = np.append(x, x[0] + period)
+    spline = make_interp_spline(xx, np.concatenate([y, y[:1]]), k=5, bc_type="periodic")
+    if n < 8:
+        return spline
+    h = period / n
+    k = np.arange(n)[:, None, None]
+    idx = k - np.arange(6)[None, :, None] + np.arange(7)[None, None, :]  # interval k, stencil j, point m
+    X = x[idx % n] + period * (idx // n)
+    Z = (X - x[:, None, None]) / h  # about the interval's left sample
+    coef = np.linalg.solve(Z[..., :, None] ** np.arange(7), Y[idx % n])  # (n, j, power, d)
+    rough = np.sum(np.abs(coef[:, :, 4:]), axis=(2, 3)) * np.array([1.5, 1.5, 1.0, 1.0, 1.5, 1.5])
+    floor = _ROUGH * max(float(np.max(np.ptp(Y, axis=0))), 1e-300)
+    central = np.where(rough[:, 2] <= rough[:, 3], 2, 3)
+    pick = np.where(np.minimum(rough[:, 2], rough[:, 3]) <= floor, central, np.argmin(rough, axis=1))
+    if np.all((pick == 2) | (pick == 3)):
+        return spline  # every interval is smooth: a central stencil is as smooth as any
+    c = coef[np.arange(n), pick]  # (n, 7, d): the interval's polynomial in z = (x − x_k)/h
+    w = np.diff(xx)[:, None]
+    zr = w / h
+    p = np.arange(7)[None, :, None]
+    end1 = np.sum(c * p * zr[:, None] ** np.maximum(p - 1, 0), axis=1) / h  # p′ at the interval's right end
+    end2 = np.sum(c * p * (p - 1) * zr[:, None] ** np.maximum(p - 2, 0), axis=1) / h**2
+    y0, y1 = Y, np.roll(Y, -1, axis=0)
+    if kinks:
+        s0, s1 = c[:, 1] / h, end1
+    else:
+        slope = 0.5 * (c[:, 1] / h + np.roll(end1, 1, axis=0))  # at each sample, from the intervals on both sides
+        s0, s1 = slope, np.roll(slope, -1, axis=0)
+    a0, a1 = 2 * c[:, 2] / h**2, end2
+    # the quintic p(t) = Σ b_m t^m on [0, w] with p, p′, p″ given at both ends
+    b = np.empty((6,) + Y.shape)
+    b[0], b[1], b[2] = y0, s0, a0 / 2
+    r0 = y1 - (y0 + s0 * w + a0 / 2 * w**2)
+    r1 = s1 - (s0 + a0 * w)
+    r2 = a1 - a0
+    b[3] = (10 * r0 - 4 * r1 * w + r2 * w**2 / 2) / w**3
+    b[4] = (-15 * r0 + 7 * r1 * w - r2 * w**2) / w**4
+    b[5] = (6 * r0 - 3 * r1 * w + r2 * w**2 / 2) / w**5
+    return PPoly(b[::-1].reshape((6,) + y.shape), xx)
+
+
 # --------------------------------------------------------------------- laws from geometry
 def _closed_curve(points):
-    """A periodic quintic spline c(τ), τ in [0, 1), through the profile points (n, 2) (m)."""
-    from scipy.interpolate import make_interp_spline
-
+    """A closed curve c(τ), τ in [0, 1) by chord length, through the profile points (n, 2) (m):
+    the periodic quintic spline, or where the outline's curvature jumps (a cam built from a law
+    whose acceleration jumps) the interpolant of :func:`_periodic_interpolant` that does not ring."""
     P = np.asarray(points, float)
     if P.ndim != 2 or P.shape[1] != 2 or len(P) < 8:
         raise ValueError("a cam profile needs at least 8 points [x, y] around the cam")
@@ -103,7 +173,7 @@ def _closed_curve(points):
     if np.any(seg <= 0):
         raise ValueError("a cam profile has repeated consecutive points")
     tau = np.concatenate([[0.0], np.cumsum(seg)]) / seg.sum()  # chord-length parameter
-    return make_interp_spline(tau, np.vstack([P, P[:1]]), k=5, bc_type="periodic")
+    return _periodic_interpolant(tau[:-1], P, period=1.0)
 
 
 def _rot(theta):
@@ -126,7 +196,9 @@ def lift_law(profile, follower, radius=0.0, point=(0.0, 0.0), direction=(0.0, 1.
     - ``"flat"``: a face normal to u; s = the support function max u·c.
 
     s is measured along u from ``point`` and shifted so that s(0) = 0. Each sample is solved
-    on the profile's spline to round-off (Newton from the best of a dense polygon).
+    on the profile's spline to round-off (Newton from the best of a dense polygon). An outline
+    the follower cannot stay on in one continuous contact (one that crosses itself, a hollow
+    under a flat face or tighter than the roller) raises ValueError (:func:`_check_followable`).
     """
     if follower not in FOLLOWER_SHAPES:
         raise ValueError(f"follower must be one of {', '.join(FOLLOWER_SHAPES)}, not {follower!r}")
@@ -134,6 +206,7 @@ def lift_law(profile, follower, radius=0.0, point=(0.0, 0.0), direction=(0.0, 1.
         raise ValueError("a roller follower needs a radius > 0")
     curve = _closed_curve(profile)
     d1 = curve.derivative(1)
+    _check_followable(profile, curve, follower, float(radius) if follower == "roller" else 0.0)
     u = np.asarray(direction, float)
     u = u / np.linalg.norm(u)
     n = np.array([-u[1], u[0]])
@@ -149,6 +222,64 @@ def lift_law(profile, follower, radius=0.0, point=(0.0, 0.0), direction=(0.0, 1.
         uc, nc, pc = Rt @ u, Rt @ n, Rt @ p0
         values[k], pressure[k] = _contact(curve, d1, C, T, dense, uc, nc, pc, r, follower)
     return CamLaw(thetas, values, pressure)
+
+
+def _crossing(P):
+    """A point (2,) where the closed polygon P (n, 2) crosses itself, or None (segments
+    that do not share a vertex, tested in blocks)."""
+    A, B = P, np.roll(P, -1, axis=0)
+    n = len(P)
+    for lo in range(0, n, 256):
+        a, b = A[lo:lo + 256, None], B[lo:lo + 256, None]
+        d, c = b - a, B[None] - A[None]
+        den = d[..., 0] * c[..., 1] - d[..., 1] * c[..., 0]
+        w = A[None] - a
+        with np.errstate(divide="ignore", invalid="ignore"):
+            s = (w[..., 0] * c[..., 1] - w[..., 1] * c[..., 0]) / den
+            t = (w[..., 0] * d[..., 1] - w[..., 1] * d[..., 0]) / den
+        i, j = np.meshgrid(np.arange(lo, min(lo + 256, n)), np.arange(n), indexing="ij")
+        near = (np.abs(i - j) <= 1) | (np.abs(i - j) == n - 1)
+        hit = (s > 0) & (s < 1) & (t > 0) & (t < 1) & ~near & (den != 0)
+        if hit.any():
+            k, m = np.argwhere(hit)[0]
+            return A[lo + k] + s[k, m] * (B[lo + k] - A[lo + k])
+    return None
+
+
+def _check_followable(profile, curve, follower, r):
+    """Refuse an outline the follower cannot stay on in one continuous contact (ValueError):
+    one that crosses itself (an undercut cam: the outline designed for a roller bigger than
+    its pitch curve's bend, or for a flat face where r_b + s + s″ < 0, folds over), a hollow
+    that a flat face bridges (it needs a convex cam) or that is tighter than the roller. There
+    the follower would jump from one point of the cam to another: its lift has a corner, and a
+    law through it would be a smooth wrong one."""
+    P = np.asarray(profile, float)
+    size = float(np.max(np.ptp(P, axis=0)))
+    hit = _crossing(P)
+    if hit is not None:
+        raise ValueError(f"the cam's outline crosses itself near ({hit[0]:.6g}, {hit[1]:.6g}) m in the cam's "
+                         "frame: an undercut cam (its outline folds over where it was designed for a roller "
+                         "bigger than the pitch curve's bend, or for a flat face on too small a base circle) or "
+                         "a looped edge; give a simple closed outline: a larger base circle, a smaller roller, "
+                         "or the right face with `profile.near`")
+    if follower == "point":
+        return
+    tau = np.linspace(0.0, 1.0, 64 * len(P) + 1)[:-1]
+    C, d1, d2 = curve(tau), curve(tau, 1), curve(tau, 2)
+    speed = np.hypot(d1[:, 0], d1[:, 1])
+    kappa = (d1[:, 0] * d2[:, 1] - d1[:, 1] * d2[:, 0]) / speed**3
+    kappa *= 1.0 if _signed_area(C) >= 0 else -1.0  # > 0 where the outline is convex
+    k = int(np.argmin(kappa))
+    where = f"({C[k, 0]:.6g}, {C[k, 1]:.6g}) m in the cam's frame"
+    if follower == "flat" and kappa[k] * size < -1e-3:
+        raise ValueError(f"a flat-faced follower needs a convex cam, but its outline is hollow (radius of "
+                         f"curvature {-1 / kappa[k]:.4g} m) near {where}: the face would bridge the hollow and "
+                         "jump across it; use a roller or point follower, or a cam without hollows (a larger "
+                         "base circle)")
+    if follower == "roller" and 1.0 + r * kappa[k] <= 0.0:
+        raise ValueError(f"the roller (radius {r:.4g} m) does not fit the cam's hollow of radius "
+                         f"{-1 / kappa[k]:.4g} m near {where}: it would bridge it and jump across; use a roller "
+                         f"smaller than {-1 / kappa[k]:.4g} m or a cam designed for this one")
 
 
 def _contact(curve, d1, C, T, dense, u, n, p0, r, follower):
@@ -180,7 +311,8 @@ def _contact(curve, d1, C, T, dense, u, n, p0, r, follower):
     along = (C + r * nu - p0) @ u
     cross = np.flatnonzero(side * np.roll(side, -1) <= 0)
     if not len(cross):
-        raise ValueError("the follower's line misses the cam profile")
+        raise ValueError("the follower's line misses the cam profile: move its slide (or `contact`) so that "
+                         "its line crosses the cam")
     i = cross[np.argmax(along[cross])]
     a, b = dense[i], dense[i] + step
     fa, fb = centre(a) @ n, centre(b) @ n
@@ -223,11 +355,25 @@ def cam_pair_law(joint, cam_frame, follower_frame, *, cam_turns, follower_moves,
         return np.array([d @ R[:, 0], d @ R[:, 1]])
 
     pts = np.array([plane(p) for p in profile])
+    axial = np.array([(np.asarray(p, float) - O) @ R[:, 2] for p in profile])
+    if np.ptp(axial) > 1e-6 * max(float(np.max(np.ptp(pts, axis=0))), 1e-12):
+        raise ValueError(f"the cam's outline is not in a plane normal to the cam axis (its points spread "
+                         f"{np.ptp(axial):.4g} m along the axis): name a planar side face of the cam normal to "
+                         "its shaft with `profile.near`, or give points of one section")
     contact = joint.param("contact")
     shape = joint.param("follower") or "flat"
     u = np.array([slide @ R[:, 0], slide @ R[:, 1]]) * follower_moves
-    law = lift_law(pts, shape, radius=joint.param("radius") or 0.0, point=plane(F if contact is None else contact),
-                   direction=u)
+    tip = plane(F if contact is None else contact)
+    law = lift_law(pts, shape, radius=joint.param("radius") or 0.0, point=tip, direction=u)
+    # the follower touches the cam at the initial pose: its tip, roller centre or face where the law starts
+    size = float(np.max(np.ptp(pts, axis=0)))
+    if abs(law.offset) > 1e-2 * size:
+        what = {"flat": "face", "point": "tip", "roller": "roller centre"}[shape]
+        where = "inside the cam" if law.offset > 0 else "clear of the cam"
+        raise ValueError(f"the follower's {what} at ({tip[0]:.6g}, {tip[1]:.6g}) m in the cam's frame is "
+                         f"{abs(law.offset):.4g} m {where} at the initial pose (the outline spans {size:.4g} m): place "
+                         "the follower on the cam, give `contact` (its tip or roller centre), or check that the "
+                         "outline is the cam's (`profile.near` picks the planar face nearest to it)")
     # the law of the cam turned by α = cam_turns·θ, along +u = follower_moves·(slide)
     return CamLaw(cam_turns * law.theta, law.value, law.pressure_angle(law.theta))
 
