@@ -35,7 +35,8 @@ import math
 
 import numpy as np
 
-__all__ = ["CamLaw", "CamCode", "lift_law", "cam_pair_law", "FOLLOWER_SHAPES", "LAW_SAMPLES"]
+__all__ = ["CamLaw", "CamCode", "lift_law", "cam_pair_law", "load_between_frames", "FOLLOWER_SHAPES",
+           "LAW_SAMPLES"]
 
 #: follower shapes :func:`lift_law` computes a law for (translating followers)
 FOLLOWER_SHAPES = ("point", "roller", "flat")
@@ -381,6 +382,44 @@ def cam_pair_law(joint, cam_frame, follower_frame, *, cam_turns, follower_moves,
 def _signed_area(C):
     x, y = C[:, 0], C[:, 1]
     return 0.5 * float(np.sum(x * np.roll(y, -1) - np.roll(x, -1) * y))
+
+
+# --------------------------------------------------------------------- the follower's load between frames
+def load_between_frames(law, times, theta, load, step=math.radians(0.25)):
+    """(t, N): the follower's load from the cam on a grid that turns the cam by at most ``step``
+    (rad) between points, from its values at the run's frames.
+
+    A load checked only at the frames misses a lift-off whose window (a few degrees at speeds
+    just above the lift-off speed, ending where the law's acceleration jumps) falls between
+    them, or finds a later one. The load of a follower on a spring, a damper and its own inertia
+    is N = β₀ + β₁ L(θ) + β₂ L′(θ) θ̇ + β₃ (L″(θ) θ̇² + L′(θ) θ̈): its coefficients are fitted to
+    the frames (least squares), θ(t) is the cubic spline through the frames' cam angles, and what
+    the fit leaves at the frames is interpolated linearly, so N is the frames' own values there.
+
+    ``times`` (nt,) s, ``theta`` (nt,) the cam joint's angle (rad, the law's argument), ``load``
+    (nt,) N or N m. Returns the frames' own series where there are fewer than 8 frames.
+    """
+    from scipy.interpolate import CubicSpline
+
+    t = np.asarray(times, float)
+    th = np.asarray(theta, float)
+    N = np.asarray(load, float)
+    if len(t) < 8 or np.any(np.diff(t) <= 0):
+        return t, N
+    path = CubicSpline(t, th)
+
+    def basis(tt):
+        a, w, dw = path(tt), path(tt, 1), path(tt, 2)
+        d1 = law(a, 1)
+        return np.column_stack([np.ones_like(a), law(a), d1 * w, law(a, 2) * w**2 + d1 * dw])
+
+    B = basis(t)
+    beta = np.linalg.lstsq(B, N, rcond=None)[0]
+    rest = N - B @ beta
+    cuts = np.clip(np.ceil(np.abs(np.diff(th)) / step).astype(int), 1, 1000)
+    fine = np.concatenate([t[k] + (t[k + 1] - t[k]) * np.arange(cuts[k]) / cuts[k] for k in range(len(t) - 1)]
+                          + [t[-1:]])
+    return fine, basis(fine) @ beta + np.interp(fine, t, rest)
 
 
 # --------------------------------------------------------------------- the constraint code

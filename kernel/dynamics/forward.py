@@ -486,7 +486,7 @@ def to_motion(dyn, result, formulation="", integrator="", fast=None):
                                 for n, jc in enumerate(motion.joint_coordinates)]
     extra = out.extra()
     motion.extra.update({k: v[:done] for k, v in extra.items()})
-    motion.events.extend(lift_off_events(dyn, motion.time, motion.extra))
+    motion.events.extend(lift_off_events(dyn, motion.time, motion.extra, motion))
     if not complete:
         motion = motion.truncated(done, message or "the run stopped early")
     return motion

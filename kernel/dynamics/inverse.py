@@ -92,7 +92,7 @@ def inverse_dynamics(model, motion=None, *, t_end=1.0, steps=100, t_start=0.0, *
     ev = reactions_event(dyn, motion.time[0] if nt else 0.0, out.not_unique)
     if ev is not None:
         result.events.append(ev)
-    result.events.extend(lift_off_events(dyn, result.time, result.extra))
+    result.events.extend(lift_off_events(dyn, result.time, result.extra, result))
     return result
 
 

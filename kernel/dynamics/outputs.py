@@ -274,31 +274,52 @@ def reactions_event(dyn, t0, not_unique=()):
     return Event("reactions-not-unique", float(t0), msg, tuple(joints))
 
 
-def lift_off_events(dyn, times, extra):
+def lift_off_events(dyn, times, extra, motion=None):
     """One ``lift-off`` Event per cam pair whose follower load turns negative (the cam would
     have to pull the follower: a real follower leaves the cam), at the first such time,
-    interpolated between frames (s). ``extra`` the run's series (``<cam>.force``: N along a
-    translating follower's slide, N m about an oscillating follower's pivot)."""
+    interpolated (s). ``extra`` the run's series (``<cam>.force``: N along a translating
+    follower's slide, N m about an oscillating follower's pivot). With the run's ``motion`` the
+    load is also checked between frames, on a grid of a quarter degree of the cam's turn
+    (:func:`..cams.load_between_frames`: the load's dependence on the law, fitted to the
+    frames), so that frames coarser than the lift-off's window neither miss it nor find a later
+    one."""
+    from ..cams import load_between_frames
+
     events = []
+    pairs = {j.name: j.joints for j in dyn.model.spec.joints if j.type == "cam"}
     for gr in dyn.groups:
         g = gr["g"]
         if not g.template.startswith("cam-"):
             continue
-        for name in g.names:
+        for i, name in enumerate(g.names):
             f = np.asarray(extra.get(f"{name}.force", ()), float)
             if not f.size:
                 continue
             tol = 1e-9 * max(1.0, float(np.max(np.abs(f))))
+            ts = np.asarray(times, float)
+            between = ""
+            if motion is not None and name in pairs:
+                law = g.code.laws[int(g.params[i, 0])]
+                cam, follower = pairs[name]
+                try:
+                    theta = motion.coordinate(f"{cam}.angle")
+                    m = motion.coordinate(f"{follower}.{'angle' if g.template == 'cam-angle' else 'disp'}")
+                except KeyError:
+                    theta = m = None
+                # the joint coordinates are the law's own: the follower is where the law puts it
+                if theta is not None and np.max(np.abs(m - law(theta))) <= 1e-6 * max(1.0, float(np.ptp(m))):
+                    ts, f = load_between_frames(law, ts, theta, f)
+                    between = " (checked between frames on the lift law)"
             bad = np.flatnonzero(f < -tol)
             if not bad.size:
                 continue
             k = int(bad[0])
-            t = float(times[k])
+            t = float(ts[k])
             if k > 0 and f[k - 1] > f[k]:
-                t = float(times[k - 1] + (times[k] - times[k - 1]) * f[k - 1] / (f[k - 1] - f[k]))
+                t = float(ts[k - 1] + (ts[k] - ts[k - 1]) * f[k - 1] / (f[k - 1] - f[k]))
             unit = "N m" if g.template == "cam-angle" else "N"
             events.append(Event("lift-off", t, f"cam {name!r}: the follower's load from the cam falls to "
-                                               f"{float(np.min(f)):.4g} {unit} (negative from t = {t:.6g} s): the "
-                                               f"cam would have to pull, a real follower lifts off; a stiffer or "
+                                               f"{float(np.min(f)):.4g} {unit} (negative from t = {t:.6g} s){between}: "
+                                               f"the cam would have to pull, a real follower lifts off; a stiffer or "
                                                f"preloaded spring, or a lower speed, keeps it on", (name,)))
     return events

@@ -400,3 +400,28 @@ def test_a_follower_off_the_outline_at_the_initial_pose_is_refused(tmp_path):
     path = cam_model(tmp_path, 'follower = "roller"\nradius = 8')
     with pytest.raises(MechanismError, match=r"the follower's roller centre .* is 0.008 m inside the cam.*`contact`"):
         compile_model(load(path))
+
+
+@pytest.mark.parametrize("factor", [0.99, 1.003])
+def test_lift_off_between_coarse_frames_is_found_at_its_time(tmp_path, factor):
+    """Just above ω* the load is negative only over the last 4.5° of the rise and the first of the
+    return; 24 frames a turn (15°) stepped over the first window, and the old check reported the
+    second one, 16 ms late (or, for a 3-4-5 law, none at all). The load is now checked between
+    frames on the lift law. Fails on the old code (at 1.003 ω*)."""
+    m, k, c0 = 0.2, 200.0, 0.020
+    omega = factor * math.sqrt(k * (c0 + H_DRDR) / (m * H_DRDR * np.pi**2 / (2 * BETA**2)))
+    theta = np.linspace(0, 2 * np.pi, 720, endpoint=False)
+    table = np.column_stack([theta, 1e3 * harmonic_drdr(theta)]).tolist()
+    path = cam_model(tmp_path, omega=omega)
+    text = path.read_text()
+    start = text.index('follower = "flat"')
+    path.write_text(text[:start] + f"law = {table}\n" + text[text.index("[[forces]]"):])
+    model = compile_model(load(path))
+    motion = inverse_dynamics(model, kinematics(model, t_end=2 * np.pi / omega, steps=24))
+    events = [e for e in motion.events if e.kind == "lift-off"]
+    th = np.linspace(0, 2 * np.pi, 400001)
+    N = m * harmonic_drdr(th, 2) * omega**2 + k * (c0 + harmonic_drdr(th))
+    assert bool(events) == bool(np.any(N < 0))
+    if events:
+        assert events[0].time == pytest.approx(th[np.flatnonzero(N < 0)[0]] / omega, abs=1e-6)
+        assert "between frames" in events[0].message
