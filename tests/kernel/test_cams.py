@@ -342,6 +342,18 @@ def test_a_flat_follower_on_a_harmonic_cams_outline_gets_its_acceleration():
     assert np.min(law(t, 2)) > -peak * (1 + 1e-6)
 
 
+def harmonic_table_model(tmp_path, omega):
+    """The spring-loaded cam model driven at ω (rad/s) with the harmonic dwell–rise–dwell–return law
+    given as a 720-sample table (mm) instead of its profile."""
+    theta = np.linspace(0, 2 * np.pi, 720, endpoint=False)
+    table = np.column_stack([theta, 1e3 * harmonic_drdr(theta)]).tolist()
+    path = cam_model(tmp_path, omega=omega)
+    text = path.read_text()
+    start = text.index('follower = "flat"')
+    path.write_text(text[:start] + f"law = {table}\n" + text[text.index("[[forces]]"):])
+    return compile_model(load(path))
+
+
 @pytest.mark.parametrize("factor,lifts", [(0.99, False), (1.01, True)])
 def test_lift_off_speed_of_a_law_whose_acceleration_jumps(tmp_path, factor, lifts):
     """N = m s″ ω² + k (c0 + s) is least at the end of the harmonic rise (s = H, s″ = −H π²/(2β²)):
@@ -349,13 +361,7 @@ def test_lift_off_speed_of_a_law_whose_acceleration_jumps(tmp_path, factor, lift
     at 0.99 ω*. Fails on the old code."""
     m, k, c0 = 0.2, 200.0, 0.020
     omega = factor * math.sqrt(k * (c0 + H_DRDR) / (m * H_DRDR * np.pi**2 / (2 * BETA**2)))
-    theta = np.linspace(0, 2 * np.pi, 720, endpoint=False)
-    table = np.column_stack([theta, 1e3 * harmonic_drdr(theta)]).tolist()
-    path = cam_model(tmp_path, omega=omega)
-    text = path.read_text()
-    start = text.index('follower = "flat"')
-    path.write_text(text[:start] + f"law = {table}\n" + text[text.index("[[forces]]"):])
-    model = compile_model(load(path))
+    model = harmonic_table_model(tmp_path, omega)
     motion = inverse_dynamics(model, kinematics(model, t_end=2 * np.pi / omega, steps=720))
     events = [e for e in motion.events if e.kind == "lift-off"]
     assert bool(events) == lifts
@@ -410,13 +416,7 @@ def test_lift_off_between_coarse_frames_is_found_at_its_time(tmp_path, factor):
     frames on the lift law. Fails on the old code (at 1.003 ω*)."""
     m, k, c0 = 0.2, 200.0, 0.020
     omega = factor * math.sqrt(k * (c0 + H_DRDR) / (m * H_DRDR * np.pi**2 / (2 * BETA**2)))
-    theta = np.linspace(0, 2 * np.pi, 720, endpoint=False)
-    table = np.column_stack([theta, 1e3 * harmonic_drdr(theta)]).tolist()
-    path = cam_model(tmp_path, omega=omega)
-    text = path.read_text()
-    start = text.index('follower = "flat"')
-    path.write_text(text[:start] + f"law = {table}\n" + text[text.index("[[forces]]"):])
-    model = compile_model(load(path))
+    model = harmonic_table_model(tmp_path, omega)
     motion = inverse_dynamics(model, kinematics(model, t_end=2 * np.pi / omega, steps=24))
     events = [e for e in motion.events if e.kind == "lift-off"]
     th = np.linspace(0, 2 * np.pi, 400001)
