@@ -773,13 +773,16 @@ def _steps_check(acc, t, rate, stability_steps, contact_need=0.0):
         how = f"{acc.integrator} at tol {tol:.3g} on a motion of rate {rate:.3g} 1/s"
         if contact_need:
             how += f" and compliant contacts that need {contact_need:.3g} steps"
-    allowed = STEP_FACTOR * (need + acc.crossing_steps) + acc.crossing_steps + _restart_steps(acc)
+    def allowance(need):  # the crossings' and restarts' steps come on top of what the motion needs
+        return STEP_FACTOR * (need + acc.crossing_steps) + acc.crossing_steps + _restart_steps(acc)
+
+    allowed = allowance(need)
     if acc.nsteps > allowed and not acc.fixed_step and acc.integrator in EXPLICIT and stability_steps is not None:
         stab = float(stability_steps() or 0.0)
         if stab > need:
             need = stab
             how += f" (stiff: {stab:.3g} steps for stability)"
-            allowed = STEP_FACTOR * (need + acc.crossing_steps) + acc.crossing_steps + _restart_steps(acc)
+            allowed = allowance(need)
     first = float(t[-1]) if acc.nsteps > allowed else None
     return Invariant("steps", f"the step count of {how}", "steps", float(acc.nsteps), float(t[-1]), float(allowed),
                      first, float(need))
