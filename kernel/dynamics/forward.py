@@ -376,14 +376,17 @@ def compliant_contacts(dyn, result, nt):
     compliant contact over the first ``nt`` frames of ``result``: a contact's depth δ of its deepest point
     (< 0: the gap) and the largest |δ̇| over its points, from the contact geometry at each frame's state
     (:meth:`.contacts.Contacts.geometry`)."""
-    out = list(_stop_contacts(dyn, result, nt))
-    contacts = dyn.forces.contacts
-    if contacts is None or not contacts.n or nt < 1:
+    contacts, stops = dyn.forces.contacts, dyn.forces.stops
+    has_contacts, has_stops = contacts is not None and contacts.n > 0, stops is not None and stops.n > 0
+    if nt < 1 or not (has_contacts or has_stops):
+        return ()
+    frames = [body_state(dyn.model, dyn.mass, result.q[k], result.v[k]) for k in range(nt)]
+    out = list(_stop_contacts(stops, frames)) if has_stops else []
+    if not has_contacts:
         return tuple(out)
     nc = len(contacts.names)
     depth, speed = np.full((nt, nc), -np.inf), np.zeros((nt, nc))
-    for k in range(nt):
-        bs = body_state(dyn.model, dyn.mass, result.q[k], result.v[k])
+    for k, bs in enumerate(frames):
         _, delta, _, dd, _ = contacts.geometry(bs)
         np.maximum.at(depth[k], contacts.owner, delta)
         np.maximum.at(speed[k], contacts.owner, np.abs(dd))
@@ -394,19 +397,15 @@ def compliant_contacts(dyn, result, nt):
     return tuple(out)
 
 
-def _stop_contacts(dyn, result, nt):
-    """:class:`~.invariants.CompliantContact` of each compliant joint stop (:mod:`.stops`), a contact of the
-    joint's coordinate: its depth the penetration past the nearer limit (rad or m, < 0 inside the range), its
-    speed |q̇|, its mass the pair's effective inertia or mass along the coordinate. Without them the checks
-    charged the steps inside a stop at the flight's rate (accurate runs through a stiff stop flagged ``steps``)
-    and never asked whether a fixed step resolves the stop (``steps.resolution``)."""
-    stops = dyn.forces.stops
-    if stops is None or not stops.n or nt < 1:
-        return ()
-    depth, speed = np.zeros((nt, stops.n)), np.zeros((nt, stops.n))
+def _stop_contacts(stops, frames):
+    """:class:`~.invariants.CompliantContact` of each compliant joint stop (:mod:`.stops`) over the frames' body states
+    ``frames``, a contact of the joint's coordinate: its depth the penetration past the nearer limit (rad or m, < 0
+    inside the range), its speed |q̇|, its mass the pair's effective inertia or mass along the coordinate. Without
+    them the checks charged the steps inside a stop at the flight's rate (accurate runs through a stiff stop flagged
+    ``steps``) and never asked whether a fixed step resolves the stop (``steps.resolution``)."""
+    depth, speed = np.zeros((len(frames), stops.n)), np.zeros((len(frames), stops.n))
     state = None
-    for k in range(nt):
-        bs = body_state(dyn.model, dyn.mass, result.q[k], result.v[k])
+    for k, bs in enumerate(frames):
         if state is None:  # the first frame is the initial pose: the angles' references (0 there)
             state = np.zeros(2 * stops.n)
             state[: stops.n] = stops.coordinates(bs, state)[4]
