@@ -10,8 +10,10 @@ CM_COMPILED_LOOP=0 runs scipy's DOP853 loop on the same compiled right-hand side
 time is the whole ``run`` call (assembly, integration and the output frames at t = 0.5, 1, 1.5, 2 s),
 after a warm-up run that loads the compiled code.
 
-Environment: CM_TOL, CM_FORMULATION, CM_INTEGRATOR, CM_DT, CM_COMPILED_LOOP; PEERS_REPEAT. Prints one JSON line.
+Environment: CM_TOL, CM_FORMULATION, CM_INTEGRATOR, CM_DT, CM_COMPILED_LOOP, CM_OPTIONS (the formulation's options
+as JSON, e.g. '{"planar": false}'); PEERS_REPEAT. Prints one JSON line.
 """
+import json
 import math
 import os
 import sys
@@ -35,7 +37,8 @@ FORMULATION = os.environ.get("CM_FORMULATION", "projection")
 METHOD = {name: summary for name, summary, *_ in describe_methods()[0]}[FORMULATION]  # the label's words
 INTEGRATOR = os.environ.get("CM_INTEGRATOR", "DOP853")
 DT = float(os.environ["CM_DT"]) if os.environ.get("CM_DT") else None
-OPTIONS = {"compiled_loop": os.environ.get("CM_COMPILED_LOOP", "1") != "0"}
+OPTIONS = {"compiled_loop": os.environ.get("CM_COMPILED_LOOP", "1") != "0",
+           **json.loads(os.environ.get("CM_OPTIONS", "{}"))}
 SAMPLE = os.path.join(HERE, "..", "samples", "dynamics", "slider_crank_torque.cadmotion.toml")
 TIMES = [0.0] + list(P1["t_out"])
 

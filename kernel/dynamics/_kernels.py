@@ -484,20 +484,19 @@ def band_solve(Lb, m, bw, x, dropped):
 
 
 @numba.njit(**_INLINE_LA)
-def mass_weighted_rows(mass, Jwinv, Jc, rb, X):
-    """X ← Jc M⁻¹ per kept row and slot: Jc's translation part over the body's mass (kg), its
-    rotation part times the inverse world inertia (1/(kg m²), world axes). Slots without a
-    moving body are not written (the kernels skip them)."""
+def mass_weighted_rows(imt, Jwinv, Jc, rb, X):
+    """X ← Jc M⁻¹ per kept row and slot: Jc's translation part times the body's translational
+    inverse mass ``imt`` (1/kg, world axes: I/m, or P/m in a plane), its rotation part times the
+    inverse world inertia (1/(kg m²), world axes). Slots without a moving body are not written (the
+    kernels skip them)."""
     m, ns = rb.shape
     for r in range(m):
         for s in range(ns):
             b = rb[r, s]
             if b < 0:
                 continue
-            im = 1.0 / mass[b]
-            for l in range(3):
-                X[r, s, l] = Jc[r, s, l] * im
             for i in range(3):
+                X[r, s, i] = imt[b, i, 0] * Jc[r, s, 0] + imt[b, i, 1] * Jc[r, s, 1] + imt[b, i, 2] * Jc[r, s, 2]
                 X[r, s, 3 + i] = (Jwinv[b, i, 0] * Jc[r, s, 3] + Jwinv[b, i, 1] * Jc[r, s, 4]
                                   + Jwinv[b, i, 2] * Jc[r, s, 5])
 
@@ -547,14 +546,12 @@ def factor_S(X, Jc, pair_i, pair_j, pair_si, pair_sj, bw, drop_tol, reg, Lb, dro
 
 
 @numba.njit(**_JIT_LA)
-def minv(nmov, mass, Jwinv, f, out):
+def minv(nmov, imt, Jwinv, f, out):
     """out ← M⁻¹ f per moving body (f: forces in N and moments about the com in N m, world
-    axes; out: m/s² and rad/s²)."""
+    axes; out: m/s² and rad/s²; ``imt`` and ``Jwinv`` as in :func:`mass_weighted_rows`)."""
     for b in range(nmov):
-        im = 1.0 / mass[b]
-        for l in range(3):
-            out[6 * b + l] = f[6 * b + l] * im
         for i in range(3):
+            out[6 * b + i] = imt[b, i, 0] * f[6 * b] + imt[b, i, 1] * f[6 * b + 1] + imt[b, i, 2] * f[6 * b + 2]
             out[6 * b + 3 + i] = (Jwinv[b, i, 0] * f[6 * b + 3] + Jwinv[b, i, 1] * f[6 * b + 4]
                                   + Jwinv[b, i, 2] * f[6 * b + 5])
 
@@ -716,6 +713,9 @@ def scatter_measures(values, pos, aux):
 #: by Python before each call (dd), 'w' workspace (ws). Group arrays follow, per constraint group.
 COMMON = [
     ("q_fixed", "f", 1), ("com_all", "f", 2), ("Jb", "f", 3), ("Jbinv", "f", 3), ("mass", "f", 1), ("gravf", "f", 2),
+    # per moving body the inverse of its mass for the translations (nmov, 3, 3; 1/kg, world axes): I/m, or P/m for
+    # a planar mechanism (:mod:`.planar`, whose ``Jbinv`` is the part's inverse inertia about the normal only)
+    ("imt", "f", 3),
     ("row_map", "i", 1), ("rb", "i", 2), ("pair_i", "i", 1), ("pair_j", "i", 1), ("pair_si", "i", 1),
     ("pair_sj", "i", 1), ("sizes", "i", 1),
     ("sp_ia", "i", 1), ("sp_ib", "i", 1), ("sp_da", "f", 2), ("sp_db", "f", 2), ("sp_k", "f", 1), ("sp_c", "f", 1),
@@ -787,8 +787,8 @@ _G_JG, _G_BODIES, _G_MARKERS = _G["Jg"], _G["bodies"], _G["markers"]
 #: how compiled code evaluates a driver's time function (``fn_kind``): not at all (a Python callback
 #: fills F before the call), a program, a table's spline
 FN_PYTHON, FN_PROGRAM, FN_TABLE = 0, 1, 2
-I_Q_FIXED, I_COM, I_JB, I_JBINV, I_MASS, I_GRAVF = (_I[n] for n in ("q_fixed", "com_all", "Jb", "Jbinv", "mass",
-                                                                     "gravf"))
+I_Q_FIXED, I_COM, I_JB, I_JBINV, I_MASS, I_GRAVF, I_IMT = (_I[n] for n in ("q_fixed", "com_all", "Jb", "Jbinv",
+                                                                            "mass", "gravf", "imt"))
 I_ROW_MAP, I_RB, I_PI, I_PJ, I_PSI, I_PSJ, I_SIZES = (_I[n] for n in ("row_map", "rb", "pair_i", "pair_j", "pair_si",
                                                                       "pair_sj", "sizes"))
 I_SP = _I["sp_ia"]
@@ -925,7 +925,7 @@ def _factor(df, di, dd, ws):
     X = f3(ws, di, I_X)
     Lb = f2(ws, di, I_LB)
     dropped = f1(ws, di, I_DROPPED)
-    mass_weighted_rows(f1(df, di, I_MASS), f3(ws, di, I_JWINV), Jc, i2(di, I_RB), X)
+    mass_weighted_rows(f3(df, di, I_IMT), f3(ws, di, I_JWINV), Jc, i2(di, I_RB), X)
     weakest = factor_S(X, Jc, i1(di, I_PI), i1(di, I_PJ), i1(di, I_PSI), i1(di, I_PSJ), bw, stab[2], stab[3], Lb,
                        dropped, f1(ws, di, I_RATIO), f1(dd, di, I_REDUNDANT))
     return X, Lb, dropped, weakest
@@ -1045,7 +1045,7 @@ def stage_rhs(t, y, df, di, dd, ws):
         f[6 * b + 5] = No[b, 2] - (w[b, 0] * Jww1 - w[b, 1] * Jww0)
     X, Lb, dropped, weakest = _factor(df, di, dd, ws)
     vd = f1(ws, di, I_VD)
-    minv(nmov, f1(df, di, I_MASS), f3(ws, di, I_JWINV), f, vd)
+    minv(nmov, f3(df, di, I_IMT), f3(ws, di, I_JWINV), f, vd)
     rhs_c = f1(ws, di, I_RHS_C)
     for r in range(m):
         rhs_c[r] = -gam[r]

@@ -345,14 +345,13 @@ def mobility(df, di, dd, ws):
     sizes = K.i1(di, K.I_SIZES)
     nmov, m, bw = sizes[1], sizes[3], sizes[4]
     nv = 6 * nmov
-    mass = K.f1(df, di, K.I_MASS)
+    imt = K.f3(df, di, K.I_IMT)
     Jwinv = K.f3(ws, di, K.I_JWINV)
     mob = np.zeros((nv, nv))
     for b in range(nmov):
-        im = 1.0 / mass[b]
         for i in range(3):
-            mob[6 * b + i, 6 * b + i] = im
             for j in range(3):
+                mob[6 * b + i, 6 * b + j] = imt[b, i, j]
                 mob[6 * b + 3 + i, 6 * b + 3 + j] = Jwinv[b, i, j]
     if m == 0:
         return mob

@@ -37,6 +37,10 @@ time functions and torque/force expressions are compiled). The compiled DOP853 l
 DOP853 (same coefficients, initial step, error norm and step-size control), so it takes the same
 steps up to round-off and the results are those of the scipy driver; the compiled RK4 loop takes
 the steps of the Python one (:meth:`Formulation._run_rk4`).
+With ``fast``, a mechanism whose joints hold it in a plane normal to a world axis is solved in
+that plane (option ``planar``, default True; :mod:`.planar`): the compiled evaluations take only
+the in-plane constraint rows, with each part's inverse mass seen through the plane — the same
+motion, with S factored over 2 rows per revolute joint instead of 5.
 
 Contract (subclasses of :class:`Formulation`, like scipy's ``OdeSolver``)
 ------------------------------------------------------------------------
@@ -373,6 +377,10 @@ class Formulation:
             rec.notes.append(f"{len(contacts.names)} contact(s) evaluated in the {side} right-hand side"
                              + ("; steps limited so that no contact is stepped over"
                                 if integrator in SCIPY_INTEGRATORS else ""))
+        reduction = getattr(self._fast, "reduction", None)
+        if reduction is not None:
+            rec.notes.append(f"held in a plane by its joints: solved in the plane normal to {'xyz'[reduction.axis]} "
+                             f"({len(reduction.rows)} of {self.dyn.nc} constraint rows; option planar)")
         stops = self.dyn.forces.stops
         if stops is not None:
             rec.notes.append(f"joint limits act as compliant stops on {len(stops.names)} coordinate(s) "

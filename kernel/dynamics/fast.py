@@ -94,16 +94,17 @@ def available():
         return False
 
 
-def fast_rhs(dyn, angles, refs, baumgarte=None, penalty=None):
+def fast_rhs(dyn, angles, refs, baumgarte=None, penalty=None, planar=True):
     """A :class:`FastRHS` for ``dyn``, or None where the fast path does not apply
     (:func:`applies`) or its library is not compiled yet (the run then starts on numpy, and a
-    long one switches when the library becomes ready: :mod:`.late_compiled`)."""
+    long one switches when the library becomes ready: :mod:`.late_compiled`). ``planar``: a
+    mechanism held in a plane is solved in it (:mod:`.planar`)."""
     if not applies(dyn):
         return None
     try:
         if not _ready(dyn):  # not compiled yet: numpy now, the warm-up compiles it for the next run
             return None
-        return FastRHS(dyn, angles, refs, baumgarte, penalty)
+        return FastRHS(dyn, angles, refs, baumgarte, penalty, planar)
     except ImportError:  # pragma: no cover - numba vanished
         return None
 
@@ -801,19 +802,33 @@ class FastRHS:
     relative tolerance tol (see ``_kernels.multipliers``). Both are run-time data: every
     formulation shares the model's compiled module.
 
-    After each call ``aux`` holds max |Jv v + Φt| and max |Φ| over the rows (and
-    max ||p|² − 1|) at (t, y), the smallest pivot ratio of S over the kept rows (how near a
-    singular configuration (t, y) is: 1 far from one, → 0 at one), then the raw joint
-    coordinates in ``model.joint_measures`` order — what the per-step bookkeeping needs,
-    without another evaluation.
+    ``planar`` (the default): where the joints hold the mechanism in a plane normal to a world
+    axis (:func:`.planar.planar_reduction`), the evaluations take only its in-plane rows, with the
+    parts' inverse masses seen through the plane (:attr:`reduction`); the output frames
+    (:meth:`frame`) are evaluated on every row, by a second instance without the reduction.
+
+    After each call ``aux`` holds max |Jv v + Φt| and max |Φ| over the rows (the in-plane rows
+    of a planar mechanism; the others hold by its motion) (and max ||p|² − 1|) at (t, y), the
+    smallest pivot ratio of S over the kept rows (how near a singular configuration (t, y) is: 1
+    far from one, → 0 at one), then the raw joint coordinates in ``model.joint_measures`` order —
+    what the per-step bookkeeping needs, without another evaluation.
     """
 
-    def __init__(self, dyn, angles, refs, baumgarte=None, penalty=None):
+    #: the :class:`.planar.PlanarReduction` the evaluations use, or None (every row, in 3-D; always for the
+    #: semi-recursive tree's subclass, which solves in joint coordinates)
+    reduction = None
+
+    def __init__(self, dyn, angles, refs, baumgarte=None, penalty=None, planar=True):
         self.dyn = dyn
         self.angles = angles
         self.refs = refs
         self.baumgarte = baumgarte
         self.penalty = penalty
+        if planar:
+            from .planar import planar_reduction
+
+            self.reduction = planar_reduction(dyn)
+        self._full = None  # the instance on every row that evaluates the output frames of a reduced one
         module = _module(dyn)
         self.rhs_fn = module.rhs
         self.groups_fn = module.groups
@@ -828,9 +843,10 @@ class FastRHS:
         dyn = self.dyn
         model = dyn.model
         nmov, nb = dyn.nmov, model.nb
-        # every joint row: the band Cholesky drops the redundant ones chosen at the last accepted
-        # state (_kernels.choose_rows)
-        rows = np.arange(dyn.nc, dtype=np.int64)
+        # every joint row (a planar mechanism's in-plane rows): the band Cholesky drops the redundant
+        # ones chosen at the last accepted state (_kernels.choose_rows)
+        reduction = self.reduction
+        rows = np.arange(dyn.nc, dtype=np.int64) if reduction is None else reduction.rows
         order = _rcm_order(dyn, rows)
         rows = rows[order]
         m = len(rows)
@@ -947,8 +963,13 @@ class FastRHS:
         mpos = {}
         for n_, (_, kind_, gi_, inst_) in enumerate(model.joint_measures):
             mpos.setdefault(gi_, {})[(inst_, kind_)] = n_
+        if reduction is None:
+            imt = np.eye(3)[None, :, :] / mass.body_mass[:, None, None]
+            jbinv = mass.body_inertia_inv
+        else:
+            imt, jbinv = reduction.translation_inverse_mass, reduction.body_inverse_inertia
         values = dict(q_fixed=model.q_fixed, com_all=mass.body_com_all, Jb=_pad(mass.body_inertia, nb),
-                      Jbinv=_pad(mass.body_inertia_inv, nb), mass=mass.body_mass,
+                      Jbinv=_pad(jbinv, nb), mass=mass.body_mass, imt=imt,
                       gravf=forces.gravity_force.reshape(-1, 3),
                       row_map=row_map, rb=rb, pair_i=pi, pair_j=pj, pair_si=psi, pair_sj=psj, sizes=sizes,
                       stab=np.array([a_, b_, getattr(dyn, 'drop_tol', DROP_TOL), *(self.penalty or (0.0, 1, 0.0)),
@@ -1107,8 +1128,15 @@ class FastRHS:
         ``wrench`` (Σ group instances, 6: [F N, T N m] on each instance's second body, about its
         first marker's origin, world axes), ``involved`` (nc,: 1 for the rows of a redundancy),
         ``vres`` (the rows' Jv v + Φt) and copies of the body kinematics (``qf``, ``A``, ``rho``,
-        ``rc``, ``E``, ``Jw``, ``Jwinv``, ``vc``, ``w``) at unit Euler parameters."""
+        ``rc``, ``E``, ``Jw``, ``Jwinv``, ``vc``, ``w``) at unit Euler parameters. A planar
+        mechanism's frames are evaluated on every row (its out-of-plane reactions too), by an
+        instance without the reduction."""
         from ._kernels import frame_reactions
+
+        if self.reduction is not None:
+            if self._full is None:
+                self._full = type(self)(self.dyn, self.angles, self.refs, self.baumgarte, self.penalty, planar=False)
+            return self._full.frame(t, y, angles, refs)
 
         views = self._views
         stab, redundant = views["stab"], views["redundant"]

@@ -109,7 +109,8 @@ class _IndexOne(Formulation):
         if self.options.get("fast", True):
             from .fast import applies, fast_rhs
 
-            self._fast = fast_rhs(self.dyn, self.angles, self.refs, baumgarte, penalty)
+            self._fast = fast_rhs(self.dyn, self.angles, self.refs, baumgarte, penalty,
+                                  planar=bool(self.options.get("planar", True)))
             if self._fast is None and applies(self.dyn):
                 self._fast_pending = (baumgarte, penalty)
 
@@ -121,7 +122,7 @@ class _IndexOne(Formulation):
         if not library_ready(self.dyn):
             return None
         try:
-            return FastRHS(self.dyn, self.angles, self.refs, *pending)
+            return FastRHS(self.dyn, self.angles, self.refs, *pending, planar=bool(self.options.get("planar", True)))
         except ImportError:  # pragma: no cover - numba vanished
             return None
 
@@ -293,7 +294,7 @@ class ProjectionFormulation(_IndexOne):
     """Index 1 with projection of positions and velocities after steps."""
 
     name = "projection"
-    defaults = {"tol": None, "max_iter": 5, "fast": True, "compiled_loop": True, "activation": True}
+    defaults = {"tol": None, "max_iter": 5, "fast": True, "compiled_loop": True, "activation": True, "planar": True}
 
     def __init__(self, dyn, **kw):
         super().__init__(dyn, **kw)
@@ -389,7 +390,7 @@ class BaumgarteFormulation(_IndexOne):
     """Index 1 with Baumgarte stabilisation Jv v̇ = γ̂ − 2α Φ̇ − β² Φ."""
 
     name = "baumgarte"
-    defaults = {"alpha": 10.0, "beta": 10.0, "fast": True, "compiled_loop": True}
+    defaults = {"alpha": 10.0, "beta": 10.0, "fast": True, "compiled_loop": True, "planar": True}
 
     def __init__(self, dyn, **kw):
         super().__init__(dyn, **kw)
@@ -417,7 +418,7 @@ class PenaltyFormulation(_IndexOne):
     """Penalty formulation (all rows, redundant or not); see the module docstring."""
 
     name = "penalty"
-    defaults = {"penalty": 1e7, "xi": 1.0, "omega": 10.0, "fast": True, "compiled_loop": True}
+    defaults = {"penalty": 1e7, "xi": 1.0, "omega": 10.0, "fast": True, "compiled_loop": True, "planar": True}
     iterate = False
 
     def __init__(self, dyn, **kw):
@@ -480,7 +481,7 @@ class AugmentedLagrangianFormulation(PenaltyFormulation):
 
     name = "augmented-lagrangian"
     defaults = {"penalty": 1e5, "xi": 1.0, "omega": 10.0, "tol": 1e-12, "max_iter": 30, "fast": True,
-                "compiled_loop": True}
+                "compiled_loop": True, "planar": True}
     iterate = True
 
 

@@ -314,7 +314,8 @@ def test_the_stages_of_a_step_drop_the_redundant_rows_chosen_at_its_start(model)
     off the joints (a step's stages) they rise towards the others' (measured up to 3e-6), and a
     factor of S that judged them at each stage kept some and not others: ẏ jumped between stages
     and an error 1,000 times the tolerance passed DOP853's estimate. The rows chosen at the step's
-    start are dropped at every stage, however far off the joints."""
+    start are dropped at every stage, however far off the joints. (Solved in 3-D: in its plane
+    (kernel/dynamics/planar.py) the loop has no redundant row.)"""
     from cadmotion.kernel.dynamics import _kernels as K
     from cadmotion.kernel.dynamics import fast
     from cadmotion.kernel.dynamics.formulations import FORMULATIONS
@@ -323,7 +324,7 @@ def test_the_stages_of_a_step_drop_the_redundant_rows_chosen_at_its_start(model)
     if not fast.available():
         pytest.skip("numba is not available")
     dyn, q0, v0, angles, refs = prepare(model)
-    form = FORMULATIONS["projection"](dyn, angles=angles, refs=refs, fast=True)
+    form = FORMULATIONS["projection"](dyn, angles=angles, refs=refs, fast=True, planar=False)
     y = form.initial_state(0.0, q0, v0)
     form._choose_rows(0.0, y)
     chosen = K.f1(form._fast.dd, form._fast.di, K.I_REDUNDANT).copy()
