@@ -84,7 +84,7 @@ def inverse_dynamics(model, motion=None, *, t_end=1.0, steps=100, t_start=0.0, *
     angles = AngleState(model, Q[0]) if nt else None
     refs = None
     touch = None  # the contacts' and stops' penetrations and their rates at the previous frame
-    crossings, prev, last = [], None, None  # singular passages between frames (see _singular_events)
+    crossings, prev, last, near = [], None, None, []  # singular passages between frames (see _singular_events)
     watch = dyn.has_loops and 0 < dyn.nv <= _DET_MAX_NV
     for k in range(nt):
         q = Q[k]
@@ -111,13 +111,20 @@ def inverse_dynamics(model, motion=None, *, t_end=1.0, steps=100, t_start=0.0, *
         if watch:
             J = dyn.evaluate(q, V.reshape(-1), motion.time[k], refs, with_gamma=False, with_forces=False).J
             J = np.asarray(J.todense() if hasattr(J, "todense") else J)
-            rows = tuple(rank_info(J).independent)
-            if prev is not None and len(rows) == len(prev[1]) == dyn.nv:
-                flips = [_det(prev[0], r) * _det(J, r) for r in (prev[1], rows)]
-                if all(f < 0.0 for f in flips):
-                    crossings.append((k, prev[0], J, rows))
-            prev = (J, rows) if len(rows) == dyn.nv else None
+            if prev is None:
+                rows = tuple(rank_info(J).independent)
+            else:
+                # the frame before's rows, chosen again where their minor changes sign or degenerates
+                rows, d1 = prev[1], _det(J, prev[1])
+                if prev[2] * d1 < 0.0 or abs(d1) < _DET_RESELECT:
+                    rows = tuple(rank_info(J).independent)
+                    if prev[2] * d1 < 0.0 and len(rows) == dyn.nv and _det(prev[0], rows) * _det(J, rows) < 0.0:
+                        crossings.append((k, prev[0], J, rows))
+            prev = (J, rows, _det(J, rows)) if len(rows) == dyn.nv else None
             last = (J, rows)
+            Jn = J / np.maximum(np.linalg.norm(J, axis=1), 1e-300)[:, None]
+            sv = np.linalg.svd(Jn, compute_uv=False)
+            near.append((float(sv[dyn.nv - 1] / sv[0]) if len(sv) >= dyn.nv else 0.0, J))
     # the work done on the system: Δ(T + V), exact for a driven motion (module docstring)
     total = out.rows["energy.total"]
     out.rows["work.nonconservative"] = [e - total[0] for e in total] if nt else []
@@ -128,12 +135,15 @@ def inverse_dynamics(model, motion=None, *, t_end=1.0, steps=100, t_start=0.0, *
         result.events.append(ev)
     result.events.extend(lift_off_events(dyn, result.time, result.extra, result))
     result.events.extend(_singular_events(dyn, result, crossings, last))
+    result.events.extend(_near_singular_events(dyn, result, near, crossings))
     result.events.extend(_limit_events(model, result))
     return result
 
 
 #: the largest number of velocity coordinates whose det Jv is taken at every frame (a dense LU each)
 _DET_MAX_NV = 300
+#: |det| of the row-normalised minor below which its rows are chosen again
+_DET_RESELECT = 1e-6
 
 
 def check_fully_driven(model, t=0.0):
@@ -284,6 +294,37 @@ def _singular_events(dyn, result, crossings, last):
             f"the kinematics stopped at t = {stop.time:.6g} s ({stop.kind}): the effort of {', '.join(names)} "
             f"grows without bound toward it ({_efforts_text(result, names, n)} at the last frame, "
             f"t = {t[n]:.6g} s)"), tuple(names)))
+    return events
+
+
+#: σ_min/σ_max of the row-normalised Jv below which a frame is near a singular configuration
+NEAR_SINGULAR = 1e-3
+
+
+def _near_singular_events(dyn, result, near, crossings):
+    """``near-singular`` events at the frames where σ_min/σ_max of the row-normalised Jv has a local
+    minimum below :data:`NEAR_SINGULAR` (and no passage was found next to it): the efforts and
+    reactions of the constraints named (those of the smallest singular direction) are amplified
+    by about its inverse. (Passing a parallelogram's flat configuration, rods along the ground line,
+    the crank's effort stays bounded while the pins' forces grow as 1/θ.)"""
+    events = []
+    t = result.time
+    ratio = np.array([r for r, _ in near])
+    passed = {k for k, *_ in crossings} | {k - 1 for k, *_ in crossings}
+    for k in range(len(ratio)):
+        if ratio[k] >= NEAR_SINGULAR or k in passed:
+            continue
+        if (k and ratio[k - 1] < ratio[k]) or (k + 1 < len(ratio) and ratio[k + 1] < ratio[k]):
+            continue
+        J = near[k][1]
+        Jn = J / np.maximum(np.linalg.norm(J, axis=1), 1e-300)[:, None]
+        U, sv, _ = np.linalg.svd(Jn, full_matrices=False)
+        u = np.abs(U[:, dyn.nv - 1]) if U.shape[1] >= dyn.nv else np.abs(U[:, -1])
+        names = sorted({dyn.row_labels[r][0] for r in np.flatnonzero(u >= 0.1 * u.max())})
+        events.append(Event("near-singular", float(t[k]), (
+            f"at t = {t[k]:.6g} s the driven mechanism is near a singular configuration (σ_min/σ_max of the "
+            f"constraint Jacobian {ratio[k]:.2e}): the efforts and reactions of {', '.join(names)} are amplified "
+            f"by about its inverse, and grow without bound at the configuration itself"), tuple(names)))
     return events
 
 

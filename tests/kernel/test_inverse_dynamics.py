@@ -162,6 +162,27 @@ def test_a_run_stopped_by_a_lock_up_names_the_driver_whose_effort_grows_without_
     assert abs(ev[0].time - reach / 0.2) < 0.05
 
 
+def test_a_frame_next_to_a_parallelogram_flat_configuration_is_an_event_naming_the_pins():
+    """The IFToMM A02 N-four-bar driven by its first rod through the flat configuration (rods along
+    the ground line, t = π/3): the rod's torque stays 3 θ̈ + 34.335 cos θ, but the pins' forces grow
+    as 1/θ (3.9e4 N at the frame 6e-4 rad away), which was said nowhere."""
+    from dataclasses import replace
+    from pathlib import Path
+
+    from cadmotion.importers.modelfile import read_model_file
+    from cadmotion.kernel.spec import DriverSpec, TimeFunctionSpec
+
+    spec = read_model_file(Path(__file__).resolve().parents[2] / "samples" / "dynamics" / "n_four_bar.cadmotion.toml")
+    spec = replace(spec, drivers=(DriverSpec("motor", TimeFunctionSpec("-1.5*t"), joint="A0", coordinate="angle"),),
+                   initial_velocities=())
+    m = inverse_dynamics(compile_model(spec), t_end=2.0, steps=21)
+    theta = math.pi / 2 - 1.5 * m.time
+    np.testing.assert_allclose(m.extra["motor.effort"], 34.335 * np.cos(theta), rtol=0, atol=1e-6)
+    near = [e for e in m.events if e.kind == "near-singular"]
+    assert len(near) == 1 and abs(near[0].time - math.pi / 3) < 2.0 / 21
+    assert {"B1_left", "B2"} <= set(near[0].items)
+
+
 # ---------------------------------------------------------------------------- limits and contacts
 def test_a_driven_motion_past_a_joint_limit_says_so_and_what_the_effort_includes():
     compliant = inverse_dynamics(lift("0.1*sin(3*t)", joint={"limits": {"disp": [-1.0, 0.05]}}), t_end=1.0,
