@@ -647,9 +647,9 @@ def _moved(case, motion):
 
 def round_trip(case, motion, efforts=None):
     """Forward run of the mechanism without drivers, from the driven motion's first pose and velocities, the
-    efforts applied as laws fitted piecewise (Chebyshev series over pieces of at least 40 frames, each a ``torque``
-    or ``force`` element active on its piece). Returns ((error relative to the parts' path ranges, fit residual
-    relative to the effort's peak, wall s), "") or (None, message). ``efforts`` ({driver: (nt,)}): apply these
+    efforts applied as laws fitted piecewise (Chebyshev series over at most 10 pieces of at least 40 frames, each a
+    ``torque`` or ``force`` element active on its piece). Returns ((error relative to the parts' path ranges, fit
+    residual relative to the effort's peak, wall s), "") or (None, message). ``efforts`` ({driver: (nt,)}): apply these
     instead of the run's (the reference's, for the open-loop motion's own sensitivity to the fit)."""
     t = motion.time
     t0, t1 = case.span
@@ -664,7 +664,7 @@ def round_trip(case, motion, efforts=None):
                           if jt == "prismatic" and b == target and abs(np.dot(ax, axis)) > 1 - 1e-12), None)
             if joint is None:
                 return None, "round trip: a part-coordinate driver with no slide along it (skipped)"
-        pieces = max(1, (len(t) - 1) // 40)
+        pieces = max(1, min(10, (len(t) - 1) // 40))
         edges = np.linspace(t0, t1, pieces + 1)
         for p in range(pieces):
             a, b = float(edges[p]), float(edges[p + 1])
