@@ -15,8 +15,8 @@ of the centres of mass come from the Motion's part-frame values:
 The non-conservative work (of the drivers, dampers and applied loads) is the change of T + V from
 the first frame: the efforts are what makes the driven motion a solution, so the power balance
 Σ effort · rate + P_nc = d(T + V)/dt holds at every instant and its integral is exact at any frame
-spacing (a trapezoidal integral of the frames' power erred by O(h²): 15-150 % of the energies'
-range at 4 frames, 1e-4 at 200).
+spacing (a trapezoidal integral of the frames' power erred by O(h²): 12-150 % of the energies'
+range at 4 frames, 5e-5-4e-4 at 200).
 
 What the run says (events):
 
