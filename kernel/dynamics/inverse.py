@@ -146,6 +146,8 @@ def inverse_dynamics(model, motion=None, *, t_end=1.0, steps=100, t_start=0.0, *
     return result
 
 
+#: the largest number of coordinates whose free motions are named (a dense SVD of the Jacobian)
+_NAME_FREE_MAX_NQ = 2000
 #: the largest number of velocity coordinates whose det Jv is taken at every frame (a dense LU each)
 _DET_MAX_NV = 300
 #: |det| of the row-normalised minor below which its rows are chosen again
@@ -158,29 +160,33 @@ def check_fully_driven(model, t=0.0):
     system = System(model)
     angles = AngleState(model, model.q0)
     J = system.jacobian_auto(model.q0, t, angles)
-    J = np.asarray(J.todense() if hasattr(J, "todense") else J)
     info = rank_info(J)
     if info.dof <= 0:
         return
-    _, sv, Vt = np.linalg.svd(J)
-    null = Vt[int(np.sum(sv > 1e-9 * max(sv[0], 1.0))):] if len(sv) else Vt
     free = []
+    null = np.zeros((0, model.nq))
+    if model.nq <= _NAME_FREE_MAX_NQ:  # a dense SVD names them
+        J = np.asarray(J.todense() if hasattr(J, "todense") else J)
+        _, sv, Vt = np.linalg.svd(J)
+        null = Vt[int(np.sum(sv > 1e-9 * max(sv[0], 1.0))):] if len(sv) else Vt
     h = 1e-7
-    m0 = system.joint_measures(model.q0) if model.joint_measures else np.zeros(0)
+    m0 = system.joint_measures(model.q0) if model.joint_measures and len(null) else np.zeros(0)
     for n in null:
         d = (system.joint_measures(model.q0 + h * n) - m0) / h if len(m0) else np.zeros(0)
         for i, (joint, kind, _, _) in enumerate(model.joint_measures):
             name = f"{joint}.{kind}"
             if abs(d[i]) > 1e-3 * max(np.max(np.abs(d)), 1e-12) and abs(d[i]) > 1e-6 and name not in free:
                 free.append(name)
-    if not free:
+    if not free and len(null):
         moving = np.abs(null).reshape(len(null), -1, model.nqb).max(axis=(0, 2)) if len(null) else np.zeros(0)
         free = [f"part {model.body_names[b]}" for b in np.flatnonzero(moving > 1e-6)]
     drivers = [d.name for d in model.spec.drivers]
+    if len(free) > 8:
+        free = [", ".join(free[:8]) + f" and {len(free) - 8} more"]
     raise DrivingError(
         f"inverse dynamics needs every degree of freedom driven: the drivers ({', '.join(drivers) or 'none'}) "
-        f"leave {info.dof} free: {', '.join(free) or 'a motion of no joint coordinate'} can move without "
-        f"violating any joint or driver",
+        f"leave {info.dof} free" + (f": {', '.join(free)} can move without violating any joint or driver" if free
+                                    else ""),
         where=model.spec.source or None,
         hint="add a [[drivers]] entry for each free coordinate named (`cadmotion run --drive JOINT=EXPR`), "
              "or run a dynamic analysis (--analysis dynamic) to let the forces move it")
