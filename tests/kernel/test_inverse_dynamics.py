@@ -83,6 +83,16 @@ def test_a_freedom_the_drivers_leave_free_is_refused_naming_it():
     assert "[[drivers]]" in text and "dynamic" in text
 
 
+def test_the_run_service_gives_the_inverse_message_not_the_kinematic_one():
+    """`cadmotion run --analysis inverse` (plugin.run_analysis) refused a free freedom with the
+    kinematics' message, which names no coordinate and offers --free-dof minimal (refused for inverse)."""
+    from cadmotion.plugin.run_analysis import run_analysis
+
+    with pytest.raises(DrivingError) as info:
+        run_analysis(lift(joint={"type": "cylindrical"}), "inverse", 1.0, 10)
+    assert "rail.angle" in str(info.value) and "minimal" not in str(info.value)
+
+
 def test_a_kinematic_motion_with_free_coordinates_is_not_taken_for_a_driven_one():
     """inverse_dynamics(model, motion) of a motion whose free coordinates moved minimally
     (free_dof='minimal') would return least-squares efforts: refused as well."""
