@@ -29,10 +29,11 @@ What the run says (events):
   after it is the kinematic solver's choice);
 * ``effort-unbounded``: the kinematic run stopped at a lock-up or singular configuration; the
   named drivers' efforts grow without bound toward it;
-* ``near-singular``: a frame next to a singular configuration (σ_min/σ_max of the row-normalised
-  Jv a local minimum below :data:`NEAR_SINGULAR`): the efforts and reactions of the constraints
-  named are amplified by about its inverse (a parallelogram through its flat configuration: the
-  crank's torque stays bounded, the pins' forces grow as 1/θ);
+* ``near-singular``: a frame next to a singular configuration (σ_min/σ_max of the equilibrated
+  Jv, rows and columns scaled to unit norm, a local minimum below :data:`NEAR_SINGULAR`): the
+  efforts and reactions of the constraints named are amplified by about its inverse (a
+  parallelogram through its flat configuration: the crank's torque stays bounded, the pins'
+  forces grow as 1/θ);
 * ``limit``: the driven motion runs a joint past its limits: with compliant stops the efforts
   include the stops' push back (``<joint>.limit_force``); unilateral limits and unilateral
   contacts carry no force in inverse dynamics (``unilateral``: said once at the start).
@@ -115,7 +116,7 @@ def inverse_dynamics(model, motion=None, *, t_end=1.0, steps=100, t_start=0.0, *
         out.add(motion.time[k], q, V.reshape(-1), 0.0, angles, refs, vd=Vd.reshape(-1))
         if watch:
             J = dyn.evaluate(q, V.reshape(-1), motion.time[k], refs, with_gamma=False, with_forces=False).J
-            J = np.asarray(J.todense() if hasattr(J, "todense") else J)
+            J = _equilibrated(np.asarray(J.todense() if hasattr(J, "todense") else J))
             if prev is None:
                 rows = tuple(rank_info(J).independent)
             else:
@@ -127,8 +128,7 @@ def inverse_dynamics(model, motion=None, *, t_end=1.0, steps=100, t_start=0.0, *
                         crossings.append((k, prev[0], J, rows))
             prev = (J, rows, _det(J, rows)) if len(rows) == dyn.nv else None
             last = (J, rows)
-            Jn = J / np.maximum(np.linalg.norm(J, axis=1), 1e-300)[:, None]
-            sv = np.linalg.svd(Jn, compute_uv=False)
+            sv = np.linalg.svd(J, compute_uv=False)
             ratio = float(sv[dyn.nv - 1] / sv[0]) if len(sv) >= dyn.nv else 0.0
             near.append((ratio, J if ratio < NEAR_SINGULAR else None))
     # the work done on the system: Δ(T + V), exact for a driven motion (module docstring)
@@ -150,7 +150,7 @@ def inverse_dynamics(model, motion=None, *, t_end=1.0, steps=100, t_start=0.0, *
 _NAME_FREE_MAX_NQ = 2000
 #: the largest number of velocity coordinates whose det Jv is taken at every frame (a dense LU each)
 _DET_MAX_NV = 300
-#: |det| of the row-normalised minor below which its rows are chosen again
+#: |det| of the equilibrated minor below which its rows are chosen again
 _DET_RESELECT = 1e-6
 
 
@@ -266,6 +266,16 @@ def _touch_rate(d0, r0, d1, r1, h):
     return (3 * a * s * s + 2 * b * s + m0) / h
 
 
+def _equilibrated(J):
+    """Jv with its rows, then its columns, then its rows scaled to unit norm: free of the units of
+    its rows and of the parts' sizes (a rotation column of a 1 mm crank is 1e-3 of a translation
+    column; without the column scaling a regular slider-crank at 1/100 scale read σ_min/σ_max 1e-3).
+    Positive diagonal scalings keep the signs of its minors."""
+    J = J / np.maximum(np.linalg.norm(J, axis=1), 1e-300)[:, None]
+    J = J / np.maximum(np.linalg.norm(J, axis=0), 1e-300)[None, :]
+    return J / np.maximum(np.linalg.norm(J, axis=1), 1e-300)[:, None]
+
+
 def _det(J, rows):
     """det of the rows ``rows`` of J, scaled by their norms (its sign and size relative to 1)."""
     Jr = J[list(rows)]
@@ -309,12 +319,12 @@ def _singular_events(dyn, result, crossings, last):
     return events
 
 
-#: σ_min/σ_max of the row-normalised Jv below which a frame is near a singular configuration
+#: σ_min/σ_max of the equilibrated Jv (:func:`_equilibrated`) below which a frame is near a singular configuration
 NEAR_SINGULAR = 1e-3
 
 
 def _near_singular_events(dyn, result, near, crossings):
-    """``near-singular`` events at the frames where σ_min/σ_max of the row-normalised Jv has a local
+    """``near-singular`` events at the frames where σ_min/σ_max of the equilibrated Jv has a local
     minimum below :data:`NEAR_SINGULAR` (and no passage was found next to it): the efforts and
     reactions of the constraints named (those of the smallest singular direction) are amplified
     by about its inverse. (Passing a parallelogram's flat configuration, rods along the ground line,
@@ -329,8 +339,7 @@ def _near_singular_events(dyn, result, near, crossings):
         if (k and ratio[k - 1] < ratio[k]) or (k + 1 < len(ratio) and ratio[k + 1] < ratio[k]):
             continue
         J = near[k][1]
-        Jn = J / np.maximum(np.linalg.norm(J, axis=1), 1e-300)[:, None]
-        U, sv, _ = np.linalg.svd(Jn, full_matrices=False)
+        U, sv, _ = np.linalg.svd(J, full_matrices=False)
         u = np.abs(U[:, dyn.nv - 1]) if U.shape[1] >= dyn.nv else np.abs(U[:, -1])
         names = sorted({dyn.row_labels[r][0] for r in np.flatnonzero(u >= 0.1 * u.max())})
         events.append(Event("near-singular", float(t[k]), (
