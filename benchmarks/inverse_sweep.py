@@ -357,20 +357,21 @@ def _joint(name, jtype, parts, origin, axis, **kw):
     return j
 
 
-def slider_crank(name, expr, theta0=0.0, driven="crank", spring=False, span=(0.0, 2.0)):
-    """Planar slider-crank, crank r = 0.1 m, rod l = 0.3 m, crank at θ0 at the start; ``driven``: "crank" (angle),
-    "slider" (disp of the slide), "slider-x" (the slider's absolute x, a part coordinate)."""
-    r, ln = 0.1, 0.3
+def slider_crank(name, expr, theta0=0.0, driven="crank", spring=False, span=(0.0, 2.0), scale=1.0):
+    """Planar slider-crank, crank r = 0.1 m, rod l = 0.3 m (lengths times ``scale``, inertias times its square), crank
+    at θ0 at the start; ``driven``: "crank" (angle), "slider" (disp of the slide), "slider-x" (the slider's absolute
+    x, a part coordinate)."""
+    r, ln = 0.1 * scale, 0.3 * scale
     c0, s0 = math.cos(theta0), math.sin(theta0)
     B0 = np.array([r * c0, r * s0, 0.0])
     x0 = r * c0 + math.sqrt(ln * ln - (r * s0) ** 2)
     S0 = np.array([x0, 0.0, 0.0])
     mc, mr, ms = 1.0, 2.0, 1.0
-    Ic, Ir, Is = 8.3e-4, 0.015, 2e-4
+    Ic, Ir, Is = 8.3e-4 * scale ** 2, 0.015 * scale ** 2, 2e-4 * scale ** 2
     data = {"units": "m", "gravity": [0, -G, 0], "parts": {
         "ground": _part([0, 0, 0], fixed=True),
-        "crank": _part([0, 0, 0], mc, B0 / 2, [1e-5, Ic, Ic]),
-        "rod": _part(B0, mr, (S0 - B0) / 2, [2e-5, Ir, Ir]),
+        "crank": _part([0, 0, 0], mc, B0 / 2, [1e-5 * scale ** 2, Ic, Ic]),
+        "rod": _part(B0, mr, (S0 - B0) / 2, [2e-5 * scale ** 2, Ir, Ir]),
         "slider": _part(S0, ms, [0, 0, 0], [Is, Is, Is])},
         "joints": [_joint("crank_pivot", "revolute", ["ground", "crank"], [0, 0, 0], EZ),
                    _joint("crank_pin", "revolute", ["crank", "rod"], B0, EZ),
@@ -394,8 +395,8 @@ def slider_crank(name, expr, theta0=0.0, driven="crank", spring=False, span=(0.0
     B = sp.Matrix([r * sp.cos(th), r * sp.sin(th), 0])
     rod_dir0 = math.atan2(-B0[1], S0[0] - B0[0])
     phi_rod = sp.atan2(-B[1], x - B[0]) - rod_dir0
-    bodies = [Body("crank", ZERO3, th - theta0, mc, B0 / 2, [1e-5, Ic, Ic]),
-              Body("rod", B, phi_rod, mr, (S0 - B0) / 2, [2e-5, Ir, Ir]),
+    bodies = [Body("crank", ZERO3, th - theta0, mc, B0 / 2, [1e-5 * scale ** 2, Ic, Ic]),
+              Body("rod", B, phi_rod, mr, (S0 - B0) / 2, [2e-5 * scale ** 2, Ir, Ir]),
               Body("slider", sp.Matrix([x, 0, 0]), sp.Integer(0), ms, [0, 0, 0], [Is, Is, Is])]
     joints = {"crank_pivot": ("revolute", "ground", "crank", [0, 0, 0], EZ, None),
               "crank_pin": ("revolute", "crank", "rod", B0, EZ, None),
@@ -529,7 +530,8 @@ def ujoint(name, expr, beta=math.radians(30), span=(0.0, 1.0)):
 def cases(quick):
     return {
         "slider-crank": [slider_crank("crank t^2 (sample)", "t**2"),
-                         slider_crank("crank 2πt+0.3sin5t, spring", "2*pi*t + 0.3*sin(5*t)", spring=True)],
+                         slider_crank("crank 2πt+0.3sin5t, spring", "2*pi*t + 0.3*sin(5*t)", spring=True),
+                         slider_crank("crank 2πt, 1/100 scale", "2*pi*t", scale=0.01)],
         "slider-driven": [slider_crank("slider disp 0.05 sin 2πt", "0.05*sin(2*pi*t)", theta0=math.pi / 3,
                                        driven="slider", span=(0.0, 1.0)),
                           slider_crank("slider x (point driver)", f"{0.05 + math.sqrt(0.09 - 0.0075)!r}"
