@@ -160,6 +160,11 @@ def run_analysis(model, analysis, t_end, steps, *, progress=None, formulation=No
         return motion, result
     from ..kernel import kinematics
 
+    if analysis == "inverse":
+        from ..kernel.dynamics.inverse import check_fully_driven
+
+        # before the kinematics, whose error for a free freedom names no coordinate and offers --free-dof minimal
+        check_fully_driven(model, float((solver_options or {}).get("t_start", 0.0)))
     motion = kinematics(model, t_end=t_end, steps=steps, progress=progress, free_dof=free_dof,
                         **(solver_options or {}))
     if analysis == "inverse":
