@@ -34,6 +34,7 @@ out-of-plane ones included) are evaluated on the full equations.
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -72,10 +73,22 @@ class PlanarReduction:
     body_inverse_inertia: np.ndarray
 
 
+#: the reductions found, by ``id`` of their (immutable) model, each dropped when its model is collected
+_FOUND = {}
+
+
 def planar_reduction(dyn, seed=0):
     """The :class:`PlanarReduction` of ``dyn`` (:class:`.equations.Dynamics`), or None where its
     mechanism is not held in a plane normal to a world axis (or has more than :data:`MAX_NV`
-    velocities, or no moving part)."""
+    velocities, or no moving part). Found once per model (it depends on the model alone)."""
+    key = (id(dyn.model), seed)
+    if key not in _FOUND:
+        _FOUND[key] = _find(dyn, seed)
+        weakref.finalize(dyn.model, _FOUND.pop, key, None)
+    return _FOUND[key]
+
+
+def _find(dyn, seed):
     nmov, nv, nc = dyn.nmov, dyn.nv, dyn.nc
     if nmov == 0 or nc == 0 or nv > MAX_NV:
         return None
@@ -151,23 +164,23 @@ def _moved_in_plane(q0, nmov, axis, rng):
     shifted in the plane by up to ±0.1 of the model's extent: a planar pose off the model's."""
     Q = q0.reshape(nmov, 7).copy()
     extent = max(float(np.ptp(Q[:, :3])), 1e-3)
-    for b in range(nmov):
-        half = 0.5 * rng.uniform(-1.0, 1.0)
-        turn = np.zeros(4)
-        turn[0] = np.cos(half)
-        turn[1 + axis] = np.sin(half)
-        Q[b, 3:] = _quat_mul(turn, Q[b, 3:] / np.linalg.norm(Q[b, 3:]))
-        shift = rng.uniform(-0.1, 0.1, 3) * extent
-        shift[axis] = 0.0
-        Q[b, :3] += shift
+    half = 0.5 * rng.uniform(-1.0, 1.0, nmov)
+    turn = np.zeros((nmov, 4))
+    turn[:, 0] = np.cos(half)
+    turn[:, 1 + axis] = np.sin(half)
+    Q[:, 3:] = _quat_mul(turn, Q[:, 3:] / np.linalg.norm(Q[:, 3:], axis=1)[:, None])
+    shift = rng.uniform(-0.1, 0.1, (nmov, 3)) * extent
+    shift[:, axis] = 0.0
+    Q[:, :3] += shift
     return Q.reshape(-1)
 
 
 def _quat_mul(a, b):
-    a0, a1, a2, a3 = a
-    b0, b1, b2, b3 = b
-    return np.array([a0 * b0 - a1 * b1 - a2 * b2 - a3 * b3, a0 * b1 + a1 * b0 + a2 * b3 - a3 * b2,
-                     a0 * b2 - a1 * b3 + a2 * b0 + a3 * b1, a0 * b3 + a1 * b2 - a2 * b1 + a3 * b0])
+    """Quaternion products a ⊗ b, row by row ((n, 4) each, (w, x, y, z))."""
+    a0, a1, a2, a3 = a.T
+    b0, b1, b2, b3 = b.T
+    return np.stack([a0 * b0 - a1 * b1 - a2 * b2 - a3 * b3, a0 * b1 + a1 * b0 + a2 * b3 - a3 * b2,
+                     a0 * b2 - a1 * b3 + a2 * b0 + a3 * b1, a0 * b3 + a1 * b2 - a2 * b1 + a3 * b0], axis=1)
 
 
 def _reduction(dyn, axis, rows, q0):
@@ -181,6 +194,8 @@ def _reduction(dyn, axis, rows, q0):
     A = body_state(dyn.model, mass, q0, np.zeros(dyn.nv)).A[:nmov]
     n_b = np.einsum("bji,j->bi", A, n)  # the normal in each part's frame, Aᵀ n
     inertia_n = np.einsum("bi,bij,bj->b", n_b, mass.body_inertia, n_b)
-    return PlanarReduction(axis=axis, rows=np.asarray(rows, dtype=np.int64),
-                           translation_inverse_mass=P[None, :, :] / mass.body_mass[:, None, None],
-                           body_inverse_inertia=np.einsum("bi,bj->bij", n_b, n_b) / inertia_n[:, None, None])
+    arrays = (np.array(rows, dtype=np.int64), P[None, :, :] / mass.body_mass[:, None, None],
+              np.einsum("bi,bj->bij", n_b, n_b) / inertia_n[:, None, None])
+    for a in arrays:
+        a.setflags(write=False)
+    return PlanarReduction(axis, *arrays)
