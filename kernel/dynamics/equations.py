@@ -190,6 +190,9 @@ class Dynamics:
         self._qd_fixed = np.zeros(len(model.q_fixed))
         self.rows = np.arange(nc)  # kept (independent) rows; set by set_rows
         self.redundant = np.zeros(0, int)
+        #: what the assembly at the run's start said: the redundant equations the joint data leaves violated
+        #: (slightly inconsistent CAD frames; not enforced), else ""
+        self.assembly_message = ""
         # block-diagonal M / M⁻¹ pattern: translational diagonal + rotational 3x3 blocks
         b = np.arange(nmov)
         rt = (6 * b[:, None] + np.arange(3)[None, :]).reshape(-1)

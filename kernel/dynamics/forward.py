@@ -129,7 +129,8 @@ def _mass_sqrt(dyn, bs):
 
 
 def prepare(model, t0=0.0):
-    """Stages 1–4: (Dynamics, q0, v0, angles, refs, events)."""
+    """Stages 1–4: (Dynamics, q0, v0, angles, refs); what the assembly said is
+    ``Dynamics.assembly_message``."""
     dyn = Dynamics(model)
     angles = AngleState(model, model.q0)
     asm = assemble(model, model.q0, t0, angles)
@@ -138,6 +139,7 @@ def prepare(model, t0=0.0):
                             hint="check the joint frames of the conflicting joints, "
                                  "or move the parts closer to an assembled pose")
     q0 = asm.q
+    dyn.assembly_message = asm.message
     bs = body_state(model, dyn.mass, q0, np.zeros(dyn.nv))
     refs = dyn.forces.initial_refs(bs)
     ev = dyn.evaluate(q0, np.zeros(dyn.nv), t0, refs, with_gamma=False, with_forces=False)
@@ -315,6 +317,8 @@ def run(model, t_end=1.0, steps=100, *, formulation=None, integrator=None, rtol=
     if integrator in FIXED_STEP:
         result.dt = float(dt) if dt is not None else default_dt(times)
     motion = to_motion(dyn, result, formulation=cls.name, integrator=integrator, fast=getattr(form, "_fast", None))
+    if dyn.assembly_message:  # as the kinematics reports it
+        motion.events.insert(0, Event("assembly", float(times[0]), dyn.assembly_message))
     penalty = None
     if cls.name == "penalty" and getattr(form, "alpha", 0) > 0:
         penalty = (form.alpha, form.options.get("omega", 10.0), form.options.get("xi", 1.0))
