@@ -429,39 +429,58 @@ def sweep(name, forms, integrators, tolerances, quick):
 
 
 # ---------------------------------------------------------------------------- bad input
+def _truss():
+    """A triangle of three rods on revolutes, two of its corners pinned to ground: a locked loop (0 DOF)."""
+    rod = lambda x, y, ang: {"position": [x, y, 0], "orientation": [math.cos(ang / 2), 0, 0, math.sin(ang / 2)],  # noqa: E731
+                             "mass": 1.0, "com": [0.5, 0, 0], "inertia": [1e-6, 0.083, 0.083]}
+    h = math.sqrt(3) / 2
+    return {"units": "m", "gravity": [0, -9.81, 0],
+            "parts": {"ground": {"fixed": True}, "left": rod(0, 0, math.pi / 3), "right": rod(1, 0, 2 * math.pi / 3)},
+            "joints": [{"name": "P", "type": "revolute", "parts": ["ground", "left"], "origin": [0, 0, 0],
+                        "axis": [0, 0, 1]},
+                       {"name": "Q", "type": "revolute", "parts": ["ground", "right"], "origin": [1, 0, 0],
+                        "axis": [0, 0, 1]},
+                       {"name": "apex", "type": "revolute", "parts": ["left", "right"], "origin": [0.5, h, 0],
+                        "axis": [0, 0, 1]}]}
+
+
 def bad_input():
-    """Each bad cut override must raise a MechanismError naming the joint (and the part it strands)."""
+    """Each bad cut override must raise a MechanismError naming the joint (and the part it strands); the harmless
+    ones run (a joint named twice, a joint between two fixed parts), and so does a locked loop (it stays at rest)."""
     fb = _sample("four_bar")
     dp = _sample("double_pendulum")
+    weld = _sample("four_bar")
+    weld["parts"]["base"] = {"fixed": True, "position": [1, 0, 0]}
+    weld["joints"].append({"name": "weld", "type": "fixed", "parts": ["ground", "base"], "origin": [1, 0, 0]})
     trials = [
-        ("a joint outside every loop", dp, ["elbow"], ["'elbow'", "'link2'"]),
-        ("two joints of one loop", fb, ["A", "D"], ["'D'", "'rocker'"]),
-        ("a joint that does not exist", fb, ["E"], ["'E'"]),
-        ("the same joint twice", fb, ["B", "B"], ["'B'"]),
-        ("a joint between two fixed parts", None, ["weld"], ["'weld'"]),
+        ("a joint outside every loop", dp, ["elbow"], ["'elbow'", "not in a loop", "'link2'"]),
+        ("two joints of one loop", fb, ["A", "D"], ["'A'", "'D'", "together", "'crank'"]),
+        ("a joint that does not exist", fb, ["E"], ["'E'", "not a joint"]),
+        ("the same joint twice", fb, ["B", "B"], None),
+        ("a joint between two fixed parts", weld, ["weld"], None),
+        ("a locked loop (a triangle truss, 0 DOF)", _truss(), None, None),
     ]
     ok = 0
-    print("\nbad input: the error each bad cut override raises\n")
+    print("\nbad input: the error each bad cut override raises (None: it must run, at rest for the truss)\n")
     for label, data, cut, words in trials:
-        if data is None:
-            data = _sample("four_bar")
-            data["parts"]["base"] = {"fixed": True, "position": [1, 0, 0]}
-            data["joints"].append({"name": "weld", "type": "fixed", "parts": ["ground", "base"], "origin": [1, 0, 0]})
-        data = dict(data, formulation={"cut": cut})
-        try:
-            model = compile_model(parse_model(data, source="bad (sweep)"))
-            motion, result = run(model, 0.1, 2, formulation="semi-recursive")
-            msg = f"no error: complete {motion.complete}"
-            good = False
-        except CadmotionError as exc:
-            msg = f"{type(exc).__name__}: {exc}".replace("\n", " | ")
-            good = all(w in str(exc) for w in words)
-        except Exception as exc:  # noqa: BLE001 - an error of the wrong kind is what this looks for
-            msg = f"UNEXPECTED {type(exc).__name__}: {exc}"
-            good = False
-        ok += good
-        print(f"  {'ok ' if good else 'BAD'} {label} (cut {cut}): {msg[:300]}")
-    print(f"\nbad input: {ok} of {len(trials)} clear errors naming the joint and part", flush=True)
+        data = dict(data, formulation={"cut": cut}) if cut else data
+        for form in ("semi-recursive", "recursive"):
+            try:
+                model = compile_model(parse_model(data, source="bad (sweep)"))
+                motion, result = run(model, 0.1, 2, formulation=form)
+                moved = float(np.max(np.abs(motion.position - motion.position[0])))
+                msg = f"runs: complete {motion.complete}, moved {moved:.2g} m, flagged " \
+                      f"{[c.name for c in result.invariants.broken]}; {motion.message or ''}"
+                good = words is None and motion.complete and moved < 1e-6 * (cut is None) + 1.0 * (cut is not None)
+            except CadmotionError as exc:
+                msg = f"{type(exc).__name__}: {exc}".replace("\n", " | ")
+                good = words is not None and all(w in str(exc) for w in words)
+            except Exception as exc:  # noqa: BLE001 - an error of the wrong kind is what this looks for
+                msg = f"UNEXPECTED {type(exc).__name__}: {exc}"
+                good = False
+            ok += good
+            print(f"  {'ok ' if good else 'BAD'} {form}, {label} (cut {cut}): {msg[:400]}")
+    print(f"\nbad input: {ok} of {2 * len(trials)} as expected", flush=True)
 
 
 def main(args):
