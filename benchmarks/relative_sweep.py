@@ -27,6 +27,12 @@ Cases (E_s = max_t (T + |V − V(0)|), the energy's scale; L the mechanism's siz
   constant and the cut joints' gaps (over L = 0.4 m).
 * ``slider-crank``: the slider-crank sample without gravity or torque, the crank started at 20 rad/s: it passes a
   dead centre every ≈ 0.16 s driven by inertia alone (≈ 12 in 1 s): energy constant, the joints' gaps (L = 0.3 m).
+* ``slider-crank-cut``: the same with ``cut = ["crank_pin"]`` (the prismatic joint in the tree, a revolute cut).
+* ``rssr``: a spatial four-bar R-S-S-R (a spherical joint cut, 3 closure rows; 2 DOF: the crank and the coupler's
+  spin about its own axis), gravity, the crank started at 5 rad/s, 2 s: energy constant, the joints' gaps.
+* ``distance``: a ball on a 0.5 m distance joint to the ground (a free base closed by one row), spinning and swinging,
+  3 s: energy, L_z about the pivot's vertical, the ball's spin (no torque about its centre: ω constant) and the
+  rod's length from the frames.
 * ``nfourbar``: the IFToMM N-four-bar (A02, N = 2; 6 redundant rows, a flat singular configuration every half turn),
   3 s: the rod angle against the 1-DOF reduction 3 θ̈ + 34.335 cos θ = 0 (scipy DOP853 at 1e-13; error |Δ(cos θ,
   sin θ)|, the position of B0 in m over L = 1 m), energy 35.835 J from the frames (over E_s).
@@ -35,8 +41,9 @@ Cases (E_s = max_t (T + |V − V(0)|), the energy's scale; L the mechanism's siz
 * ``long``: the four-bar over 30 s (≈ 30 swings; ``--quick``: 15 s) at 0.1 s frames: energy drift and the gap of the
   cut joint, which under Baumgarte (``recursive``) is never projected.
 
-Allowed (``_allow``): adaptive 100 rtol · max(1, t_end / 1 s) of the quantity's scale (the global error of a run at
-rtol grows at most linearly with the time), plus a round-off floor of 1e-11; RK4 at step h: 10 (h ω)⁴ · max(1, ω
+Allowed (``_allow``): adaptive 100 rtol · max(1, ω t_end / 2π) of the quantity's scale (an error-controlled run's
+global error on a motion of rate ω grows at most linearly with the number of its periods), plus a round-off floor of
+1e-11; RK4 at step h: 10 (h ω)⁴ · max(1, ω
 t_end), ω the case's fastest rate (stated per case; RK4's global error is O(h⁴) per unit of ω t). A run is "off"
 when an error is above its allowance, "flagged" when its own checks broke; both lists are printed.
 
@@ -44,7 +51,11 @@ Bad input (``bad``): a cut override naming a joint outside every loop, a non-tre
 (leaving the chain without a path to ground), a joint that does not exist, the same joint twice; each must be a
 MechanismError that names the joint and the part.
 
-    python benchmarks/relative_sweep.py [case ...] [--quick] [--forms semi-recursive,recursive,projection]
+    python benchmarks/relative_sweep.py [case ...] [--quick] [--forms=semi-recursive,recursive,projection]
+    python benchmarks/relative_sweep.py [case ...] --rtol=1e-4,1e-8 --integrators=DOP853,BDF,RK4 \
+        --forms=semi-recursive:numpy,semi-recursive:sparse,recursive:numpy
+
+(``:numpy`` the numpy evaluation FreeCAD runs, ``:sparse`` semi-recursive's sparse linear algebra.)
 """
 import math
 import os
@@ -72,6 +83,9 @@ SAMPLES = Path(__file__).resolve().parents[1] / "samples" / "dynamics"
 INTEGRATORS = ("DOP853", "RK45", "Radau", "BDF", "LSODA")
 TOLERANCES = (1e-4, 1e-6, 1e-8, 1e-10)
 FORMS = ("semi-recursive", "recursive", "projection")
+#: the other paths of the relative formulations (``--forms semi-recursive:numpy,...``): FreeCAD's numpy evaluation
+#: (no numba), and the sparse linear algebra of ``semi-recursive`` (chosen by size beyond 300 coordinates)
+PATHS = {"numpy": {"fast": False}, "sparse": {"fast": False, "sparse": True}}
 
 
 # ---------------------------------------------------------------------------- references from the frames
@@ -233,10 +247,57 @@ def slider_crank():
     return data
 
 
+def _quat_x_to(d):
+    """The unit quaternion turning +x onto the direction d."""
+    d = np.asarray(d, float) / np.linalg.norm(d)
+    axis = np.cross([1.0, 0, 0], d)
+    s, c = np.linalg.norm(axis), d[0]
+    if s < 1e-15:
+        return [1.0, 0, 0, 0]
+    ang = math.atan2(s, c)
+    return [math.cos(ang / 2)] + list(math.sin(ang / 2) * axis / s)
+
+
+def rssr():
+    """A spatial four-bar R-S-S-R: crank 0.1 m about z at the origin, rocker 0.15 m about x at (0.3, 0.2, 0.1) m,
+    a 0.29 m coupler on two spherical joints (its spin about its own axis a second, idle degree of freedom);
+    gravity −z, the crank started at 5 rad/s."""
+    A, piv = np.array([0.1, 0, 0]), np.array([0.3, 0.2, 0.1])
+    P = piv + np.array([0, 0, -0.15])
+    d = P - A
+    return {"units": "m", "gravity": [0, 0, -9.81],
+            "parts": {"ground": {"fixed": True},
+                      "crank": {"position": [0, 0, 0], "mass": 0.5, "com": [0.05, 0, 0],
+                                "inertia": [1e-4, 5e-4, 5e-4]},
+                      "coupler": {"position": list(A), "orientation": _quat_x_to(d), "mass": 0.8,
+                                  "com": [float(np.linalg.norm(d)) / 2, 0, 0], "inertia": [4e-4, 6e-3, 6e-3]},
+                      "rocker": {"position": list(piv), "orientation": _quat_x_to([0, 0, -1]), "mass": 0.6,
+                                 "com": [0.075, 0, 0], "inertia": [1e-4, 1.2e-3, 1.2e-3]}},
+            "joints": [{"name": "R1", "type": "revolute", "parts": ["ground", "crank"], "origin": [0, 0, 0],
+                        "axis": [0, 0, 1]},
+                       {"name": "S1", "type": "spherical", "parts": ["crank", "coupler"], "origin": list(A)},
+                       {"name": "S2", "type": "spherical", "parts": ["coupler", "rocker"], "origin": list(P)},
+                       {"name": "R2", "type": "revolute", "parts": ["ground", "rocker"], "origin": list(piv),
+                        "axis": [1, 0, 0]}],
+            "initial_velocity": {"crank": {"angular_velocity": [0, 0, 5.0]}}}
+
+
+def distance_pendulum():
+    """A ball (1 kg, J = 4e-4 kg m², its com at its frame origin) held 0.5 m from a ground point by a distance
+    joint (a closure equation of a free base: the relative formulations give the ball 6 coordinates), spinning at
+    [0, 0, 2] rad/s and swinging under gravity −z."""
+    return {"units": "m", "gravity": [0, 0, -9.81],
+            "parts": {"ground": {"fixed": True},
+                      "ball": {"position": [0.5, 0, 0], "mass": 1.0, "inertia": [4e-4, 4e-4, 4e-4]}},
+            "joints": [{"name": "rod", "type": "distance", "parts": ["ground", "ball"],
+                        "points": [[0, 0, 0], [0.5, 0, 0]]}],
+            "initial_velocity": {"ball": {"velocity": [0, 1.5, 0.5], "angular_velocity": [0.3, 0, 2.0]}}}
+
+
 # ---------------------------------------------------------------------------- the runs
 def _allow(rtol, dt, t_end, omega):
     if dt is None:
-        return 100.0 * rtol * max(1.0, t_end) + 1e-11
+        return 100.0 * rtol * max(1.0, omega * t_end / (2 * math.pi)) + 1e-11
     return min(10.0 * (dt * omega) ** 4 * max(1.0, omega * t_end), 1.0) + 1e-11
 
 
@@ -251,9 +312,12 @@ def _model(key, data):
 
 def _run(key, data, form, integrator, rtol, dt, times):
     kw = dict(integrator=integrator, rtol=rtol, atol=rtol / 100) if dt is None else dict(integrator=integrator, dt=dt)
+    name, _, path = form.partition(":")
+    if path:
+        kw["options"] = PATHS[path]
     t0 = time.perf_counter()
     try:
-        motion, result = run(_model(key, data), times=times, formulation=form, **kw)
+        motion, result = run(_model(key, data), times=times, formulation=name, **kw)
     except CadmotionError as exc:
         return None, str(exc).splitlines()[0], [], time.perf_counter() - t0
     return motion, result, [c.name for c in result.invariants.broken], time.perf_counter() - t0
@@ -381,6 +445,41 @@ def case_long(form, integ, rtol, dt, quick):
                  f"{out[1].nsteps} steps")]
 
 
+def case_rssr(form, integ, rtol, dt, quick):
+    data, t_end = rssr(), 2.0
+    out = _run("rssr", data, form, integ, rtol, dt, np.linspace(0, t_end, 101))
+    if out[0] is None:
+        return [_row("rssr", out, [], [1, 1])]
+    a = _allow(rtol, dt, t_end, 20.0)
+    return [_row("rssr", out, [energy_error(data, out[0]), gaps(data, out[0]) / 0.3], [a, a])]
+
+
+def case_distance(form, integ, rtol, dt, quick):
+    data, t_end = distance_pendulum(), 3.0
+    out = _run("distance", data, form, integ, rtol, dt, np.linspace(0, t_end, 61))
+    if out[0] is None:
+        return [_row("distance", out, [], [1, 1, 1, 1])]
+    m = out[0]
+    T, V, L, *_ = mechanics(data, m)
+    eL = float(np.max(np.abs(L[:, 2] - L[0, 2]))) / float(np.max(np.linalg.norm(L, axis=1)))
+    w = m.angular_velocity[:, m.parts.index("ball")]
+    ew = float(np.max(np.linalg.norm(w - w[0], axis=1))) / float(np.linalg.norm(w[0]))
+    r = m.position[:, m.parts.index("ball")]
+    elen = float(np.max(np.abs(np.linalg.norm(r, axis=1) - 0.5))) / 0.5
+    a = _allow(rtol, dt, t_end, 8.0)
+    return [_row("distance", out, [energy_error(data, m), eL, ew, elen], [a, a, a, a])]
+
+
+def case_slider_crank_cut(form, integ, rtol, dt, quick):
+    data, t_end = slider_crank(), 1.0
+    data["formulation"] = {"cut": ["crank_pin"]}
+    out = _run("slider-crank-cut", data, form, integ, rtol, dt, np.linspace(0, t_end, 201))
+    if out[0] is None:
+        return [_row("slider-crank-cut", out, [], [1, 1])]
+    a = _allow(rtol, dt, t_end, 60.0)
+    return [_row("slider-crank-cut", out, [energy_error(data, out[0]), gaps(data, out[0]) / 0.3], [a, a])]
+
+
 CASES = {
     "spherical": ("energy / L_z", case_spherical, (1e-3, 4e-3)),
     "universal": ("energy", case_universal, (1e-3, 4e-3)),
@@ -388,6 +487,9 @@ CASES = {
     "fourbar": ("energy / gap of D", case_fourbar, (1e-3, 4e-3)),
     "fourbar-cut": ("energy / gap of B (cut by the user)", case_fourbar_cut, (1e-3, 4e-3)),
     "slider-crank": ("energy / joint gaps", case_slider_crank, (5e-4, 2e-3)),
+    "slider-crank-cut": ("energy / joint gaps (crank_pin cut by the user)", case_slider_crank_cut, (5e-4, 2e-3)),
+    "rssr": ("energy / joint gaps", case_rssr, (1e-3, 4e-3)),
+    "distance": ("energy / L_z / the ball's spin / the rod's length", case_distance, (1e-3, 4e-3)),
     "nfourbar": ("B0 position against the 1-DOF reduction / energy 35.835 J", case_nfourbar, (1e-3, 4e-3)),
     "stiff": ("energy / gap of D", case_stiff, (2e-5, 1e-4)),
     "long": ("energy drift / gap of D", case_long, (2e-3, 5e-3)),
@@ -486,18 +588,23 @@ def bad_input():
 def main(args):
     quick = "--quick" in args
     forms = FORMS
+    integrators = INTEGRATORS + ("RK4",)
+    tolerances = (1e-4, 1e-7, 1e-10) if quick else TOLERANCES
     for a in args:
         if a.startswith("--forms="):
             forms = tuple(a.split("=", 1)[1].split(","))
+        if a.startswith("--integrators="):
+            integrators = tuple(a.split("=", 1)[1].split(","))
+        if a.startswith("--rtol="):
+            tolerances = tuple(float(x) for x in a.split("=", 1)[1].split(","))
     which = [a for a in args if not a.startswith("--")] or list(CASES) + ["bad"]
-    tolerances = (1e-4, 1e-7, 1e-10) if quick else TOLERANCES
     t0 = time.perf_counter()
     totals = {}
     for name in which:
         if name == "bad":
             bad_input()
             continue
-        totals[name] = sweep(name, forms, INTEGRATORS + ("RK4",), tolerances, quick)
+        totals[name] = sweep(name, forms, integrators, tolerances, quick)
     print("\n| case | runs | incomplete | flagged | off | off, unflagged | flagged, accurate |")
     print("|---|---|---|---|---|---|---|")
     for name, c in totals.items():
