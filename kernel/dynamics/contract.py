@@ -584,8 +584,10 @@ class Formulation:
             if not np.all(np.isfinite(solver.y)):
                 rec.fail(t_before, f"the solution became NaN/inf after t = {t_before:.6g} s")
             t_new = solver.t
-            if f_before is not None and self._strides_singular(t_before, t_new - t_before, y_before, solver.y,
-                                                              f_before, solver.f):
+            # BDF and LSODA keep no ẏ: their steps are probed on their own interpolant
+            if self._strides_singular(t_before, t_new - t_before, y_before, solver.y,
+                                      f_before, solver.f if f_before is not None else None,
+                                      interpolant=None if f_before is not None else solver.dense_output):
                 # cross from the start of the step (its frames are not recorded yet; the step is
                 # not taken, as in the compiled loops)
                 t_x, y_x, k = self._cross_singular(t_before, y_before, rec, times, k)
@@ -678,20 +680,25 @@ class Formulation:
         w = self._singularity(t, y) if self.dyn.has_loops else None
         return w is not None and w < self.singular_zone
 
-    def _strides_singular(self, t, h, y, y_new, f, f_new):
+    def _strides_singular(self, t, h, y, y_new, f, f_new, interpolant=None):
         """True if the step from (t, y) to (t + h, y_new) passes through a singular
         configuration (:func:`._dop853.strides_singular`, on the cubic Hermite interpolant of
-        y, f = ẏ(t), y_new, f_new = ẏ(t + h)). A step that starts where the last one judged
+        y, f = ẏ(t), y_new, f_new = ẏ(t + h); or, for an integrator that keeps no ẏ (BDF, LSODA),
+        on ``interpolant()``, the step's dense output). A step that starts where the last one judged
         here ended also sees that step's last interior probe (a V whose bottom is at the step
         boundary)."""
         if not self.dyn.has_loops:
             return False
         from ._dop853 import PROBES, strided
 
+        sol = interpolant() if interpolant is not None else None
         s = np.empty(len(PROBES))
         for j, p in enumerate(PROBES):
-            ym = ((2 * p ** 3 - 3 * p ** 2 + 1) * y + (p ** 3 - 2 * p ** 2 + p) * h * f
-                  + (3 * p ** 2 - 2 * p ** 3) * y_new + (p ** 3 - p ** 2) * h * f_new)
+            if sol is not None:
+                ym = y if p == 0.0 else y_new if p == 1.0 else sol(t + p * h)
+            else:
+                ym = ((2 * p ** 3 - 3 * p ** 2 + 1) * y + (p ** 3 - 2 * p ** 2 + p) * h * f
+                      + (3 * p ** 2 - 2 * p ** 3) * y_new + (p ** 3 - p ** 2) * h * f_new)
             s[j] = math.sqrt(max(self._singularity(t + p * h, ym), 0.0))
         t_end, s_before, h_before = self._probes_before
         if not abs(t_end - t) <= 1e-12 * max(1.0, abs(t)):

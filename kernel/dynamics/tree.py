@@ -119,7 +119,7 @@ def _cut_override(model):
         if name not in names:
             raise MechanismError(f"[formulation] cut names {name!r}, which is not a joint", where=model.spec.source,
                                  hint=f"joints: {', '.join(sorted(names))}")
-    return tuple(cut)
+    return tuple(dict.fromkeys(cut))  # a joint named twice is cut once
 
 
 def build_tree(model, dyn_groups=None):
@@ -175,6 +175,15 @@ def build_tree(model, dyn_groups=None):
         a, b = node(e[6]), node(e[7])
         if a != b and root(a) != root(b):
             part = names[e[7]] if e[7] < nmov and root(e[7]) != root(nmov) else names[e[6]]
+            others = [o for o in override if o != name]
+            if others and _joined(nmov, [x for x in edges if x[2] != name], node, a, b):
+                # in a loop, but the other cut joints open the same loop: together they strand the part
+                raise MechanismError(f"[formulation] cut joints {', '.join(repr(n) for n in override)} together "
+                                     f"leave part {part!r} without a path to the other part of joint {name!r}: "
+                                     f"{name!r} closes a loop that another cut joint has already opened",
+                                     where=model.spec.source,
+                                     hint="cut one joint per loop (the loops are independent: cutting a joint "
+                                          "of each leaves a tree)")
             raise MechanismError(f"[formulation] cut joint {name!r} is not in a loop: cutting it leaves part "
                                  f"{part!r} without a path to the other part of the joint", where=model.spec.source,
                                  hint="cut a joint of a closed loop, or remove it from `cut`")
@@ -226,6 +235,21 @@ def build_tree(model, dyn_groups=None):
         path[tj.child, tj.z_adr: tj.z_adr + nv_] = 1.0
     closure, tree_rows = _rows(dyn_groups, in_tree)
     return JointTree(tuple(tree), cut, tuple(free), zq, z, closure, tree_rows, path, body_joint, names[:nmov])
+
+
+def _joined(nmov, edges, node, a, b):
+    """True when the nodes a and b are joined by the edges (every edge kept, none cut)."""
+    parent = list(range(nmov + 1))
+
+    def root(x):
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for e in edges:
+        parent[root(node(e[6]))] = root(node(e[7]))
+    return root(a) == root(b)
 
 
 def _rows(dyn_groups, in_tree):

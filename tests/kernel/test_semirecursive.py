@@ -507,6 +507,20 @@ def test_a_cut_joint_outside_a_loop_is_an_error_naming_it():
     assert "'elbow' is not in a loop" in str(err.value) and "'link2'" in str(err.value)
 
 
+def test_two_cut_joints_of_one_loop_are_an_error_naming_both_and_the_stranded_part():
+    """Each of A and D closes the four-bar's loop, but cutting both leaves the crank, coupler and rocker hanging
+    from nothing: the error names both joints and the part, and does not call A "not in a loop"."""
+    with pytest.raises(MechanismError) as err:
+        build_tree(_with_cut(["A", "D"]))
+    text = str(err.value)
+    assert "'A', 'D' together" in text and "'crank'" in text and "not in a loop" not in text
+
+
+def test_a_joint_named_twice_in_cut_is_cut_once():
+    tree = build_tree(_with_cut(["B", "B"]))
+    assert tree.cut == ("B",) and {tj.name for tj in tree.joints} == {"A", "C", "D"}
+
+
 def test_a_bad_formulation_table_is_a_model_file_error():
     data = tomllib.loads(FOUR_BAR_TEXT)
     data["formulation"] = {"cut": "A"}
