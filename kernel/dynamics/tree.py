@@ -42,6 +42,8 @@ part, :mod:`.mass`) and velocities v = [v_c, ω] (v_c = v_O + ω × r_c).
 
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass
 from typing import Tuple
 
@@ -154,11 +156,7 @@ def build_tree(model, dyn_groups=None):
     node = lambda b: b if b < nmov else nmov  # noqa: E731  (every fixed part is the root)
     parent = list(range(nmov + 1))
 
-    def root(x):
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
+    root = functools.partial(_root, parent)
 
     kept = []
     for e in sorted(edges, key=lambda e: (-e[0], e[1])):
@@ -237,15 +235,19 @@ def build_tree(model, dyn_groups=None):
     return JointTree(tuple(tree), cut, tuple(free), zq, z, closure, tree_rows, path, body_joint, names[:nmov])
 
 
+def _root(parent, x):
+    """The representative of x in the union–find forest ``parent`` (a list, halved on the way)."""
+    while parent[x] != x:
+        parent[x] = parent[parent[x]]
+        x = parent[x]
+    return x
+
+
 def _joined(nmov, edges, node, a, b):
     """True when the nodes a and b are joined by the edges (every edge kept, none cut)."""
     parent = list(range(nmov + 1))
 
-    def root(x):
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
+    root = functools.partial(_root, parent)
 
     for e in edges:
         parent[root(node(e[6]))] = root(node(e[7]))
