@@ -425,24 +425,24 @@ def case_nfourbar(form, integ, rtol, dt, quick):
                  f"{sum(n.startswith('singular configuration crossed') for n in out[1].notes)} crossings")]
 
 
-def case_stiff(form, integ, rtol, dt, quick):
-    data, t_end = four_bar(stiff=1e7), 0.3
-    out = _run("stiff", data, form, integ, rtol, dt, np.linspace(0, t_end, 31))
+def _four_bar_case(label, run_label, data, form, integ, rtol, dt, t_end, frames, omega):
+    """The four-bar's energy and the gap of its joint D (over its 0.4 m), each against :func:`_allow` at the
+    motion's rate omega (1/s)."""
+    out = _run(run_label, data, form, integ, rtol, dt, np.linspace(0, t_end, frames))
     if out[0] is None:
-        return [_row("stiff", out, [], [1, 1])]
-    a = _allow(rtol, dt, t_end, 2500.0)
-    return [_row("stiff", out, [energy_error(data, out[0]), gaps(data, out[0], ["D"]) / 0.4], [a, a],
+        return [_row(label, out, [], [1, 1])]
+    a = _allow(rtol, dt, t_end, omega)
+    return [_row(label, out, [energy_error(data, out[0]), gaps(data, out[0], ["D"]) / 0.4], [a, a],
                  f"{out[1].nsteps} steps")]
+
+
+def case_stiff(form, integ, rtol, dt, quick):
+    return _four_bar_case("stiff", "stiff", four_bar(stiff=1e7), form, integ, rtol, dt, 0.3, 31, 2500.0)
 
 
 def case_long(form, integ, rtol, dt, quick):
-    data, t_end = four_bar(), 15.0 if quick else 30.0
-    out = _run("fourbar", data, form, integ, rtol, dt, np.linspace(0, t_end, int(t_end * 10) + 1))
-    if out[0] is None:
-        return [_row("long", out, [], [1, 1])]
-    a = _allow(rtol, dt, t_end, 15.0)
-    return [_row("long", out, [energy_error(data, out[0]), gaps(data, out[0], ["D"]) / 0.4], [a, a],
-                 f"{out[1].nsteps} steps")]
+    t_end = 15.0 if quick else 30.0
+    return _four_bar_case("long", "fourbar", four_bar(), form, integ, rtol, dt, t_end, int(t_end * 10) + 1, 15.0)
 
 
 def case_rssr(form, integ, rtol, dt, quick):

@@ -43,7 +43,6 @@ part, :mod:`.mass`) and velocities v = [v_c, ω] (v_c = v_O + ω × r_c).
 from __future__ import annotations
 
 import functools
-
 from dataclasses import dataclass
 from typing import Tuple
 
@@ -246,9 +245,7 @@ def _root(parent, x):
 def _joined(nmov, edges, node, a, b):
     """True when the nodes a and b are joined by the edges (every edge kept, none cut)."""
     parent = list(range(nmov + 1))
-
     root = functools.partial(_root, parent)
-
     for e in edges:
         parent[root(node(e[6]))] = root(node(e[7]))
     return root(a) == root(b)
