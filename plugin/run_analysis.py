@@ -158,20 +158,17 @@ def run_analysis(model, analysis, t_end, steps, *, progress=None, formulation=No
             warnings.warn(f"--dt is used by the fixed-step integrators (RK4, generalized-alpha, HHT); "
                           f"{result.integrator} chose its own steps from --rtol and --atol", stacklevel=2)
         return motion, result
-    from ..kernel import kinematics
-
-    if analysis == "inverse":
-        from ..kernel.dynamics.inverse import check_fully_driven
-
-        # before the kinematics, whose error for a free freedom names no coordinate and offers --free-dof minimal
-        check_fully_driven(model, float((solver_options or {}).get("t_start", 0.0)))
-    motion = kinematics(model, t_end=t_end, steps=steps, progress=progress, free_dof=free_dof,
-                        **(solver_options or {}))
     if analysis == "inverse":
         from ..kernel.dynamics import inverse_dynamics
 
-        motion = inverse_dynamics(model, motion)
-    return motion, None
+        # it runs the kinematics itself, after checking that the drivers fix every freedom (the kinematics'
+        # error for a free one names no coordinate and offers --free-dof minimal, which inverse refuses)
+        return inverse_dynamics(model, t_end=t_end, steps=steps, progress=progress, free_dof=free_dof,
+                                **(solver_options or {})), None
+    from ..kernel import kinematics
+
+    return kinematics(model, t_end=t_end, steps=steps, progress=progress, free_dof=free_dof,
+                      **(solver_options or {})), None
 
 
 def broken_invariants(result):
