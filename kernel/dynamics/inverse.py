@@ -115,7 +115,7 @@ def inverse_dynamics(model, motion=None, *, t_end=1.0, steps=100, t_start=0.0, *
         dyn.system.accept(q, angles)
         out.add(motion.time[k], q, V.reshape(-1), 0.0, angles, refs, vd=Vd.reshape(-1))
         if watch:
-            J = dyn.evaluate(q, V.reshape(-1), motion.time[k], refs, with_gamma=False, with_forces=False).J
+            J = out.jacobian  # the frame's own, as FrameOutputs.add evaluated it
             J = _equilibrated(np.asarray(J.todense() if hasattr(J, "todense") else J))
             if prev is None:
                 rows = tuple(rank_info(J).independent)

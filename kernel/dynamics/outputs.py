@@ -145,7 +145,7 @@ class FrameOutputs:
         out = self.rows
         out["violation.position"].append(float(np.linalg.norm(phi)))
         out["violation.velocity"].append(float(np.linalg.norm(ev.J @ v + ev.phit)))
-        self._last_power = ev.power + (float(lam @ ev.phit) if dyn.timed else 0.0)
+        self.jacobian = ev.J  # Jv (every row) at this frame, for a caller that watches it (inverse dynamics)
         return vd, dyn.qdd(bs, v, vd)
 
     def _append_loads(self, lam):
