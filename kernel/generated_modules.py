@@ -33,7 +33,7 @@ def load_module(path, name, src, functions):
     """The generated module ``name``, imported from ``path`` (or, when it is None or unreadable,
     compiled from ``src`` in memory, without numba's disk cache), with each of its templates'
     numba ``functions`` (e.g. ``("jac", "phi")``) bound as ``<function>_<k>`` for template k of
-    ``module.TEMPLATES``."""
+    ``module.TEMPLATES``, and so are its row variants' (``jac_r0_into_<k>`` …, :mod:`.symbolic.codegen`)."""
     module = None
     if path is not None:
         from .numba_cache import configure
@@ -56,4 +56,6 @@ def load_module(path, name, src, functions):
         code = generated(template, module.PARAMETRIZATION, "numba")
         for fn in functions:
             setattr(module, f"{fn}_{k}", getattr(code, fn))
+        for fn, function in code.row_variants.items():  # the dynamics library's row variants (``jac_r0_into`` …)
+            setattr(module, f"{fn}_{k}", function)
     return module

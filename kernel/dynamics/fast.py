@@ -75,6 +75,7 @@ from pathlib import Path
 import numpy as np
 
 from ..generated_modules import load_module, write_source
+from ..symbolic.codegen import ROW_FUNCTIONS
 
 __all__ = ["fast_rhs", "FastRHS", "available", "applies", "library_ready", "module_ready", "compiled_or_warm_up"]
 
@@ -386,6 +387,29 @@ def library_templates():
     return tuple(name for name, template in TEMPLATES.items() if not template.numeric)
 
 
+def library_variants():
+    """The templates' row variants the compiled library dispatches to after the templates
+    themselves: ``(k, j, rows)`` for variant j of library template k, whose entry in a group's
+    table row (``K.G_TEMPLATE``) is ``len(library_templates())`` + its position here."""
+    from ..symbolic.templates import TEMPLATES
+
+    return tuple((k, j, rows) for k, name in enumerate(library_templates())
+                 for j, rows in enumerate(TEMPLATES[name].row_variants))
+
+
+def _group_entry(templates, variants, gr, kept):
+    """A constraint group's entry in the library (``K.G_TEMPLATE``): its template's, or the row
+    variant that evaluates exactly the rows ``kept`` (a set of the dynamics' row indices) keeps
+    of each of its instances — the same rows of every instance."""
+    g = gr["g"]
+    k = templates.index(g.template)
+    rows = {tuple(e for e in range(gr["neq"]) if gr["row0"] + i * gr["neq"] + e in kept) for i in range(g.n)}
+    for v, (k_v, _, rows_v) in enumerate(variants):
+        if k_v == k and rows == {rows_v}:
+            return len(templates) + v
+    return k
+
+
 def _group_array(name, base="b"):
     """Source of the accessor of a group's array ``name`` (its header index: ``base`` + its
     position in ``_kernels.GROUP``)."""
@@ -398,30 +422,32 @@ def _group_array(name, base="b"):
     return f"K.f{ndim}({dict(f='df', d='dd', w='ws')[kind]}, di, {base} + {j})"
 
 
-def _dispatch_source(templates):
+def _dispatch_source(templates, variants):
     """Source of ``group_eval``, ``group_angles`` and ``group_measures``: template k's generated
     functions called for the group whose row in ``grp`` names it (a chain of branches over the
-    library)."""
+    library), then the row variants' (:func:`library_variants`): Φq, γ and Φ of their rows only."""
     ev = ["def group_eval(tid, Q, QD, M, S, F, W, An, ref, Jg, Gg, Ph, Pt, Ms, need_gamma, timed, angled, measured):",
           '    """One group\'s Φq, γ (when need_gamma), Φ, Φt (timed) and joint measures (measured) into the',
           '    workspace arrays, its angles first wound onto ref (angled)."""']
     an = ["def group_angles(tid, Q, M, An):", '    """A group\'s raw angles (rad) into An."""']
     ms = ["def group_measures(tid, Q, M, Ms):", '    """A group\'s joint measures into Ms."""']
-    for k in range(len(templates)):
-        word = "if" if k == 0 else "elif"
-        ev += [f"    {word} tid == {k}:  # {templates[k]}",
+    entries = [(k, "", templates[k]) for k in range(len(templates))]
+    entries += [(k, f"_r{j}", f"{templates[k]}, rows {rows}") for k, j, rows in variants]
+    for tid, (k, rows, label) in enumerate(entries):
+        word = "if" if tid == 0 else "elif"
+        ev += [f"    {word} tid == {tid}:  # {label}",
                "        if angled:",
                f"            W = K.winding_to(angles_into_{k}(Q, M, An), ref, W)",
-               f"        jac_into_{k}(Q, M, S, F, W, Jg)",
+               f"        jac{rows}_into_{k}(Q, M, S, F, W, Jg)",
                "        if need_gamma:",
-               f"            gamma_into_{k}(Q, QD, M, S, F, W, Gg)",
-               f"        phi_into_{k}(Q, M, S, F, W, Ph)",
+               f"            gamma{rows}_into_{k}(Q, QD, M, S, F, W, Gg)",
+               f"        phi{rows}_into_{k}(Q, M, S, F, W, Ph)",
                "        if timed:",
                f"            phit_into_{k}(Q, M, S, F, W, Pt)",
                "        if measured:",
                f"            measures_into_{k}(Q, M, Ms)"]
-        an += [f"    {word} tid == {k}:", f"        angles_into_{k}(Q, M, An)"]
-        ms += [f"    {word} tid == {k}:", f"        measures_into_{k}(Q, M, Ms)"]
+        an += [f"    {word} tid == {tid}:", f"        angles_into_{k}(Q, M, An)"]
+        ms += [f"    {word} tid == {tid}:", f"        measures_into_{k}(Q, M, Ms)"]
     return tuple("\n".join(lines) + "\n" for lines in (ev + ["    return 0"], an + ["    return An"],
                                                        ms + ["    return 0"]))
 
@@ -451,8 +477,8 @@ def _source(parametrization):
     ``windings``, ``step_limit`` and the templates of :mod:`._dop853`, :mod:`._radau` and
     :mod:`._rk4` (everything else is in the generic, separately cached :mod:`._kernels`). The
     model is data: one library serves every model of the parametrisation."""
-    templates = library_templates()
-    group_eval, group_angles, group_measures = _dispatch_source(templates)
+    templates, variants = library_templates(), library_variants()
+    group_eval, group_angles, group_measures = _dispatch_source(templates, variants)
     a = _group_array
     groups = [
         "def groups_in(t, y, df, di, dd, ws, need_gamma, grp):",
@@ -524,6 +550,8 @@ def _source(parametrization):
     ]
     for k in range(len(templates)):
         head.append(" = ".join(f"{fn}_{k}" for fn in _TEMPLATE_FUNCTIONS) + " = None")
+    for k, j, _ in variants:
+        head.append(" = ".join(f"{fn}_r{j}_into_{k}" for fn in ROW_FUNCTIONS) + " = None")
     jit = JIT
     return ("\n".join(head) + "\n" + JIT_INLINE + group_eval + jit + group_angles + JIT_INLINE + group_measures
             + jit + "\n".join(groups) + "\n" + jit + "\n".join(measures) + "\n" + jit + "\n".join(every_group) + "\n"
@@ -755,6 +783,11 @@ def _compile_share(kind, path, share, of):
         for k in range(share, len(module.TEMPLATES), of):
             for fn, dims in _INTO_TYPES.items():
                 getattr(module, f"{fn}_{k}").compile(tuple(array[d] for d in dims))
+            for k_v, j, _ in library_variants():
+                if k_v == k:
+                    for fn in ROW_FUNCTIONS:
+                        dims = _INTO_TYPES[f"{fn}_into"]
+                        getattr(module, f"{fn}_r{j}_into_{k}").compile(tuple(array[d] for d in dims))
         return
     entries = _entry_types()
     for fn in share:
@@ -949,11 +982,13 @@ class FastRHS:
         ax_prog, ax_const = _expression_table(dyn, "torque", len(ax[0]), programs)
         ln_prog, ln_const = _expression_table(dyn, "force", len(lnt[0]), programs)
         group_data = [_time_function_data(gr["g"], programs) for gr in dyn.groups]
-        templates = library_templates()
+        templates, variants = library_templates(), library_variants()
+        kept = set(rows.tolist()) if reduction is not None else None  # a planar mechanism's row variants
         grp = np.zeros((len(dyn.groups), 7), dtype=np.int64)
         for k, gr in enumerate(dyn.groups):
             g = gr["g"]
-            grp[k] = (templates.index(g.template), gr["row0"], gr["neq"], bool(g.functions), g.n_angles > 0,
+            entry = templates.index(g.template) if kept is None else _group_entry(templates, variants, gr, kept)
+            grp[k] = (entry, gr["row0"], gr["neq"], bool(g.functions), g.n_angles > 0,
                       g.kind == "joint" and _n_measures(g) > 0,
                       len(K.COMMON) + len(self.extra_layout()) + k * len(K.GROUP))
         extra = self._extra_arrays(grp)  # a subclass's own (the tree of :mod:`.fast_tree`), right after COMMON

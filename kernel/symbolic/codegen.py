@@ -386,6 +386,8 @@ def _dispatch(name, args):
 
 
 _DERIVED = {}
+#: the functions a template's row variant has (``<name>_r<j>_into``, numba only): those whose entries are per row
+ROW_FUNCTIONS = ("phi", "jac", "gamma")
 
 
 def _source(template_name, parametrization, backend):
@@ -423,6 +425,15 @@ def _source(template_name, parametrization, backend):
         else:
             parts += [_emit(f"{name}_array", fargs, shape, sym_groups, plan, "array"),
                       _emit(f"{name}_loop", fargs, shape, sym_groups, plan, "loop"), _dispatch(name, fargs)]
+    if backend == "numba":  # the compiled dynamics' row variants: the same entries, of the variant's rows only
+        variants = TEMPLATES[template_name].row_variants
+        parts.append(f"ROW_VARIANTS = {variants!r}")
+        for j, rows in enumerate(variants):
+            for name, fargs, key_, shape, sym_groups in functions:
+                if name in ROW_FUNCTIONS:
+                    width = int(numpy.prod(shape[1:]))
+                    kept = [e if k // width in rows else 0 for k, e in enumerate(d[key_])]
+                    parts.append(_emit(f"{name}_r{j}", fargs, shape, sym_groups, _plan(kept, defs), "numba"))
     return "\n\n\n".join(parts) + "\n"
 
 
@@ -440,7 +451,7 @@ def _key(template_name, parametrization):
         template_name,
         parametrization,
         sympy_version(),
-        repr((template.n_slots, template.params, template.angle_terms, template.measures)),
+        repr((template.n_slots, template.params, template.angle_terms, template.measures, template.row_variants)),
         Path(tpl_module.__file__).read_text(),
         Path(par_module.__file__).read_text(),
         Path(__file__).read_text(),
@@ -550,6 +561,9 @@ class GeneratedTemplate:
             setattr(self, fn, namespace[fn])
             if backend == "numba":
                 setattr(self, f"{fn}_into", namespace[f"{fn}_into"])
+        #: the row variants' functions by name (``jac_r0_into`` …; numba only, :data:`ROW_FUNCTIONS`)
+        self.row_variants = {f"{fn}_r{j}_into": namespace[f"{fn}_r{j}_into"]
+                             for j in range(len(namespace.get("ROW_VARIANTS", ()))) for fn in ROW_FUNCTIONS}
 
 
 def generated(template_name, parametrization="euler-parameters", backend=None, instances=None):

@@ -71,6 +71,9 @@ class Template:
     measures : the joint coordinates a joint type reports (``angle``, ``disp``).
     numeric : no symbolic equations (``build`` None): the model builds the code per
         instance (cam pairs, whose lift laws are data).
+    row_variants : subsets of the equations (indices into Φ) that the compiled dynamics can
+        evaluate alone, each generated as its own functions: the rows a joint keeps when it
+        holds a mechanism in a plane normal to a world axis (:mod:`..dynamics.planar`).
     """
 
     name: str
@@ -82,6 +85,7 @@ class Template:
     measures: Tuple[str, ...] = ()
     body_params: bool = False  # the equations read raw orientation parameters (normalize)
     numeric: bool = False  # no sympy equations: the model builds its code (cams, :mod:`..cams`)
+    row_variants: Tuple[Tuple[int, ...], ...] = ()
 
 
 class Context:
@@ -214,8 +218,11 @@ def _normalize(c):
 
 _JOINTS = [
     Template("fixed", 2, _fixed),
-    Template("revolute", 2, _revolute, measures=("angle",)),
-    Template("prismatic", 2, _prismatic, measures=("disp",)),
+    # in a plane normal to world axis x, y or z a revolute keeps the two in-plane components of d;
+    # a prismatic sliding in the plane keeps its transverse row in the plane and the alignment about
+    # the normal (n = X_i: Y_i·d, Z_i·Y_j; n = Y_i: X_i·d, Z_i·X_j)
+    Template("revolute", 2, _revolute, measures=("angle",), row_variants=((1, 2), (0, 2), (0, 1))),
+    Template("prismatic", 2, _prismatic, measures=("disp",), row_variants=((1, 3), (0, 2))),
     Template("cylindrical", 2, _cylindrical, measures=("angle", "disp")),
     Template("spherical", 2, _spherical),
     Template("universal", 2, _universal),

@@ -31,15 +31,24 @@ def _rod(name, start, angle, length=1.0, mass=1.0):
                       inertia=[1e-6, inertia, inertia])
 
 
-def _chain(n_links=6, tilt=0.0):
+def _turn(tilt, about=0):
+    """(rotation matrix, Euler parameters) of ``tilt`` rad about world axis ``about``."""
+    tq = np.zeros(4)
+    tq[0], tq[1 + about] = math.cos(tilt / 2), math.sin(tilt / 2)
+    e0, e = tq[0], tq[1:]
+    turn = (2 * e0 ** 2 - 1) * np.eye(3) + 2 * np.outer(e, e) + 2 * e0 * np.array(
+        [[0, -e[2], e[1]], [e[2], 0, -e[0]], [-e[1], e[0], 0]])
+    return turn, tq
+
+
+def _chain(n_links=6, tilt=0.0, about=0):
     """A closed regular polygon of unit rods, one of them fixed, hanging in the plane z = 0 (P2 of the
-    peer benchmarks, at N = n_links), the whole mechanism turned by ``tilt`` rad about the x axis."""
+    peer benchmarks, at N = n_links), the whole mechanism turned by ``tilt`` rad about world axis ``about``."""
     angles = [-math.pi / 2 + 2 * math.pi * k / n_links for k in range(n_links)]
     points = [np.zeros(3)]
     for a in angles[:-1]:
         points.append(points[-1] + [math.cos(a), math.sin(a), 0.0])
-    turn = np.array([[1, 0, 0], [0, math.cos(tilt), -math.sin(tilt)], [0, math.sin(tilt), math.cos(tilt)]])
-    tq = np.array([math.cos(tilt / 2), math.sin(tilt / 2), 0, 0])
+    turn, tq = _turn(tilt, about)
     parts = {"link0": dict(fixed=True, position=[0, 0, 0], orientation=list(tq))}
     for k in range(1, n_links):
         name, part = _rod(f"link{k}", points[k], angles[k])
@@ -119,6 +128,31 @@ def test_a_tilted_plane_is_solved_in_3d_and_moves_as_the_upright_one_turned(buil
     for name in ("link1", "link2", "link3"):
         pa, pb = a.pose(name, 1.0), b.pose(name, 1.0)
         assert np.allclose(turn @ pa[:3, 3], pb[:3, 3], atol=1e-7)
+
+
+@pytest.mark.parametrize("about, axis", [(1, 0), (0, 1)])
+def test_a_chain_in_a_plane_normal_to_x_or_y_keeps_those_rows_and_moves_as_the_upright_one_turned(build, about,
+                                                                                                   axis):
+    """The chain turned a quarter turn about y (its plane normal to x) or about x (normal to y): each pin
+    keeps its two in-plane components (the revolute's row variant for that axis), and the motion is the
+    upright chain's turned, gravity turned with it."""
+    turn, _ = _turn(math.pi / 2, about)
+    spec = _chain(5, math.pi / 2, about)
+    spec["gravity"] = list(turn @ [0, -G, 0])
+    upright, turned = compile_model(build(_chain(5))), compile_model(build(spec))
+    dyn = Dynamics(turned)
+    reduction = planar_reduction(dyn)
+    assert reduction is not None and reduction.axis == axis
+    (pins,) = [gr for gr in dyn.groups if gr["g"].template == "revolute"]
+    kept = set(reduction.rows.tolist())
+    for i in range(pins["g"].n):  # each pin keeps its in-plane components of d
+        assert [e for e in range(5) if pins["row0"] + 5 * i + e in kept] == [e for e in range(3) if e != axis]
+    kw = dict(times=[0, 1.0], formulation="projection", rtol=1e-10, atol=1e-10, options={"tol": 1e-11})
+    a, _ = run(upright, **kw)
+    b, rb = run(turned, **kw)
+    assert any(f"plane normal to {'xyz'[axis]}" in n for n in rb.notes)
+    for name in ("link1", "link2", "link3"):
+        assert np.allclose(turn @ a.pose(name, 1.0)[:3, 3], b.pose(name, 1.0)[:3, 3], atol=1e-7)
 
 
 def test_gravity_across_the_plane_is_carried_by_the_pin_not_by_the_motion(build):

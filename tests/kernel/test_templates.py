@@ -99,6 +99,27 @@ def test_few_instances_loop_and_many_use_whole_arrays_with_the_same_numbers(name
 
 
 @pytest.mark.skipif(not BACKENDS["numba"](), reason="numba not installed")
+@pytest.mark.parametrize("name", [name for name in TEMPLATES if TEMPLATES[name].row_variants])
+def test_a_row_variant_computes_its_rows_as_the_template_does_and_no_other(name):
+    """A row variant (the rows a joint keeps in a plane) is the template's Φ, Φq and γ on its rows —
+    against the numpy code, which the finite differences above check — and leaves the others unwritten."""
+    template = TEMPLATES[name]
+    par = get_parametrization("euler-parameters")
+    full, code = generated(name, par.name, "numpy"), generated(name, par.name, "numba")
+    Q, QD, M, S, F, W = random_inputs(template, par)
+    for j, rows in enumerate(template.row_variants):
+        others = [e for e in range(full.phi(Q, M, S, F, W).shape[1]) if e not in rows]
+        for fn, args in (("phi", (Q, M, S, F, W)), ("jac", (Q, M, S, F, W)), ("gamma", (Q, QD, M, S, F, W))):
+            expected = getattr(full, fn)(*args)
+            out = np.zeros(expected.shape)  # the functions write the nonzero entries of a zeroed array
+            out[:, others] = np.nan
+            code.row_variants[f"{fn}_r{j}_into"](*args, out)
+            np.testing.assert_allclose(out[:, list(rows)], expected[:, list(rows)], rtol=1e-12, atol=1e-12,
+                                       err_msg=f"{name} {fn} rows {rows}")
+            assert np.isnan(out[:, others]).all(), f"{name} {fn} rows {rows} wrote other rows"
+
+
+@pytest.mark.skipif(not BACKENDS["numba"](), reason="numba not installed")
 @pytest.mark.parametrize("name", ["revolute", "gear", "drive-angle", "screw", "distance"])
 def test_numba_and_numpy_backends_agree(name):
     template = TEMPLATES[name]
