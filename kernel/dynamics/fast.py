@@ -914,73 +914,23 @@ class FastRHS:
         self.row_order = rows
         self._row_map, self._rb = row_map, rb
         from . import _kernels as K
-        from .tyres import N_PAR, TYRE_OUTPUTS
 
         forces = dyn.forces
         mass = dyn.mass
-        i64 = lambda a: np.ascontiguousarray(a, dtype=np.int64)  # noqa: E731
-        f64 = lambda a: np.ascontiguousarray(a, dtype=np.float64)  # noqa: E731
-        s = forces.springs
-        if s is None:
-            sp = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, 3)), np.zeros((0, 3))) + (np.zeros(0),) * 4
-        else:
-            sp = (i64(s["ia"]), i64(s["ib"]), f64(s["da"]), f64(s["db"]), f64(s["k"]), f64(s["c"]), f64(s["l0"]),
-                  f64(s["F0"]))
-        self.n_axis = 0
-        if forces.angle is None:
-            ax = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, 3, 3)), np.zeros((0, 3, 3)),
-                  np.zeros(0), np.zeros(0), np.zeros(0), np.zeros(0, np.bool_))
-            self.tau = np.zeros(0)
-        else:
-            a = forces.angle
-            n_ax = len(a["ia"])
-            nr = forces.n_axis_rot
-            k = np.zeros(n_ax)
-            c = np.zeros(n_ax)
-            t0 = np.zeros(n_ax)
-            k[:nr], c[:nr], t0[:nr] = forces.axis_rot["k"], forces.axis_rot["c"], forces.axis_rot["tau0"]
-            is_expr = np.zeros(n_ax, np.bool_)
-            is_expr[nr:] = True
-            ax = (i64(a["ia"]), i64(a["ib"]), f64(a["Ri"]), f64(a["Rj"]), k, c, t0, is_expr)
-            self.tau = np.zeros(n_ax)
-            self.n_axis = n_ax
+        force_arrays = forces.compiled_arrays()  # the model's force elements; the layout's others are empty
+        self.n_axis = len(force_arrays.get("ax_ia", ()))
+        self.tau = force_arrays.get("tau", np.zeros(0))
         # the expressions not compiled into the module: evaluated in Python (t only, see fast_rhs)
         self.exprs = {}
         for kind in _EXPRESSION_KINDS:
             compiled = {s for s, _, _ in _compiled_expressions(dyn, kind)}
             self.exprs[kind] = [(s, fn) for s, fn in _expression_elements(dyn, kind) if s not in compiled]
-        ln = forces.line
-        if ln is None:
-            lnt = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, 3)), np.zeros((0, 3, 3)),
-                   np.zeros((0, 3)), np.zeros(0))
-        else:
-            lnt = (i64(ln["ia"]), i64(ln["ib"]), f64(ln["di"]), f64(ln["Ri"]), f64(ln["dj"]), np.zeros(len(ln["ia"])))
-        bu = forces.bushing
-        if bu is None:
-            but = ((np.zeros(0, np.int64), np.zeros(0, np.int64)) + (np.zeros((0, 3)),) * 2
-                   + (np.zeros((0, 3, 3)),) * 2 + (np.zeros((0, 3)),) * 4)
-        else:
-            n_bu = len(bu["ia"])
-            but = ((i64(bu["ia"]), i64(bu["ib"]), f64(bu["da"]), f64(bu["db"]), f64(bu["Ra"]), f64(bu["Rb"]))
-                   + tuple(f64(np.broadcast_to(bu[k], (n_bu, 3))) for k in ("Kt", "Ct", "Kr", "Cr")))
-        bl = forces.ball
-        if bl is None:
-            blt = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, 3, 3)), np.zeros((0, 3, 3)),
-                   np.zeros(0), np.zeros(0))
-        else:
-            blt = (i64(bl["ia"]), i64(bl["ib"]), f64(bl["Ri"]), f64(bl["Rj"]), f64(bl["k"]), f64(bl["c"]))
-        ty = forces.tyres
-        if ty is None:
-            tyt = (np.zeros(0, np.int64), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros((0, N_PAR)),
-                   np.zeros((0, 1, 3)), np.zeros(0, np.int64), np.zeros((0, len(TYRE_OUTPUTS))))
-        else:
-            tyt = ty.arrays() + (np.zeros((ty.n, len(TYRE_OUTPUTS))),)
         a_, b_ = (self.baumgarte or (0.0, 0.0))
         from ..expression_programs import ProgramTable
 
         programs = ProgramTable()  # every expression of the model, as data for the library's interpreter
-        ax_prog, ax_const = _expression_table(dyn, "torque", len(ax[0]), programs)
-        ln_prog, ln_const = _expression_table(dyn, "force", len(lnt[0]), programs)
+        ax_prog, ax_const = _expression_table(dyn, "torque", self.n_axis, programs)
+        ln_prog, ln_const = _expression_table(dyn, "force", len(force_arrays.get("ln_ia", ())), programs)
         group_data = [_time_function_data(gr["g"], programs) for gr in dyn.groups]
         templates, variants = library_templates(), library_variants()
         kept = set(rows.tolist()) if reduction is not None else None  # a planar mechanism's row variants
@@ -1009,19 +959,12 @@ class FastRHS:
                       row_map=row_map, rb=rb, pair_i=pi, pair_j=pj, pair_si=psi, pair_sj=psj, sizes=sizes,
                       stab=np.array([a_, b_, getattr(dyn, 'drop_tol', DROP_TOL), *(self.penalty or (0.0, 1, 0.0)),
                                      dyn.length_scale]), redundant=np.zeros(m),
-                      ax_ref=np.zeros(len(ax[0])), tau=np.zeros(len(ax[0])),
                       ax_prog=ax_prog, ax_const=ax_const, ln_prog=ln_prog, ln_const=ln_const,
                       is_angle=np.array([kind_ == "angle" for _, kind_, _, _ in model.joint_measures], np.int64),
                       mref=np.zeros(nmeas), grp=grp)
         values.update(zip(("pg_ops", "pg_val", "pg_start"), programs.arrays()))
         values["pg_x"] = np.zeros(3)
-        values.update(zip(("sp_ia", "sp_ib", "sp_da", "sp_db", "sp_k", "sp_c", "sp_l0", "sp_F0"), sp))
-        values.update(zip(("ax_ia", "ax_ib", "ax_Ri", "ax_Rj", "ax_k", "ax_c", "ax_tau0", "ax_expr"), ax))
-        values.update(zip(("bl_ia", "bl_ib", "bl_Ri", "bl_Rj", "bl_k", "bl_c"), blt))
-        values.update(zip(("ln_ia", "ln_ib", "ln_di", "ln_Ri", "ln_dj", "ln_F"), lnt))
-        values.update(zip(("bu_ia", "bu_ib", "bu_da", "bu_db", "bu_Ra", "bu_Rb", "bu_Kt", "bu_Ct", "bu_Kr", "bu_Cr"),
-                          but))
-        values.update(zip(("ty_b", "ty_dc", "ty_ax", "ty_par", "ty_bump", "ty_nb", "ty_out"), tyt))
+        values.update(force_arrays)
         from .contacts import packed_contacts
 
         ct, self._ct_order = packed_contacts(forces.contacts)
@@ -1042,7 +985,8 @@ class FastRHS:
                     vd=np.zeros(6 * nmov))
         values.update(work)
         for name, kind, ndim in K.COMMON:
-            a = np.asarray(values[name])
+            # a force element type the model does not have: an empty array
+            a = np.asarray(values[name]) if name in values else np.zeros((0,) * ndim)
             assert a.ndim == ndim, (name, a.shape)
             P.add(name, kind, a)
         for name, kind, a in extra:

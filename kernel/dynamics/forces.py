@@ -472,6 +472,47 @@ class ForceElements:
         raw = np.arctan2(np.sum(Y_i * X_j, 1), np.sum(X_i * X_j, 1))
         return raw, Z_i
 
+    def compiled_arrays(self):
+        """The force elements as arrays of the compiled library's layout (``_kernels.COMMON``: ``sp_*``
+        springs and dampers, ``ax_*`` axis torques — constant laws first, then expressions, whose
+        programs the compiled right-hand side adds —, ``bl_*`` ball-joint springs, ``ln_*`` forces along
+        lines, ``bu_*`` bushings, ``ty_*`` tyres), for the element types the model has; the compiled
+        right-hand side gives every other name of the layout an empty array."""
+        f64 = lambda a: np.ascontiguousarray(a, dtype=np.float64)  # noqa: E731
+        i64 = lambda a: np.ascontiguousarray(a, dtype=np.int64)  # noqa: E731
+        out = {}
+        s = self.springs
+        if s is not None:
+            out.update(sp_ia=i64(s["ia"]), sp_ib=i64(s["ib"]), sp_da=f64(s["da"]), sp_db=f64(s["db"]), sp_k=f64(s["k"]),
+                       sp_c=f64(s["c"]), sp_l0=f64(s["l0"]), sp_F0=f64(s["F0"]))
+        a = self.angle
+        if a is not None:
+            n, nr = len(a["ia"]), self.n_axis_rot
+            k, c, tau0 = np.zeros(n), np.zeros(n), np.zeros(n)
+            k[:nr], c[:nr], tau0[:nr] = self.axis_rot["k"], self.axis_rot["c"], self.axis_rot["tau0"]
+            out.update(ax_ia=i64(a["ia"]), ax_ib=i64(a["ib"]), ax_Ri=f64(a["Ri"]), ax_Rj=f64(a["Rj"]), ax_k=k, ax_c=c,
+                       ax_tau0=tau0, ax_expr=i64(np.arange(n) >= nr), ax_ref=np.zeros(n), tau=np.zeros(n))
+        b = self.ball
+        if b is not None:
+            out.update(bl_ia=i64(b["ia"]), bl_ib=i64(b["ib"]), bl_Ri=f64(b["Ri"]), bl_Rj=f64(b["Rj"]), bl_k=f64(b["k"]),
+                       bl_c=f64(b["c"]))
+        ln = self.line
+        if ln is not None:
+            out.update(ln_ia=i64(ln["ia"]), ln_ib=i64(ln["ib"]), ln_di=f64(ln["di"]), ln_Ri=f64(ln["Ri"]),
+                       ln_dj=f64(ln["dj"]), ln_F=np.zeros(len(ln["ia"])))
+        bu = self.bushing
+        if bu is not None:
+            n = len(bu["ia"])
+            out.update(bu_ia=i64(bu["ia"]), bu_ib=i64(bu["ib"]), bu_da=f64(bu["da"]), bu_db=f64(bu["db"]),
+                       bu_Ra=f64(bu["Ra"]), bu_Rb=f64(bu["Rb"]),
+                       **{f"bu_{key}": f64(np.broadcast_to(bu[key], (n, 3))) for key in ("Kt", "Ct", "Kr", "Cr")})
+        if self.tyres is not None:
+            from .tyres import TYRE_OUTPUTS
+
+            out.update(zip(("ty_b", "ty_dc", "ty_ax", "ty_par", "ty_bump", "ty_nb"), self.tyres.arrays()))
+            out["ty_out"] = np.zeros((self.tyres.n, len(TYRE_OUTPUTS)))
+        return out
+
     def initial_refs(self, bs):
         """Reference angles (continuity state) at the initial configuration, then the contacts'
         state (:meth:`.contacts.Contacts.initial_state`: an error if shapes start interpenetrating)."""
