@@ -27,7 +27,10 @@ is reported as ``singular``; a position iteration that fails there is a ``lockup
 ends the run with the frames computed so far; a converged pose far from the
 predictor, relative to the step, would be a jump to another branch (assembly mode): the
 step is split like a failed one, and only a jump that persists at the finest split is
-reported as ``branch`` (and accepted).
+reported as ``branch`` (and accepted).  So is a step across which the determinant of the
+kept rows of Φq changes sign: a singular pose lies between its ends (a change point or
+dead centre passed, or the other assembly mode reached by a predictor carried past a dead
+centre, which the distance from the predictor cannot tell).
 
 Under-driven mechanisms (``free_dof="minimal"``, OndselSolver's quasi-kinematic mode):
 drivers that leave degrees of freedom free are refused by default.  On request the free
@@ -424,14 +427,22 @@ def kinematics(model, t_end=1.0, steps=100, *, t_start=0.0, times=None, tol=1e-1
     message = ""
     k = 1
     behind = False  # has the compiled loop moved on from the stepper's state?
+    numpy_until = 0  # frames before this one are the stepper's (a compiled call passed a singular pose)
     try:  # Ctrl-C, wherever it lands (a compiled call, a step, the progress display): keep the frames done
         while k < nt:
-            if compiled is not None:  # as many frames as the compiled loop does, then one of the stepper's
+            if compiled is not None and k >= numpy_until:  # compiled frames, then one of the stepper's
                 end = min(nt, k + CHUNK)
                 # the step before frame k − 1, for the predictor: the compiled loop's or the stepper's (a sub-step)
                 prev = (times[k - 2], Qdd[k - 2]) if behind else stepper.previous(times[k - 1])
+                saved = angles.copy()
                 k_new = compiled.run(k, end, times, Q, Qd, Qdd, stepper.rows, angles, tol, max_iter,
                                      stepper.polish_iter, RCOND_MARGIN * singular_rcond, prev)
+                if k_new > k and _sign_changed(system, stepper.rows, (Q[k - 1], times[k - 1], saved),
+                                               (Q[k_new - 1], times[k_new - 1], angles)):
+                    # a singular pose was passed in the call (a change point or dead centre): its frames
+                    # are taken again by the stepper, which splits the step there and reports it
+                    angles.ref = saved.ref
+                    numpy_until, k_new = k_new, k
                 k_old, k = k, k_new
                 behind = behind or k_new > k_old
                 done = k_new
@@ -465,6 +476,13 @@ def kinematics(model, t_end=1.0, steps=100, *, t_start=0.0, times=None, tol=1e-1
     rates = _measure_rates(model, system, Q[:done], Qd[:done], measures)
     return _motion(model, times[:done], Q[:done], Qd[:done], Qdd[:done], measures, events,
                    complete=done == nt, message=message, rates=rates)
+
+
+def _sign_changed(system, rows, start, end):
+    """Whether det Φq[rows] has opposite signs at the poses ``start`` and ``end``, each
+    (q, t (s), angle state): a singular pose lies between them (see :meth:`.linalg.RowSolver.det_sign`)."""
+    signs = [RowSolver(system.jacobian_auto(q, t, angles), rows).det_sign for q, t, angles in (start, end)]
+    return bool(signs[0]) and bool(signs[1]) and signs[0] != signs[1]
 
 
 def _check_drivers(model, J, info, allow_free=False):
@@ -744,7 +762,16 @@ class _Stepper:
             q_new = self._position(q_pred, t1, angles)
         step = np.max(np.abs(q_pred - q))
         jumped = q_new is not None and np.max(np.abs(q_new - q_pred)) > max(0.5 * step, 1e3 * self.tol)
-        if (q_new is None or jumped) and depth < self.max_depth:
+        crossed = False
+        if q_new is not None and not jumped:
+            # the kept rows' determinant keeps its sign along a regular path: a change means a
+            # singular pose lies between (a dead centre or change point passed, or the other
+            # assembly mode reached: a predictor past a dead centre converges there)
+            J_new = self.system.jacobian_auto(q_new, t1, angles)
+            new_solver = self._factor(J_new)
+            sign_new, sign = getattr(new_solver, "det_sign", None), getattr(solver, "det_sign", None)
+            crossed = bool(sign_new) and bool(sign) and sign_new != sign  # (None: not square, free DOF)
+        if (q_new is None or jumped or crossed) and depth < self.max_depth:
             self.solver = solver                    # the factorisation at the accepted pose
             try:
                 tm = 0.5 * (t0 + t1)
@@ -764,10 +791,18 @@ class _Stepper:
                                 f"branch jump at t = {t1:.6g} s: even in steps of {h:.3g} s the pose lands "
                                 f"{jump:.3g} away from the predicted one (step {step:.3g}); the mechanism "
                                 "passes a bifurcation (change point) or the drivers move it discontinuously"))
+        elif crossed:
+            events.append(Event("branch", float(t1),
+                                f"singular configuration passed between t = {t0:.6g} s and {t1:.6g} s: even in "
+                                f"steps of {h:.3g} s the determinant of the constraint Jacobian changes sign "
+                                "(a change point or dead centre); the drivers do not decide which branch follows: "
+                                "the one the predictor (the previous velocity and acceleration) led to was taken"))
         system = self.system
-        J_new = system.jacobian_auto(q_new, t1, angles)
+        if jumped:  # else the factorisation at q_new was taken for the sign
+            J_new = system.jacobian_auto(q_new, t1, angles)
+            new_solver = self._factor(J_new)
+        self.solver = new_solver
         self._J_at = (q_new, J_new)  # reused by derivatives() at this pose
-        self.solver = self._factor(J_new)
         system.accept(q_new, angles)
         if self.solver.rcond < self.singular_rcond:
             # the rows kept at the start may have lost rank while the whole Jacobian has not:
