@@ -427,6 +427,7 @@ def kinematics(model, t_end=1.0, steps=100, *, t_start=0.0, times=None, tol=1e-1
     message = ""
     k = 1
     behind = False  # has the compiled loop moved on from the stepper's state?
+    changes = {}  # frame k -> the joint coordinates' change from frame k − 1, where the stepper split the interval
     numpy_until = 0  # frames before this one are the stepper's (a compiled call passed a singular pose)
     try:  # Ctrl-C, wherever it lands (a compiled call, a step, the progress display): keep the frames done
         while k < nt:
@@ -458,6 +459,8 @@ def kinematics(model, t_end=1.0, steps=100, *, t_start=0.0, times=None, tol=1e-1
                     stepper.resume(state[0], times[k - 1], angles, prev)
             try:
                 state = stepper.advance(times[k - 1], state, times[k], angles, events)
+                if stepper.interval_change is not None:
+                    changes[k] = stepper.interval_change
             except _Stop as stop:
                 message = str(stop)
                 if stop.kind == "singular" and not stop_on_singular:
@@ -475,7 +478,8 @@ def kinematics(model, t_end=1.0, steps=100, *, t_start=0.0, times=None, tol=1e-1
     measures = system.joint_measures_frames(Q[:done])
     rates = _measure_rates(model, system, Q[:done], Qd[:done], measures)
     return _motion(model, times[:done], Q[:done], Qd[:done], Qdd[:done], measures, events,
-                   complete=done == nt, message=message, rates=rates)
+                   complete=done == nt, message=message, rates=rates,
+                   changes={k: c for k, c in changes.items() if k < done})
 
 
 def _sign_changed(system, rows, start, end):
@@ -543,6 +547,10 @@ class _Stepper:
         self._J_at = None  # (q, Φq at q) of the last accepted pose
         self._prev = None  # (t0, q̈ at t0, t1) of the last accepted step t0 -> t1
         self._pattern = None  # SparsePattern of the kept rows (large models), see _factor
+        self._track = None  # (t, q, q̇) of the accepted sub-steps of a split output interval
+        #: the joint coordinates' change (n_measures,) over the last output interval taken in
+        #: sub-steps (angles continuous over turns along them), else None: see :func:`_angles_over_turns`
+        self.interval_change = None
 
     def _factor(self, J):
         """A :class:`RowSolver` of the kept rows of ``J``; large sparse models reuse the
@@ -746,6 +754,23 @@ class _Stepper:
             q, phi, norm = trial, phi_t, norm_t
         return q
 
+    def _tracked_change(self):
+        """The joint coordinates' change (n_measures,) over the sub-steps in ``_track``, each
+        angle continuous over turns from sub-step to sub-step (:func:`_angles_over_turns` on
+        them): an output interval can hold several turns, which its two ends' rates alone
+        cannot count (a pinion driven by 3 sin πt + 2 t, written at 0 and 2 s, read 22.8 rad
+        at 2 s instead of 4)."""
+        model, system = self.system.model, self.system
+        times = np.array([t for t, _, _ in self._track])
+        Q = np.array([q for _, q, _ in self._track])
+        Qd = np.array([qd for _, _, qd in self._track])
+        measures = system.joint_measures_frames(Q)
+        rates = _measure_rates(model, system, Q, Qd, measures)
+        cols = _angle_columns(model)
+        if cols:
+            measures[:, cols] = _angles_over_turns(measures[:, cols], rates[:, cols], times)
+        return measures[-1] - measures[0]
+
     def advance(self, t0, state, t1, angles, events, depth=0):
         q, qd, qdd = state
         h = t1 - t0
@@ -771,17 +796,27 @@ class _Stepper:
             new_solver = self._factor(J_new)
             sign_new, sign = getattr(new_solver, "det_sign", None), getattr(solver, "det_sign", None)
             crossed = bool(sign_new) and bool(sign) and sign_new != sign  # (None: not square, free DOF)
+        if depth == 0:
+            self.interval_change = None
         if (q_new is None or jumped or crossed) and depth < self.max_depth:
             self.solver = solver                    # the factorisation at the accepted pose
+            if depth == 0:
+                self._track = [(t0, q, qd)]
             try:
                 tm = 0.5 * (t0 + t1)
                 mid = self.advance(t0, state, tm, angles, events, depth + 1)
-                return self.advance(tm, mid, t1, angles, events, depth + 1)
+                end = self.advance(tm, mid, t1, angles, events, depth + 1)
+                if depth == 0:
+                    self.interval_change = self._tracked_change()
+                return end
             except _Stop as stop:
                 if depth == 0 and stop.kind == "lockup":
                     # the time the lock-up was found at (a sub-step), as its message says
                     events.append(Event("lockup", float(t1 if stop.time is None else stop.time), str(stop)))
                 raise
+            finally:
+                if depth == 0:
+                    self._track = None
         if q_new is None:
             raise _Stop("lockup", f"lock-up at t = {t1:.6g} s: the position equations have no solution near the "
                         "previous pose (the drivers push the mechanism past a limit or toggle position)", time=t1)
@@ -814,6 +849,8 @@ class _Stepper:
                 self.solver = RowSolver(J, self.rows) if self.colscale is None else self._factor(J)
         new_state = self.derivatives(q_new, t1, angles)
         self._prev = (t0, qdd, t1)  # the acceleration before the state at t1 (see the predictor)
+        if depth > 0 and self._track is not None:
+            self._track.append((t1, new_state[0], new_state[1]))
         if self.solver.rcond < self.singular_rcond:
             message = (f"singular configuration at t = {t1:.6g} s (reciprocal condition number "
                        f"{self.solver.rcond:.2e}): the drivers no longer determine the motion (toggle / dead centre)")
@@ -840,23 +877,27 @@ def _measure_rates(model, system, Q, Qd, measures):
     return d / RATE_STEP
 
 
-def _angles_over_turns(raw, rates, times):
+def _angles_over_turns(raw, rates, times, changes=None):
     """Angles (nt, n), rad, wrapped to (−π, π], made continuous over turns: from each frame to the next the
     change is the 2π multiple of the raw one nearest the trapezoidal integral of the ``rates`` (rad/s)
     between them. Exact for a constant or linear rate; it errs only where that integral errs by half a turn.
     (``np.unwrap`` takes the change nearest zero, and loses a turn wherever a joint turns by more than half
-    a turn between two frames: a crank at 3 rad/s written every 2 s.)"""
+    a turn between two frames: a crank at 3 rad/s written every 2 s.) ``changes`` {k: (n,)} are known
+    changes from frame k − 1 to k (the stepper's sub-steps, :meth:`_Stepper._tracked_change`), used instead
+    of the integral there."""
     raw = np.asarray(raw, float)
     if len(raw) < 2:
         return raw.copy()
     expected = 0.5 * (rates[1:] + rates[:-1]) * np.diff(times)[:, None]
+    for k, change in (changes or {}).items():
+        expected[k - 1] = change
     turns = np.round((expected - np.diff(raw, axis=0)) / (2.0 * np.pi))
     out = raw.copy()
     out[1:] += 2.0 * np.pi * np.cumsum(turns, axis=0)
     return out
 
 
-def _motion(model, times, Q, Qd, Qdd, measures, events, complete=True, message="", rates=None):
+def _motion(model, times, Q, Qd, Qdd, measures, events, complete=True, message="", rates=None, changes=None):
     nt = len(times)
     pos, quat, vel, om, acc, al = _quantities(model, Q, Qd, Qdd)
     # keep quaternion sign continuous (q and −q are the same rotation): frame k's sign is
@@ -871,7 +912,8 @@ def _motion(model, times, Q, Qd, Qdd, measures, events, complete=True, message="
     angles = _angle_columns(model)
     measures = np.array(measures, float)
     if angles and rates is not None:
-        measures[:, angles] = _angles_over_turns(measures[:, angles], rates[:, angles], np.asarray(times, float))
+        measures[:, angles] = _angles_over_turns(measures[:, angles], rates[:, angles], np.asarray(times, float),
+                                                 {k: c[angles] for k, c in (changes or {}).items()})
     elif angles:
         measures[:, angles] = np.unwrap(measures[:, angles], axis=0)
     coords = [JointCoordinate(joint, kind, measures[:, n])

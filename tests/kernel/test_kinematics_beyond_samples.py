@@ -129,3 +129,22 @@ def test_the_compiled_frame_loop_flags_the_change_points_too(build, monkeypatch)
     for t_change, t_event in zip(changes, branch):
         assert t_change <= t_event <= t_change + 1.0 / 2000 / 2**8 + 1e-12
     np.testing.assert_allclose(motion.coordinate("D.angle"), -motion.coordinate("A.angle"), atol=1e-9)
+
+
+@pytest.mark.parametrize("steps", [1, 3])
+def test_joint_angles_count_the_turns_made_between_two_output_frames(steps):
+    # The gear-pair sample (ratio −0.5), the pinion driven by f = 3 sin πt + 2t for 2 s: between
+    # frames the pinion swings forward past a turn and back. Reference: pinion angle f(t),
+    # gear angle −f/2 (1e-9 rad). Before the fix, written at 0 and 2 s only, the pinion read
+    # 22.85 rad instead of 4 and the gear −11.4 instead of −2 (3 and 1 turns off, no event):
+    # the turns were counted from the trapezoidal integral of the two frames' rates, though
+    # the stepper had followed the motion in sub-steps.
+    from pathlib import Path
+
+    from cadmotion.importers import load
+
+    model = compile_model(load(Path(__file__).resolve().parents[2] / "samples" / "gear_pair.cadmotion.toml"))
+    motion = kinematics(model, t_end=2.0, steps=steps)
+    f = 3 * np.sin(np.pi * motion.time) + 2 * motion.time
+    np.testing.assert_allclose(motion.coordinate("pinion_shaft.angle"), f, atol=1e-9)
+    np.testing.assert_allclose(motion.coordinate("gear_shaft.angle"), -0.5 * f, atol=1e-9)
