@@ -688,7 +688,10 @@ class _Stepper:
             norm = float(np.max(np.abs(phi[rows]))) if phi.size else 0.0
             if not np.isfinite(norm):
                 return None
-            self.solver = self._factor(system.jacobian_auto(q, t, angles))
+            try:
+                self.solver = self._factor(system.jacobian_auto(q, t, angles))
+            except np.linalg.LinAlgError:  # the kept rows lost rank at this iterate: the step is split
+                return None
             d = q_prev - q
             step = d - self.solver.solve(phi + self.solver.matvec(d))
             size = float(np.max(np.abs(step))) if step.size else 0.0
@@ -754,6 +757,30 @@ class _Stepper:
             q, phi, norm = trial, phi_t, norm_t
         return q
 
+    def _minimal_crossed(self, q, t0, J_new, angles):
+        """With free DOF (wide kept rows): whether det [Φq[rows]; Zᵀ] has opposite signs at ``q``
+        (t0) and at the new pose (``J_new``), Z (nq, free) the null space of Φq[rows] at ``q``
+        (the free directions there, held for the step). As :attr:`.linalg.RowSolver.det_sign`
+        for a driven mechanism: an RSSR whose crank turned 3 turns in one output interval, its
+        coupler's spin moved minimally, ended on the mirror assembly (rocker 3 rad off) with no
+        event. Dense models only (nq ≤ DENSE_LIMIT); False otherwise."""
+        from .linalg import DENSE_LIMIT
+
+        nq = self.system.model.nq
+        if nq > DENSE_LIMIT:
+            return False
+
+        def dense(J):
+            J = J.toarray() if issparse(J) else np.asarray(J)
+            return J[self.rows]
+        J0 = dense(self.system.jacobian_auto(q, t0, angles))
+        if J0.shape[0] >= nq:
+            return False
+        Z = np.linalg.svd(J0)[2][J0.shape[0]:]  # (free, nq), orthonormal, spans the null space of J0
+        s0 = np.linalg.slogdet(np.vstack([J0, Z]))[0]
+        s1 = np.linalg.slogdet(np.vstack([dense(J_new), Z]))[0]
+        return bool(s0) and bool(s1) and s0 != s1
+
     def _tracked_change(self):
         """The joint coordinates' change (n_measures,) over the sub-steps in ``_track``, each
         angle continuous over turns from sub-step to sub-step (:func:`_angles_over_turns` on
@@ -796,6 +823,8 @@ class _Stepper:
             new_solver = self._factor(J_new)
             sign_new, sign = getattr(new_solver, "det_sign", None), getattr(solver, "det_sign", None)
             crossed = bool(sign_new) and bool(sign) and sign_new != sign  # (None: not square, free DOF)
+            if self.colscale is not None:
+                crossed = self._minimal_crossed(q, t0, J_new, angles)
         if depth == 0:
             self.interval_change = None
         if (q_new is None or jumped or crossed) and depth < self.max_depth:

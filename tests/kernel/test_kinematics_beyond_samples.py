@@ -148,3 +148,42 @@ def test_joint_angles_count_the_turns_made_between_two_output_frames(steps):
     f = 3 * np.sin(np.pi * motion.time) + 2 * motion.time
     np.testing.assert_allclose(motion.coordinate("pinion_shaft.angle"), f, atol=1e-9)
     np.testing.assert_allclose(motion.coordinate("gear_shaft.angle"), -0.5 * f, atol=1e-9)
+
+
+def _rsur_rocker_angle(theta):
+    """The RSUR sample's rocker angle ψ (rad, about +y, 0 at θ = 0) for crank angles θ: the
+    coupler's two joint centres keep their distance ℓ, |D + R_y(ψ) u − S(θ)| = ℓ, i.e.
+    A cos ψ + B sin ψ = C, the root through ψ(0) = 0 (independent of the coupler's spin)."""
+    D = np.array([0.3, 0.0, 0.2])
+    P0 = np.array([0.18898135325302362, 0.0, 0.3008705114216741])
+    u = P0 - D
+    ell2 = float(np.sum((P0 - np.array([0.08, 0.0, 0.0])) ** 2))
+    S = np.stack([0.08 * np.cos(theta), 0.08 * np.sin(theta), 0 * theta], axis=-1)
+    w = D - S
+    A = 2 * (w[:, 0] * u[0] + w[:, 2] * u[2])
+    B = 2 * (w[:, 0] * u[2] - w[:, 2] * u[0])
+    C = ell2 - u @ u - np.sum(w * w, axis=1) - 2 * w[:, 1] * u[1]
+    roots = np.arctan2(B, A)[None] + np.array([[1.0], [-1.0]]) * np.arccos(np.clip(C / np.hypot(A, B), -1, 1))
+    return roots[int(np.argmin(np.abs(np.angle(np.exp(1j * roots[:, 0])))))]
+
+
+@pytest.mark.parametrize("steps", [1, 2])
+def test_an_rssr_with_its_coupler_spin_moved_minimally_keeps_its_assembly_over_few_frames(steps):
+    # The RSUR sample with its universal joint made spherical (R-S-S-R: the coupler free to
+    # spin, 2 DOF by rank), the crank driven 2πt for 3 s, the spin moved minimally. Reference:
+    # the rocker angle from the closed form above, compared modulo a turn (1e-9 rad). Before
+    # the fix, written in 2 or 3 frames, the run raised numpy's LinAlgError (not a cadmotion
+    # error); with that mended it ended on the mirror assembly, 3.0 rad off, with no event.
+    from dataclasses import replace
+    from pathlib import Path
+
+    from cadmotion.importers import load
+
+    spec = load(Path(__file__).resolve().parents[2] / "samples" / "rsur_spatial.cadmotion.toml")
+    spec = replace(spec, joints=tuple(replace(j, type="spherical") if j.name == "cross" else j for j in spec.joints))
+    motion = kinematics(compile_model(spec), t_end=3.0, steps=steps, free_dof="minimal")
+    assert motion.complete, motion.message
+    q = motion.quaternion[:, motion.part_index("rocker")]
+    psi = 2 * np.arctan2(q[:, 2], q[:, 0])
+    gap = np.remainder(psi - _rsur_rocker_angle(2 * np.pi * motion.time) + np.pi, 2 * np.pi) - np.pi
+    np.testing.assert_allclose(gap, 0.0, atol=1e-9)
