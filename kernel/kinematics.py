@@ -401,7 +401,7 @@ def kinematics(model, t_end=1.0, steps=100, *, t_start=0.0, times=None, tol=1e-1
     events = [Event("assembly", float(times[0]), asm.message)] if asm.message else []
     J = system.jacobian_auto(q, times[0], angles)
     info = rank_info(J)
-    free = _check_drivers(model, J, info, allow_free=free_dof == "minimal")
+    free = _check_drivers(model, J, info, allow_free=free_dof == "minimal", system=system, q=q)
     colscale = None
     if free:
         colscale = _rotation_scale(model, q)
@@ -489,7 +489,37 @@ def _sign_changed(system, rows, start, end):
     return bool(signs[0]) and bool(signs[1]) and signs[0] != signs[1]
 
 
-def _check_drivers(model, J, info, allow_free=False):
+def _free_motion(model, system, J, q):
+    """What the drivers leave free at ``q``: (names of the moving parts that move along the null
+    space of Φq (all rows), names of the joints whose coordinates change along it), or None for a
+    model too large for a dense null space."""
+    from .linalg import DENSE_LIMIT
+
+    if model.nq > DENSE_LIMIT:
+        return None
+    J = J.toarray() if issparse(J) else np.asarray(J)
+    _, sv, Vt = np.linalg.svd(J)
+    rank = int(np.sum(sv > 1e-9 * max(1.0, sv[0] if sv.size else 1.0)))
+    V = Vt[rank:]  # (free, nq)
+    if not len(V):
+        return None
+    nqb = model.nqb
+    move = np.linalg.norm(V.reshape(len(V), -1, nqb), axis=(0, 2))  # per moving part
+    moving = [b for b in range(model.nb) if not model.body_fixed[b]]
+    parts = [model.body_names[b] for b, m in zip(moving, move) if m > 1e-6 * move.max()]
+    eps = 1e-6
+    m0 = system.joint_measures(q)
+    joints = []
+    for v in V:
+        d = system.joint_measures(q + eps * v) - m0
+        d = np.abs(np.remainder(d + np.pi, 2 * np.pi) - np.pi) / eps
+        for n, (joint, _, _, _) in enumerate(model.joint_measures):
+            if d[n] > 1e-4 and joint not in joints:
+                joints.append(joint)
+    return parts, joints
+
+
+def _check_drivers(model, J, info, allow_free=False, system=None, q=None):
     """DrivingError unless the drivers fix exactly the mechanism's free coordinates; with
     ``allow_free`` only over-determination is refused.  Returns the DOF left free (0 when
     not ``allow_free``).
@@ -511,9 +541,15 @@ def _check_drivers(model, J, info, allow_free=False):
             where=where, hint="remove drivers until there is one per degree of freedom",
         )
     if info.dof > 0 and not allow_free:
+        free = _free_motion(model, system, J, q) if system is not None and q is not None else None
+        which = ""
+        if free is not None and free[0]:
+            which = f": {', '.join(free[0][:8])} can move with the drivers held"
+            if free[1]:
+                which += f" (a driver on one of the joints {', '.join(free[1][:8])} would fix that)"
         raise DrivingError(
             f"the drivers leave {info.dof} degree(s) of freedom free (mechanism mobility {mobility_joints}, "
-            f"{len(driver_rows)} driver(s)); kinematic analysis needs every DOF driven",
+            f"{len(driver_rows)} driver(s)){which}; kinematic analysis needs every DOF driven",
             where=where,
             hint="add drivers (a [[drivers]] entry per free joint coordinate), run a dynamic analysis, "
                  "or let the free coordinates move minimally (free_dof='minimal', `cadmotion run --free-dof minimal`)",

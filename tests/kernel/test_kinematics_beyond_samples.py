@@ -187,3 +187,29 @@ def test_an_rssr_with_its_coupler_spin_moved_minimally_keeps_its_assembly_over_f
     psi = 2 * np.arctan2(q[:, 2], q[:, 0])
     gap = np.remainder(psi - _rsur_rocker_angle(2 * np.pi * motion.time) + np.pi, 2 * np.pi) - np.pi
     np.testing.assert_allclose(gap, 0.0, atol=1e-9)
+
+
+def test_an_undriven_part_is_named_with_the_joint_that_would_drive_it(build):
+    # A crank-driven slider-crank plus a pendulum hung on the ground by joint `hang`, which no
+    # driver reaches. Reference: the pendulum is the only part free with the drivers held, and
+    # `hang` the only joint whose coordinate moves with it. Before the fix the error said only
+    # "the drivers leave 1 degree(s) of freedom free (mechanism mobility 2, 1 driver(s))".
+    from cadmotion.errors import DrivingError
+
+    z = [0, 0, 1]
+    data = {"parts": {"ground": {"fixed": True}, "crank": {}, "rod": {"position": [R, 0, 0]},
+                      "slider": {"position": [R + L, 0, 0]}, "pendulum": {"position": [0, -0.5, 0]}},
+            "joints": [
+                {"name": "pivot", "type": "revolute", "parts": ["ground", "crank"], "origin": [0, 0, 0], "axis": z},
+                {"name": "pin", "type": "revolute", "parts": ["crank", "rod"], "origin": [R, 0, 0], "axis": z},
+                {"name": "wrist", "type": "revolute", "parts": ["rod", "slider"], "origin": [R + L, 0, 0], "axis": z},
+                {"name": "slide", "type": "prismatic", "parts": ["ground", "slider"], "origin": [R + L, 0, 0],
+                 "axis": [1, 0, 0]},
+                {"name": "hang", "type": "revolute", "parts": ["ground", "pendulum"], "origin": [0, -0.2, 0],
+                 "axis": z}],
+            "drivers": [{"joint": "pivot", "expression": "2*pi*t"}]}
+    with pytest.raises(DrivingError) as err:
+        kinematics(compile_model(build(data)), t_end=1.0, steps=10)
+    message = str(err.value)
+    assert "pendulum can move" in message and "joints hang " in message
+    assert "crank" not in message.split("free")[1] and "slide" not in message.split("free")[1]
