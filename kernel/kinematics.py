@@ -399,6 +399,9 @@ def kinematics(model, t_end=1.0, steps=100, *, t_start=0.0, times=None, tol=1e-1
                                  "or move the parts closer to an assembled pose")
     q = asm.q
     events = [Event("assembly", float(times[0]), asm.message)] if asm.message else []
+    if model.nq == 0:  # every part fixed (a CAD file whose joints are all deactivated): nothing moves
+        Z = np.zeros((len(times), 0))
+        return _motion(model, times, Z, Z, Z, system.joint_measures_frames(Z), events)
     J = system.jacobian_auto(q, times[0], angles)
     info = rank_info(J)
     free = _check_drivers(model, J, info, allow_free=free_dof == "minimal", system=system, q=q)

@@ -213,3 +213,19 @@ def test_an_undriven_part_is_named_with_the_joint_that_would_drive_it(build):
     message = str(err.value)
     assert "pendulum can move" in message and "joints hang " in message
     assert "crank" not in message.split("free")[1] and "slide" not in message.split("free")[1]
+
+
+def test_a_model_whose_parts_are_all_fixed_has_no_freedom_and_does_not_crash(build):
+    # A FreeCAD robot arm whose joints are all deactivated imports as parts fixed where they
+    # are, with no constraint at all (fcstd-robot-arm-6dof/Simple_robot_arm.FCStd): `cadmotion
+    # check` ended in a ValueError traceback from the empty Jacobian. Reference: nothing can move,
+    # so 0 DOF by rank and by Grübler, and a motion that keeps every part where it is.
+    from cadmotion.kernel import mobility
+
+    model = compile_model(build({"parts": {"base": {"fixed": True}, "link": {"fixed": True, "position": [0, 0, 1]}},
+                                 "joints": [], "drivers": []}))
+    mob = mobility(model)
+    assert (mob.dof, mob.gruebler, mob.dof_driven) == (0, 0, 0)
+    motion = kinematics(model, t_end=1.0, steps=4)
+    assert motion.complete
+    np.testing.assert_array_equal(motion.position[:, motion.part_index("link")], [[0, 0, 1]] * 5)
