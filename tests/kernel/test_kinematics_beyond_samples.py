@@ -229,3 +229,17 @@ def test_a_model_whose_parts_are_all_fixed_has_no_freedom_and_does_not_crash(bui
     motion = kinematics(model, t_end=1.0, steps=4)
     assert motion.complete
     np.testing.assert_array_equal(motion.position[:, motion.part_index("link")], [[0, 0, 1]] * 5)
+
+
+@pytest.mark.parametrize("bad", ["abc", "1e3", True, [1.0], float("nan")])
+def test_a_table_driver_entry_that_is_not_a_finite_number_is_refused_naming_the_driver_and_row(build, bad):
+    # A driver table [[t, value], ...] whose second row's value is not a finite number. Before the
+    # fix "abc" raised a bare ValueError and [1.0] a TypeError (no file, driver or row named),
+    # while "1e3" and True were silently taken as 1000 and 1.
+    from cadmotion.errors import ModelFileError
+
+    data = {"parts": {"g": {"fixed": True}, "b": {}},
+            "joints": [{"name": "j", "type": "revolute", "parts": ["g", "b"], "origin": [0, 0, 0], "axis": [0, 0, 1]}],
+            "drivers": [{"joint": "j", "table": [[0.0, 0.0], [1.0, bad], [2.0, 0.5]]}]}
+    with pytest.raises(ModelFileError, match=r"<test>: \[\[drivers\]\] #1: .*table row 2 value.* must be a number"):
+        build(data)
