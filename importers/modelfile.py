@@ -696,7 +696,11 @@ def _driver(ctx, k, entry, joint_types):
         rows = entry["table"]
         if not isinstance(rows, list) or not all(isinstance(r, list) and len(r) == 2 for r in rows):
             raise ctx.err(item, "`table` must be [[t0, v0], [t1, v1], ...]")
-        fn = TimeFunctionSpec(table=tuple((float(a), float(b)) for a, b in rows), scale=scale)
+        # each entry a finite number (not a string, a boolean or a list: those once raised bare
+        # ValueError/TypeError or were taken as numbers), its row named
+        fn = TimeFunctionSpec(table=tuple((ctx.num(item, f"table row {n + 1} time", a),
+                                           ctx.num(item, f"table row {n + 1} value", b))
+                                          for n, (a, b) in enumerate(rows)), scale=scale)
     else:
         raise ctx.err(item, "a driver needs `expression` or `table`")
     return DriverSpec(name=name, function=fn, joint=joint, part=part, coordinate=coordinate,

@@ -27,7 +27,10 @@ is reported as ``singular``; a position iteration that fails there is a ``lockup
 ends the run with the frames computed so far; a converged pose far from the
 predictor, relative to the step, would be a jump to another branch (assembly mode): the
 step is split like a failed one, and only a jump that persists at the finest split is
-reported as ``branch`` (and accepted).
+reported as ``branch`` (and accepted).  So is a step across which the determinant of the
+kept rows of Φq changes sign: a singular pose lies between its ends (a change point or
+dead centre passed, or the other assembly mode reached by a predictor carried past a dead
+centre, which the distance from the predictor cannot tell).
 
 Under-driven mechanisms (``free_dof="minimal"``, OndselSolver's quasi-kinematic mode):
 drivers that leave degrees of freedom free are refused by default.  On request the free
@@ -396,9 +399,12 @@ def kinematics(model, t_end=1.0, steps=100, *, t_start=0.0, times=None, tol=1e-1
                                  "or move the parts closer to an assembled pose")
     q = asm.q
     events = [Event("assembly", float(times[0]), asm.message)] if asm.message else []
+    if model.nq == 0:  # every part fixed (a CAD file whose joints are all deactivated): nothing moves
+        Z = np.zeros((len(times), 0))
+        return _motion(model, times, Z, Z, Z, system.joint_measures_frames(Z), events)
     J = system.jacobian_auto(q, times[0], angles)
     info = rank_info(J)
-    free = _check_drivers(model, J, info, allow_free=free_dof == "minimal")
+    free = _check_drivers(model, J, info, allow_free=free_dof == "minimal", system=system, q=q)
     colscale = None
     if free:
         colscale = _rotation_scale(model, q)
@@ -424,14 +430,23 @@ def kinematics(model, t_end=1.0, steps=100, *, t_start=0.0, times=None, tol=1e-1
     message = ""
     k = 1
     behind = False  # has the compiled loop moved on from the stepper's state?
+    changes = {}  # frame k -> the joint coordinates' change from frame k − 1, where the stepper split the interval
+    numpy_until = 0  # frames before this one are the stepper's (a compiled call passed a singular pose)
     try:  # Ctrl-C, wherever it lands (a compiled call, a step, the progress display): keep the frames done
         while k < nt:
-            if compiled is not None:  # as many frames as the compiled loop does, then one of the stepper's
+            if compiled is not None and k >= numpy_until:  # compiled frames, then one of the stepper's
                 end = min(nt, k + CHUNK)
                 # the step before frame k − 1, for the predictor: the compiled loop's or the stepper's (a sub-step)
                 prev = (times[k - 2], Qdd[k - 2]) if behind else stepper.previous(times[k - 1])
+                saved = angles.copy()
                 k_new = compiled.run(k, end, times, Q, Qd, Qdd, stepper.rows, angles, tol, max_iter,
                                      stepper.polish_iter, RCOND_MARGIN * singular_rcond, prev)
+                if k_new > k and _sign_changed(system, stepper.rows, (Q[k - 1], times[k - 1], saved),
+                                               (Q[k_new - 1], times[k_new - 1], angles)):
+                    # a singular pose was passed in the call (a change point or dead centre): its frames
+                    # are taken again by the stepper, which splits the step there and reports it
+                    angles.ref = saved.ref
+                    numpy_until, k_new = k_new, k
                 k_old, k = k, k_new
                 behind = behind or k_new > k_old
                 done = k_new
@@ -447,6 +462,8 @@ def kinematics(model, t_end=1.0, steps=100, *, t_start=0.0, times=None, tol=1e-1
                     stepper.resume(state[0], times[k - 1], angles, prev)
             try:
                 state = stepper.advance(times[k - 1], state, times[k], angles, events)
+                if stepper.interval_change is not None:
+                    changes[k] = stepper.interval_change
             except _Stop as stop:
                 message = str(stop)
                 if stop.kind == "singular" and not stop_on_singular:
@@ -464,10 +481,48 @@ def kinematics(model, t_end=1.0, steps=100, *, t_start=0.0, times=None, tol=1e-1
     measures = system.joint_measures_frames(Q[:done])
     rates = _measure_rates(model, system, Q[:done], Qd[:done], measures)
     return _motion(model, times[:done], Q[:done], Qd[:done], Qdd[:done], measures, events,
-                   complete=done == nt, message=message, rates=rates)
+                   complete=done == nt, message=message, rates=rates,
+                   changes={k: c for k, c in changes.items() if k < done})
 
 
-def _check_drivers(model, J, info, allow_free=False):
+def _sign_changed(system, rows, start, end):
+    """Whether det Φq[rows] has opposite signs at the poses ``start`` and ``end``, each
+    (q, t (s), angle state): a singular pose lies between them (see :meth:`.linalg.RowSolver.det_sign`)."""
+    signs = [RowSolver(system.jacobian_auto(q, t, angles), rows).det_sign for q, t, angles in (start, end)]
+    return bool(signs[0]) and bool(signs[1]) and signs[0] != signs[1]
+
+
+def _free_motion(model, system, J, q):
+    """What the drivers leave free at ``q``: (names of the moving parts that move along the null
+    space of Φq (all rows), names of the joints whose coordinates change along it), or None for a
+    model too large for a dense null space."""
+    from .linalg import DENSE_LIMIT
+
+    if model.nq > DENSE_LIMIT:
+        return None
+    J = J.toarray() if issparse(J) else np.asarray(J)
+    _, sv, Vt = np.linalg.svd(J)
+    rank = int(np.sum(sv > 1e-9 * max(1.0, sv[0] if sv.size else 1.0)))
+    V = Vt[rank:]  # (free, nq)
+    if not len(V):
+        return None
+    nqb = model.nqb
+    move = np.linalg.norm(V.reshape(len(V), -1, nqb), axis=(0, 2))  # per moving part
+    moving = [b for b in range(model.nb) if not model.body_fixed[b]]
+    parts = [model.body_names[b] for b, m in zip(moving, move) if m > 1e-6 * move.max()]
+    eps = 1e-6
+    m0 = system.joint_measures(q)
+    joints = []
+    for v in V:
+        d = system.joint_measures(q + eps * v) - m0
+        d = np.abs(np.remainder(d + np.pi, 2 * np.pi) - np.pi) / eps
+        for n, (joint, _, _, _) in enumerate(model.joint_measures):
+            if d[n] > 1e-4 and joint not in joints:
+                joints.append(joint)
+    return parts, joints
+
+
+def _check_drivers(model, J, info, allow_free=False, system=None, q=None):
     """DrivingError unless the drivers fix exactly the mechanism's free coordinates; with
     ``allow_free`` only over-determination is refused.  Returns the DOF left free (0 when
     not ``allow_free``).
@@ -489,9 +544,15 @@ def _check_drivers(model, J, info, allow_free=False):
             where=where, hint="remove drivers until there is one per degree of freedom",
         )
     if info.dof > 0 and not allow_free:
+        free = _free_motion(model, system, J, q) if system is not None and q is not None else None
+        which = ""
+        if free is not None and free[0]:
+            which = f": {', '.join(free[0][:8])} can move with the drivers held"
+            if free[1]:
+                which += f" (a driver on one of the joints {', '.join(free[1][:8])} would fix that)"
         raise DrivingError(
             f"the drivers leave {info.dof} degree(s) of freedom free (mechanism mobility {mobility_joints}, "
-            f"{len(driver_rows)} driver(s)); kinematic analysis needs every DOF driven",
+            f"{len(driver_rows)} driver(s)){which}; kinematic analysis needs every DOF driven",
             where=where,
             hint="add drivers (a [[drivers]] entry per free joint coordinate), run a dynamic analysis, "
                  "or let the free coordinates move minimally (free_dof='minimal', `cadmotion run --free-dof minimal`)",
@@ -525,6 +586,10 @@ class _Stepper:
         self._J_at = None  # (q, Φq at q) of the last accepted pose
         self._prev = None  # (t0, q̈ at t0, t1) of the last accepted step t0 -> t1
         self._pattern = None  # SparsePattern of the kept rows (large models), see _factor
+        self._track = None  # (t, q, q̇) of the accepted sub-steps of a split output interval
+        #: the joint coordinates' change (n_measures,) over the last output interval taken in
+        #: sub-steps (angles continuous over turns along them), else None: see :func:`_angles_over_turns`
+        self.interval_change = None
 
     def _factor(self, J):
         """A :class:`RowSolver` of the kept rows of ``J``; large sparse models reuse the
@@ -662,7 +727,10 @@ class _Stepper:
             norm = float(np.max(np.abs(phi[rows]))) if phi.size else 0.0
             if not np.isfinite(norm):
                 return None
-            self.solver = self._factor(system.jacobian_auto(q, t, angles))
+            try:
+                self.solver = self._factor(system.jacobian_auto(q, t, angles))
+            except np.linalg.LinAlgError:  # the kept rows lost rank at this iterate: the step is split
+                return None
             d = q_prev - q
             step = d - self.solver.solve(phi + self.solver.matvec(d))
             size = float(np.max(np.abs(step))) if step.size else 0.0
@@ -728,6 +796,47 @@ class _Stepper:
             q, phi, norm = trial, phi_t, norm_t
         return q
 
+    def _minimal_crossed(self, q, t0, J_new, angles):
+        """With free DOF (wide kept rows): whether det [Φq[rows]; Zᵀ] has opposite signs at ``q``
+        (t0) and at the new pose (``J_new``), Z (nq, free) the null space of Φq[rows] at ``q``
+        (the free directions there, held for the step). As :attr:`.linalg.RowSolver.det_sign`
+        for a driven mechanism: an RSSR whose crank turned 3 turns in one output interval, its
+        coupler's spin moved minimally, ended on the mirror assembly (rocker 3 rad off) with no
+        event. Dense models only (nq ≤ DENSE_LIMIT); False otherwise."""
+        from .linalg import DENSE_LIMIT
+
+        nq = self.system.model.nq
+        if nq > DENSE_LIMIT:
+            return False
+
+        def dense(J):
+            J = J.toarray() if issparse(J) else np.asarray(J)
+            return J[self.rows]
+        J0 = dense(self.system.jacobian_auto(q, t0, angles))
+        if J0.shape[0] >= nq:
+            return False
+        Z = np.linalg.svd(J0)[2][J0.shape[0]:]  # (free, nq), orthonormal, spans the null space of J0
+        s0 = np.linalg.slogdet(np.vstack([J0, Z]))[0]
+        s1 = np.linalg.slogdet(np.vstack([dense(J_new), Z]))[0]
+        return bool(s0) and bool(s1) and s0 != s1
+
+    def _tracked_change(self):
+        """The joint coordinates' change (n_measures,) over the sub-steps in ``_track``, each
+        angle continuous over turns from sub-step to sub-step (:func:`_angles_over_turns` on
+        them): an output interval can hold several turns, which its two ends' rates alone
+        cannot count (a pinion driven by 3 sin πt + 2 t, written at 0 and 2 s, read 22.8 rad
+        at 2 s instead of 4)."""
+        model, system = self.system.model, self.system
+        times = np.array([t for t, _, _ in self._track])
+        Q = np.array([q for _, q, _ in self._track])
+        Qd = np.array([qd for _, _, qd in self._track])
+        measures = system.joint_measures_frames(Q)
+        rates = _measure_rates(model, system, Q, Qd, measures)
+        cols = _angle_columns(model)
+        if cols:
+            measures[:, cols] = _angles_over_turns(measures[:, cols], rates[:, cols], times)
+        return measures[-1] - measures[0]
+
     def advance(self, t0, state, t1, angles, events, depth=0):
         q, qd, qdd = state
         h = t1 - t0
@@ -744,17 +853,38 @@ class _Stepper:
             q_new = self._position(q_pred, t1, angles)
         step = np.max(np.abs(q_pred - q))
         jumped = q_new is not None and np.max(np.abs(q_new - q_pred)) > max(0.5 * step, 1e3 * self.tol)
-        if (q_new is None or jumped) and depth < self.max_depth:
+        crossed = False
+        if q_new is not None and not jumped:
+            # the kept rows' determinant keeps its sign along a regular path: a change means a
+            # singular pose lies between (a dead centre or change point passed, or the other
+            # assembly mode reached: a predictor past a dead centre converges there)
+            J_new = self.system.jacobian_auto(q_new, t1, angles)
+            new_solver = self._factor(J_new)
+            sign_new, sign = getattr(new_solver, "det_sign", None), getattr(solver, "det_sign", None)
+            crossed = bool(sign_new) and bool(sign) and sign_new != sign  # (None: not square, free DOF)
+            if self.colscale is not None:
+                crossed = self._minimal_crossed(q, t0, J_new, angles)
+        if depth == 0:
+            self.interval_change = None
+        if (q_new is None or jumped or crossed) and depth < self.max_depth:
             self.solver = solver                    # the factorisation at the accepted pose
+            if depth == 0:
+                self._track = [(t0, q, qd)]
             try:
                 tm = 0.5 * (t0 + t1)
                 mid = self.advance(t0, state, tm, angles, events, depth + 1)
-                return self.advance(tm, mid, t1, angles, events, depth + 1)
+                end = self.advance(tm, mid, t1, angles, events, depth + 1)
+                if depth == 0:
+                    self.interval_change = self._tracked_change()
+                return end
             except _Stop as stop:
                 if depth == 0 and stop.kind == "lockup":
                     # the time the lock-up was found at (a sub-step), as its message says
                     events.append(Event("lockup", float(t1 if stop.time is None else stop.time), str(stop)))
                 raise
+            finally:
+                if depth == 0:
+                    self._track = None
         if q_new is None:
             raise _Stop("lockup", f"lock-up at t = {t1:.6g} s: the position equations have no solution near the "
                         "previous pose (the drivers push the mechanism past a limit or toggle position)", time=t1)
@@ -764,10 +894,18 @@ class _Stepper:
                                 f"branch jump at t = {t1:.6g} s: even in steps of {h:.3g} s the pose lands "
                                 f"{jump:.3g} away from the predicted one (step {step:.3g}); the mechanism "
                                 "passes a bifurcation (change point) or the drivers move it discontinuously"))
+        elif crossed:
+            events.append(Event("branch", float(t1),
+                                f"singular configuration passed between t = {t0:.6g} s and {t1:.6g} s: even in "
+                                f"steps of {h:.3g} s the determinant of the constraint Jacobian changes sign "
+                                "(a change point or dead centre); the drivers do not decide which branch follows: "
+                                "the one the predictor (the previous velocity and acceleration) led to was taken"))
         system = self.system
-        J_new = system.jacobian_auto(q_new, t1, angles)
+        if jumped:  # else the factorisation at q_new was taken for the sign
+            J_new = system.jacobian_auto(q_new, t1, angles)
+            new_solver = self._factor(J_new)
+        self.solver = new_solver
         self._J_at = (q_new, J_new)  # reused by derivatives() at this pose
-        self.solver = self._factor(J_new)
         system.accept(q_new, angles)
         if self.solver.rcond < self.singular_rcond:
             # the rows kept at the start may have lost rank while the whole Jacobian has not:
@@ -779,6 +917,8 @@ class _Stepper:
                 self.solver = RowSolver(J, self.rows) if self.colscale is None else self._factor(J)
         new_state = self.derivatives(q_new, t1, angles)
         self._prev = (t0, qdd, t1)  # the acceleration before the state at t1 (see the predictor)
+        if depth > 0 and self._track is not None:
+            self._track.append((t1, new_state[0], new_state[1]))
         if self.solver.rcond < self.singular_rcond:
             message = (f"singular configuration at t = {t1:.6g} s (reciprocal condition number "
                        f"{self.solver.rcond:.2e}): the drivers no longer determine the motion (toggle / dead centre)")
@@ -805,23 +945,27 @@ def _measure_rates(model, system, Q, Qd, measures):
     return d / RATE_STEP
 
 
-def _angles_over_turns(raw, rates, times):
+def _angles_over_turns(raw, rates, times, changes=None):
     """Angles (nt, n), rad, wrapped to (−π, π], made continuous over turns: from each frame to the next the
     change is the 2π multiple of the raw one nearest the trapezoidal integral of the ``rates`` (rad/s)
     between them. Exact for a constant or linear rate; it errs only where that integral errs by half a turn.
     (``np.unwrap`` takes the change nearest zero, and loses a turn wherever a joint turns by more than half
-    a turn between two frames: a crank at 3 rad/s written every 2 s.)"""
+    a turn between two frames: a crank at 3 rad/s written every 2 s.) ``changes`` {k: (n,)} are known
+    changes from frame k − 1 to k (the stepper's sub-steps, :meth:`_Stepper._tracked_change`), used instead
+    of the integral there."""
     raw = np.asarray(raw, float)
     if len(raw) < 2:
         return raw.copy()
     expected = 0.5 * (rates[1:] + rates[:-1]) * np.diff(times)[:, None]
+    for k, change in (changes or {}).items():
+        expected[k - 1] = change
     turns = np.round((expected - np.diff(raw, axis=0)) / (2.0 * np.pi))
     out = raw.copy()
     out[1:] += 2.0 * np.pi * np.cumsum(turns, axis=0)
     return out
 
 
-def _motion(model, times, Q, Qd, Qdd, measures, events, complete=True, message="", rates=None):
+def _motion(model, times, Q, Qd, Qdd, measures, events, complete=True, message="", rates=None, changes=None):
     nt = len(times)
     pos, quat, vel, om, acc, al = _quantities(model, Q, Qd, Qdd)
     # keep quaternion sign continuous (q and −q are the same rotation): frame k's sign is
@@ -836,7 +980,8 @@ def _motion(model, times, Q, Qd, Qdd, measures, events, complete=True, message="
     angles = _angle_columns(model)
     measures = np.array(measures, float)
     if angles and rates is not None:
-        measures[:, angles] = _angles_over_turns(measures[:, angles], rates[:, angles], np.asarray(times, float))
+        measures[:, angles] = _angles_over_turns(measures[:, angles], rates[:, angles], np.asarray(times, float),
+                                                 {k: c[angles] for k, c in (changes or {}).items()})
     elif angles:
         measures[:, angles] = np.unwrap(measures[:, angles], axis=0)
     coords = [JointCoordinate(joint, kind, measures[:, n])

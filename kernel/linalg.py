@@ -149,6 +149,26 @@ class RowSolver:
             return self._lu.solve(br)
         return self.Jr.T @ self._lu.solve(br)
 
+    @property
+    def det_sign(self):
+        """The sign (+1 or −1) of det J[rows] when J[rows] is square, from its LU factors
+        (0 at an exact zero pivot); None when it is not square.
+
+        Along a continuous path of poses on which J[rows] stays regular the sign cannot
+        change: a change between two poses means a singular pose lies between them (a
+        dead centre or a bifurcation passed, or a jump to the other assembly mode)."""
+        if not self.square:
+            return None
+        if self.dense:
+            lu, piv = self._lu
+            d = np.diag(lu)
+            swaps = int(np.count_nonzero(piv != np.arange(len(piv))))
+            return int(np.prod(np.sign(d))) * (-1 if swaps % 2 else 1)
+        d = self._lu.U.diagonal()
+        sign = int(np.prod(np.sign(d))) * _parity(self._lu.perm_r) * _parity(self._lu.perm_c)
+        return sign * (_parity(self._order) if self._order is not None else 1)
+
+
     def pattern(self, J):
         """A :class:`SparsePattern` of J[rows] in the column order of this factorisation
         (sparse square only, else None)."""
@@ -211,3 +231,18 @@ class WeightedRowSolver:
     def pattern(self, J):
         """None: the weighted solver refactors every time (no structure is reused)."""
         return None
+
+
+def _parity(perm):
+    """+1 for an even permutation (an array of 0 … n − 1), −1 for an odd one: n minus its cycle count."""
+    perm = np.asarray(perm)
+    seen = np.zeros(len(perm), dtype=bool)
+    cycles = 0
+    for start in range(len(perm)):
+        if not seen[start]:
+            cycles += 1
+            k = start
+            while not seen[k]:
+                seen[k] = True
+                k = perm[k]
+    return -1 if (len(perm) - cycles) % 2 else 1

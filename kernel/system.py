@@ -163,6 +163,8 @@ class System:
             keep = g.jac_slot >= 0
             slots.append(g.jac_slot[keep])
             values.append(val[keep])
+        if not slots:  # no constraint at all (every part fixed, or no joint): an empty Φq
+            return np.zeros(self.model.jac_nnz)
         return np.bincount(np.concatenate(slots), weights=np.concatenate(values), minlength=self.model.jac_nnz)
 
     def jacobian(self, q, t, angles):
