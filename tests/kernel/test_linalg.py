@@ -4,6 +4,7 @@ factorisation (the Jacobian's pattern is fixed) gives the exact solution at any 
 import math
 
 import numpy as np
+import pytest
 
 from cadmotion.importers.modelfile import parse_model
 from cadmotion.kernel import compile_model
@@ -48,3 +49,25 @@ def test_a_solver_reusing_the_first_column_order_solves_exactly_at_another_pose(
     fresh = RowSolver(J, rows)
     np.testing.assert_allclose(x, fresh.solve(b), rtol=0, atol=1e-11)
     assert reused.rcond > 0 and abs(reused.rcond - fresh.rcond) <= 1e-12 * fresh.rcond
+
+
+@pytest.mark.parametrize("n", [3, 8, DENSE_LIMIT + 40])
+def test_the_determinant_sign_is_numpy_s_on_dense_sparse_and_reused_patterns(n):
+    """RowSolver.det_sign (from the LU factors and the parities of their permutations, for the
+    kinematics' branch check) against the sign of numpy's determinant, for matrices that need row
+    swaps and, beyond DENSE_LIMIT, sparse ones with a column order and a pattern reused."""
+    import scipy.sparse as sps
+
+    rng = np.random.default_rng(n)
+    rows = np.arange(n)
+    for _ in range(6):
+        band = sps.random(n, n, density=min(1.0, 6.0 / n), random_state=rng) + sps.diags(rng.normal(size=n))
+        J = sps.csc_matrix(band[rng.permutation(n)]) if n > DENSE_LIMIT else band.toarray()[rng.permutation(n)]
+        expected = np.linalg.slogdet(J.toarray() if sps.issparse(J) else J)[0]
+        first = RowSolver(J, rows)
+        assert first.det_sign == expected
+        pattern = first.pattern(J)
+        if pattern is not None:  # the same structure, other values: the column order is reused
+            J2 = J.copy()
+            J2.data = rng.normal(size=J2.nnz)
+            assert RowSolver(J2, rows, pattern).det_sign == np.linalg.slogdet(J2.toarray())[0]
