@@ -85,6 +85,10 @@ from cadmotion.importers import load
 from cadmotion.importers.modelfile import parse_model
 from cadmotion.kernel import compile_model, kinematics, mobility
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "kernel"))
+from test_kinematics_beyond_samples import rsur_rocker_angle  # noqa: E402  (closed forms: the spec tests')
+from test_mobility_and_events import bennett_frames  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "samples"
 DATA = Path("/work/shared/data")
@@ -166,20 +170,9 @@ def derivs(f, t, h1=1e-4, h2=1e-3):
 
 
 def rsur_psi(theta):
-    """The RSUR sample's rocker angle ψ (rad, about +y, 0 at θ = 0) for crank angles θ (array)."""
-    D = np.array([0.3, 0.0, 0.2])
-    P0 = np.array([0.18898135325302362, 0.0, 0.3008705114216741])
-    u = P0 - D
-    ell2 = float(np.sum((P0 - np.array([0.08, 0.0, 0.0])) ** 2))
-    S = np.stack([0.08 * np.cos(theta), 0.08 * np.sin(theta), 0 * theta], axis=-1)
-    w = D - S
-    A = 2 * (w[:, 0] * u[0] + w[:, 2] * u[2])
-    B = 2 * (w[:, 0] * u[2] - w[:, 2] * u[0])
-    C = ell2 - u @ u - np.sum(w * w, axis=1) - 2 * w[:, 1] * u[1]
-    base, spread = np.arctan2(B, A), np.arccos(np.clip(C / np.hypot(A, B), -1, 1))
-    roots = np.stack([base + spread, base - spread])
-    k = int(np.argmin(np.abs(np.angle(np.exp(1j * roots[:, 0])))))  # the root with ψ(0) = 0
-    return np.unwrap(roots[k])
+    """The RSUR sample's rocker angle ψ (rad, about +y, 0 at θ = 0) for crank angles θ (array), continuous:
+    the closed form of the spec tests (``rsur_rocker_angle``), unwrapped."""
+    return np.unwrap(rsur_rocker_angle(theta))
 
 
 # ----------------------------------------------------------------------------- running
@@ -613,28 +606,7 @@ def rssr_spec():
 
 
 def bennett_spec(a=0.3, alpha=0.5):
-    from scipy.optimize import least_squares
-    from scipy.spatial.transform import Rotation
-
-    def dh(theta, ln, tw):
-        T = np.eye(4)
-        T[:3, :3] = Rotation.from_euler("z", theta).as_matrix() @ Rotation.from_euler("x", tw).as_matrix()
-        T[:3, 3] = Rotation.from_euler("z", theta).as_matrix() @ np.array([ln, 0, 0])
-        return T
-    beta = np.arcsin(np.sin(alpha) * 0.5 / a)
-    lengths, twists = [a, 0.5, a, 0.5], [alpha, beta, alpha, beta]
-
-    def loop(th):
-        T = np.eye(4)
-        for k in range(4):
-            T = T @ dh(th[k], lengths[k], twists[k])
-        return np.r_[T[:3, 3], Rotation.from_matrix(T[:3, :3]).as_rotvec()]
-    sol = least_squares(lambda x: loop(np.r_[0.7, x]), x0=[1.0, -0.7, -1.0], xtol=1e-15, ftol=1e-15, gtol=1e-15)
-    th = np.r_[0.7, sol.x]
-    frames, T = [], np.eye(4)
-    for k in range(4):
-        frames.append(T.copy())
-        T = T @ dh(th[k], lengths[k], twists[k])
+    frames = bennett_frames(a, alpha)
     parts = ["ground", "l1", "l2", "l3"]
     joints = [{"name": f"j{k}", "type": "revolute", "parts": [parts[k], parts[(k + 1) % 4]],
                "origin": [float(v) for v in frames[k][:3, 3]], "axis": [float(v) for v in frames[k][:3, 2]]}

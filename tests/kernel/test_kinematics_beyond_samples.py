@@ -150,7 +150,7 @@ def test_joint_angles_count_the_turns_made_between_two_output_frames(steps):
     np.testing.assert_allclose(motion.coordinate("gear_shaft.angle"), -0.5 * f, atol=1e-9)
 
 
-def _rsur_rocker_angle(theta):
+def rsur_rocker_angle(theta):
     """The RSUR sample's rocker angle ψ (rad, about +y, 0 at θ = 0) for crank angles θ: the
     coupler's two joint centres keep their distance ℓ, |D + R_y(ψ) u − S(θ)| = ℓ, i.e.
     A cos ψ + B sin ψ = C, the root through ψ(0) = 0 (independent of the coupler's spin)."""
@@ -185,7 +185,7 @@ def test_an_rssr_with_its_coupler_spin_moved_minimally_keeps_its_assembly_over_f
     assert motion.complete, motion.message
     q = motion.quaternion[:, motion.part_index("rocker")]
     psi = 2 * np.arctan2(q[:, 2], q[:, 0])
-    gap = np.remainder(psi - _rsur_rocker_angle(2 * np.pi * motion.time) + np.pi, 2 * np.pi) - np.pi
+    gap = np.remainder(psi - rsur_rocker_angle(2 * np.pi * motion.time) + np.pi, 2 * np.pi) - np.pi
     np.testing.assert_allclose(gap, 0.0, atol=1e-9)
 
 
