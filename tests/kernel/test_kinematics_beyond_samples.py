@@ -10,24 +10,6 @@ from cadmotion.kernel import compile_model, kinematics
 R, L = 0.1, 0.3  # slider-crank: crank and rod, m
 
 
-def _slider_crank(build, theta0, expression, *, driven="slide"):
-    """Planar slider-crank (crank R, rod L) assembled at crank angle ``theta0`` (rad), the
-    slider on +x; ``driven`` the joint the expression drives. Returns the spec and the slider's x."""
-    A = [R * np.cos(theta0), R * np.sin(theta0), 0.0]
-    xb = float(A[0] + np.sqrt(L**2 - A[1] ** 2))
-    return build({
-        "parts": {"ground": {"fixed": True}, "crank": {}, "rod": {"position": A}, "slider": {"position": [xb, 0, 0]}},
-        "joints": [
-            {"name": "pivot", "type": "revolute", "parts": ["ground", "crank"], "origin": [0, 0, 0], "axis": [0, 0, 1]},
-            {"name": "pin", "type": "revolute", "parts": ["crank", "rod"], "origin": A, "axis": [0, 0, 1]},
-            {"name": "wrist", "type": "revolute", "parts": ["rod", "slider"], "origin": [xb, 0, 0], "axis": [0, 0, 1]},
-            {"name": "slide", "type": "prismatic", "parts": ["ground", "slider"], "origin": [xb, 0, 0],
-             "axis": [1, 0, 0]},
-        ],
-        "drivers": [{"joint": driven, "expression": expression}],
-    }), xb
-
-
 def _crank_angle_from_slider(x):
     """θ ≥ 0 of the crank for the slider at x (law of cosines: L² = R² + x² − 2 R x cos θ)."""
     return np.arccos(np.clip((R**2 + x**2 - L**2) / (2 * R * x), -1.0, 1.0))
@@ -35,7 +17,7 @@ def _crank_angle_from_slider(x):
 
 @pytest.mark.parametrize("theta0_deg", [30, 60, 120, 150])
 @pytest.mark.parametrize("steps", [1, 2, 3])
-def test_a_slider_pushed_near_dead_centre_and_back_in_few_frames_keeps_its_crank_on_its_side(build, theta0_deg,
+def test_a_slider_pushed_near_dead_centre_and_back_in_few_frames_keeps_its_crank_on_its_side(slider_crank, theta0_deg,
                                                                                               steps):
     # The slider goes out to 1e-4 m short of dead centre (x = R + L) and back in 2 s, written
     # in 2, 3 or 4 frames. The continuous motion keeps the crank angle θ > 0 (it comes back to
@@ -45,9 +27,9 @@ def test_a_slider_pushed_near_dead_centre_and_back_in_few_frames_keeps_its_crank
     # predictor carried past the dead centre converged on the mirror, and the jump test
     # (distance from the predictor) cannot see that.
     theta0 = np.radians(theta0_deg)
-    _, xb = _slider_crank(build, theta0, "0")
+    _, xb = slider_crank(theta0, "0")
     stroke = R + L - xb - 1e-4
-    spec, _ = _slider_crank(build, theta0, f"{stroke!r}*(1 - (1 - t)**2)")
+    spec, _ = slider_crank(theta0, f"{stroke!r}*(1 - (1 - t)**2)")
     motion = kinematics(compile_model(spec), t_end=2.0, steps=steps)
     assert motion.complete, motion.message
     x = xb + stroke * (1 - (1 - motion.time) ** 2)

@@ -235,33 +235,17 @@ def test_slider_crank_through_a_full_turn_from_any_start_angle_is_never_singular
         np.testing.assert_allclose(motion.position[:, motion.part_index("slider"), 0], x, atol=1e-9)
 
 
-def _slider_driven_crank(build, theta0, expression):
-    """Slider-crank (crank 0.1 m, rod 0.3 m) at crank angle theta0, driven by the slider."""
-    A = [0.1 * np.cos(theta0), 0.1 * np.sin(theta0), 0.0]
-    xb = A[0] + np.sqrt(0.09 - A[1] ** 2)
-    return build({
-        "parts": {"ground": {"fixed": True}, "crank": {}, "rod": {"position": A}, "slider": {"position": [xb, 0, 0]}},
-        "joints": [
-            {"name": "pivot", "type": "revolute", "parts": ["ground", "crank"], "origin": [0, 0, 0], "axis": [0, 0, 1]},
-            {"name": "pin", "type": "revolute", "parts": ["crank", "rod"], "origin": A, "axis": [0, 0, 1]},
-            {"name": "wrist", "type": "revolute", "parts": ["rod", "slider"], "origin": [xb, 0, 0], "axis": [0, 0, 1]},
-            {"name": "slide", "type": "prismatic", "parts": ["ground", "slider"], "origin": [xb, 0, 0], "axis": [1, 0, 0]},
-        ],
-        "drivers": [{"joint": "slide", "expression": expression}],
-    }), xb
-
-
 @pytest.mark.parametrize("margin", [1e-3, 1e-5, 1e-7])
 @pytest.mark.parametrize("steps", [4, 10, 40])
-def test_slider_pushed_close_to_dead_centre_and_back_keeps_the_crank_on_its_side(build, margin, steps):
+def test_slider_pushed_close_to_dead_centre_and_back_keeps_the_crank_on_its_side(slider_crank, margin, steps):
     # The slider goes out to `margin` short of the dead centre x = r + l and returns. Both
     # crank angles +theta and -theta fit each slider position; the continuous motion keeps
     # theta > 0 (cos theta from the triangle: l^2 = r^2 + x^2 - 2 r x cos theta). Coarse
     # output steps once let the solver land on -theta; the stepper must split the step.
     theta0 = np.radians(60)
-    _, xb = _slider_driven_crank(build, theta0, "0")
+    _, xb = slider_crank(theta0, "0")
     stroke = float(0.4 - xb - margin)
-    spec, _ = _slider_driven_crank(build, theta0, f"{stroke!r}*(1 - (1 - t)**2)")
+    spec, _ = slider_crank(theta0, f"{stroke!r}*(1 - (1 - t)**2)")
     motion = kinematics(compile_model(spec), t_end=2.0, steps=steps)
     x = xb + stroke * (1 - (1 - motion.time) ** 2)
     theta = np.arccos(np.clip((0.01 + x ** 2 - 0.09) / (0.2 * x), -1, 1))
@@ -269,9 +253,9 @@ def test_slider_pushed_close_to_dead_centre_and_back_keeps_the_crank_on_its_side
     assert motion.events == []
 
 
-def test_a_driver_that_jumps_is_reported_as_a_branch_jump_at_its_time(build):
+def test_a_driver_that_jumps_is_reported_as_a_branch_jump_at_its_time(slider_crank):
     # sign(t - 0.5) jumps by 0.04 m at t = 0.5 s: no step size follows it continuously
-    spec, _ = _slider_driven_crank(build, np.radians(60), "0.02*sign(t - 0.5) + 0.02")
+    spec, _ = slider_crank(np.radians(60), "0.02*sign(t - 0.5) + 0.02")
     motion = kinematics(compile_model(spec), t_end=1.0, steps=10)
     jumps = [e.time for e in motion.events if e.kind == "branch"]
     # sign(0) = 0 is a half-way pose: one or two jumps, within the finest split (0.1 s / 2^8)
