@@ -21,7 +21,11 @@ range at 4 frames, 5e-5-4e-4 at 200).
 What the run says (events):
 
 * a mechanism whose drivers leave a freedom free is refused before any frame (DrivingError naming
-  the free joint coordinates or parts);
+  the free joint coordinates or parts); so is one whose initial pose is a singular configuration
+  of the driven mechanism (a slider-crank drawn at its dead centre and driven from its slider):
+  there the drivers leave a freedom to first order only — the constraints' curvature along it,
+  Φ''(n, n), has a component along the left null space of Φq —, and the error says so instead of
+  asking for another driver (which would over-constrain it);
 * ``singular``: between two frames the driven mechanism passes a singular configuration (the sign
   of det Jv over its independent rows changes; models with loops and at most 300 velocity
   coordinates): the drivers do not determine the motion there and the efforts of the drivers named
@@ -165,10 +169,12 @@ def check_fully_driven(model, t=0.0):
         return
     free = []
     null = np.zeros((0, model.nq))
+    left = np.zeros((J.shape[0], 0))
     if model.nq <= _NAME_FREE_MAX_NQ:  # a dense SVD names them
         J = np.asarray(J.todense() if hasattr(J, "todense") else J)
-        _, sv, Vt = np.linalg.svd(J)
-        null = Vt[int(np.sum(sv > 1e-9 * max(sv[0], 1.0))):] if len(sv) else Vt
+        U, sv, Vt = np.linalg.svd(J)
+        rank = int(np.sum(sv > 1e-9 * max(sv[0], 1.0))) if len(sv) else 0
+        null, left = Vt[rank:], U[:, rank:]
     h = 1e-7
     m0 = system.joint_measures(model.q0) if model.joint_measures and len(null) else np.zeros(0)
     for n in null:
@@ -183,6 +189,15 @@ def check_fully_driven(model, t=0.0):
     drivers = [d.name for d in model.spec.drivers]
     if len(free) > 8:
         free = [", ".join(free[:8]) + f" and {len(free) - 8} more"]
+    if len(null) == 1 and _no_finite_motion(system, model.q0, t, angles, null[0], left):
+        raise DrivingError(
+            f"inverse dynamics cannot start at the initial pose: it is a singular configuration of the driven "
+            f"mechanism (a toggle or dead centre), where the drivers ({', '.join(drivers) or 'none'}) do not "
+            f"determine the motion: " + (f"{', '.join(free)} can move" if free else "the parts can move")
+            + " to first order without violating any joint or driver, but no finite motion keeps every joint",
+            where=model.spec.source or None,
+            hint="place the parts in a pose off the toggle (where the driven coordinates take other values), or "
+                 "drive a joint that moves at this pose; another driver would over-constrain the mechanism")
     raise DrivingError(
         f"inverse dynamics needs every degree of freedom driven: the drivers ({', '.join(drivers) or 'none'}) "
         f"leave {info.dof} free" + (f": {', '.join(free)} can move without violating any joint or driver" if free
@@ -190,6 +205,25 @@ def check_fully_driven(model, t=0.0):
         where=model.spec.source or None,
         hint="add a [[drivers]] entry for each free coordinate named (`cadmotion run --drive JOINT=EXPR`), "
              "or run a dynamic analysis (--analysis dynamic) to let the forces move it")
+
+
+#: relative size of the second-order obstruction above which a first-order freedom is a singular configuration
+_OBSTRUCTION = 1e-4
+
+
+def _no_finite_motion(system, q, t, angles, n, left):
+    """True when the first-order free motion ``n`` (nq,) of Φq at q (Φq n = 0) is no finite motion: the
+    constraints' curvature along it, Φ''(n, n) = (Φ(q + εn) + Φ(q − εn) − 2 Φ(q)) / ε², has a component along the
+    left null space ``left`` (nc, k) of Φq that no correction orthogonal to n can cancel (a toggle or dead centre:
+    the driven mechanism is held at an isolated point there). A real freedom (a slide, a loop's motion, with or
+    without redundant rows) has none, to the difference's truncation and round-off (≈ 1e-8 of Φ'' at ε = 1e-4)."""
+    if left.shape[1] == 0:
+        return False
+    eps = 1e-4
+    d2 = (system.phi(q + eps * n, t, angles) + system.phi(q - eps * n, t, angles) - 2 * system.phi(q, t, angles))
+    d2 /= eps * eps
+    size = float(np.linalg.norm(d2))
+    return size > 0.0 and float(np.linalg.norm(left.T @ d2)) > _OBSTRUCTION * size
 
 
 def _driver_rows(dyn, Jr, rows):
