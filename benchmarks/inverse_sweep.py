@@ -1171,6 +1171,7 @@ def frame_cases():
         "table": [table_slider_crank("crank table, 9 uneven rows", crank),
                   table_slider_crank("crank table, span 0.3-1.7 s", crank, span=(0.3, 1.7)),
                   table_slider_crank("crank table, 2 rows (linear)", [[0.0, 0.0], [2.0, 9.0]]),
+                  table_slider_crank("crank table, 0-2.5 s (past its rows)", crank, span=(0.0, 2.5)),
                   table_slider_crank("slide table, 6 rows", slide, driven="slider", span=(0.0, 1.0))],
         "rsur": [rsur("RSUR crank 2πt+0.3sin5t", "2*pi*t + 0.3*sin(5*t)"),
                  rsur("RSUR crank table, 6 rows", rsur_rows),
@@ -1183,7 +1184,7 @@ def sweep_frames(groups, frames, bad):
     part's pose, velocity and acceleration as the Motion gives them), power against the frames' Σ effort · rate
     (rates from the frames: the relative angular or linear velocity along the joint's axis), the driven coordinate
     against the table's interpolation (a not-a-knot cubic spline; natural with two rows: kernel/expressions.py),
-    and no singular-type event."""
+    no singular-type event, and a ``table-extrapolated`` event exactly when frames lie outside a table's rows."""
     from scipy.interpolate import CubicSpline
 
     counts = [0, 0]
@@ -1202,10 +1203,13 @@ def sweep_frames(groups, frames, bad):
                     continue
                 fc = from_frames(case, motion)
                 c = compare(fc, motion)
-                law = 0.0
+                law, told = 0.0, False
                 (d,) = case.data["drivers"]
                 if "table" in d:
                     rows = np.asarray(d["table"], float)
+                    # frames outside the rows (the spline extrapolated) must be said, and only those
+                    beyond = bool(np.any((motion.time < rows[0, 0] - 1e-12) | (motion.time > rows[-1, 0] + 1e-12)))
+                    told = beyond != any(e.kind == "table-extrapolated" for e in motion.events)
                     spline = CubicSpline(rows[:, 0], rows[:, 1], bc_type="natural" if len(rows) == 2 else "not-a-knot")
                     dn = next(iter(case.drivers))
                     rate = frame_rates(fc, motion)[dn]
@@ -1213,7 +1217,7 @@ def sweep_frames(groups, frames, bad):
                 alarms = [e.kind for e in motion.events if e.kind in ("singular", "near-singular", "effort-unbounded")]
                 off = (bool(alarms) or c["effort"] > TOL_EFFORT or c["reaction"] > TOL_REACTION
                        or c["power"] > TOL_POWER or c["energy"] > TOL_ENERGY or c["work"] > TOL_ENERGY
-                       or law > TOL_EFFORT or c["resid"] > 1e-8)
+                       or law > TOL_EFFORT or c["resid"] > 1e-8 or told)
                 counts[1] += bool(off)
                 print(f"{label:44s} {steps:6d} {1:4d} {int(off):3d}  {c['effort']:8.1e} {c['reaction']:8.1e} "
                       f"{c['power']:8.1e} {c['energy']:8.1e} {c['work']:8.1e} {law:8.1e}  "
@@ -1222,7 +1226,8 @@ def sweep_frames(groups, frames, bad):
                 if off:
                     bad.append(f"{label} @ {steps}: events {alarms} effort {c['effort']:.2e} reaction "
                                f"{c['reaction']:.2e} power {c['power']:.2e} energy {c['energy']:.2e} work "
-                               f"{c['work']:.2e} law {law:.2e} residual {c['resid']:.1e}")
+                               f"{c['work']:.2e} law {law:.2e} residual {c['resid']:.1e}"
+                               + ("; the table's extrapolation said wrongly or not at all" if told else ""))
     return counts
 
 

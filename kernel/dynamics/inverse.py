@@ -38,6 +38,8 @@ What the run says (events):
   efforts and reactions of the constraints named are amplified by about its inverse (a
   parallelogram through its flat configuration: the crank's torque stays bounded, the pins'
   forces grow as 1/θ);
+* ``table-extrapolated``: frames outside a table driver's rows, where its spline's end piece is
+  extrapolated (a motion the table does not give);
 * ``limit``: the driven motion runs a joint past its limits: with compliant stops the efforts
   include the stops' push back (``<joint>.limit_force``); unilateral limits and unilateral
   contacts carry no force in inverse dynamics (``unilateral``: said once at the start).
@@ -147,6 +149,7 @@ def inverse_dynamics(model, motion=None, *, t_end=1.0, steps=100, t_start=0.0, *
     result.events.extend(_singular_events(dyn, result, crossings, last))
     result.events.extend(_near_singular_events(dyn, result, near, crossings))
     result.events.extend(_limit_events(model, result))
+    result.events.extend(_table_events(model, result))
     return result
 
 
@@ -421,6 +424,28 @@ def _limit_events(model, result):
             f"dynamics (a driven motion leaves their forces undetermined): the efforts and reactions are those of "
             f"the mechanism without them; run a dynamic analysis to see them act"),
             tuple(sorted(set(unilateral)))))
+    return events
+
+
+def _table_events(model, result):
+    """``table-extrapolated``: frames outside a table driver's rows [t_0, t_n], where its spline is its end cubic
+    piece extrapolated (:mod:`..expressions`): a motion the table does not give, and its efforts."""
+    events, t = [], result.time
+    for d in model.spec.drivers:
+        rows = d.function.table
+        if not rows or not len(t):
+            continue
+        t0, t1 = rows[0][0], rows[-1][0]
+        tol = 1e-12 * max(1.0, abs(t0), abs(t1))
+        out = np.flatnonzero((t < t0 - tol) | (t > t1 + tol))
+        if not out.size:
+            continue
+        k = int(out[0])
+        events.append(Event("table-extrapolated", float(t[k]), (
+            f"driver {d.name!r} is a table of rows from t = {t0:.6g} to {t1:.6g} s; the frames from t = {t[k]:.6g} "
+            f"s{' to ' + format(float(t[out[-1]]), '.6g') + ' s' if out.size > 1 else ''} ({out.size} of {len(t)}) "
+            f"lie outside it, where its spline's end piece is extrapolated: the motion and the efforts there follow "
+            f"no row of the table (extend the table or the span to its rows)"), (d.name,)))
     return events
 
 

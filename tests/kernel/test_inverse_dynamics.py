@@ -70,6 +70,34 @@ def test_effort_of_the_lift_is_weight_inertia_and_spring():
     np.testing.assert_allclose(m.extra["rail.driver.effort"], effort, rtol=0, atol=1e-9 * np.max(np.abs(effort)))
 
 
+def test_frames_beyond_a_table_driver_s_rows_are_an_event_naming_the_driver():
+    """The lift driven by a table of 5 rows over [0, 1] s, run to 1.5 s: the frames after 1 s take the spline's end
+    cubic piece extrapolated, efforts of a motion the table does not give, which was said nowhere. Inside the rows
+    the effort is still m (ÿ + g) + the spring's pull with ÿ the not-a-knot spline's (scipy's CubicSpline, the law
+    kernel/expressions.py documents), and no event."""
+    from dataclasses import replace
+
+    from scipy.interpolate import CubicSpline
+
+    from cadmotion.kernel.spec import TimeFunctionSpec
+
+    rows = ((0.0, 0.0), (0.25, 0.04), (0.5, 0.05), (0.75, 0.03), (1.0, 0.0))
+    spec = lift("t").spec
+    (drv,) = spec.drivers
+    table = compile_model(replace(spec, drivers=(replace(drv, function=TimeFunctionSpec(table=rows)),)))
+    inside = inverse_dynamics(table, t_end=1.0, steps=8)
+    assert not [e for e in inside.events if e.kind == "table-extrapolated"]
+    spline = CubicSpline(*np.array(rows).T)
+    t = inside.time
+    y, yd, ydd = spline(t), spline(t, 1), spline(t, 2)
+    effort = MASS * (ydd + G) - K * (ANCHOR[1] - POINT[1] - y - L0) + C * yd + F0
+    np.testing.assert_allclose(inside.extra["rail.driver.effort"], effort, rtol=0, atol=1e-9 * np.max(np.abs(effort)))
+    beyond = inverse_dynamics(table, t_end=1.5, steps=12)
+    ev = [e for e in beyond.events if e.kind == "table-extrapolated"]
+    assert len(ev) == 1 and ev[0].items == ("rail.driver",) and abs(ev[0].time - 1.125) < 1e-12
+    assert "extrapolated" in ev[0].message and "4 of 13" in ev[0].message
+
+
 # ---------------------------------------------------------------------------- a freedom left free
 def test_a_freedom_the_drivers_leave_free_is_refused_naming_it():
     """A carriage on a cylindrical rail driven along it can still spin about it: the error names
