@@ -32,10 +32,19 @@ into its toggle; the slider-crank driven from its slider through top dead centre
 twice; a crank and its slider both driven, consistently), ``bad`` (a freedom left free; a compliant contact; joint
 stops, compliant and unilateral, that the driven motion runs into).
 
+Motions with no closed form (``table``: the slider-crank driven by tables of its crank's angle or its slide's
+displacement — uneven rows, a span inside the table, two rows —; ``rsur``: the RSUR sample (spherical and universal
+joints) with masses, driven at its crank by an expression or a table, or from its rocker; ``spatial-singular``): the
+same Newton–Euler balance on the Motion's own frames (:class:`FrameBody`: each part's pose, velocity and
+acceleration), the power with the drivers' rates from the frames (the relative angular or linear velocity along the
+joint's axis), and the table's driven rate against its interpolation law (a not-a-knot cubic spline, natural with
+two rows: kernel/expressions.py). ``spatial-singular``: the RSUR driven from its rocker through, short of and past its
+toggle, at the sample's pose (a toggle from the start) and the RSSR with its coupler's spin free.
+
 Prints per case × frame count one line: runs, off the reference (or a singular-type event in a regular case), worst
 relative errors, wall time; then each bad run (off, an exception, or a singular run that said nothing).
 
-    python benchmarks/inverse_sweep.py [CASE ...] [--quick]
+    python benchmarks/inverse_sweep.py [CASE ...] [--quick]     (CASE also table, rsur, spatial-singular)
 """
 import math
 import os
@@ -43,6 +52,7 @@ import sys
 import time
 import warnings
 from dataclasses import replace
+from pathlib import Path
 
 for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_v, "1")
@@ -113,6 +123,8 @@ class Case:
         self.springs = springs    # (name, part_a, point_a, part_b, point_b, k, c, l0, F0)
         self.rdampers = rdampers  # (joint name, c): −c θ̇ on the second part about the axis
         self.forces = forces
+        #: the bodies are FrameBody (their states read from a Motion's frames, :func:`from_frames`)
+        self.from_frames = False
 
 
 def _local(case, part, point, t0=None):
@@ -295,11 +307,12 @@ def driver_rates(case, t):
     return out
 
 
-def frame_power(case, motion, efforts):
-    """(input power Σ effort ḟ, d(T+V)/dt + dissipated) at the frames, from the Motion's frames alone."""
+def frame_power(case, motion, efforts, rates=None):
+    """(input power Σ effort ḟ, d(T+V)/dt + dissipated) at the frames, from the Motion's frames alone; ``rates`` the
+    drivers' rates {driver: (nt,)} (default: the derivatives of their expressions)."""
     t = motion.time
     g = np.array(case.data.get("gravity", [0, 0, 0]), float)
-    rates = driver_rates(case, t)
+    rates = driver_rates(case, t) if rates is None else rates
     P_in = sum(efforts[d] * rates[d] for d in case.drivers)
     rhs = np.zeros(len(t))
     st = {}
@@ -577,7 +590,8 @@ def compare(case, motion):
         n_all += det.size
         err = np.where(det, np.abs(got - ref["reactions"][jn]), 0.0)
         rea = max(rea, float(np.max(err)) / scale)
-    P_in, P_out, pscale = frame_power(case, motion, {dn: motion.extra[f"{dn}.effort"] for dn in case.drivers})
+    P_in, P_out, pscale = frame_power(case, motion, {dn: motion.extra[f"{dn}.effort"] for dn in case.drivers},
+                                      rates=frame_rates(case, motion) if case.from_frames else None)
     pw = float(np.max(np.abs(P_in - P_out))) / pscale
     E = ref["T"] + ref["V"]
     escale = max(float(np.ptp(ref["T"])), float(np.ptp(ref["V"])), float(np.max(np.abs(ref["T"]))), 1e-9)
@@ -1029,6 +1043,255 @@ def sweep_contacts(frames, bad):
     return counts
 
 
+# ---------------------------------------------------------------------------- references from the frames
+class FrameBody:
+    """A moving part whose state is read from a Motion's frames (the :class:`Body` interface of :func:`reference`):
+    poses, velocities and accelerations of its frame origin, the com's from ρ = R c. For motions with no closed form
+    (a table driver, a spatial loop)."""
+
+    def __init__(self, body, motion):
+        self.name, self.mass, self.com, self.inertia = body.name, body.mass, body.com, body.inertia
+        self.motion = motion
+
+    def at(self, t):
+        m = self.motion
+        k, idx = m.part_index(self.name), np.searchsorted(m.time, t)
+        R = quat_matrix(m.quaternion[idx, k])
+        w, al = m.angular_velocity[idx, k], m.angular_acceleration[idx, k]
+        o, vo, ao = m.position[idx, k], m.velocity[idx, k], m.acceleration[idx, k]
+        rho = np.einsum("nij,j->ni", R, self.com)
+        return dict(o=o, vo=vo, ao=ao, R=R, w=w, al=al, rc=o + rho, vc=vo + np.cross(w, rho),
+                    ac=ao + np.cross(al, rho) + np.cross(w, np.cross(w, rho)))
+
+
+def from_frames(case, motion):
+    """The case with its bodies read from ``motion``'s frames (Newton–Euler, power and energies of those frames)."""
+    out = Case(case.name, case.data, [FrameBody(b, motion) for b in case.bodies.values()], case.joints, case.drivers,
+               springs=case.springs, rdampers=case.rdampers, span=case.span, round_trip=False, forces=case.forces)
+    out.from_frames = True
+    return out
+
+
+def frame_rates(case, motion):
+    """Each joint driver's rate from the frames: (ω_b − ω_a)·axis (angle) or (v_b − v_a)·axis at the joint's origin
+    (disp); a part driver's, its frame origin's velocity along the coordinate."""
+    t, n = motion.time, motion.nt
+    st = {b: body.at(t) for b, body in case.bodies.items()}
+    out = {}
+    for dn, (kind, target, expr, axis) in case.drivers.items():
+        if kind == "point":
+            out[dn] = st[target]["vo"] @ np.asarray(axis, float)
+            continue
+        jt, a, b, origin, jax, _ = case.joints[target]
+        ax = _axis(case, a, jax, case.span[0], st, n)
+        if kind == "angle":
+            wa = st[a]["w"] if a in st else 0.0
+            out[dn] = np.einsum("ni,ni->n", ax, st[b]["w"] - wa)
+        else:
+            _, Va = _world(case, a, _local(case, a, origin), origin, st)
+            _, Vb = _world(case, b, _local(case, b, origin), origin, st)
+            out[dn] = np.einsum("ni,ni->n", ax, Vb - Va)
+    return out
+
+
+def table_slider_crank(name, rows, driven="crank", span=(0.0, 2.0)):
+    """The slider-crank of :func:`slider_crank` (crank at 60° for ``driven="slider"``) driven by a table
+    ``rows`` [[t, value], ...]: the crank's angle or the slide's displacement."""
+    theta0 = 0.0 if driven == "crank" else math.pi / 3
+    case = slider_crank(name, "t", theta0=theta0, driven=driven, span=span)
+    joint = "crank_pivot" if driven == "crank" else "slide"
+    case.data = dict(case.data, drivers=[{"joint": joint, "table": [[float(a), float(b)] for a, b in rows]}])
+    return case
+
+
+_RSUR = Path(__file__).resolve().parents[1] / "samples" / "rsur_spatial.cadmotion.toml"
+
+
+def _rsur_geometry():
+    """(ball, cross, rocker pivot (3,) m; coupler length m) of the RSUR sample at its assembly pose."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # pragma: no cover - Python < 3.11
+        import tomli as tomllib
+
+    joints = {j["name"]: j for j in tomllib.loads(_RSUR.read_text())["joints"]}
+    B, C, D = (np.array(joints[n]["origin"], float) for n in ("ball", "cross", "rocker_pivot"))
+    return B, C, D, float(np.linalg.norm(C - B))
+
+
+def rsur_rocker(theta):
+    """The rocker's angle ψ (rad, about +y from the sample's pose) with the crank at θ (rad): |C(ψ) − B(θ)| = the
+    coupler's length, on the branch of the sample's assembly (ψ from 0 down to its extreme at θ = π)."""
+    from scipy.optimize import brentq
+
+    B0, C0, D, lc = _rsur_geometry()
+    B = np.linalg.norm(B0) * np.array([math.cos(theta), math.sin(theta), 0.0])
+    f = lambda p: float(np.linalg.norm(D + rodrigues((0, 1, 0), np.array([p]))[0] @ (C0 - D) - B) - lc)  # noqa: E731
+    return 0.0 if theta == 0.0 else brentq(f, -1.2, 0.05)  # the other branch: ψ < −1.8 rad
+
+
+def rsur(name, drive, driven="crank", theta0=0.0, span=(0.0, 1.0)):
+    """The RSUR sample (crank about z, a spherical joint, a universal joint, rocker about y) with masses under
+    gravity −z, assembled with the crank at θ0 (the sample's pose at 0; the universal joint's first axis ⟂ the
+    coupler and y), every part's frame with the assembly's axes; ``drive`` an expression or a table of the crank's
+    (``driven="crank"``) or the rocker's angle."""
+    B0, C0, D, lc = _rsur_geometry()
+    B = np.linalg.norm(B0) * np.array([math.cos(theta0), math.sin(theta0), 0.0])
+    C = D + rodrigues((0, 1, 0), np.array([rsur_rocker(theta0)]))[0] @ (C0 - D)
+    ax = np.cross(C - B, [0.0, 1.0, 0.0])
+    ax /= np.linalg.norm(ax)
+    mass = {"crank": 0.4, "coupler": 0.7, "rocker": 0.5}
+    inertia = {"crank": [2e-4, 3e-4, 4e-4], "coupler": [2e-3, 2.2e-3, 5e-4], "rocker": [1.5e-3, 1.6e-3, 4e-4]}
+    pos = {"crank": np.zeros(3), "coupler": B, "rocker": D}
+    com = {"crank": B / 2, "coupler": (C - B) / 2, "rocker": (C - D) / 2}
+    data = {"units": "m", "gravity": [0, 0, -G], "parts": {"ground": _part([0, 0, 0], fixed=True)}}
+    for n in pos:
+        data["parts"][n] = _part(pos[n], mass[n], com[n], inertia[n])
+    data["joints"] = [_joint("crank_pivot", "revolute", ["ground", "crank"], [0, 0, 0], EZ),
+                      {"name": "ball", "type": "spherical", "parts": ["crank", "coupler"],
+                       "origin": list(map(float, B))},
+                      _joint("cross", "universal", ["coupler", "rocker"], C, ax, axis2=[0.0, 1.0, 0.0]),
+                      _joint("rocker_pivot", "revolute", ["ground", "rocker"], D, [0, 1, 0])]
+    joint = "crank_pivot" if driven == "crank" else "rocker_pivot"
+    data["drivers"] = [{"joint": joint, "expression": drive} if isinstance(drive, str) else
+                       {"joint": joint, "table": [[float(a), float(b)] for a, b in drive]}]
+    bodies = [Body(n, ZERO3, sp.Integer(0), mass[n], com[n], inertia[n]) for n in pos]  # states: from the frames
+    joints = {j["name"]: (j["type"], j["parts"][0], j["parts"][1], j["origin"], tuple(j.get("axis", EZ)),
+                          j.get("axis2")) for j in data["joints"]}
+    return Case(name, data, bodies, joints, {f"{joint}.driver": ("angle", joint, drive, None)}, span=span,
+                round_trip=False)
+
+
+def frame_cases():
+    tt = np.array([0.0, 0.2, 0.5, 0.7, 1.0, 1.3, 1.4, 1.8, 2.0])   # uneven rows
+    crank = np.column_stack([tt, 2 * np.pi * tt + 0.3 * np.sin(3 * tt)])
+    slide = np.column_stack([tt[:6] / 1.3, 0.05 * np.sin(2 * np.pi * tt[:6] / 1.3)])
+    rsur_rows = np.column_stack([np.linspace(0, 1, 6), 2 * np.pi * np.linspace(0, 1, 6) ** 1.5])
+    return {
+        "table": [table_slider_crank("crank table, 9 uneven rows", crank),
+                  table_slider_crank("crank table, span 0.3-1.7 s", crank, span=(0.3, 1.7)),
+                  table_slider_crank("crank table, 2 rows (linear)", [[0.0, 0.0], [2.0, 9.0]]),
+                  table_slider_crank("crank table, 0-2.5 s (past its rows)", crank, span=(0.0, 2.5)),
+                  table_slider_crank("slide table, 6 rows", slide, driven="slider", span=(0.0, 1.0))],
+        "rsur": [rsur("RSUR crank 2πt+0.3sin5t", "2*pi*t + 0.3*sin(5*t)"),
+                 rsur("RSUR crank table, 6 rows", rsur_rows),
+                 rsur("RSUR at 90°, rocker 0.1 sin 2πt", "0.1*sin(2*pi*t)", driven="rocker", theta0=math.pi / 2)],
+    }
+
+
+def sweep_frames(groups, frames, bad):
+    """Table drivers and the RSUR spatial loop: efforts and reactions against Newton–Euler of the frames (each
+    part's pose, velocity and acceleration as the Motion gives them), power against the frames' Σ effort · rate
+    (rates from the frames: the relative angular or linear velocity along the joint's axis), the driven coordinate
+    against the table's interpolation (a not-a-knot cubic spline; natural with two rows: kernel/expressions.py),
+    no singular-type event, and a ``table-extrapolated`` event exactly when frames lie outside a table's rows."""
+    from scipy.interpolate import CubicSpline
+
+    counts = [0, 0]
+    print(f"{'case':44s} {'frames':>6s} {'runs':>4s} {'off':>3s}  {'effort':>8s} {'reaction':>8s} {'power':>8s} "
+          f"{'energy':>8s} {'work':>8s} {'law':>8s}  det/all  wall s")
+    for group, items in groups.items():
+        for case in items:
+            for steps in frames:
+                motion, msg, wall, caught = run_inverse(case, steps)
+                counts[0] += 1
+                label = f"{group}: {case.name}"
+                if motion is None or not motion.complete:
+                    counts[1] += 1
+                    bad.append(f"{label} @ {steps}: {msg or motion.message}")
+                    print(f"{label:44s} {steps:6d} {1:4d} {1:3d}  {msg or motion.message}")
+                    continue
+                fc = from_frames(case, motion)
+                c = compare(fc, motion)
+                law, told = 0.0, False
+                (d,) = case.data["drivers"]
+                if "table" in d:
+                    rows = np.asarray(d["table"], float)
+                    # frames outside the rows (the spline extrapolated) must be said, and only those
+                    beyond = bool(np.any((motion.time < rows[0, 0] - 1e-12) | (motion.time > rows[-1, 0] + 1e-12)))
+                    told = beyond != any(e.kind == "table-extrapolated" for e in motion.events)
+                    spline = CubicSpline(rows[:, 0], rows[:, 1], bc_type="natural" if len(rows) == 2 else "not-a-knot")
+                    dn = next(iter(case.drivers))
+                    rate = frame_rates(fc, motion)[dn]
+                    law = float(np.max(np.abs(rate - spline(motion.time, 1)))) / float(np.max(np.abs(rate)))
+                alarms = [e.kind for e in motion.events if e.kind in ("singular", "near-singular", "effort-unbounded")]
+                off = (bool(alarms) or c["effort"] > TOL_EFFORT or c["reaction"] > TOL_REACTION
+                       or c["power"] > TOL_POWER or c["energy"] > TOL_ENERGY or c["work"] > TOL_ENERGY
+                       or law > TOL_EFFORT or c["resid"] > 1e-8 or told)
+                counts[1] += bool(off)
+                print(f"{label:44s} {steps:6d} {1:4d} {int(off):3d}  {c['effort']:8.1e} {c['reaction']:8.1e} "
+                      f"{c['power']:8.1e} {c['energy']:8.1e} {c['work']:8.1e} {law:8.1e}  "
+                      f"{c['determined'][0]}/{c['determined'][1]}  {wall:.2f}"
+                      + (f"  events {alarms}" if alarms else ""))
+                if off:
+                    bad.append(f"{label} @ {steps}: events {alarms} effort {c['effort']:.2e} reaction "
+                               f"{c['reaction']:.2e} power {c['power']:.2e} energy {c['energy']:.2e} work "
+                               f"{c['work']:.2e} law {law:.2e} residual {c['resid']:.1e}"
+                               + ("; the table's extrapolation said wrongly or not at all" if told else ""))
+    return counts
+
+
+def sweep_spatial_singular(frames, bad):
+    """The RSUR assembled with its crank at 90°, driven from its rocker to its extreme angle ψ_e (the crank and the
+    coupler in line, θ = π: a toggle) as ψ_e (1 − (1 − t)²) (reached with zero rate at t = 1; through it, the crank's
+    branch is the solver's), just short of it (t ≤ 0.999) and 2 % beyond it (the kinematics locks up): each run
+    must say so near t = 1 (through, short) or where it stops (beyond), naming the driver in a stop; the frames it
+    returns must match Newton–Euler of the frames. The RSUR at the sample's pose (θ = 0: the rocker's other extreme)
+    driven from its rocker: refused as a singular configuration. And the RSSR of relative_sweep (the coupler's spin
+    about its own axis free) driven at its crank: refused, naming the coupler."""
+    from relative_sweep import rssr
+
+    counts = [0, 0]
+    psi0, psi_e = rsur_rocker(math.pi / 2), rsur_rocker(math.pi)
+    runs = [("through", 1.0, (0.0, 1.6), ("singular",)), ("short of it", 1.0, (0.0, 0.999), ("near-singular",)),
+            ("2 % beyond", 1.02, (0.0, 1.6), ("lockup", "effort-unbounded"))]
+    for label, over, span, expect in runs:
+        case = rsur(f"RSUR rocker {label}", f"{(psi_e - psi0) * over!r}*(1 - (1 - t)**2)", driven="rocker",
+                    theta0=math.pi / 2, span=span)
+        for steps in frames:
+            counts[0] += 1
+            motion, msg, wall, caught = run_inverse(case, steps)
+            if motion is None:
+                counts[1] += 1
+                bad.append(f"RSUR {label} @ {steps}: {msg}")
+                print(f"RSUR rocker {label:24s} {steps:6d}  {msg}")
+                continue
+            c = compare(from_frames(case, motion), motion)
+            said = [e for e in motion.events if e.kind in ("singular", "near-singular", "effort-unbounded", "lockup")]
+            t_stop = motion.time[-1]
+            where = 1.0 if "lockup" not in expect else t_stop
+            ok = (any(e.kind in expect and abs(e.time - where) < max(0.2, 2 * span[1] / steps) for e in said)
+                  and ("lockup" not in expect or any("rocker_pivot.driver" in e.message for e in said))
+                  and c["effort"] < TOL_EFFORT)
+            counts[1] += not ok
+            text = "; ".join(f"{e.kind} t={e.time:.4g}" for e in said) or "(nothing)"
+            print(f"RSUR rocker {label:24s} {steps:6d}  complete {motion.complete}  max |effort| "
+                  f"{np.max(np.abs(motion.extra['rocker_pivot.driver.effort'])):9.4g}  effort error {c['effort']:8.1e}"
+                  f"  {wall:.2f} s  says: {text}")
+            if not ok:
+                bad.append(f"RSUR rocker {label} @ {steps}: effort error {c['effort']:.2e}; said {text}")
+    # the RSUR assembled at θ = 0 (the sample's pose: the rocker at its other extreme) driven from its rocker: the
+    # initial pose is a toggle; refused as a singular configuration (not as a freedom left free), naming the crank
+    counts[0] += 1
+    motion, msg, wall, caught = run_inverse(rsur("RSUR sample from its rocker", "0.1*t", driven="rocker"), 20)
+    ok = motion is None and "singular configuration" in msg and "crank_pivot.angle" in msg and "leave" not in msg
+    counts[1] += not ok
+    print(f"{'RSUR sample pose, from its rocker':36s} {20:6d}  {msg.splitlines()[0][:200] if msg else 'ran'}")
+    if not ok:
+        bad.append(f"RSUR sample pose driven from its rocker: {msg or 'ran'}")
+    counts[0] += 1
+    data = rssr()
+    data.pop("initial_velocity")
+    data["drivers"] = [{"joint": "R1", "expression": "2*pi*t"}]
+    motion, msg, wall, caught = run_inverse(Case("rssr", data, [], {}, {}), 20)
+    ok = motion is None and "DrivingError" in msg and "coupler" in msg
+    counts[1] += not ok
+    print(f"{'RSSR driven at its crank':36s} {20:6d}  {msg.splitlines()[0][:160] if msg else 'ran'}")
+    if not ok:
+        bad.append(f"RSSR driven at its crank: {msg or 'ran'}")
+    return counts
+
+
 def main(argv):
     quick = "--quick" in argv
     chosen = [a for a in argv if not a.startswith("-")]
@@ -1050,6 +1313,13 @@ def main(argv):
     if not chosen or "bad" in chosen:
         print()
         totals["bad"] = sweep_bad(bad)
+    fgroups = {k: v for k, v in frame_cases().items() if not chosen or k in chosen}
+    if fgroups:
+        print()
+        totals["frames"] = sweep_frames(fgroups, frames, bad)
+    if not chosen or "spatial-singular" in chosen:
+        print()
+        totals["spatial-singular"] = sweep_spatial_singular(frames if quick else (4, 20, 200, 2000), bad)
     print()
     for k, (n, off) in totals.items():
         print(f"{k}: {n} runs, {off} bad")

@@ -43,8 +43,9 @@ Cases (E_s = max_t (T + |V − V(0)|), the energy's scale; L the mechanism's siz
 
 Allowed (``_allow``): adaptive 100 rtol · max(1, ω t_end / 2π) of the quantity's scale (an error-controlled run's
 global error on a motion of rate ω grows at most linearly with the number of its periods), plus a round-off floor of
-1e-11; RK4 at step h: 10 (h ω)⁴ · max(1, ω
-t_end), ω the case's fastest rate (stated per case; RK4's global error is O(h⁴) per unit of ω t). A run is "off"
+1e-11; a fixed-step integrator of order p at step h (:data:`FIXED_STEP`: RK4 p = 4; the index-3 formulation's
+generalised-α and HHT p = 2): 10 (h ω)^p · max(1, ω t_end), ω the case's fastest rate (stated per case; the global
+error is O(h^p) per unit of ω t), and the observed order between the case's two steps is printed. A run is "off"
 when an error is above its allowance, "flagged" when its own checks broke; both lists are printed.
 
 Bad input (``bad``): a cut override naming a joint outside every loop, a non-tree joint, two joints of one loop
@@ -54,8 +55,11 @@ MechanismError that names the joint and the part.
     python benchmarks/relative_sweep.py [case ...] [--quick] [--forms=semi-recursive,recursive,projection]
     python benchmarks/relative_sweep.py [case ...] --rtol=1e-4,1e-8 --integrators=DOP853,BDF,RK4 \
         --forms=semi-recursive:numpy,semi-recursive:sparse,recursive:numpy
+    python benchmarks/relative_sweep.py [case ...] --forms=index3 --integrators=generalized-alpha,HHT
+    python benchmarks/relative_sweep.py [case ...] --forms=partitioning
 
-(``:numpy`` the numpy evaluation FreeCAD runs, ``:sparse`` semi-recursive's sparse linear algebra.)
+(``:numpy`` the numpy evaluation FreeCAD runs (dense or sparse by size), ``:dense`` and ``:sparse`` semi-recursive's
+dense and sparse numpy linear algebra forced.)
 """
 import math
 import os
@@ -85,7 +89,10 @@ TOLERANCES = (1e-4, 1e-6, 1e-8, 1e-10)
 FORMS = ("semi-recursive", "recursive", "projection")
 #: the other paths of the relative formulations (``--forms semi-recursive:numpy,...``): FreeCAD's numpy evaluation
 #: (no numba), and the sparse linear algebra of ``semi-recursive`` (chosen by size beyond 300 coordinates)
-PATHS = {"numpy": {"fast": False}, "sparse": {"fast": False, "sparse": True}}
+#: the fixed-step integrators (run at the case's steps dt, not at tolerances) and their order of accuracy
+FIXED_STEP = {"RK4": 4, "generalized-alpha": 2, "HHT": 2}
+PATHS = {"numpy": {"fast": False}, "dense": {"fast": False, "sparse": False},
+         "sparse": {"fast": False, "sparse": True}}
 
 
 # ---------------------------------------------------------------------------- references from the frames
@@ -295,10 +302,10 @@ def distance_pendulum():
 
 
 # ---------------------------------------------------------------------------- the runs
-def _allow(rtol, dt, t_end, omega):
+def _allow(integ, rtol, dt, t_end, omega):
     if dt is None:
         return 100.0 * rtol * max(1.0, omega * t_end / (2 * math.pi)) + 1e-11
-    return min(10.0 * (dt * omega) ** 4 * max(1.0, omega * t_end), 1.0) + 1e-11
+    return min(10.0 * (dt * omega) ** FIXED_STEP[integ] * max(1.0, omega * t_end), 1.0) + 1e-11
 
 
 _MODELS = {}
@@ -341,7 +348,7 @@ def case_spherical(form, integ, rtol, dt, quick):
     if out[0] is None:
         return [_row("spherical", out, [], [1, 1])]
     T, V, L, *_ = mechanics(data, out[0])
-    a = _allow(rtol, dt, t_end, 12.0)
+    a = _allow(integ, rtol, dt, t_end, 12.0)
     eL = float(np.max(np.abs(L[:, 2] - L[0, 2]))) / float(np.max(np.linalg.norm(L, axis=1)))
     return [_row("spherical", out, [energy_error(data, out[0]), eL], [a, a])]
 
@@ -351,7 +358,7 @@ def case_universal(form, integ, rtol, dt, quick):
     out = _run("universal", data, form, integ, rtol, dt, np.linspace(0, t_end, 61))
     if out[0] is None:
         return [_row("universal", out, [], [1])]
-    return [_row("universal", out, [energy_error(data, out[0])], [_allow(rtol, dt, t_end, 8.0)])]
+    return [_row("universal", out, [energy_error(data, out[0])], [_allow(integ, rtol, dt, t_end, 8.0)])]
 
 
 def case_dzhanibekov(form, integ, rtol, dt, quick):
@@ -366,7 +373,7 @@ def case_dzhanibekov(form, integ, rtol, dt, quick):
     eP = float(np.max(np.linalg.norm(P - P[0], axis=1))) / float(np.linalg.norm(P[0]))
     line = c[0] + np.outer(m.time, P[0] / data["parts"]["box"]["mass"])
     ec = float(np.max(np.linalg.norm(c - line, axis=1))) / 1.0
-    a = _allow(rtol, dt, t_end, 5.0)
+    a = _allow(integ, rtol, dt, t_end, 5.0)
     flip = float(np.max(np.abs(m.angular_velocity[:, 0]))) > 0  # noqa: F841 (the flip is checked in the test suite)
     return [_row("dzhanibekov", out, [energy_error(data, m), eL, eP, ec], [a, a, a, a])]
 
@@ -377,7 +384,7 @@ def case_fourbar(form, integ, rtol, dt, quick, cut=None):
     out = _run(key, data, form, integ, rtol, dt, np.linspace(0, t_end, 101))
     if out[0] is None:
         return [_row(key, out, [], [1, 1])]
-    a = _allow(rtol, dt, t_end, 15.0)
+    a = _allow(integ, rtol, dt, t_end, 15.0)
     cuts = cut or ["D"]
     return [_row(key, out, [energy_error(data, out[0]), gaps(data, out[0], cuts) / 0.4], [a, a])]
 
@@ -391,7 +398,7 @@ def case_slider_crank(form, integ, rtol, dt, quick):
     out = _run("slider-crank", data, form, integ, rtol, dt, np.linspace(0, t_end, 201))
     if out[0] is None:
         return [_row("slider-crank", out, [], [1, 1])]
-    a = _allow(rtol, dt, t_end, 60.0)
+    a = _allow(integ, rtol, dt, t_end, 60.0)
     return [_row("slider-crank", out, [energy_error(data, out[0]), gaps(data, out[0]) / 0.3], [a, a])]
 
 
@@ -418,7 +425,7 @@ def case_nfourbar(form, integ, rtol, dt, quick):
     th = np.arctan2(2 * q[:, 0] * q[:, 3], q[:, 0] ** 2 - q[:, 3] ** 2)
     ref = _theta_ref(times)[: m.nt]  # a stopped run: its frames so far
     eb = float(np.max(np.hypot(np.cos(th) - np.cos(ref), np.sin(th) - np.sin(ref))))
-    a = _allow(rtol, dt, t_end, 7.0)
+    a = _allow(integ, rtol, dt, t_end, 7.0)
     # a singular passage's crossing by index-3 steps (:mod:`.crossing`) is at its own tolerance: 1e-6 at least
     a_x = max(a, 1e-6)
     return [_row("nfourbar", out, [eb, energy_error(data, m, 35.835)], [a_x, a_x],
@@ -431,7 +438,7 @@ def _four_bar_case(label, run_label, data, form, integ, rtol, dt, t_end, frames,
     out = _run(run_label, data, form, integ, rtol, dt, np.linspace(0, t_end, frames))
     if out[0] is None:
         return [_row(label, out, [], [1, 1])]
-    a = _allow(rtol, dt, t_end, omega)
+    a = _allow(integ, rtol, dt, t_end, omega)
     return [_row(label, out, [energy_error(data, out[0]), gaps(data, out[0], ["D"]) / 0.4], [a, a],
                  f"{out[1].nsteps} steps")]
 
@@ -450,7 +457,7 @@ def case_rssr(form, integ, rtol, dt, quick):
     out = _run("rssr", data, form, integ, rtol, dt, np.linspace(0, t_end, 101))
     if out[0] is None:
         return [_row("rssr", out, [], [1, 1])]
-    a = _allow(rtol, dt, t_end, 20.0)
+    a = _allow(integ, rtol, dt, t_end, 20.0)
     return [_row("rssr", out, [energy_error(data, out[0]), gaps(data, out[0]) / 0.3], [a, a])]
 
 
@@ -466,7 +473,7 @@ def case_distance(form, integ, rtol, dt, quick):
     ew = float(np.max(np.linalg.norm(w - w[0], axis=1))) / float(np.linalg.norm(w[0]))
     r = m.position[:, m.parts.index("ball")]
     elen = float(np.max(np.abs(np.linalg.norm(r, axis=1) - 0.5))) / 0.5
-    a = _allow(rtol, dt, t_end, 8.0)
+    a = _allow(integ, rtol, dt, t_end, 8.0)
     return [_row("distance", out, [energy_error(data, m), eL, ew, elen], [a, a, a, a])]
 
 
@@ -476,7 +483,7 @@ def case_slider_crank_cut(form, integ, rtol, dt, quick):
     out = _run("slider-crank-cut", data, form, integ, rtol, dt, np.linspace(0, t_end, 201))
     if out[0] is None:
         return [_row("slider-crank-cut", out, [], [1, 1])]
-    a = _allow(rtol, dt, t_end, 60.0)
+    a = _allow(integ, rtol, dt, t_end, 60.0)
     return [_row("slider-crank-cut", out, [energy_error(data, out[0]), gaps(data, out[0]) / 0.3], [a, a])]
 
 
@@ -504,7 +511,8 @@ def sweep(name, forms, integrators, tolerances, quick):
     listed, counts = [], dict(runs=0, incomplete=0, flagged=0, off=0, off_unflagged=0, flagged_accurate=0)
     for form in forms:
         for integ in integrators:
-            settings = [(r, None) for r in tolerances] if integ != "RK4" else [(None, h) for h in steps]
+            settings = [(r, None) for r in tolerances] if integ not in FIXED_STEP else [(None, h) for h in steps]
+            fixed = []
             for rtol, dt in settings:
                 rows = fn(form, integ, rtol, dt, quick)
                 worst = np.max([row["errors"] for row in rows], axis=0)
@@ -518,10 +526,18 @@ def sweep(name, forms, integrators, tolerances, quick):
                 counts["off"] += len(off)
                 counts["off_unflagged"] += sum(not row["flags"] for row in off)
                 counts["flagged_accurate"] += sum(bool(row["flags"]) and row not in off for row in rows)
+                if dt is not None and all(row["complete"] for row in rows):
+                    fixed.append((dt, np.max([row["raw"] for row in rows], axis=0)))
                 print(f"| {form} | {integ} | {setting} | {len(rows)} | {sum(not row['complete'] for row in rows)} | "
                       f"{sum(bool(row['flags']) for row in rows)} | {len(off)} | "
                       f"{' / '.join(f'{w:.2g}' for w in worst)} | {sum(row['wall'] for row in rows):.1f} |",
                       flush=True)
+            if len(fixed) == 2:
+                # the observed order of each error between the two steps (meaningless for an error at round-off)
+                (h1, e1), (h2, e2) = fixed
+                order = np.log(np.maximum(e2, 1e-300) / np.maximum(e1, 1e-300)) / math.log(h2 / h1)
+                print(f"| {form} | {integ} | order, dt {h1:g} → {h2:g} | | | | | "
+                      f"{' / '.join(f'{o:.2f}' for o in order)} (raw {' / '.join(f'{e:.2g}' for e in e1)}) | |")
     for form, integ, setting, row in listed:
         raw = " / ".join(f"{w:.3g}" for w in row.get("raw", []))
         print(f"  {form} {integ} {setting}, {row['case']}: complete {row['complete']}, errors/allowed "

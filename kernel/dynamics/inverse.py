@@ -21,7 +21,11 @@ range at 4 frames, 5e-5-4e-4 at 200).
 What the run says (events):
 
 * a mechanism whose drivers leave a freedom free is refused before any frame (DrivingError naming
-  the free joint coordinates or parts);
+  the free joint coordinates or parts); so is one whose initial pose is a singular configuration
+  of the driven mechanism (a slider-crank drawn at its dead centre and driven from its slider):
+  there the drivers leave a freedom to first order only — the constraints' curvature along it,
+  Φ''(n, n), has a component along the left null space of Φq —, and the error says so instead of
+  asking for another driver (which would over-constrain it);
 * ``singular``: between two frames the driven mechanism passes a singular configuration (the sign
   of det Jv over its independent rows changes; models with loops and at most 300 velocity
   coordinates): the drivers do not determine the motion there and the efforts of the drivers named
@@ -34,6 +38,8 @@ What the run says (events):
   efforts and reactions of the constraints named are amplified by about its inverse (a
   parallelogram through its flat configuration: the crank's torque stays bounded, the pins'
   forces grow as 1/θ);
+* ``table-extrapolated``: frames outside a table driver's rows, where its spline's end piece is
+  extrapolated (a motion the table does not give);
 * ``limit``: the driven motion runs a joint past its limits: with compliant stops the efforts
   include the stops' push back (``<joint>.limit_force``); unilateral limits and unilateral
   contacts carry no force in inverse dynamics (``unilateral``: said once at the start).
@@ -143,6 +149,7 @@ def inverse_dynamics(model, motion=None, *, t_end=1.0, steps=100, t_start=0.0, *
     result.events.extend(_singular_events(dyn, result, crossings, last))
     result.events.extend(_near_singular_events(dyn, result, near, crossings))
     result.events.extend(_limit_events(model, result))
+    result.events.extend(_table_events(model, result))
     return result
 
 
@@ -165,10 +172,12 @@ def check_fully_driven(model, t=0.0):
         return
     free = []
     null = np.zeros((0, model.nq))
+    left = np.zeros((J.shape[0], 0))
     if model.nq <= _NAME_FREE_MAX_NQ:  # a dense SVD names them
         J = np.asarray(J.todense() if hasattr(J, "todense") else J)
-        _, sv, Vt = np.linalg.svd(J)
-        null = Vt[int(np.sum(sv > 1e-9 * max(sv[0], 1.0))):] if len(sv) else Vt
+        U, sv, Vt = np.linalg.svd(J)
+        rank = int(np.sum(sv > 1e-9 * max(sv[0], 1.0))) if len(sv) else 0
+        null, left = Vt[rank:], U[:, rank:]
     h = 1e-7
     m0 = system.joint_measures(model.q0) if model.joint_measures and len(null) else np.zeros(0)
     for n in null:
@@ -183,6 +192,15 @@ def check_fully_driven(model, t=0.0):
     drivers = [d.name for d in model.spec.drivers]
     if len(free) > 8:
         free = [", ".join(free[:8]) + f" and {len(free) - 8} more"]
+    if len(null) == 1 and _no_finite_motion(system, model.q0, t, angles, null[0], left):
+        raise DrivingError(
+            f"inverse dynamics cannot start at the initial pose: it is a singular configuration of the driven "
+            f"mechanism (a toggle or dead centre), where the drivers ({', '.join(drivers) or 'none'}) do not "
+            f"determine the motion: " + (f"{', '.join(free)} can move" if free else "the parts can move")
+            + " to first order without violating any joint or driver, but no finite motion keeps every joint",
+            where=model.spec.source or None,
+            hint="place the parts in a pose off the toggle (where the driven coordinates take other values), or "
+                 "drive a joint that moves at this pose; another driver would over-constrain the mechanism")
     raise DrivingError(
         f"inverse dynamics needs every degree of freedom driven: the drivers ({', '.join(drivers) or 'none'}) "
         f"leave {info.dof} free" + (f": {', '.join(free)} can move without violating any joint or driver" if free
@@ -190,6 +208,25 @@ def check_fully_driven(model, t=0.0):
         where=model.spec.source or None,
         hint="add a [[drivers]] entry for each free coordinate named (`cadmotion run --drive JOINT=EXPR`), "
              "or run a dynamic analysis (--analysis dynamic) to let the forces move it")
+
+
+#: relative size of the second-order obstruction above which a first-order freedom is a singular configuration
+_OBSTRUCTION = 1e-4
+
+
+def _no_finite_motion(system, q, t, angles, n, left):
+    """True when the first-order free motion ``n`` (nq,) of Φq at q (Φq n = 0) is no finite motion: the
+    constraints' curvature along it, Φ''(n, n) = (Φ(q + εn) + Φ(q − εn) − 2 Φ(q)) / ε², has a component along the
+    left null space ``left`` (nc, k) of Φq that no correction orthogonal to n can cancel (a toggle or dead centre:
+    the driven mechanism is held at an isolated point there). A real freedom (a slide, a loop's motion, with or
+    without redundant rows) has none, to the difference's truncation and round-off (≈ 1e-8 of Φ'' at ε = 1e-4)."""
+    if left.shape[1] == 0:
+        return False
+    eps = 1e-4
+    d2 = (system.phi(q + eps * n, t, angles) + system.phi(q - eps * n, t, angles) - 2 * system.phi(q, t, angles))
+    d2 /= eps * eps
+    size = float(np.linalg.norm(d2))
+    return size > 0.0 and float(np.linalg.norm(left.T @ d2)) > _OBSTRUCTION * size
 
 
 def _driver_rows(dyn, Jr, rows):
@@ -387,6 +424,28 @@ def _limit_events(model, result):
             f"dynamics (a driven motion leaves their forces undetermined): the efforts and reactions are those of "
             f"the mechanism without them; run a dynamic analysis to see them act"),
             tuple(sorted(set(unilateral)))))
+    return events
+
+
+def _table_events(model, result):
+    """``table-extrapolated``: frames outside a table driver's rows [t_0, t_n], where its spline is its end cubic
+    piece extrapolated (:mod:`..expressions`): a motion the table does not give, and its efforts."""
+    events, t = [], result.time
+    for d in model.spec.drivers:
+        rows = d.function.table
+        if not rows or not len(t):
+            continue
+        t0, t1 = rows[0][0], rows[-1][0]
+        tol = 1e-12 * max(1.0, abs(t0), abs(t1))
+        out = np.flatnonzero((t < t0 - tol) | (t > t1 + tol))
+        if not out.size:
+            continue
+        k = int(out[0])
+        events.append(Event("table-extrapolated", float(t[k]), (
+            f"driver {d.name!r} is a table of rows from t = {t0:.6g} to {t1:.6g} s; the frames from t = {t[k]:.6g} "
+            f"s{' to ' + format(float(t[out[-1]]), '.6g') + ' s' if out.size > 1 else ''} ({out.size} of {len(t)}) "
+            f"lie outside it, where its spline's end piece is extrapolated: the motion and the efforts there follow "
+            f"no row of the table (extend the table or the span to its rows)"), (d.name,)))
     return events
 
 

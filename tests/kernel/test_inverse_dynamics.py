@@ -70,6 +70,34 @@ def test_effort_of_the_lift_is_weight_inertia_and_spring():
     np.testing.assert_allclose(m.extra["rail.driver.effort"], effort, rtol=0, atol=1e-9 * np.max(np.abs(effort)))
 
 
+def test_frames_beyond_a_table_driver_s_rows_are_an_event_naming_the_driver():
+    """The lift driven by a table of 5 rows over [0, 1] s, run to 1.5 s: the frames after 1 s take the spline's end
+    cubic piece extrapolated, efforts of a motion the table does not give, which was said nowhere. Inside the rows
+    the effort is still m (ÿ + g) + the spring's pull with ÿ the not-a-knot spline's (scipy's CubicSpline, the law
+    kernel/expressions.py documents), and no event."""
+    from dataclasses import replace
+
+    from scipy.interpolate import CubicSpline
+
+    from cadmotion.kernel.spec import TimeFunctionSpec
+
+    rows = ((0.0, 0.0), (0.25, 0.04), (0.5, 0.05), (0.75, 0.03), (1.0, 0.0))
+    spec = lift("t").spec
+    (drv,) = spec.drivers
+    table = compile_model(replace(spec, drivers=(replace(drv, function=TimeFunctionSpec(table=rows)),)))
+    inside = inverse_dynamics(table, t_end=1.0, steps=8)
+    assert not [e for e in inside.events if e.kind == "table-extrapolated"]
+    spline = CubicSpline(*np.array(rows).T)
+    t = inside.time
+    y, yd, ydd = spline(t), spline(t, 1), spline(t, 2)
+    effort = MASS * (ydd + G) - K * (ANCHOR[1] - POINT[1] - y - L0) + C * yd + F0
+    np.testing.assert_allclose(inside.extra["rail.driver.effort"], effort, rtol=0, atol=1e-9 * np.max(np.abs(effort)))
+    beyond = inverse_dynamics(table, t_end=1.5, steps=12)
+    ev = [e for e in beyond.events if e.kind == "table-extrapolated"]
+    assert len(ev) == 1 and ev[0].items == ("rail.driver",) and abs(ev[0].time - 1.125) < 1e-12
+    assert "extrapolated" in ev[0].message and "4 of 13" in ev[0].message
+
+
 # ---------------------------------------------------------------------------- a freedom left free
 def test_a_freedom_the_drivers_leave_free_is_refused_naming_it():
     """A carriage on a cylindrical rail driven along it can still spin about it: the error names
@@ -141,6 +169,54 @@ def test_passing_dead_centre_between_frames_is_an_event_naming_the_driver_and_th
     ev = events[0]
     assert ev.items == ("slide.driver",) and "slide.driver" in ev.message
     assert abs(ev.time - 1.0) < 0.5 * 1.6 / steps
+
+
+def _dead_centre_slider_crank():
+    """A slider-crank drawn at top dead centre (crank 0.1 m and rod 0.3 m along x), driven from its slider."""
+    return {"units": "m", "parts": {"ground": {"fixed": True}, "crank": {"position": [0, 0, 0]},
+                                    "rod": {"position": [0.1, 0, 0]}, "slider": {"position": [0.4, 0, 0]}},
+            "joints": [{"name": "pivot", "type": "revolute", "parts": ["ground", "crank"], "origin": [0, 0, 0],
+                        "axis": [0, 0, 1]},
+                       {"name": "pin", "type": "revolute", "parts": ["crank", "rod"], "origin": [0.1, 0, 0],
+                        "axis": [0, 0, 1]},
+                       {"name": "wrist", "type": "revolute", "parts": ["rod", "slider"], "origin": [0.4, 0, 0],
+                        "axis": [0, 0, 1]},
+                       {"name": "slide", "type": "prismatic", "parts": ["ground", "slider"], "origin": [0.4, 0, 0],
+                        "axis": [1, 0, 0]}],
+            "drivers": [{"joint": "slide", "expression": "-0.01*t**2"}]}
+
+
+def _rsur_sample(driven):
+    """samples/rsur_spatial (0.5 kg parts, 1e-3 kg m²) with its driver on ``driven`` (its own: the crank's, 2πt)."""
+    import tomllib
+    from pathlib import Path
+
+    data = tomllib.loads((Path(__file__).resolve().parents[2] / "samples" / "rsur_spatial.cadmotion.toml").read_text())
+    data.pop("simulation")
+    for name in ("crank", "coupler", "rocker"):
+        data["parts"][name].update(mass=0.5, inertia=[1e-3, 1e-3, 1e-3])
+    data["drivers"] = [{"joint": driven, "expression": "0.1*t" if driven != "crank_pivot" else "2*pi*t"}]
+    return data
+
+
+@pytest.mark.parametrize("data, free", [(_dead_centre_slider_crank(), "pivot.angle"),
+                                        (_rsur_sample("rocker_pivot"), "crank_pivot.angle")],
+                         ids=["slider-crank-at-dead-centre", "rsur-sample-from-its-rocker"])
+def test_an_initial_pose_at_a_toggle_of_the_driven_mechanism_is_refused_as_singular_not_as_free(data, free):
+    """Drawn at a toggle of the driven mechanism, the drivers leave a freedom to first order only: the slider-crank
+    at dead centre, driven from its slider, and the RSUR sample driven from its rocker (at its assembly pose the
+    crank's pin moves along y, (0, 0.08, 0) m/rad, orthogonal to the coupler, which lies in the xz-plane: the
+    rocker is at its extreme). Both were refused as "the drivers leave 1 free: <crank> can move", with the advice
+    to drive it too, which over-constrains them. The error says it is a singular configuration and names the
+    crank; the RSUR sample driven at its crank (regular there) runs."""
+    with pytest.raises(DrivingError) as info:
+        inverse_dynamics(compile_model(parse_model(data, source="toggle.toml")), t_end=0.5, steps=5)
+    text = str(info.value)
+    assert "singular configuration" in text and "toggle" in text and free in text
+    assert "leave 1 free" not in text and "add a [[drivers]]" not in text
+    m = inverse_dynamics(compile_model(parse_model(_rsur_sample("crank_pivot"), source="rsur.toml")), t_end=0.5,
+                         steps=5)
+    assert m.complete and not [e for e in m.events if e.kind in ("singular", "near-singular")]
 
 
 def reach_expr():
