@@ -870,6 +870,11 @@ class _Stepper:
             self.solver = solver                    # the factorisation at the accepted pose
             if depth == 0:
                 self._track = [(t0, q, qd)]
+            # a whole step that converged across a singular pose is kept to fall back on: its halves may
+            # land on the singular pose itself (a slider driven to dead centre and back reaches it at
+            # the interval's middle), where the position iteration cannot converge
+            whole = (angles.copy(), len(events), self._prev, self._J_at,
+                     None if self._track is None else list(self._track)) if crossed else None
             try:
                 tm = 0.5 * (t0 + t1)
                 mid = self.advance(t0, state, tm, angles, events, depth + 1)
@@ -878,10 +883,17 @@ class _Stepper:
                     self.interval_change = self._tracked_change()
                 return end
             except _Stop as stop:
-                if depth == 0 and stop.kind == "lockup":
-                    # the time the lock-up was found at (a sub-step), as its message says
-                    events.append(Event("lockup", float(t1 if stop.time is None else stop.time), str(stop)))
-                raise
+                if whole is not None and stop.kind in ("lockup", "singular"):
+                    angles.ref = whole[0].ref
+                    del events[whole[1]:]
+                    self._prev, self._J_at, self.solver = whole[2], whole[3], solver
+                    if whole[4] is not None:
+                        self._track = whole[4]
+                else:
+                    if depth == 0 and stop.kind == "lockup":
+                        # the time the lock-up was found at (a sub-step), as its message says
+                        events.append(Event("lockup", float(t1 if stop.time is None else stop.time), str(stop)))
+                    raise
             finally:
                 if depth == 0:
                     self._track = None
