@@ -106,6 +106,21 @@ def max_abs_rows(v, rows):
 
 
 @numba.njit(**_JIT)
+def det_sign(LU, piv):
+    """The sign (±1, 0 at a zero pivot) of det J[rows] from its factors by :func:`lu_factor`: the
+    product of U's diagonal's signs, negated for each row swap (as ``linalg.RowSolver.det_sign``)."""
+    sign = 1
+    for k in range(LU.shape[0]):
+        if LU[k, k] == 0.0:
+            return 0
+        if LU[k, k] < 0.0:
+            sign = -sign
+        if piv[k] != k:
+            sign = -sign
+    return sign
+
+
+@numba.njit(**_JIT)
 def lu_factor(J, rows, LU, piv):
     """LU ← P·J[rows] = L·U with partial pivoting (LAPACK getrf's algorithm); the exact
     1-norm reciprocal condition number of J[rows], 0 at an exact zero pivot."""
@@ -286,8 +301,9 @@ def frames(times, k0, k1, Q, Qd, Qdd, rows, D, tol, max_iter, polish_iter, rcond
     Newton on Φ(q, t) = 0 (chord steps, refactorised when they slow down, polished towards
     round-off), Φq q̇ = −Φt and
     Φq q̈ = γ. Returns the first frame not done: k1, or the frame where the Newton
-    iteration failed, landed far from the predictor (another branch) or the kept rows'
-    reciprocal condition number fell below ``rcond_min`` — the numpy stepper then takes
+    iteration failed, landed far from the predictor (another branch), the kept rows'
+    reciprocal condition number fell below ``rcond_min`` or their determinant changed sign
+    (a singular pose passed: a change point or dead centre) — the numpy stepper then takes
     that frame, splitting the step and reporting events as it does."""
     nq = Q.shape[1]
     eps = 2.220446049250313e-16
@@ -307,6 +323,7 @@ def frames(times, k0, k1, Q, Qd, Qdd, rows, D, tol, max_iter, polish_iter, rcond
     jac_all(Q[k0 - 1], k0 - 1, D, J)
     if not lu_factor(J, rows, LU, piv) >= rcond_min:
         return k0
+    sign = det_sign(LU, piv)  # of the kept rows at the last accepted pose: a change means a singular pose passed
     k = k0
     while k < k1:
         t0, t1 = times[k - 1], times[k]
@@ -381,6 +398,8 @@ def frames(times, k0, k1, Q, Qd, Qdd, rows, D, tol, max_iter, polish_iter, rcond
             return k
         jac_all(q, k, D, J)
         if not lu_factor(J, rows, LU, piv) >= rcond_min:  # near a singular pose: the numpy stepper decides
+            return k
+        if det_sign(LU, piv) != sign:  # a singular pose passed in the step: the numpy stepper splits and reports it
             return k
         accept_all(q, D)
         # velocity and acceleration (``_Stepper.derivatives``)

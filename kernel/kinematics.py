@@ -431,22 +431,16 @@ def kinematics(model, t_end=1.0, steps=100, *, t_start=0.0, times=None, tol=1e-1
     k = 1
     behind = False  # has the compiled loop moved on from the stepper's state?
     changes = {}  # frame k -> the joint coordinates' change from frame k − 1, where the stepper split the interval
-    numpy_until = 0  # frames before this one are the stepper's (a compiled call passed a singular pose)
     try:  # Ctrl-C, wherever it lands (a compiled call, a step, the progress display): keep the frames done
         while k < nt:
-            if compiled is not None and k >= numpy_until:  # compiled frames, then one of the stepper's
+            if compiled is not None:  # as many frames as the compiled loop does, then one of the stepper's
                 end = min(nt, k + CHUNK)
                 # the step before frame k − 1, for the predictor: the compiled loop's or the stepper's (a sub-step)
                 prev = (times[k - 2], Qdd[k - 2]) if behind else stepper.previous(times[k - 1])
-                saved = angles.copy()
+                # (it stops before a frame where the kept rows' determinant changes sign: the stepper
+                # splits that step and reports the singular pose passed)
                 k_new = compiled.run(k, end, times, Q, Qd, Qdd, stepper.rows, angles, tol, max_iter,
                                      stepper.polish_iter, RCOND_MARGIN * singular_rcond, prev)
-                if k_new > k and _sign_changed(system, stepper.rows, (Q[k - 1], times[k - 1], saved),
-                                               (Q[k_new - 1], times[k_new - 1], angles)):
-                    # a singular pose was passed in the call (a change point or dead centre): its frames
-                    # are taken again by the stepper, which splits the step there and reports it
-                    angles.ref = saved.ref
-                    numpy_until, k_new = k_new, k
                 k_old, k = k, k_new
                 behind = behind or k_new > k_old
                 done = k_new
@@ -483,13 +477,6 @@ def kinematics(model, t_end=1.0, steps=100, *, t_start=0.0, times=None, tol=1e-1
     return _motion(model, times[:done], Q[:done], Qd[:done], Qdd[:done], measures, events,
                    complete=done == nt, message=message, rates=rates,
                    changes={k: c for k, c in changes.items() if k < done})
-
-
-def _sign_changed(system, rows, start, end):
-    """Whether det Φq[rows] has opposite signs at the poses ``start`` and ``end``, each
-    (q, t (s), angle state): a singular pose lies between them (see :meth:`.linalg.RowSolver.det_sign`)."""
-    signs = [RowSolver(system.jacobian_auto(q, t, angles), rows).det_sign for q, t, angles in (start, end)]
-    return bool(signs[0]) and bool(signs[1]) and signs[0] != signs[1]
 
 
 def _free_motion(model, system, J, q):

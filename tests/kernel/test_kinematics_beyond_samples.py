@@ -83,12 +83,15 @@ def test_a_parallelogram_driven_through_its_change_points_flags_each_and_keeps_t
     np.testing.assert_allclose(motion.coordinate("D.angle"), -motion.coordinate("A.angle"), atol=1e-9)
 
 
-def test_the_compiled_frame_loop_flags_the_change_points_too(build, monkeypatch):
+@pytest.mark.parametrize("turns", [1, 8])
+def test_the_compiled_frame_loop_flags_the_change_points_too(build, monkeypatch, turns):
     # The same parallelogram in 2,000 frames, which the compiled frame loop takes (at least
     # 1,500 frames, compiled in the run here). Its frames near the change points keep a
     # reciprocal condition number above its hand-back margin, so it passed both change points
-    # silently before the fix; a call across which det Φq changes sign must be retaken by the
-    # stepper, which flags it. Reference as above (the change times, the parallelogram branch).
+    # silently before the fix; the loop must hand back the frame across which det Φq changes sign
+    # to the stepper, which flags it. At 8 turns a second the change points are 125 frames apart,
+    # two in each of the loop's 256-frame calls (a check of the calls' ends alone sees none).
+    # Reference as above (the change times, the parallelogram branch).
     pytest.importorskip("numba")
     from cadmotion.kernel.kinematics_fast import CompiledFrames
 
@@ -102,12 +105,13 @@ def test_the_compiled_frame_loop_flags_the_change_points_too(build, monkeypatch)
         return k
 
     monkeypatch.setattr(CompiledFrames, "run", counted)
-    motion = kinematics(compile_model(_four_bar(build, 0.1, 0.3, 0.1, 0.3, 0.5, "2*pi*t")), t_end=1.0, steps=2000)
+    motion = kinematics(compile_model(_four_bar(build, 0.1, 0.3, 0.1, 0.3, 0.5, f"{2 * turns}*pi*t")), t_end=1.0,
+                        steps=2000)
     assert sum(done) > 1000  # most frames were the compiled loop's
     assert motion.complete, motion.message
     branch = [e.time for e in motion.events if e.kind == "branch"]
-    changes = [(k * np.pi - 0.5) / (2 * np.pi) for k in (1, 2)]
-    assert len(branch) == 2, motion.events
+    changes = [(k * np.pi - 0.5) / (2 * turns * np.pi) for k in range(1, 2 * turns + 1)]
+    assert len(branch) == len(changes), motion.events
     for t_change, t_event in zip(changes, branch):
         assert t_change <= t_event <= t_change + 1.0 / 2000 / 2**8 + 1e-12
     np.testing.assert_allclose(motion.coordinate("D.angle"), -motion.coordinate("A.angle"), atol=1e-9)
