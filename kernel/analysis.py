@@ -22,7 +22,7 @@ import numpy as np
 from .lapack import qr_economic_q, qr_pivoted_r
 from .linalg import issparse
 
-__all__ = ["RankInfo", "rank_info", "DENSE_LIMIT"]
+__all__ = ["RankInfo", "rank_info", "DENSE_LIMIT", "FreeMotion", "free_motion"]
 
 DENSE_LIMIT = 600  # rows + columns up to which dense QR is used
 DENSE_FALLBACK = 3000  # up to this size, dense QR when the first Lanczos run finds only zeros
@@ -152,3 +152,53 @@ def _row_scale(J):
     sq = J.multiply(J).sum(axis=1) if issparse(J) else (J * J).sum(axis=1)
     m = float(np.sqrt(np.max(sq))) if J.shape[0] else 0.0
     return m or 1.0
+
+
+@dataclass(frozen=True)
+class FreeMotion:
+    """What the drivers leave free at a pose, to first order (:func:`free_motion`).
+
+    Attributes
+    ----------
+    null : ndarray (k, nq)
+        Orthonormal basis of the null space of Φq (all rows): the free motions.
+    left : ndarray (nc, k')
+        Orthonormal basis of the left null space of Φq.
+    coordinates : list of str
+        ``joint.kind`` of the joint coordinates that change along a free motion, in the model's order.
+    parts : list of str
+        The moving parts that move along a free motion, in the model's order.
+    """
+
+    null: np.ndarray
+    left: np.ndarray
+    coordinates: List[str]
+    parts: List[str]
+
+
+#: step (in the unit free direction) of the joint coordinates' difference quotient in :func:`free_motion`
+_FREE_STEP = 1e-7
+
+
+def free_motion(model, system, J, q):
+    """The free motions of Φq (``J``, dense or sparse) at ``q`` and the joint coordinates and parts that
+    move along them (a dense SVD: callers keep it to models of a few thousand coordinates). A coordinate
+    is named where its rate along a free motion is above 1e-6 and 1e-3 of the largest (angles compared
+    modulo a turn), a part where its coordinates move by more than 1e-6 along one."""
+    J = J.toarray() if issparse(J) else np.asarray(J)
+    U, sv, Vt = np.linalg.svd(J)
+    rank = int(np.sum(sv > 1e-9 * max(sv[0], 1.0))) if len(sv) else 0
+    null, left = Vt[rank:], U[:, rank:]
+    coordinates = []
+    if model.joint_measures and len(null):
+        m0 = system.joint_measures(q)
+        for n in null:
+            d = system.joint_measures(q + _FREE_STEP * n) - m0
+            d = np.abs(np.remainder(d + np.pi, 2 * np.pi) - np.pi) / _FREE_STEP
+            for i, (joint, kind, _, _) in enumerate(model.joint_measures):
+                name = f"{joint}.{kind}"
+                if d[i] > 1e-3 * max(np.max(d), 1e-12) and d[i] > 1e-6 and name not in coordinates:
+                    coordinates.append(name)
+    moving = np.abs(null).reshape(len(null), -1, model.nqb).max(axis=(0, 2)) if len(null) else np.zeros(0)
+    parts = [model.body_names[b] for b in np.flatnonzero(moving > 1e-6)]
+    return FreeMotion(null, left, coordinates, parts)

@@ -52,10 +52,10 @@ from typing import List
 import numpy as np
 
 from ..errors import AssemblyError, DrivingError, SingularityError
-from .analysis import rank_info
+from .analysis import free_motion, rank_info
 from .kinematics_fast import CHUNK, RCOND_MARGIN, compiled_frames
 from .lapack import geqrf, orgqr, trtrs
-from .linalg import RowSolver, WeightedRowSolver, issparse, scale_columns
+from .linalg import DENSE_LIMIT, RowSolver, WeightedRowSolver, issparse, scale_columns
 from .motion import Event, JointCoordinate, Motion
 from .system import AngleState, System
 
@@ -479,36 +479,6 @@ def kinematics(model, t_end=1.0, steps=100, *, t_start=0.0, times=None, tol=1e-1
                    changes={k: c for k, c in changes.items() if k < done})
 
 
-def _free_motion(model, system, J, q):
-    """What the drivers leave free at ``q``: (names of the moving parts that move along the null
-    space of Φq (all rows), names of the joints whose coordinates change along it), or None for a
-    model too large for a dense null space."""
-    from .linalg import DENSE_LIMIT
-
-    if model.nq > DENSE_LIMIT:
-        return None
-    J = J.toarray() if issparse(J) else np.asarray(J)
-    _, sv, Vt = np.linalg.svd(J)
-    rank = int(np.sum(sv > 1e-9 * max(1.0, sv[0] if sv.size else 1.0)))
-    V = Vt[rank:]  # (free, nq)
-    if not len(V):
-        return None
-    nqb = model.nqb
-    move = np.linalg.norm(V.reshape(len(V), -1, nqb), axis=(0, 2))  # per moving part
-    moving = [b for b in range(model.nb) if not model.body_fixed[b]]
-    parts = [model.body_names[b] for b, m in zip(moving, move) if m > 1e-6 * move.max()]
-    eps = 1e-6
-    m0 = system.joint_measures(q)
-    joints = []
-    for v in V:
-        d = system.joint_measures(q + eps * v) - m0
-        d = np.abs(np.remainder(d + np.pi, 2 * np.pi) - np.pi) / eps
-        for n, (joint, _, _, _) in enumerate(model.joint_measures):
-            if d[n] > 1e-4 and joint not in joints:
-                joints.append(joint)
-    return parts, joints
-
-
 def _check_drivers(model, J, info, allow_free=False, system=None, q=None):
     """DrivingError unless the drivers fix exactly the mechanism's free coordinates; with
     ``allow_free`` only over-determination is refused.  Returns the DOF left free (0 when
@@ -531,12 +501,14 @@ def _check_drivers(model, J, info, allow_free=False, system=None, q=None):
             where=where, hint="remove drivers until there is one per degree of freedom",
         )
     if info.dof > 0 and not allow_free:
-        free = _free_motion(model, system, J, q) if system is not None and q is not None else None
+        free = free_motion(model, system, J, q) if system is not None and q is not None \
+            and model.nq <= DENSE_LIMIT else None
         which = ""
-        if free is not None and free[0]:
-            which = f": {', '.join(free[0][:8])} can move with the drivers held"
-            if free[1]:
-                which += f" (a driver on one of the joints {', '.join(free[1][:8])} would fix that)"
+        if free is not None and free.parts:
+            which = f": {', '.join(free.parts[:8])} can move with the drivers held"
+            joints = list(dict.fromkeys(c.rsplit(".", 1)[0] for c in free.coordinates))
+            if joints:
+                which += f" (a driver on one of the joints {', '.join(joints[:8])} would fix that)"
         raise DrivingError(
             f"the drivers leave {info.dof} degree(s) of freedom free (mechanism mobility {mobility_joints}, "
             f"{len(driver_rows)} driver(s)){which}; kinematic analysis needs every DOF driven",
@@ -634,8 +606,6 @@ class _Stepper:
     def _full_rows_factor(self, q, t, angles):
         """(Φq, Q, R) of all rows (economic QR) when some rows were dropped as redundant
         and the model is small enough for dense algebra; else None."""
-        from .linalg import DENSE_LIMIT
-
         nc, nq = self.system.model.nc, self.system.model.nq
         if len(self.rows) == nc or nq > DENSE_LIMIT or nc < nq or self.colscale is not None:
             return None
@@ -790,8 +760,6 @@ class _Stepper:
         for a driven mechanism: an RSSR whose crank turned 3 turns in one output interval, its
         coupler's spin moved minimally, ended on the mirror assembly (rocker 3 rad off) with no
         event. Dense models only (nq ≤ DENSE_LIMIT); False otherwise."""
-        from .linalg import DENSE_LIMIT
-
         nq = self.system.model.nq
         if nq > DENSE_LIMIT:
             return False
@@ -847,9 +815,10 @@ class _Stepper:
             # assembly mode reached: a predictor past a dead centre converges there)
             J_new = self.system.jacobian_auto(q_new, t1, angles)
             new_solver = self._factor(J_new)
-            sign_new, sign = getattr(new_solver, "det_sign", None), getattr(solver, "det_sign", None)
-            crossed = bool(sign_new) and bool(sign) and sign_new != sign  # (None: not square, free DOF)
-            if self.colscale is not None:
+            if self.colscale is None:
+                sign_new, sign = new_solver.det_sign, solver.det_sign
+                crossed = bool(sign_new) and bool(sign) and sign_new != sign  # (None: not square)
+            else:  # free DOF: the kept rows are wide
                 crossed = self._minimal_crossed(q, t0, J_new, angles)
         if depth == 0:
             self.interval_change = None

@@ -50,7 +50,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import DrivingError
-from ..analysis import rank_info
+from ..analysis import free_motion, rank_info
 from ..kinematics import kinematics
 from ..motion import Event
 from ..system import AngleState, System
@@ -170,25 +170,11 @@ def check_fully_driven(model, t=0.0):
     info = rank_info(J)
     if info.dof <= 0:
         return
-    free = []
-    null = np.zeros((0, model.nq))
-    left = np.zeros((J.shape[0], 0))
+    free, null = [], np.zeros((0, model.nq))
     if model.nq <= _NAME_FREE_MAX_NQ:  # a dense SVD names them
-        J = np.asarray(J.todense() if hasattr(J, "todense") else J)
-        U, sv, Vt = np.linalg.svd(J)
-        rank = int(np.sum(sv > 1e-9 * max(sv[0], 1.0))) if len(sv) else 0
-        null, left = Vt[rank:], U[:, rank:]
-    h = 1e-7
-    m0 = system.joint_measures(model.q0) if model.joint_measures and len(null) else np.zeros(0)
-    for n in null:
-        d = (system.joint_measures(model.q0 + h * n) - m0) / h if len(m0) else np.zeros(0)
-        for i, (joint, kind, _, _) in enumerate(model.joint_measures):
-            name = f"{joint}.{kind}"
-            if abs(d[i]) > 1e-3 * max(np.max(np.abs(d)), 1e-12) and abs(d[i]) > 1e-6 and name not in free:
-                free.append(name)
-    if not free and len(null):
-        moving = np.abs(null).reshape(len(null), -1, model.nqb).max(axis=(0, 2)) if len(null) else np.zeros(0)
-        free = [f"part {model.body_names[b]}" for b in np.flatnonzero(moving > 1e-6)]
+        motion = free_motion(model, system, J, model.q0)
+        null, left = motion.null, motion.left
+        free = motion.coordinates or [f"part {name}" for name in motion.parts]
     drivers = [d.name for d in model.spec.drivers]
     if len(free) > 8:
         free = [", ".join(free[:8]) + f" and {len(free) - 8} more"]
