@@ -1,7 +1,7 @@
 """Expressions as data: checked expression code compiled to postfix programs for one interpreter.
 
 A torque law tau(t, q, qd) or a driver's f(t), f'(t), f''(t) reaches compiled code as Python
-source printed by sympy and checked against a whitelist (:func:`.dynamics.fast._checked_code`).
+source printed by sympy and checked against a whitelist (:func:`.dynamics.compiled_expressions.checked_code`).
 :func:`compile_program` turns that source into a *program*, numbers rather than code, which the
 one numba interpreter :func:`._program_kernels.evaluate` runs: models that differ in their
 expressions share that interpreter's machine code instead of compiling a function each.

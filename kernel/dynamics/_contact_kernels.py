@@ -64,7 +64,7 @@ points sorted by pair: a pair's features are contiguous); per box pair ``bx`` (c
 two boxes, one pair per box taken as S). A box pair's least-overlap axis is computed once an evaluation, by the first
 of its corners or edge crossings that needs it (:func:`_pair_axis`), and counted in ``stats``.
 
-Editing this module: the generated dynamics modules hash its source (:func:`.fast._module_file`), and numba's
+Editing this module: the generated dynamics modules hash its source (:func:`.library.module_file`), and numba's
 cache folder is named by a digest of every kernel source that uses numba (:mod:`..numba_cache`), so the
 kernels that call these functions (:mod:`._kernels`) are compiled again with it (a few minutes).
 """

@@ -22,6 +22,7 @@ from ..numba_cache import numba  # numba, its cache folder named by the kernel s
 from .._kinematics_kernels import gather, gather_to, unwrap, winding_to  # noqa: F401 (generated modules call K.gather, K.gather_to, K.winding_to, K.unwrap)
 from .._program_kernels import evaluate as evaluate_program
 from ._contact_kernels import contact_accept, contact_forces, contact_limit
+from . import layout
 from ._frames import euler_rotation, frame_axes, relative_rotation_vector
 from .integrators import ROTATION_PER_STEP
 from .tyres import tyre_forces
@@ -709,74 +710,16 @@ def scatter_measures(values, pos, aux):
 
 
 # ---------------------------------------------------------------- layout of the packed arrays
-#: (name, kind, ndim): kind 'f' model floats (df), 'i' model ints (di), 'd' per-call floats written
-#: by Python before each call (dd), 'w' workspace (ws). Group arrays follow, per constraint group.
-COMMON = [
-    ("q_fixed", "f", 1), ("com_all", "f", 2), ("Jb", "f", 3), ("Jbinv", "f", 3), ("mass", "f", 1), ("gravf", "f", 2),
-    # per moving body the inverse of its mass for the translations (nmov, 3, 3; 1/kg, world axes): I/m, or P/m for
-    # a planar mechanism (:mod:`.planar`, whose ``Jbinv`` is the part's inverse inertia about the normal only)
-    ("imt", "f", 3),
-    ("row_map", "i", 1), ("rb", "i", 2), ("pair_i", "i", 1), ("pair_j", "i", 1), ("pair_si", "i", 1),
-    ("pair_sj", "i", 1), ("sizes", "i", 1),
-    ("sp_ia", "i", 1), ("sp_ib", "i", 1), ("sp_da", "f", 2), ("sp_db", "f", 2), ("sp_k", "f", 1), ("sp_c", "f", 1),
-    ("sp_l0", "f", 1), ("sp_F0", "f", 1),
-    ("ax_ia", "i", 1), ("ax_ib", "i", 1), ("ax_Ri", "f", 3), ("ax_Rj", "f", 3), ("ax_k", "f", 1), ("ax_c", "f", 1),
-    ("ax_tau0", "f", 1), ("ax_expr", "i", 1), ("ax_ref", "d", 1), ("tau", "d", 1),
-    ("bl_ia", "i", 1), ("bl_ib", "i", 1), ("bl_Ri", "f", 3), ("bl_Rj", "f", 3), ("bl_k", "f", 1), ("bl_c", "f", 1),
-    ("stab", "d", 1),
-    # per row 1.0 for the redundant constraints the factor of S drops until the next accepted state
-    # (:func:`choose_rows`)
-    ("redundant", "d", 1),
-    # the constraint groups, one row each (columns G_TEMPLATE …, below): which template of the compiled
-    # library (:data:`.fast.library_templates`), first row, equations per instance, flags, header index
-    # of the group's first array
-    ("grp", "i", 2),
-    # the model's expressions as programs of :mod:`..expression_programs` (torques and forces along joint
-    # axes, drivers' time functions and their derivatives): opcodes, literals, program starts, the
-    # interpreter's variables (t, q, qd); per axis and line element its program (−1: none)
-    ("pg_ops", "i", 2), ("pg_val", "f", 1), ("pg_start", "i", 1), ("pg_x", "w", 1), ("ax_prog", "i", 1),
-    ("ln_prog", "i", 1),
-    ("qf", "w", 1), ("qdf", "w", 1), ("A", "w", 3), ("rho", "w", 2), ("rc", "w", 2), ("E", "w", 3), ("Jw", "w", 3),
-    ("Jwinv", "w", 3), ("B", "w", 3), ("bdot", "w", 2), ("w", "w", 2), ("vc", "w", 2), ("Jc", "w", 3),
-    ("gam", "w", 1), ("pt", "w", 1), ("ph", "w", 1), ("aux", "w", 1),
-    ("is_angle", "i", 1), ("mref", "d", 1), ("ax_const", "f", 2),
-    ("ln_ia", "i", 1), ("ln_ib", "i", 1), ("ln_di", "f", 2), ("ln_Ri", "f", 3), ("ln_dj", "f", 2), ("ln_F", "d", 1),
-    ("ln_const", "f", 2),
-    ("bu_ia", "i", 1), ("bu_ib", "i", 1), ("bu_da", "f", 2), ("bu_db", "f", 2), ("bu_Ra", "f", 3), ("bu_Rb", "f", 3),
-    ("bu_Kt", "f", 2), ("bu_Ct", "f", 2), ("bu_Kr", "f", 2), ("bu_Cr", "f", 2),
-    ("ty_b", "i", 1), ("ty_dc", "f", 2), ("ty_ax", "f", 2), ("ty_par", "f", 2), ("ty_bump", "f", 3), ("ty_nb", "i", 1),
-    ("ty_out", "w", 2),
-    # compliant contacts (:mod:`._contact_kernels`): per point, per body pair, per point its features and the
-    # features, per point its box pair and the box pairs, the impact speeds, the broad phase switch, the evaluation
-    # counters
-    ("ct_s", "i", 1), ("ct_o", "i", 1), ("ct_ds", "f", 2), ("ct_do", "f", 2), ("ct_no", "f", 2), ("ct_half", "f", 2),
-    ("ct_axis", "f", 2), ("ct_kind", "i", 1), ("ct_par", "f", 2), ("ct_pair", "i", 2), ("ct_pc", "f", 2),
-    ("ct_feat", "i", 2), ("ct_ft", "f", 2), ("ct_bp", "i", 1), ("ct_bx", "f", 2), ("ct_state", "d", 1),
-    ("ct_opt", "i", 1), ("ct_stats", "w", 1),
-    # the evaluation's intermediates, so that it allocates nothing but ẏ: X = Jc M⁻¹ (m, ns, 6), the band
-    # factor of S (m, bw + 1), its dropped rows (1.0) and pivot ratios (m); the singular measure's own X, factor,
-    # dropped rows and pivot ratios; per row Jv v + Φt, Jv M⁻¹ f − γ̂, λ and the augmented Lagrangian's next λ; per body
-    # (nb, 3) the applied forces and moments; per velocity (6 nmov) f and v̇
-    ("X", "w", 3), ("Lb", "w", 2), ("dropped", "w", 1), ("ratio", "w", 1),
-    ("X_kin", "w", 3), ("L_kin", "w", 2), ("drop_kin", "w", 1), ("ratio_kin", "w", 1),
-    ("vres", "w", 1), ("rhs_c", "w", 1), ("lam", "w", 1), ("lam_new", "w", 1),
-    ("Fo", "w", 2), ("No", "w", 2), ("fv", "w", 1), ("vd", "w", 1),
-]
-GROUP = [("gather", "i", 2), ("markers", "f", 2), ("params", "f", 2), ("bodies", "i", 2), ("F", "d", 2),
-         ("ref", "d", 2), ("mpos", "i", 2),
-         # drivers' time functions: per instance how compiled code evaluates it (FN_*), its programs of f, f', f''
-         # and their constants, tables' splines
-         ("fn_kind", "i", 1), ("fn_prog", "i", 2), ("fn_const", "f", 2), ("spl_x", "f", 2), ("spl_c", "f", 3),
-         ("spl_n", "i", 1),
-         # workspace: the group's gathered coordinates and rates (n, slots), angle windings (n, angles), and the
-         # outputs of its template's ``*_into`` functions: Φq (n, neq, slots), γ, Φ, Φt (n, neq), raw angles
-         # (n, angles), joint measures (n, measures) — each written by its function only, so that the entries it
-         # never writes stay zero
-         ("Q", "w", 2), ("QD", "w", 2), ("W", "w", 2), ("Jg", "w", 3), ("Gg", "w", 2), ("Ph", "w", 2), ("Pt", "w", 2),
-         ("An", "w", 2), ("Ms", "w", 2)]
-_I = {name: i for i, (name, _, _) in enumerate(COMMON)}
+#: every array's name, kind, shape and meaning: :mod:`.layout` (kinds 'f' model floats (df), 'i' model ints (di),
+#: 'd' per-call floats written by Python before each call (dd), 'w' workspace (ws)); group arrays follow, per
+#: constraint group
+COMMON, GROUP = layout.COMMON, layout.GROUP
+#: the formulation's numbers in ``stab``: Baumgarte α, β (1/s), the drop tolerance of redundant rows, the penalty ε,
+#: the augmented Lagrangian's iterations and relative tolerance, the model's length scale (m)
+N_STAB = 7
+_I = {f.name: i for i, f in enumerate(COMMON)}
 #: a group's arrays: header index = its row's G_BASE + the array's position in GROUP
-_G = {name: j for j, (name, _, _) in enumerate(GROUP)}
+_G = {f.name: j for j, f in enumerate(GROUP)}
 #: columns of a group's row in ``grp``: template index, first row, equations per instance, whether it has
 #: time functions (Φt), angle windings, joint measures; header index of its first array
 G_TEMPLATE, G_ROW0, G_NEQ, G_TIMED, G_ANGLES, G_MEASURED, G_BASE = range(7)

@@ -27,7 +27,7 @@ passes of :mod:`._aba_kernels` (O(n) per right-hand side) to Q̄ and to the clos
 solves for the multipliers of its kept rows with Baumgarte's terms; its ``project`` does nothing.
 
 The model's absolute quantities (Jc, γ̂, Φ, Φt of the closure rows, the applied forces) come
-from the absolute formulation's compiled module (:mod:`.fast`) evaluated at the tree's
+from the absolute formulation's compiled library (:mod:`.library`) evaluated at the tree's
 absolute state ``ya`` = [q, v, 0], which :func:`kinematics` writes into the workspace.
 
 The functions of :data:`TEMPLATES` are compiled inside the tree module (:mod:`.fast_tree`),
@@ -45,6 +45,7 @@ import numpy as np
 
 from ..numba_cache import numba  # numba, its cache folder named by the kernel sources
 from . import _kernels as K
+from .layout import Field as F
 from ._aba_kernels import factor as aba_factor
 from ._aba_kernels import solve as aba_solve
 from ._dop853 import CLEAR, PROBES, clear_of_singular
@@ -68,33 +69,73 @@ RANK_TOL = 1e-9
 #: and factorised by LAPACK instead of the loop Cholesky
 DENSE_LIMIT = 12
 
-#: (name, kind, ndim) of the tree's packed arrays, after the absolute module's (kinds as
-#: :data:`._kernels.COMMON`: 'f' model floats, 'i' model ints, 'w' workspace)
-TREE = [
-    # nzq, nz, nj, nmov, closure rows, timed, redundant rows of Jv, formulation (1: ``recursive``)
-    ("t_sizes", "i", 1),
-    ("t_type", "i", 1), ("t_parent", "i", 1), ("t_child", "i", 1), ("t_zq", "i", 1), ("t_z", "i", 1),
-    ("t_ncol", "i", 1),
-    ("t_Rpi", "f", 3), ("t_rpi", "f", 2), ("t_R0", "f", 3), ("t_r0", "f", 2), ("t_Rjc", "f", 3), ("t_rjc", "f", 2),
-    ("t_Rcj", "f", 3), ("t_rcj", "f", 2), ("t_Rroot", "f", 3), ("t_rroot", "f", 2), ("t_com", "f", 2),
-    ("t_ckind", "i", 1), ("t_cframe", "i", 1), ("t_cref", "i", 1), ("t_cjoint", "i", 1), ("t_caxis", "f", 2),
-    ("t_cw", "f", 1), ("t_rw", "f", 1),
-    ("t_bjoint", "i", 1), ("t_crow", "i", 1), ("t_qadr", "i", 1), ("t_wadr", "i", 1), ("t_sq", "i", 1),
-    ("t_sz", "i", 1),
-    ("t_JR", "w", 3), ("t_jr", "w", 2), ("t_pref", "w", 2), ("t_RMi", "w", 3), ("t_rMi", "w", 2),
-    ("t_RPre", "w", 3), ("t_rPre", "w", 2), ("t_RMj", "w", 3), ("t_rMj", "w", 2), ("t_b", "w", 2), ("t_Z", "w", 2),
-    ("t_rc", "w", 2), ("t_ya", "w", 1),
+#: the tree's packed arrays, after the absolute library's (:data:`.layout.COMMON`; fields as there). Sizes: nj tree
+#: joints (one per moving body), nz joint velocities (the tree's columns), mc closure rows, and the flat scratch
+#: arrays' lengths ny = 13 nmov + 1, nw6 = 30 nmov, nwf = 6 nb, nwv = 5 nz, nwm = 6 mc, nwc = mc nz, nwq = mc²,
+#: nwmb = min(nz, DENSE_LIMIT)² (:meth:`.fast_tree.FastTree._extra_arrays`)
+TREE = (
+    F("t_sizes", "i", (8,), "nzq, nz, nj, nmov, closure rows, timed, redundant rows of Jv, formulation (1: recursive)"),
+    F("t_type", "i", ("nj",), "each tree joint's type (TYPE_CODES)"),
+    F("t_parent", "i", ("nj",), "its parent body (−1: ground)"),
+    F("t_child", "i", ("nj",), "its child body"),
+    F("t_zq", "i", ("nj",), "its first position coordinate in z"),
+    F("t_z", "i", ("nj",), "its first velocity coordinate in ż"),
+    F("t_ncol", "i", ("nj",), "its velocity columns"),
+    F("t_Rpi", "f", ("nj", 3, 3), "the joint's first marker axes in the parent's frame"),
+    F("t_rpi", "f", ("nj", 3), "its origin (m)"),
+    F("t_R0", "f", ("nj", 3, 3), "the joint's zero pose (second marker relative to the first)"),
+    F("t_r0", "f", ("nj", 3), "its offset (m)"),
+    F("t_Rjc", "f", ("nj", 3, 3), "the child's frame in the second marker's axes"),
+    F("t_rjc", "f", ("nj", 3), "its origin (m)"),
+    F("t_Rcj", "f", ("nj", 3, 3), "the second marker's axes in the child's frame"),
+    F("t_rcj", "f", ("nj", 3), "its origin (m)"),
+    F("t_Rroot", "f", ("nj", 3, 3), "a root joint's ground frame"),
+    F("t_rroot", "f", ("nj", 3), "its origin (m)"),
+    F("t_com", "f", ("nmov", 3), "each moving body's com in its frame (m)"),
+    F("t_ckind", "i", ("nz",), "each column's kind (rotation, translation)"),
+    F("t_cframe", "i", ("nz",), "its frame"),
+    F("t_cref", "i", ("nz",), "the frame its axis is taken in (REF_*)"),
+    F("t_cjoint", "i", ("nz",), "its joint"),
+    F("t_caxis", "f", ("nz", 3), "its axis (unit)"),
+    F("t_cw", "f", ("nz",), "its weight in the closure's scaled Jacobian"),
+    F("t_rw", "f", ("mc",), "each closure row's weight"),
+    F("t_bjoint", "i", ("nmov",), "each body's tree joint"),
+    F("t_crow", "i", ("mc",), "each closure row's position among the kept rows"),
+    F("t_qadr", "i", ("n_quat",), "the Euler parameters' first address of each spherical or free joint in z"),
+    F("t_wadr", "i", ("n_quat",), "the angular velocity's first address in ż"),
+    F("t_sq", "i", ("n_scalar",), "the scalar position coordinates"),
+    F("t_sz", "i", ("n_scalar",), "their velocities"),
+    F("t_JR", "w", ("nmov", 3, 3), "each body's rotation (world)"),
+    F("t_jr", "w", ("nmov", 3), "its position (m, world)"),
+    F("t_pref", "w", ("nj", 4), "the Euler parameters' sign references"),
+    F("t_RMi", "w", ("nj", 3, 3), "each joint's first marker axes (world)"),
+    F("t_rMi", "w", ("nj", 3), "its origin (m, world)"),
+    F("t_RPre", "w", ("nj", 3, 3), "the first marker after the joint's pre-rotation"),
+    F("t_rPre", "w", ("nj", 3), "its origin (m)"),
+    F("t_RMj", "w", ("nj", 3, 3), "the second marker's axes (world)"),
+    F("t_rMj", "w", ("nj", 3), "its origin (m, world)"),
+    F("t_b", "w", ("nz", 6), "each column's body twist (the path matrix's entries)"),
+    F("t_Z", "w", ("nmov", 6), "each body's velocity Z = R ż"),
+    F("t_rc", "w", ("nmov", 3), "each body's com (m, world)"),
+    F("t_ya", "w", ("ny",), "the absolute state of the tree state"),
     # scratch of one evaluation (flat; reshaped into the arrays a call would otherwise allocate, ~50–100 ns each)
-    ("t_w3", "w", 1), ("t_w6", "w", 1), ("t_wF", "w", 1), ("t_wv", "w", 1), ("t_wm", "w", 1), ("t_wC", "w", 1),
-    ("t_wR", "w", 1), ("t_wQ", "w", 1), ("t_wX", "w", 1), ("t_wMb", "w", 1), ("t_wG", "w", 1),
-    # 1.0 while ``t_wC`` holds the closure Jacobian at the workspace's positions (stage_rhs sets, kinematics clears)
-    ("t_cfresh", "w", 1),
-    # the constraint groups (rows of the absolute group table ``grp``) with a closure row, and the rest
-    ("t_cgrp", "i", 2), ("t_rgrp", "i", 2),
-    # ``recursive``: Baumgarte's α, β (1/s), and its kept closure rows (1.0 kept, 0.0 not; −1.0 first: none chosen yet)
-    ("t_baum", "f", 1), ("t_krow", "w", 1),
-]
-_T = {name: i for i, (name, _, _) in enumerate(TREE)}
+    F("t_w3", "w", ("W3_SIZE",), "kinematics' 3 × 3 and 3-vectors, a quaternion"),
+    F("t_w6", "w", ("nw6",), "six-vectors per body"),
+    F("t_wF", "w", ("nwf",), "wrenches per body"),
+    F("t_wv", "w", ("nwv",), "vectors per column"),
+    F("t_wm", "w", ("nwm",), "vectors per closure row"),
+    F("t_wC", "w", ("nwc",), "the closure Jacobian"),
+    F("t_wR", "w", ("nwc",), "its factorisation"),
+    F("t_wQ", "w", ("nwq",), "closure row × row"),
+    F("t_wX", "w", ("nwc",), "closure row × column"),
+    F("t_wMb", "w", ("nwmb",), "the reduced mass matrix (small trees)"),
+    F("t_wG", "w", ("nwq",), "closure row × row"),
+    F("t_cfresh", "w", (1,), "1.0 while t_wC holds the closure Jacobian at the workspace's positions"),
+    F("t_cgrp", "i", ("n_cgroup", "N_GRP"), "the constraint groups (rows of grp) with a closure row"),
+    F("t_rgrp", "i", ("n_rgroup", "N_GRP"), "the others"),
+    F("t_baum", "f", (2,), "recursive: Baumgarte's α, β (1/s)"),
+    F("t_krow", "w", ("mc",), "recursive: its kept closure rows (1.0 kept, 0.0 not; −1.0 first: none chosen yet)"),
+)
 (T_SIZES, T_TYPE, T_PARENT, T_CHILD, T_ZQ, T_Z, T_NCOL, T_RPI, T_rPI, T_R0, T_r0, T_RJC, T_rJC, T_RCJ, T_rCJ,
  T_RROOT, T_rROOT, T_COM, T_CKIND, T_CFRAME, T_CREF, T_CJOINT, T_CAXIS, T_CW, T_RW, T_BJOINT, T_CROW, T_QADR, T_WADR,
  T_SQ, T_SZ, T_JR, T_jr, T_PREF, T_RMI, T_rMI, T_RPRE, T_rPRE, T_RMJ, T_rMJ, T_B, T_ZV, T_RC, T_YA,

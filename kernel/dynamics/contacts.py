@@ -163,7 +163,7 @@ import numpy as np
 from ...errors import MechanismError
 from .mass import cross
 
-__all__ = ["Contacts", "restitution_factor", "compliant_step_limit", "packed_contacts", "STICTION_VELOCITY",
+__all__ = ["Contacts", "restitution_factor", "compliant_step_limit", "STICTION_VELOCITY",
            "BUILT_PAIRS", "UNILATERAL_PAIRS",
            "MIN_IMPACT_SPEED", "CONTACT_OUTPUTS"]
 
@@ -1093,20 +1093,6 @@ class Contacts:
             return np.inf
         _, delta, _, dd, _ = self.geometry(bs)
         return compliant_step_limit(delta, dd, np.maximum(np.abs(dd), state), self.m_eff, self.k, self.exp)
-
-
-def packed_contacts(contacts):
-    """(arrays, order) of :meth:`Contacts.arrays`, or the empty layout when ``contacts`` is None."""
-    if contacts is not None:
-        return contacts.arrays()
-    from . import _contact_kernels as C
-
-    none = np.zeros(0, np.int64)
-    return ((none, none) + (np.zeros((0, 3)),) * 5
-            + (none, np.zeros((0, C.N_PAR)), np.zeros((0, 5), np.int64), np.zeros((0, C.N_PC)),
-               np.zeros((0, 2), np.int64), np.zeros((0, C.N_FT)), none, np.zeros((0, C.N_BX)), np.zeros(0),
-               np.ones(1, np.int64),
-               np.zeros(C.N_STATS))), none
 
 
 def deepest_points(owner, delta, n_contacts):

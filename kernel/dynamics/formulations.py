@@ -117,7 +117,8 @@ class _IndexOne(Formulation):
     def _compiled_when_ready(self, pending):
         """The compiled right-hand side (:class:`.fast.FastRHS` with the (baumgarte, penalty) of
         ``pending``) at the current angle references once its library is ready, else None."""
-        from .fast import FastRHS, library_ready
+        from .fast import FastRHS
+        from .library import library_ready
 
         if not library_ready(self.dyn):
             return None

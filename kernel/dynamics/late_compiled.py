@@ -33,7 +33,7 @@ __all__ = ["LateSwitch", "CHECK_EVERY_S", "EARLY_WARMUP_S", "predicted_wall_left
 #: wall seconds between two looks for the compiled library's ready marker
 CHECK_EVERY_S = 1.0
 #: a run predicted to spend more wall seconds than this on numpy starts the compile at once: the
-#: library takes 132 s on 2 idle cores (:func:`.fast.compile_module`), longer beside a running
+#: library takes 132 s on 2 idle cores (:func:`.library.compile_module`), longer beside a running
 #: integration, and the compiled loop then finishes the rest 10–50× faster
 EARLY_WARMUP_S = 300.0
 

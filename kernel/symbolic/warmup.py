@@ -12,7 +12,7 @@ once on arrays of the kinematic solver's types (float64, C order, two axes; mark
 parameters read-only) so numba
 compiles and caches them, then writes the template's ``.ready`` marker. For ``module:PATH``
 (written by a dynamics run that started on numpy,
-:func:`cadmotion.kernel.dynamics.fast.compile_module`, or a kinematic run,
+:func:`cadmotion.kernel.dynamics.library.compile_module`, or a kinematic run,
 :func:`cadmotion.kernel.kinematics_fast.compile_module`) it compiles the module's entry points
 for the argument types the run passes, then writes ``PATH`` with the suffix ``.ready``.
 
@@ -87,12 +87,12 @@ def _job(item):
     from .codegen import ready_marker
 
     kind, _, rest = item.partition(":")
-    if kind == "module":  # a compiled right-hand side (dynamics.fast, .fast_tree) or kinematic step (kinematics_fast)
+    if kind == "module":  # compiled dynamics (dynamics.library, .fast_tree), a kinematic step (kinematics_fast)
         path = Path(rest)
         if path.name.startswith("kinematics-"):
             from ..kinematics_fast import compile_module as compile_fn
         else:
-            from ..dynamics.fast import compile_module
+            from ..dynamics.library import compile_module
             from ..dynamics.fast_tree import PREFIX, compile_tree_module
 
             compile_fn = compile_tree_module if path.name.startswith(PREFIX) else compile_module

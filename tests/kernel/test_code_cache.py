@@ -145,14 +145,14 @@ PROBE_DYNAMICS = textwrap.dedent("""
     import numpy as np
     from cadmotion.importers import load
     from cadmotion.kernel import compile_model
-    from cadmotion.kernel.dynamics import fast
+    from cadmotion.kernel.dynamics import library
     from cadmotion.kernel.dynamics.forward import run
     warnings.simplefilter("always")
     with warnings.catch_warnings(record=True) as caught:
         t_end = float(sys.argv[2]) if len(sys.argv) > 2 else 1.0  # s
         m, res = run(compile_model(load(sys.argv[1])), t_end, 10, rtol=1e-10, atol=1e-10)
-    fns = [getattr(mod, f) for mod in fast._MODULES.values() for f in ("rhs", "project", "dop853")]
-    print(json.dumps({"compiled": bool(fast._MODULES), "notes": res.notes,
+    fns = [getattr(mod, f) for mod in library._MODULES.values() for f in ("rhs", "project", "dop853")]
+    print(json.dumps({"compiled": bool(library._MODULES), "notes": res.notes,
                       "compiled_here": sum(len(f.stats.cache_misses) for f in fns),
                       "energy": m.extra["energy.total"].tolist(), "last": m.position[:, -1].tolist(),
                       "warnings": [str(w.message) for w in caught]}))
@@ -195,10 +195,10 @@ PROBE_SEMI_RECURSIVE = textwrap.dedent("""
     import json, sys
     from cadmotion.importers import load
     from cadmotion.kernel import compile_model
-    from cadmotion.kernel.dynamics import fast
+    from cadmotion.kernel.dynamics import library
     from cadmotion.kernel.dynamics.forward import run
     m, res = run(compile_model(load(sys.argv[1])), 1.0, 10, formulation="semi-recursive", rtol=1e-10, atol=1e-10)
-    trees = [mod for name, mod in fast._MODULES.items() if name.startswith("cadmotion_tree_")]
+    trees = [mod for name, mod in library._MODULES.items() if name.startswith("cadmotion_tree_")]
     fns = [getattr(mod, f) for mod in trees for f in ("rhs", "project", "dop853")]
     print(json.dumps({"compiled": bool(trees), "notes": res.notes,
                       "compiled_here": sum(len(f.stats.cache_misses) for f in fns),
@@ -210,7 +210,7 @@ SQUEEZER = DOUBLE_PENDULUM.parent / "andrews_squeezer.cadmotion.toml"
 def test_dynamics_without_the_librarys_marker_runs_numpy_and_leaves_one_library_to_the_warm_up_for_every_model():
     """A dynamic run whose compiled library has no ready marker (a fresh install: an empty cache)
     does not wait for numba: it runs numpy, compiles nothing, and leaves the library
-    (kernel/dynamics/fast.py) and the semi-recursive tree module (fast_tree.py) to the warm-up.
+    (kernel/dynamics/library.py) and the semi-recursive tree module (fast_tree.py) to the warm-up.
     After it, runs load machine code — also for a model of another structure (Andrews'
     squeezer: other joints' counts, a spring, a torque law), which compiles nothing: the library
     is compiled once, for every model.
@@ -219,15 +219,15 @@ def test_dynamics_without_the_librarys_marker_runs_numpy_and_leaves_one_library_
     back), not an empty one: an empty cache would compile the whole library again (≈ 5 minutes
     of the suite) for the same protocol — the warm-up's compile call is the same whether numba
     compiles or loads; compiling in an empty cache is checked on a template above."""
-    from cadmotion.kernel.dynamics import fast, fast_tree
+    from cadmotion.kernel.dynamics import fast_tree, library
     from cadmotion.kernel.numba_cache import numba_cache_folder
     from cadmotion.kernel.symbolic.codegen import write_marker
 
     env = dict(os.environ, CADMOTION_WARMUP="0")
     env.pop("CADMOTION_DYNAMICS_FAST", None)  # the session's "compile" (tests/conftest.py): a user's default here
     env.pop("CADMOTION_BACKEND", None)
-    library, tree = fast._module_file("euler-parameters")[0], fast_tree._module_file("euler-parameters")[0]
-    markers = [library.with_suffix(".ready"), tree.with_suffix(".ready")]
+    absolute, tree = library.module_file("euler-parameters")[0], fast_tree._module_file("euler-parameters")[0]
+    markers = [absolute.with_suffix(".ready"), tree.with_suffix(".ready")]
     saved = {m: m.read_bytes() for m in markers if m.exists()}
     machine_code = numba_cache_folder()
 
@@ -245,7 +245,7 @@ def test_dynamics_without_the_librarys_marker_runs_numpy_and_leaves_one_library_
         assert not any(m.exists() for m in markers)
         assert set(machine_code.rglob("*")) == before  # nothing was compiled by the runs
         # the warm-ups the runs would start at exit, run here in the foreground
-        proc = subprocess.run([sys.executable, "-m", "cadmotion.kernel.symbolic.warmup", f"module:{library}",
+        proc = subprocess.run([sys.executable, "-m", "cadmotion.kernel.symbolic.warmup", f"module:{absolute}",
                                f"module:{tree}"], capture_output=True, text=True, env=env)
         assert proc.returncode == 0, proc.stderr
         assert all(m.exists() for m in markers)

@@ -18,7 +18,7 @@ from scipy.integrate import solve_ivp
 
 from cadmotion.importers.modelfile import read_model_file
 from cadmotion.kernel import compile_model
-from cadmotion.kernel.dynamics import fast
+from cadmotion.kernel.dynamics import compiled_expressions, fast, library
 from cadmotion.kernel.dynamics._radau import N_STATS
 from cadmotion.kernel.dynamics.forward import run
 
@@ -82,7 +82,7 @@ CASES = {
     "four-bar (redundant rows)": (lambda build: model("four_bar"), "projection", 2.0, 1e-9),
     "four-bar, baumgarte": (lambda build: model("four_bar"), "baumgarte", 2.0, 1e-9),
     "spinning pendulum with spring": (_spinning_pendulum, "projection", 2.0, 1e-10),
-    # torque expressions as programs of the library's interpreter (fast._expression_table)
+    # torque expressions as programs of the library's interpreter (compiled_expressions.expression_table)
     "slider-crank, torque of t (P1)": (lambda build: model("slider_crank_torque"), "projection", 2.0, 1e-9),
     "spinning pendulum, torque of t, q, qd": (lambda build: _torque_pendulum(build, TORQUE), "projection", 2.0, 1e-10),
     "spinning pendulum, torque of t, q, qd, baumgarte": (lambda build: _torque_pendulum(build, TORQUE), "baumgarte",
@@ -437,7 +437,7 @@ def test_a_time_function_left_in_python_keeps_scipys_loop_with_the_same_motion(m
     a, _ = run(mdl, 0.5, 5, rtol=1e-10, atol=1e-10)
     from cadmotion.kernel.dynamics._kernels import FN_PYTHON
 
-    monkeypatch.setattr(fast, "_time_function_kind", lambda fn: FN_PYTHON)
+    monkeypatch.setattr(compiled_expressions, "_time_function_kind", lambda fn: FN_PYTHON)
     b, rb = run(mdl, 0.5, 5, rtol=1e-10, atol=1e-10)
     assert b.complete and COMPILED not in rb.notes
     np.testing.assert_allclose(a.position, b.position, rtol=0, atol=1e-9)
@@ -453,7 +453,7 @@ def test_every_driver_expression_is_data_for_the_one_compiled_library():
     def driven(text):
         return _driven_pendulum(TimeFunctionSpec(expression=text))
 
-    modules = {fast._module(Dynamics(driven(text))) for text in ("0.3*sin(3.5*t)", "0.2*sin(1.5*t)",
+    modules = {library.module(Dynamics(driven(text))) for text in ("0.3*sin(3.5*t)", "0.2*sin(1.5*t)",
                                                                   "0.3*cos(3.5*t)")}
     assert len(modules) == 1
     assert "math.sin" not in Path(modules.pop().__file__).read_text()
@@ -508,7 +508,7 @@ def _rhs_and_torque(mdl, use_fast, t, turns=2):
 @pytest.mark.parametrize("expression", [TORQUE, ALL_FUNCTIONS], ids=["law", "all functions"])
 def test_compiled_torque_expression_matches_the_numpy_path(build, expression):
     mdl = _torque_pendulum(build, expression)
-    assert fast._expression_code(_forces(mdl).axis_expr[0][1]) is not None
+    assert compiled_expressions.expression_code(_forces(mdl).axis_expr[0][1]) is not None
     for t in (0.0, 0.37, 1.9):
         a, tau_a, q, qd = _rhs_and_torque(mdl, True, t)
         b, tau_b, _, _ = _rhs_and_torque(mdl, False, t)
@@ -533,7 +533,7 @@ def test_every_expression_form_shares_the_one_compiled_library_and_decimals_are_
     from cadmotion.kernel.expression_programs import ProgramTable
 
     def module(expression):
-        return fast._module(Dynamics(_torque_pendulum(build, expression)))
+        return library.module(Dynamics(_torque_pendulum(build, expression)))
 
     a = module("0.01*exp(-t)")
     assert module("0.01*exp(-2*t)") is a and module("0.02*exp(-t)") is a
@@ -541,7 +541,7 @@ def test_every_expression_form_shares_the_one_compiled_library_and_decimals_are_
     for value in (0.01, 0.02):
         dyn = Dynamics(_torque_pendulum(build, f"{value}*exp(-t)"))
         # element 0 is the spring (no expression), element 1 the torque
-        prog, consts = fast._expression_table(dyn, "torque", 2, ProgramTable())
+        prog, consts = compiled_expressions.expression_table(dyn, "torque", 2, ProgramTable())
         assert prog.tolist() == [-1, 0] and np.array_equal(consts, [[0.0], [value]])
 
 
@@ -554,11 +554,11 @@ def test_expression_code_is_printed_from_the_tree_and_whitelisted():
     t, q, qd = (sp.Symbol(n, real=True) for n in ("t", "q", "qd"))
     fn = types.SimpleNamespace(args=(t, q, qd))
     fn.expr = 0.5 * sp.exp(-t) + sp.Min(q, qd)
-    assert fast._expression_code(fn) == "c_0*math.exp(-t) + min(q, qd)"
-    assert fast._expression_constants(fn) == [0.5]
+    assert compiled_expressions.expression_code(fn) == "c_0*math.exp(-t) + min(q, qd)"
+    assert compiled_expressions.expression_constants(fn) == [0.5]
     for bad in (sp.gamma(t), sp.Function("f")(t), sp.Symbol("x") * t, sp.zoo * t, sp.floor(q)):
         fn.expr = bad
-        assert fast._expression_code(fn) is None, bad
+        assert compiled_expressions.expression_code(fn) is None, bad
 
 
 def test_a_failed_evaluation_stops_the_loop_and_keeps_the_frames_before(monkeypatch):

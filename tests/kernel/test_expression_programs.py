@@ -16,7 +16,7 @@ pytest.importorskip("numba")
 
 from cadmotion.kernel import expression_programs as P  # noqa: E402
 from cadmotion.kernel._program_kernels import evaluate  # noqa: E402
-from cadmotion.kernel.dynamics import fast  # noqa: E402
+from cadmotion.kernel.dynamics import compiled_expressions  # noqa: E402
 from cadmotion.kernel.expression_programs import STACK_SIZE, ProgramTable, compile_program  # noqa: E402
 from cadmotion.kernel.expressions import derivatives, parse_expression  # noqa: E402
 
@@ -242,10 +242,10 @@ def test_a_drivers_f_and_its_derivatives_as_sympy_prints_them(text):
 
     t = sympy.Symbol("t", real=True)
     exact = derivatives(parse_expression(text))
-    lifted, values, constants = fast._lifted(parse_expression(text))
+    lifted, values, constants = compiled_expressions.lifted(parse_expression(text))
     names = {"t", "abs", "min", "max"} | {c.name for c in constants}
     for order, (d, expr) in enumerate(zip(derivatives(lifted), exact)):
-        code = fast._checked_code(d, names)
+        code = compiled_expressions.checked_code(d, names)
         assert code is not None and compile_program(code, ("t",)) is not None, (text, order, code)
         for time in TIMES:
             expected = float(expr.evalf(30, subs={t: time}))
@@ -264,8 +264,8 @@ def test_a_torque_law_as_sympy_prints_it(text):
     import sympy
 
     expr = parse_expression(text, variables=TQQD)
-    lifted, values, constants = fast._lifted(expr)
-    code = fast._checked_code(lifted, fast._EXPR_NAMES | {c.name for c in constants})
+    lifted, values, constants = compiled_expressions.lifted(expr)
+    code = compiled_expressions.checked_code(lifted, compiled_expressions.EXPRESSION_NAMES | {c.name for c in constants})
     assert code is not None and compile_program(code, TQQD) is not None, code
     symbols = [sympy.Symbol(name, real=True) for name in TQQD]
     for x in [(0.1, -0.03, 0.7), (2.0, 0.02, -1.3), (0.5, -0.4, 0.25)]:

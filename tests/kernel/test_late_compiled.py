@@ -19,7 +19,7 @@ import pytest
 
 from cadmotion.importers import load
 from cadmotion.kernel import compile_model
-from cadmotion.kernel.dynamics import fast, forward, late_compiled
+from cadmotion.kernel.dynamics import fast, forward, late_compiled, library
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples" / "dynamics"
 
@@ -40,8 +40,8 @@ def library_ready_after(monkeypatch):
 
     def arm(n):
         looks["left"] = n
-        monkeypatch.setattr(fast, "_ready", lambda dyn: False)
-        monkeypatch.setattr(fast, "library_ready", ready)
+        monkeypatch.setattr(library, "ready", lambda dyn: False)
+        monkeypatch.setattr(library, "library_ready", ready)
         return looks
 
     return arm
