@@ -60,7 +60,9 @@ stepper is interval/256):
 4. ``spatial``: mobility (the Jacobian's rank) against Grübler's count for the RSUR (1, 1), an
    RSSR with spherical ends (2 by rank: the coupler's spin; Grübler 2), a Bennett linkage (1 by
    rank, Grübler −2); the RSSR driven at its crank with free_dof="minimal": the rocker angle against
-   the closed form of the RSUR case (the spin does not move the rocker).
+   the closed form of the RSUR case (the spin does not move the rocker); the Bennett linkage driven
+   at its first joint (0.5 rad/s, 2 s): each link's pose carries the next joint's origin where the
+   Denavit–Hartenberg loop, closed by least squares in the script from the driven angle, puts it.
 5. ``files``: `cadmotion check --no-interference` on every file of /work/shared/data (asmt, FCStd,
    STEP): exit code, time, and the first line of its verdict or error (no Python traceback
    allowed).
@@ -87,7 +89,7 @@ from cadmotion.kernel import compile_model, kinematics, mobility
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "kernel"))
 from test_kinematics_beyond_samples import rsur_rocker_angle  # noqa: E402  (closed forms: the spec tests')
-from test_mobility_and_events import bennett_frames  # noqa: E402
+from test_mobility_and_events import bennett_frames, dh  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "samples"
@@ -610,14 +612,44 @@ def rssr_spec():
     return replace(spec, joints=joints)
 
 
-def bennett_spec(a=0.3, alpha=0.5):
+def bennett_spec(a=0.3, alpha=0.5, drivers=()):
     frames = bennett_frames(a, alpha)
     parts = ["ground", "l1", "l2", "l3"]
     joints = [{"name": f"j{k}", "type": "revolute", "parts": [parts[k], parts[(k + 1) % 4]],
                "origin": [float(v) for v in frames[k][:3, 3]], "axis": [float(v) for v in frames[k][:3, 2]]}
               for k in range(4)]
     return parse_model({"parts": {"ground": {"fixed": True}, "l1": {}, "l2": {}, "l3": {}}, "joints": joints,
-                        "drivers": []}, source="<sweep>")
+                        "drivers": list(drivers)}, source="<sweep>")
+
+
+def bennett_joint_origins(theta0, a=0.3, alpha=0.5):
+    """The world origins of joints j1, j2, j3 of :func:`bennett_spec` (arrays (n, 3)) with the first joint's
+    Denavit–Hartenberg angle at ``theta0`` (rad, n values): the loop of four DH transforms closed by least squares,
+    each solution starting from the previous one (the branch of the initial pose, θ0 = 0.7)."""
+    from scipy.optimize import least_squares
+    from scipy.spatial.transform import Rotation
+
+    beta = np.arcsin(np.sin(alpha) * 0.5 / a)
+    lengths, twists = [a, 0.5, a, 0.5], [alpha, beta, alpha, beta]
+
+    def chain(th):
+        T, out = np.eye(4), []
+        for k in range(4):
+            T = T @ dh(th[k], lengths[k], twists[k])
+            out.append(T)
+        return out
+
+    def closure(x, t0):
+        T = chain(np.r_[t0, x])[-1]
+        return np.r_[T[:3, 3], Rotation.from_matrix(T[:3, :3]).as_rotvec()]
+
+    x = least_squares(closure, [1.0, -0.7, -1.0], args=(0.7,), xtol=1e-15, ftol=1e-15, gtol=1e-15).x
+    origins = []
+    for t0 in theta0:
+        x = least_squares(closure, x, args=(t0,), xtol=1e-15, ftol=1e-15, gtol=1e-15).x
+        assert np.abs(closure(x, t0)).max() < 1e-12
+        origins.append([T[:3, 3] for T in chain(np.r_[t0, x])[:3]])
+    return np.array(origins).transpose(1, 0, 2)
 
 
 def section_spatial(quick):
@@ -644,6 +676,23 @@ def section_spatial(quick):
         psi += 2 * np.pi * np.round((np.interp(motion.time, np.linspace(0, 3, 3001), fine) - psi) / (2 * np.pi))
         pe = np.abs(got - psi).max()
         rows.append(("rssr", f"{nf} frames, free_dof=minimal", "rocker angle", fmt(pe), events_text(motion),
+                     f"{sec:.2f}", "ok" if pe < 1e-8 and motion.complete else "WRONG"))
+    # the Bennett linkage driven at its first joint (0.5 rad/s for 2 s): each link carries the next joint's origin
+    # where the Denavit–Hartenberg loop, closed in the script, puts it
+    model = compile_model(bennett_spec(drivers=[{"joint": "j0", "expression": "0.5*t"}]))
+    for nf in ([3, 101] if quick else [2, 3, 11, 101, 2001]):
+        motion, err, sec = run(model, 2.0, nf - 1)
+        if motion is None:
+            rows.append(("bennett", f"{nf} frames", "-", "-", err[:60], f"{sec:.2f}", "WRONG"))
+            continue
+        want = bennett_joint_origins(0.7 + 0.5 * motion.time)
+        pe = 0.0
+        for k, link in enumerate(("l1", "l2", "l3")):
+            X0 = motion.pose(link, motion.time[0])
+            local = np.linalg.solve(X0, np.r_[want[k, 0], 1.0])
+            got = np.array([(motion.pose(link, t) @ local)[:3] for t in motion.time])
+            pe = max(pe, float(np.abs(got - want[k]).max()))
+        rows.append(("bennett", f"{nf} frames, j0 at 0.5 rad/s", "joint origins (m)", fmt(pe), events_text(motion),
                      f"{sec:.2f}", "ok" if pe < 1e-8 and motion.complete else "WRONG"))
     return table("4. spatial loops", ["case", "run", "quantity", "error / value", "events", "s", "verdict"], rows)
 
