@@ -266,10 +266,10 @@ class FastRHS:
         constants = library_constants()
         sizes = dict(nq=dyn.nq, nv=6 * nmov, nb=nb, nmov=nmov, nq_fixed=7 * (nb - nmov), nq_all=7 * nb, nc=dyn.nc,
                      m=m, ns=ns, bw1=bw + 1, nmeas=nmeas, naux=3 + nmeas, ngroup=len(dyn.groups))
+        check_shapes([fld for fld in K.COMMON if fld.name in values], values, sizes, constants)
         for fld in K.COMMON:  # the workspace, and the arrays of element types the model has not: zeros
             if fld.name not in values:
                 values[fld.name] = zeros(fld, sizes, constants)
-        check_shapes(K.COMMON, values, sizes, constants)
         entries = [(fld.name, fld.kind, values[fld.name]) for fld in K.COMMON] + list(extra)
         self._timed = []
         self._angle_groups = []
@@ -286,10 +286,10 @@ class FastRHS:
                                n_measure=_n_measures(g))
             arrays = dict(gather=g.gather, markers=g.markers, params=g.params.reshape(g.n, -1), bodies=g.bodies,
                           mpos=pos, **group_data[k])
+            check_shapes([fld for fld in K.GROUP if fld.name in arrays], arrays, group_sizes, constants)
             for fld in K.GROUP:  # the group's per-call data and workspace: zeros
                 if fld.name not in arrays:
                     arrays[fld.name] = zeros(fld, group_sizes, constants)
-            check_shapes(K.GROUP, arrays, group_sizes, constants)
             entries += [(f"{fld.name}_{k}", fld.kind, arrays[fld.name]) for fld in K.GROUP]
         #: the model's constants as the library reads them, and this right-hand side's data (:mod:`.packed`)
         self.packed_model = pack(entries)

@@ -235,10 +235,10 @@ class FastTree(fast.FastRHS):
         sizes = dict(nj=nj, nz=nz, mc=mc, nmov=nmov, ny=13 * nmov + 1, nw6=30 * nmov, nwf=6 * self.dyn.model.nb,
                      nwv=5 * nz, nwm=6 * mc, nwc=mc * nz, nwq=mc * mc, nwmb=min(nz, T.DENSE_LIMIT) ** 2)
         constants = dict(library_constants(), W3_SIZE=T.W3_SIZE)
+        check_shapes([fld for fld in T.TREE if fld.name in values], values, sizes, constants)
         for fld in T.TREE:  # the tree's workspace: zeros
             if fld.name not in values:
                 values[fld.name] = zeros(fld, sizes, constants)
-        check_shapes(T.TREE, values, sizes, constants)
         return [(fld.name, fld.kind, values[fld.name]) for fld in T.TREE]
 
     def choose_rows(self, t, y):
