@@ -89,7 +89,7 @@ from cadmotion.kernel import compile_model, kinematics, mobility
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "kernel"))
 from test_kinematics_beyond_samples import rsur_rocker_angle  # noqa: E402  (closed forms: the spec tests')
-from test_mobility_and_events import bennett_frames, dh  # noqa: E402
+from test_mobility_and_events import bennett_frames, bennett_joint_origins  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "samples"
@@ -620,36 +620,6 @@ def bennett_spec(a=0.3, alpha=0.5, drivers=()):
               for k in range(4)]
     return parse_model({"parts": {"ground": {"fixed": True}, "l1": {}, "l2": {}, "l3": {}}, "joints": joints,
                         "drivers": list(drivers)}, source="<sweep>")
-
-
-def bennett_joint_origins(theta0, a=0.3, alpha=0.5):
-    """The world origins of joints j1, j2, j3 of :func:`bennett_spec` (arrays (n, 3)) with the first joint's
-    Denavit–Hartenberg angle at ``theta0`` (rad, n values): the loop of four DH transforms closed by least squares,
-    each solution starting from the previous one (the branch of the initial pose, θ0 = 0.7)."""
-    from scipy.optimize import least_squares
-    from scipy.spatial.transform import Rotation
-
-    beta = np.arcsin(np.sin(alpha) * 0.5 / a)
-    lengths, twists = [a, 0.5, a, 0.5], [alpha, beta, alpha, beta]
-
-    def chain(th):
-        T, out = np.eye(4), []
-        for k in range(4):
-            T = T @ dh(th[k], lengths[k], twists[k])
-            out.append(T)
-        return out
-
-    def closure(x, t0):
-        T = chain(np.r_[t0, x])[-1]
-        return np.r_[T[:3, 3], Rotation.from_matrix(T[:3, :3]).as_rotvec()]
-
-    x = least_squares(closure, [1.0, -0.7, -1.0], args=(0.7,), xtol=1e-15, ftol=1e-15, gtol=1e-15).x
-    origins = []
-    for t0 in theta0:
-        x = least_squares(closure, x, args=(t0,), xtol=1e-15, ftol=1e-15, gtol=1e-15).x
-        assert np.abs(closure(x, t0)).max() < 1e-12
-        origins.append([T[:3, 3] for T in chain(np.r_[t0, x])[:3]])
-    return np.array(origins).transpose(1, 0, 2)
 
 
 def section_spatial(quick):

@@ -74,6 +74,33 @@ def bennett_frames(a=0.3, alpha=0.5):
     return frames
 
 
+def bennett_joint_origins(theta0, a=0.3, alpha=0.5):
+    """The world origins of joints j1, j2, j3 of :func:`bennett_spec` (arrays (n, 3)) with the first joint's
+    Denavit–Hartenberg angle at ``theta0`` (rad, n values): the loop of four DH transforms closed by least squares,
+    each solution starting from the previous one (the branch of the initial pose, θ0 = 0.7)."""
+    beta = np.arcsin(np.sin(alpha) * 0.5 / a)
+    lengths, twists = [a, 0.5, a, 0.5], [alpha, beta, alpha, beta]
+
+    def chain(th):
+        T, out = np.eye(4), []
+        for k in range(4):
+            T = T @ dh(th[k], lengths[k], twists[k])
+            out.append(T)
+        return out
+
+    def closure(x, t0):
+        T = chain(np.r_[t0, x])[-1]
+        return np.r_[T[:3, 3], Rotation.from_matrix(T[:3, :3]).as_rotvec()]
+
+    x = least_squares(closure, [1.0, -0.7, -1.0], args=(0.7,), xtol=1e-15, ftol=1e-15, gtol=1e-15).x
+    origins = []
+    for t0 in theta0:
+        x = least_squares(closure, x, args=(t0,), xtol=1e-15, ftol=1e-15, gtol=1e-15).x
+        assert np.abs(closure(x, t0)).max() < 1e-12
+        origins.append([T[:3, 3] for T in chain(np.r_[t0, x])[:3]])
+    return np.array(origins).transpose(1, 0, 2)
+
+
 def test_bennett_linkage_is_mobile_although_grubler_says_it_is_not(build):
     F = bennett_frames()
     parts = ["ground", "l1", "l2", "l3"]
@@ -95,6 +122,24 @@ def test_bennett_linkage_is_mobile_although_grubler_says_it_is_not(build):
     for name in ("l1", "l2", "l3"):
         q = motion.quaternion[:, motion.part_index(name)]
         assert 2 * np.arccos(min(1.0, abs(np.dot(q[0], q[-1])))) > 0.1
+
+
+def test_a_driven_bennett_linkage_carries_each_joint_where_its_dh_loop_closes(build):
+    """Driven at its first joint, each link of the Bennett linkage carries the next joint's origin where the
+    Denavit–Hartenberg loop, closed by least squares from the driven angle, puts it (to 1e-9 m)."""
+    F = bennett_frames()
+    parts = ["ground", "l1", "l2", "l3"]
+    joints = [{"name": f"J{k + 1}", "type": "revolute", "parts": [parts[k], parts[(k + 1) % 4]],
+               "origin": F[k][:3, 3].tolist(), "axis": F[k][:3, 2].tolist()} for k in range(4)]
+    spec = build({"parts": {"ground": {"fixed": True}, "l1": {}, "l2": {}, "l3": {}}, "joints": joints,
+                  "drivers": [{"joint": "J1", "expression": "0.5*t"}]})
+    motion = kinematics(compile_model(spec), t_end=2.0, steps=40)
+    want = bennett_joint_origins(0.7 + 0.5 * motion.time)
+    for k, link in enumerate(("l1", "l2", "l3")):
+        local = np.linalg.solve(motion.pose(link, 0.0), np.r_[want[k, 0], 1.0])
+        got = np.array([(motion.pose(link, t) @ local)[:3] for t in motion.time])
+        np.testing.assert_allclose(got, want[k], rtol=0, atol=1e-9)
+    assert np.linalg.norm(want[1, -1] - want[1, 0]) > 0.1  # the linkage really moved
 
 
 def test_under_driven_mechanism_is_refused_with_its_free_dof(build):
