@@ -67,6 +67,12 @@ stepper is interval/256):
    STEP): exit code, time, and the first line of its verdict or error (no Python traceback
    allowed).
 
+6. ``self-check``: the run's own continuity check (:mod:`cadmotion.kernel.kinematic_checks`): the
+   crank-rocker on both assembly branches at 6 to 2,001 frames a turn; its own check must hold, a frame
+   taken from the other branch (a valid pose the linkage cannot reach) must be flagged at each frame
+   tried, and the check's figure for velocities and accelerations scaled by 1.001, 1.01 and 1.1 is shown.
+   (Sections 1–4 count an ``invariant`` event as a wrong verdict: a false alarm of the check.)
+
 Run: ``PYTHONPATH=... python benchmarks/kinematics_sweep.py [--quick] [--section N ...]``.
 """
 
@@ -132,10 +138,10 @@ def circle_meet(P, rp, Q, rq, side):
     return P + along[..., None] * u + side * h[..., None] * n
 
 
-def four_bar(a, b, c, d, theta0, expression, driven="A"):
+def four_bar(a, b, c, d, theta0, expression, driven="A", side=1):
     B = np.array([a * np.cos(theta0), a * np.sin(theta0)])
     D = np.array([d, 0.0])
-    C = circle_meet(B[None], b, D[None], c, 1)[0]
+    C = circle_meet(B[None], b, D[None], c, side)[0]
     spec = parse_model({
         "parts": {"ground": {"fixed": True}, "crank": {}, "coupler": {"position": _p(B)},
                   "rocker": {"position": _p(D)}},
@@ -695,7 +701,49 @@ def section_files(quick):
                  rows)
 
 
-SECTIONS = {1: section_frames, 2: section_singular, 3: section_drivers, 4: section_spatial, 5: section_files}
+def _with_frame(motion, other, k):
+    """``motion`` with frame ``k``'s poses, velocities and accelerations taken from ``other``."""
+    arrays = {}
+    for name in ("position", "quaternion", "velocity", "angular_velocity", "acceleration", "angular_acceleration"):
+        arrays[name] = getattr(motion, name).copy()
+        arrays[name][k] = getattr(other, name)[k]
+    return replace(motion, events=[], **arrays)
+
+
+def section_self_check(quick):
+    from cadmotion.kernel.kinematic_checks import check_continuity
+
+    rows = []
+    # the crank-rocker on its two assembly branches, one turn in 1 s; every frame k in turn taken from the other
+    # branch (a valid pose the linkage cannot reach): the run's continuity check must flag each one; the runs
+    # themselves must pass it; velocities and accelerations scaled by 1 + ε must be flagged from ε on
+    for nf in ([11, 31, 101, 1001] if quick else [6, 11, 31, 101, 1001, 2001]):
+        t0 = time.perf_counter()
+        runs = [run(compile_model(four_bar(0.1, 0.3, 0.25, 0.3, 0.5, "2*pi*t", side=side)[0]), 1.0, nf - 1)[0]
+                for side in (1, -1)]
+        own = [m.invariants.checks[0].max_drift if m.invariants.checks else float("nan") for m in runs]
+        false_alarm = any(m.invariants.broken for m in runs)
+        ks = range(1, nf) if nf <= 101 else range(1, nf, (nf - 1) // 100)
+        checks = [check_continuity(_with_frame(runs[0], runs[1], k), 1e-10) for k in ks]
+        unchecked = sum(c is None for c, _ in checks)
+        flagged = sum(c is not None and c.broken for c, _ in checks)
+        scaled = {}
+        for eps in (1e-3, 1e-2, 1e-1):
+            wrong = _with_frame(runs[0], runs[0], 0)
+            for name in ("velocity", "angular_velocity", "acceleration", "angular_acceleration"):
+                getattr(wrong, name)[:] *= 1 + eps
+            c, _ = check_continuity(wrong, 1e-10)
+            scaled[eps] = "-" if c is None else f"{c.max_drift:.2g}"
+        verdict = "WRONG" if false_alarm else ("ok" if flagged + unchecked == len(checks) else "missed")
+        rows.append(("crank-rocker", nf, f"{own[0]:.2g} / {own[1]:.2g}", f"{flagged}/{len(checks) - unchecked}",
+                     unchecked, " ".join(f"{v}" for v in scaled.values()), f"{time.perf_counter() - t0:.2f}", verdict))
+    return table("6. the run's own continuity check",
+                 ["case", "frames", "own check (× allowance)", "other-branch frames flagged", "unchecked (coarse)",
+                  "v, a × 1.001 / 1.01 / 1.1 (× allowance)", "s", "verdict"], rows)
+
+
+SECTIONS = {1: section_frames, 2: section_singular, 3: section_drivers, 4: section_spatial, 5: section_files,
+            6: section_self_check}
 
 
 def main(argv=None):

@@ -53,6 +53,7 @@ import numpy as np
 
 from ..errors import AssemblyError, DrivingError, SingularityError
 from .analysis import free_motion, rank_info
+from .kinematic_checks import check_kinematic_run
 from .kinematics_fast import CHUNK, RCOND_MARGIN, compiled_frames
 from .lapack import geqrf, orgqr, trtrs
 from .linalg import DENSE_LIMIT, RowSolver, WeightedRowSolver, issparse, scale_columns
@@ -372,7 +373,9 @@ def kinematics(model, t_end=1.0, steps=100, *, t_start=0.0, times=None, tol=1e-1
     Motion
         ``complete`` is False when a lock-up, a failure or Ctrl-C (KeyboardInterrupt)
         ended the run early; the frames before it are valid and ``message``/``events``
-        say what happened and when.
+        say what happened and when. ``invariants`` is the run's check of itself
+        (:mod:`.kinematic_checks`: the frames are one motion with the velocities and
+        accelerations reported); a broken check is also an ``invariant`` event.
 
     Raises
     ------
@@ -474,9 +477,12 @@ def kinematics(model, t_end=1.0, steps=100, *, t_start=0.0, times=None, tol=1e-1
         events.append(Event("interrupted", float(times[done - 1]), message))
     measures = system.joint_measures_frames(Q[:done])
     rates = _measure_rates(model, system, Q[:done], Qd[:done], measures)
-    return _motion(model, times[:done], Q[:done], Qd[:done], Qdd[:done], measures, events,
-                   complete=done == nt, message=message, rates=rates,
-                   changes={k: c for k, c in changes.items() if k < done})
+    motion = _motion(model, times[:done], Q[:done], Qd[:done], Qdd[:done], measures, events,
+                     complete=done == nt, message=message, rates=rates,
+                     changes={k: c for k, c in changes.items() if k < done})
+    # the intervals the stepper split at a singular pose have a kink by nature: not checked
+    motion.invariants = check_kinematic_run(motion, tol, skip_intervals=[k - 1 for k in changes if k < done])
+    return motion
 
 
 def _check_drivers(model, J, info, allow_free=False, system=None, q=None):

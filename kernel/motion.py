@@ -59,6 +59,8 @@ class Motion:
     events : list of :class:`Event`
     complete : False when the run stopped early (error or interrupt); the frames are valid
     message : why the run stopped, if it did
+    invariants : the run's checks of itself (an :class:`~.dynamics.invariants.InvariantReport`:
+        a kinematic run's continuity, :mod:`.kinematic_checks`), or None
     """
 
     time: np.ndarray
@@ -75,6 +77,7 @@ class Motion:
     complete: bool = True
     message: str = ""
     spec: object = None  # the MechanismSpec it was computed from (for writers)
+    invariants: object = None
 
     @property
     def nt(self):

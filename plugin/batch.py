@@ -527,7 +527,7 @@ def _run_item(item, options, out_dir, cancel):
                                        free_dof=options.free_dof,
                                        **{k: getattr(options, k) for k in DYNAMICS_OPTIONS})
             lap("solve")
-            broken = broken_invariants(dyn)
+            broken = broken_invariants(dyn, motion)
             result["invariants_broken"] = [c.name for c in broken]
             if dyn is not None:
                 result.update(formulation=dyn.formulation, integrator=dyn.integrator)

@@ -13,9 +13,10 @@ MODEL is any file the importers read (.toml, .step/.stp, .FCStd, .asmt). Errors 
 one message (file, item, what to do) and exit non-zero; nothing is written half-way.
 
 Exit codes of ``run``: 0 done; 1 an error (bad model, bad setting); 4 the run stopped early
-(the frames before are written); 8 a dynamic run broke one of its invariants (energy
-balance, constraint violations, momentum of a free system, step count — the frames are
-written, the answer is suspect; ``--accept-violations`` makes it 0); 130 interrupted.
+(the frames before are written); 8 a run broke one of its invariants (a dynamic run: energy
+balance, constraint violations, momentum of a free system, step count; a kinematic or inverse
+run: its frames' continuity — the frames are written, the answer is suspect;
+``--accept-violations`` makes it 0); 130 interrupted.
 """
 
 from __future__ import annotations
@@ -151,8 +152,9 @@ def build_parser(command=None):
                      help="dynamic runs: move parts whose declared contacts start inside each other apart (the "
                           "least change of the pose, joints kept) and say so, instead of refusing the model")
     run.add_argument("--accept-violations", action="store_true",
-                     help=f"exit 0 even when a dynamic run breaks an invariant (energy balance, constraint "
-                          f"violations, momentum, step count); the summary and report still say so "
+                     help=f"exit 0 even when a run breaks an invariant (dynamic: energy balance, constraint "
+                          f"violations, momentum, step count; kinematic and inverse: the frames' continuity); "
+                          f"the summary and report still say so "
                           f"(otherwise exit {EXIT_INVARIANT})")
     run.add_argument("--json", action="store_true",
                      help="print a JSON report on standard output (status, formulation and integrator that ran, "
@@ -289,9 +291,9 @@ def _run(args):
         from .writers import write_outputs
 
         written = write_outputs(motion, args.output, at=args.at, plot=args.plot, partial=not motion.complete)
-    from .run_analysis import outcome
+    from .run_analysis import outcome, run_invariants
 
-    invariants = getattr(result, "invariants", None)
+    invariants = run_invariants(motion, result)
     code, status = outcome(motion, result, args.accept_violations)
     if not args.quiet:
         _print_summary(args, model, motion, result, invariants, written, status, code)
@@ -379,9 +381,11 @@ def _run_report(args, model, motion, result, written, status, code):
                     counters=dict(steps=int(result.nsteps), evaluations=int(result.nfev),
                                   factorisations=int(result.nfactor), projections=int(result.nproject)),
                     notes=list(result.notes))
-        inv = getattr(result, "invariants", None)
-        if inv is not None:
-            data["invariants"] = inv.to_dict()
+    from .run_analysis import run_invariants
+
+    inv = run_invariants(motion, result)
+    if inv is not None:
+        data["invariants"] = inv.to_dict()
     data["events"] = [dict(kind=e.kind, time=float(e.time), message=e.message, items=list(e.items))
                       for e in motion.events]
     data["outputs"] = [str(p) for p in written]

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 
 __all__ = ["ANALYSES", "DYNAMICS_OPTIONS", "DEFAULT_T_END", "DEFAULT_STEPS", "time_span", "with_overrides",
            "run_spec", "RunResult",
-           "run_analysis", "outcome", "broken_invariants", "EXIT_INVARIANT", "EXIT_STOPPED", "EXIT_INTERRUPTED"]
+           "run_analysis", "outcome", "broken_invariants", "run_invariants", "EXIT_INVARIANT", "EXIT_STOPPED",
+           "EXIT_INTERRUPTED"]
 
 ANALYSES = ("kinematic", "dynamic", "inverse")
 #: the ``--`` options of a dynamic run, as keyword names of the kernel's ``forward.run``
@@ -171,9 +172,16 @@ def run_analysis(model, analysis, t_end, steps, *, progress=None, formulation=No
                       **(solver_options or {})), None
 
 
-def broken_invariants(result):
-    """The invariants a dynamic run broke (empty for the other analyses)."""
+def run_invariants(motion, result):
+    """The run's checks of itself: a dynamic run's (``result.invariants``), else the kinematics'
+    (``motion.invariants``: inverse runs take their motion from it), or None."""
     invariants = getattr(result, "invariants", None)
+    return invariants if invariants is not None else getattr(motion, "invariants", None)
+
+
+def broken_invariants(result, motion=None):
+    """The invariants a run broke: a dynamic run's (``result``), else a kinematic or inverse run's (``motion``)."""
+    invariants = run_invariants(motion, result)
     return list(invariants.broken) if invariants is not None else []
 
 
@@ -184,6 +192,6 @@ def outcome(motion, result, accept_violations=False):
         return EXIT_INTERRUPTED, "interrupted"
     if not motion.complete:
         return EXIT_STOPPED, "stopped"
-    if broken_invariants(result):
+    if broken_invariants(result, motion):
         return (0 if accept_violations else EXIT_INVARIANT), "invariant-broken"
     return 0, "ok"

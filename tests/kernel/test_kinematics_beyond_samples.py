@@ -229,3 +229,77 @@ def test_a_table_driver_entry_that_is_not_a_finite_number_is_refused_naming_the_
             "drivers": [{"joint": "j", "table": [[0.0, 0.0], [1.0, bad], [2.0, 0.5]]}]}
     with pytest.raises(ModelFileError, match=r"<test>: \[\[drivers\]\] #1: .*table row 2 value.* must be a number"):
         build(data)
+
+
+# ---------------------------------------------------------------------------------------------- the run checks itself
+def _spliced(motion, other, k):
+    """``motion`` with frame ``k`` taken from ``other`` (the same times): every pose, velocity and acceleration."""
+    import dataclasses
+
+    arrays = {}
+    for name in ("position", "quaternion", "velocity", "angular_velocity", "acceleration", "angular_acceleration"):
+        a = getattr(motion, name).copy()
+        a[k] = getattr(other, name)[k]
+        arrays[name] = a
+    return dataclasses.replace(motion, events=[], **arrays)
+
+
+def test_a_crank_rocker_run_checks_its_frames_continuity_and_keeps_it(build):
+    # A Grashof crank-rocker (crank 0.1, coupler 0.3, rocker 0.25, ground 0.3 m) turned once in 1 s, on either
+    # assembly branch: each run's frames are one motion, and its own check says so with a margin of 100.
+    for mode in (1, -1):
+        motion = kinematics(compile_model(_four_bar(build, 0.1, 0.3, 0.25, 0.3, 0.5, "2*pi*t", mode)), t_end=1.0,
+                            steps=100)
+        assert motion.complete, motion.message
+        (check,) = motion.invariants.checks
+        assert check.name == "continuity" and not check.broken and check.max_drift < 1e-2, check.line()
+        assert not [e for e in motion.events if e.kind == "invariant"]
+
+
+@pytest.mark.parametrize("k", [1, 37, 99])
+def test_a_frame_taken_on_the_other_assembly_branch_breaks_the_continuity_check(build, k):
+    # The reference: the crank-rocker's other assembly (the rocker mirrored about the line B–D) satisfies every
+    # joint at every frame, so a frame taken from it is a valid pose — but the linkage cannot get there without
+    # coming apart. A run whose frame k came from the other branch must say that its parts jump at t_k.
+    from cadmotion.kernel.kinematic_checks import check_continuity
+
+    runs = [kinematics(compile_model(_four_bar(build, 0.1, 0.3, 0.25, 0.3, 0.5, "2*pi*t", mode)), t_end=1.0,
+                       steps=100) for mode in (1, -1)]
+    check, _ = check_continuity(_spliced(runs[0], runs[1], k), tol=1e-10)
+    assert check.broken and check.part in ("coupler", "rocker"), check.line()
+    assert check.first_time == pytest.approx(runs[0].time[k]), check.message()
+    assert "jump to another assembly branch" in check.message()
+
+
+def test_velocities_ten_percent_off_break_the_continuity_check(slider_crank):
+    # The frames' velocities are what the positions integrate: a velocity analysis 10 % off (a time derivative of
+    # a driver missing, a rate read in the wrong unit) cannot be the motion the poses describe. Reference: the
+    # slider-crank's poses themselves; the run's velocities and accelerations scaled by 1.1.
+    from cadmotion.kernel.kinematic_checks import check_continuity
+
+    spec, _ = slider_crank(0.5, "2*pi*t", driven="pivot")
+    motion = kinematics(compile_model(spec), t_end=1.0, steps=100)
+    assert motion.complete and not motion.invariants.broken, motion.message
+    wrong = _spliced(motion, motion, 0)
+    for name in ("velocity", "angular_velocity", "acceleration", "angular_acceleration"):
+        getattr(wrong, name)[:] *= 1.1
+    check, _ = check_continuity(wrong, tol=1e-10)
+    assert check.broken and check.max_drift > 2, check.line()
+
+
+def test_a_driver_with_kinks_moves_the_parts_continuously_and_is_not_flagged(build):
+    # min(t, 0.55) + max(t − 1.27, 0)³: the crank's velocity jumps from 1 to 0 rad/s at t = 0.55 s and its
+    # acceleration has a kink at 1.27 s, inside frame intervals. The motion is continuous; its kinks are not jumps
+    # (the rule allows half the jump in v times h, which bounds what a kink anywhere in an interval leaves).
+    motion = kinematics(compile_model(_four_bar(build, 0.1, 0.3, 0.25, 0.3, 0.5,
+                                                "min(t, 0.55) + max(t - 1.27, 0)**3")), t_end=2.0, steps=37)
+    (check,) = motion.invariants.checks
+    assert motion.complete and not check.broken, check.line()
+
+
+def test_frames_too_coarse_to_follow_the_motion_are_reported_not_checked(build):
+    # Three frames of a whole turn (π rad a frame): the Hermite rule's series does not hold there; the run says so
+    # instead of checking (or passing) them.
+    motion = kinematics(compile_model(_four_bar(build, 0.1, 0.3, 0.25, 0.3, 0.5, "2*pi*t")), t_end=1.0, steps=2)
+    assert motion.complete and motion.invariants.checks == []
+    assert any("too coarse" in s and "2 of 2" in s for s in motion.invariants.skipped), motion.invariants.skipped
