@@ -328,3 +328,28 @@ def test_check_and_equations_print_the_spanning_tree_and_the_cut_joint(capsys):
     main(["check", str(four_bar), "--json"])
     data = json.loads(capsys.readouterr().out)
     assert data["tree"][-1] == "cut joints (closure equations): D"
+
+
+def test_a_kinematic_run_whose_frames_break_their_continuity_exits_8_and_keeps_the_csv(tmp_path, capsys, monkeypatch):
+    # A defect planted in the velocity analysis (every velocity and acceleration 10 % too large, the poses right):
+    # the run must not report success. Its own continuity check sees the poses move less than the velocities say.
+    import importlib
+
+    kinematics_module = importlib.import_module("cadmotion.kernel.kinematics")
+    honest = kinematics_module._quantities
+
+    def quantities(model, Q, Qd, Qdd):
+        return honest(model, Q, 1.1 * Qd, 1.1 * Qdd)
+
+    monkeypatch.setattr(kinematics_module, "_quantities", quantities)
+    out_csv = tmp_path / "sc.csv"
+    code = main(["run", str(SLIDER), "--t-end", "1", "--steps", "50", "-o", str(out_csv), "--json"])
+    out, err = capsys.readouterr()
+    assert code == 8 and out_csv.exists()
+    report = json.loads(out)
+    assert report["status"] == "invariant-broken"
+    (check,) = report["invariants"]["checks"]
+    assert check["name"] == "continuity" and check["broken"]
+    assert "continuity" in err and "INVARIANT BROKEN" in err
+    assert main(["run", str(SLIDER), "--t-end", "1", "--steps", "50", "-o", str(out_csv), "-q",
+                 "--accept-violations"]) == 0
