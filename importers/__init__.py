@@ -17,6 +17,7 @@ READERS = {
     ".stp": ("step", "read_step_model"),
     ".fcstd": ("fcstd", "read_fcstd"),
     ".asmt": ("asmt", "read_asmt"),
+    ".urdf": ("urdf", "read_urdf"),
 }
 
 

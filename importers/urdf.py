@@ -1,0 +1,304 @@
+"""Read URDF robot descriptions (ROS's Unified Robot Description Format) into a MechanismSpec.
+
+What is read
+------------
+* ``<link>``: a part named after the link. Its ``<inertial>``: ``<mass value>`` (kg), ``<origin xyz rpy>`` the
+  centre of mass and the inertial frame in the link frame, ``<inertia ixx ixy ixz iyy iyz izz>`` (kg m², about the
+  centre of mass, inertial-frame axes; turned into the link's axes here). A link without ``<inertial>`` or with
+  zero mass has no mass data (kinematics needs none; dynamics refuses a moving part without mass, naming it),
+  except a massless link welded to a link with mass (an end-effector frame): it carries a share of its parent's
+  mass data, the two together exactly the parent's (:func:`_lent_masses`). Links welded to the root are fixed.
+* ``<joint>``: ``<parent link>`` and ``<child link>``; ``<origin xyz rpy>``, the child link's frame in the parent
+  link's frame at the zero configuration; ``<axis xyz>`` in the joint (= child) frame, default x. Types:
+  ``revolute`` and ``continuous`` → revolute; ``prismatic``; ``fixed``; ``planar`` (the axis is the plane's
+  normal); ``floating`` → no joint (the child moves freely). ``<limit lower upper>`` of a revolute or prismatic
+  joint → ``limits`` about the zero configuration (rad, m), unless lower = upper (files use 0, 0 for "not
+  limited": a joint locked by its limits would be written ``fixed``). ``<dynamics damping>`` (N m s/rad, N s/m)
+  → a ``rotational-spring-damper`` or ``spring-damper``-like viscous element on the joint, named
+  ``<joint>.damping``. ``<mimic>``, ``friction`` and the ``<transmission>`` elements are not read (a
+  ``UserWarning`` names them).
+* ``<visual>`` and ``<collision>`` geometry is not read (parts have no shape; the writers draw frames).
+
+Frames: the root link (the one link that is no joint's child) is fixed, its frame the world frame. URDF's
+``rpy`` are fixed-axis roll, pitch, yaw: R = Rz(yaw) Ry(pitch) Rx(roll). Units are SI. URDF stores no
+gravity: ``gravity`` (m/s², world frame) is an option, default none (``cadmotion run --gravity 0,0,-9.81`` for
+ROS's z up).
+
+The file is parsed as XML by the standard library's expat parser (no entity expansion beyond its limits, no
+external entities); no text from it is executed.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import CadImportError
+from ..kernel.rotations import matrix_to_quaternion
+
+__all__ = ["read_urdf", "rpy_matrix"]
+
+#: URDF joint type -> cadmotion joint type (``floating``: no joint)
+JOINT_TYPES = {"revolute": "revolute", "continuous": "revolute", "prismatic": "prismatic", "fixed": "fixed",
+               "planar": "planar", "floating": None}
+#: the limited coordinate of each limited joint type
+_LIMITED = {"revolute": "angle", "prismatic": "disp"}
+
+
+def rpy_matrix(rpy):
+    """The rotation of URDF's ``rpy`` (rad): fixed-axis roll about x, then pitch about y, then yaw about z,
+    R = Rz(yaw) Ry(pitch) Rx(roll)."""
+    r, p, y = rpy
+    cr, sr, cp, sp, cy, sy = math.cos(r), math.sin(r), math.cos(p), math.sin(p), math.cos(y), math.sin(y)
+    return np.array([[cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
+                     [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
+                     [-sp, cp * sr, cp * cr]])
+
+
+class _Reader:
+    """Numbers and elements of one file, with errors that name the file and the element."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def err(self, where, message, hint=None):
+        return CadImportError(message, where=f"{self.path}: {where}", hint=hint)
+
+    def numbers(self, where, element, key, n, default=None):
+        text = element.get(key) if element is not None else None
+        if text is None:
+            if default is None:
+                raise self.err(where, f"missing attribute {key!r}", hint="the URDF specification requires it")
+            return np.array(default, float)
+        try:
+            values = np.array([float(v) for v in text.split()])
+        except ValueError:
+            raise self.err(where, f"{key}={text!r} is not {n} number(s)") from None
+        if len(values) != n or not np.all(np.isfinite(values)):
+            raise self.err(where, f"{key}={text!r} is not {n} finite number(s)")
+        return values
+
+    def pose(self, where, element):
+        """(origin (3,), rotation (3, 3)) of an ``<origin>`` element (identity when absent)."""
+        origin = element.find("origin") if element is not None else None
+        xyz = self.numbers(where, origin, "xyz", 3, (0.0, 0.0, 0.0))
+        rpy = self.numbers(where, origin, "rpy", 3, (0.0, 0.0, 0.0))
+        return xyz, rpy_matrix(rpy)
+
+
+def _inertial(reader, link):
+    """(mass, com, inertia 3x3 in link axes) of a ``<link>``, or None without mass."""
+    name = link.get("name")
+    where = f"<link name={name!r}> <inertial>"
+    inertial = link.find("inertial")
+    if inertial is None:
+        return None
+    mass = float(reader.numbers(where, inertial.find("mass"), "value", 1)[0])
+    if mass < 0:
+        raise reader.err(where, f"negative mass {mass}")
+    if mass == 0:
+        return None
+    com, R = reader.pose(where, inertial)
+    element = inertial.find("inertia")
+    ixx, ixy, ixz, iyy, iyz, izz = (float(reader.numbers(where, element, k, 1, (0.0,))[0])
+                                    for k in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz"))
+    I = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
+    return mass, com, R @ I @ R.T
+
+
+def _combined(a, b):
+    """Mass properties of two bodies in one frame: (mass, com, inertia about the com) each, or None."""
+    if a is None or b is None:
+        return a if b is None else b
+    m = a[0] + b[0]
+    c = (a[0] * a[1] + b[0] * b[1]) / m
+    I = np.zeros((3, 3))
+    for mi, ci, Ii in (a, b):
+        d = ci - c
+        I += Ii + mi * (d @ d * np.eye(3) - np.outer(d, d))
+    return m, c, I
+
+
+def _parse(path):
+    try:
+        root = ET.parse(path).getroot()
+    except ET.ParseError as exc:
+        raise CadImportError(f"not a well-formed XML file: {exc}", where=str(path),
+                             hint="a URDF file is XML with a <robot> root element") from None
+    except OSError as exc:
+        raise CadImportError(f"cannot read the file: {exc.strerror or exc}", where=str(path)) from None
+    if root.tag != "robot":
+        raise CadImportError(f"the root element is <{root.tag}>, not <robot>", where=str(path),
+                             hint="a URDF file's root element is <robot> (xacro files must be expanded first)")
+    return root
+
+
+def read_urdf(path, *, gravity=(0.0, 0.0, 0.0)):
+    """Read a URDF file into a :class:`~cadmotion.kernel.spec.MechanismSpec` (see the module docstring).
+
+    Parameters
+    ----------
+    path : the ``.urdf`` file
+    gravity : m/s², world (root link) frame; URDF stores none
+
+    Raises
+    ------
+    CadImportError : malformed XML, a joint naming a link the file does not define, a link with two parents,
+        links not connected to the root, a joint type cadmotion has no joint for — each naming the element.
+    """
+    from .modelfile import parse_model
+
+    path = Path(path)
+    reader = _Reader(path)
+    root = _parse(path)
+    links = {}
+    for link in root.findall("link"):
+        name = link.get("name")
+        if not name:
+            raise reader.err("<link>", "a link without a name")
+        if name in links:
+            raise reader.err(f"<link name={name!r}>", "a second link of this name")
+        links[name] = link
+    if not links:
+        raise reader.err("<robot>", "no <link> element", hint="a robot needs at least one link")
+    joints, parent_of, ignored = [], {}, []
+    for joint in root.findall("joint"):
+        name, jtype = joint.get("name"), joint.get("type")
+        where = f"<joint name={name!r}>"
+        if not name:
+            raise reader.err("<joint>", "a joint without a name")
+        if jtype not in JOINT_TYPES:
+            raise reader.err(where, f"unknown joint type {jtype!r}", hint="URDF joint types: " + ", ".join(JOINT_TYPES))
+        ends = []
+        for tag in ("parent", "child"):
+            element = joint.find(tag)
+            link = element.get("link") if element is not None else None
+            if link not in links:
+                raise reader.err(where, f"its <{tag}> names link {link!r}, which the file does not define",
+                                 hint="links: " + ", ".join(sorted(links)))
+            ends.append(link)
+        parent, child = ends
+        if child in parent_of:
+            raise reader.err(where, f"link {child!r} is the child of two joints ({parent_of[child][0]!r} too)",
+                             hint="a URDF is a tree: each link has one parent joint")
+        parent_of[child] = (name, parent)
+        joints.append((name, jtype, parent, child, joint))
+        ignored += [f"{where} <{t}>" for t in ("mimic", "calibration", "safety_controller")
+                    if joint.find(t) is not None]
+    roots = [n for n in links if n not in parent_of]
+    if len(roots) != 1:
+        raise reader.err("<robot>", f"{len(roots)} links are no joint's child ({', '.join(roots) or 'none'}): "
+                                    f"the joints must form one tree", hint="connect the links by joints, one root")
+    # world poses at the zero configuration, from the root down
+    pose = {roots[0]: (np.zeros(3), np.eye(3))}
+    tree = _top_down(joints, roots[0])
+    if len(tree) < len(joints):
+        loop = sorted(j[0] for j in joints if j not in tree)
+        raise reader.err(f"<joint name={loop[0]!r}>", f"the joints {', '.join(loop)} form a loop apart from the "
+                                                     f"root link {roots[0]!r}", hint="a URDF is one tree")
+    for name, jtype, parent, child, joint in tree:
+        p0, R0 = pose[parent]
+        xyz, R = reader.pose(f"<joint name={name!r}>", joint)
+        pose[child] = (p0 + R0 @ xyz, R0 @ R)
+    # links welded to the root (by fixed joints, transitively) are fixed parts: their welds are not joints
+    grounded = {roots[0]}
+    for name, jtype, parent, child, joint in _top_down(joints, roots[0]):
+        if jtype == "fixed" and parent in grounded:
+            grounded.add(child)
+    mass = {n: _inertial(reader, link) for n, link in links.items()}
+    mass.update(_lent_masses(joints, mass, pose, grounded))
+    table = {}
+    for n in links:
+        p, R = pose[n]
+        entry = {"fixed": n in grounded, "position": [float(v) for v in p],
+                 "orientation": [float(v) for v in matrix_to_quaternion(R)]}
+        if mass[n] is not None:
+            m, c, I = mass[n]
+            entry.update(mass=float(m), com=[float(v) for v in c], inertia=_six(I))
+        table[n] = entry
+    entries, forces = [], []
+    for name, jtype, parent, child, joint in joints:
+        kind = JOINT_TYPES[jtype]
+        if kind is None or child in grounded:
+            continue
+        where = f"<joint name={name!r}>"
+        p, R = pose[child]
+        axis = reader.numbers(where, joint.find("axis"), "xyz", 3, (1.0, 0.0, 0.0))
+        if np.linalg.norm(axis) == 0:
+            raise reader.err(where, "its <axis xyz> is zero")
+        entry = {"name": name, "type": kind, "parts": [parent, child], "origin": [float(v) for v in p]}
+        if kind != "fixed":
+            entry["axis"] = [float(v) for v in R @ (axis / np.linalg.norm(axis))]
+        limit = joint.find("limit")
+        if kind in _LIMITED and jtype != "continuous" and limit is not None:
+            lower = float(reader.numbers(where + " <limit>", limit, "lower", 1, (0.0,))[0])
+            upper = float(reader.numbers(where + " <limit>", limit, "upper", 1, (0.0,))[0])
+            if lower > upper:
+                raise reader.err(where + " <limit>", f"lower {lower} is above upper {upper}")
+            if lower < upper:
+                entry["limits"] = {_LIMITED[kind]: [lower, upper]}
+        entries.append(entry)
+        dynamics = joint.find("dynamics")
+        if dynamics is not None:
+            damping = float(reader.numbers(where + " <dynamics>", dynamics, "damping", 1, (0.0,))[0])
+            if damping < 0:
+                raise reader.err(where + " <dynamics>", f"negative damping {damping}")
+            if damping > 0 and kind == "revolute":
+                forces.append({"name": f"{name}.damping", "type": "rotational-spring-damper", "joint": name,
+                               "stiffness": 0.0, "damping": damping})
+            elif damping > 0:
+                ignored.append(f"{where} <dynamics damping> (of a {jtype} joint)")
+            if float(reader.numbers(where + " <dynamics>", dynamics, "friction", 1, (0.0,))[0]) != 0:
+                ignored.append(f"{where} <dynamics friction>")
+    if ignored:
+        warnings.warn(f"{path}: not read: " + "; ".join(ignored), stacklevel=2)
+    data = {"name": root.get("name") or path.stem, "parts": table, "joints": entries, "forces": forces}
+    if any(gravity):
+        data["gravity"] = [float(g) for g in gravity]
+    return parse_model(data, source=str(path), base_dir=path.parent)
+
+
+def _top_down(joints, root):
+    """The joints ordered from the root down (each after the joint of its parent link)."""
+    order, reached, pending = [], {root}, list(joints)
+    while pending:
+        ready = [j for j in pending if j[2] in reached]
+        if not ready:  # links that are each other's parents, apart from the root's tree
+            break
+        order += ready
+        reached.update(j[3] for j in ready)
+        pending = [j for j in pending if j[2] not in reached or j[3] not in reached]
+    return order
+
+
+#: the share of its parent's mass data a massless link welded to it carries (see :func:`_lent_masses`)
+WELD_SHARE = 1e-6
+
+
+def _lent_masses(joints, mass, pose, grounded):
+    """{link: mass data} for massless moving links welded to a link with mass (an end-effector frame).
+
+    Dynamics needs mass on every moving part. Such a link takes :data:`WELD_SHARE` of its parent's mass
+    data — the same centre of mass in the world and the same inertia, scaled — and the parent keeps the
+    rest: the two welded together have the parent's mass properties exactly; only the weld's reaction is
+    that share of the parent's load instead of 0."""
+    lent = {}
+    for name, jtype, parent, child, joint in _top_down(joints, next(iter(grounded))):
+        have = lent.get(parent, mass[parent])
+        if jtype != "fixed" or child in grounded or mass[child] is not None or have is None:
+            continue
+        m, c, I = have
+        p_c, R_c = pose[child]
+        p_p, R_p = pose[parent]
+        com_world = p_p + R_p @ c
+        lent[parent] = (m * (1 - WELD_SHARE), c, I * (1 - WELD_SHARE))
+        lent[child] = (m * WELD_SHARE, R_c.T @ (com_world - p_c), R_c.T @ (R_p @ (WELD_SHARE * I) @ R_p.T) @ R_c)
+    return lent
+
+
+def _six(I):
+    return [float(I[0, 0]), float(I[1, 1]), float(I[2, 2]), float(I[0, 1]), float(I[0, 2]), float(I[1, 2])]

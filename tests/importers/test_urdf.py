@@ -1,0 +1,149 @@
+"""URDF files (importers/urdf.py): the real double pendulum of Gepetto's example-robot-data
+(``../shared/data/urdf-double-pendulum``, see SOURCES.md) read into parts, joints and dampers, and
+its motion under gravity against the Lagrange equations of the same two links, written here from
+the file's numbers; bad files get errors naming the element."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.integrate import solve_ivp
+
+from cadmotion.errors import CadImportError
+from cadmotion.importers import load
+from cadmotion.importers.urdf import read_urdf, rpy_matrix
+from cadmotion.kernel import compile_model
+
+DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "urdf-double-pendulum"
+PENDULUM = DATA / "double_pendulum_simple.urdf"
+needs_data = pytest.mark.skipif(not PENDULUM.exists(), reason="shared test data not available")
+
+# the file's numbers: link1 (0.2 kg, com 0.05 m up its z, Ixx 0.000177083), link2 (0.3 kg, com 0.1 m, Ixx
+# 0.001015625) 0.1 m up link1, both joints about x with damping 0.05 N m s/rad; link3 a massless frame 0.2 m
+# up link2, welded
+M1, C1, I1 = 0.2, 0.05, 0.000177083
+M2, C2, I2 = 0.3, 0.1, 0.001015625
+L1, DAMPING, G = 0.1, 0.05, 9.81
+
+
+def lagrange_double_pendulum(t_end, times):
+    """Absolute angles φ1, φ2 (rad, about +x) of the links, gravity −G along y, from rest at φ = 0 (links along
+    +z: horizontal to gravity), and the joints' dampers; the two-link Lagrange equations in absolute angles."""
+
+    def rhs(t, y):
+        p1, p2, w1, w2 = y
+        d = p1 - p2
+        M = np.array([[M1 * C1**2 + I1 + M2 * L1**2, M2 * L1 * C2 * np.cos(d)],
+                      [M2 * L1 * C2 * np.cos(d), M2 * C2**2 + I2]])
+        rel = w2 - w1  # joint2's rate; joint1's is w1
+        f = np.array([-M2 * L1 * C2 * np.sin(d) * w2**2 + G * (M1 * C1 + M2 * L1) * np.cos(p1) - DAMPING * w1
+                      + DAMPING * rel,
+                      M2 * L1 * C2 * np.sin(d) * w1**2 + G * M2 * C2 * np.cos(p2) - DAMPING * rel])
+        return [w1, w2, *np.linalg.solve(M, f)]
+
+    sol = solve_ivp(rhs, (0.0, t_end), [0.0, 0.0, 0.0, 0.0], method="DOP853", rtol=1e-12, atol=1e-14, t_eval=times)
+    return sol.y[0], sol.y[1]
+
+
+def test_rpy_is_roll_about_x_then_pitch_about_y_then_yaw_about_z_all_fixed_axes():
+    def about(axis, a):
+        c, s = np.cos(a), np.sin(a)
+        i, j = [(1, 2), (2, 0), (0, 1)][axis]
+        R = np.eye(3)
+        R[i, i] = R[j, j] = c
+        R[i, j], R[j, i] = -s, s
+        return R
+
+    r, p, y = 0.3, -0.7, 1.9
+    np.testing.assert_allclose(rpy_matrix((r, p, y)), about(2, y) @ about(1, p) @ about(0, r), atol=1e-15)
+
+
+@needs_data
+def test_the_double_pendulum_reads_as_its_links_joints_and_dampers():
+    spec = load(PENDULUM)
+    assert spec.name == "2dof_planar"
+    parts = {p.name: p for p in spec.parts}
+    assert list(parts) == ["base_link", "link1", "link2", "link3"] and parts["base_link"].fixed
+    np.testing.assert_allclose(parts["link2"].position, [0.0375, 0.0, 0.1], atol=1e-15)
+    np.testing.assert_allclose(parts["link3"].position, [0.0375, 0.0, 0.3], atol=1e-15)
+    assert parts["link1"].mass == pytest.approx(M1) and parts["link1"].com == pytest.approx((0, 0, C1))
+    # link3 is massless and welded to link2: together they carry link2's mass data exactly
+    assert parts["link2"].mass + parts["link3"].mass == pytest.approx(M2, rel=1e-15)
+    world_com = [np.asarray(parts[n].position) + np.asarray(parts[n].com) for n in ("link2", "link3")]
+    np.testing.assert_allclose(world_com[0], world_com[1], atol=1e-15)
+    joints = {j.name: j for j in spec.joints}
+    assert [(j.type, j.parts) for j in joints.values()] == [("revolute", ("base_link", "link1")),
+                                                            ("revolute", ("link1", "link2")),
+                                                            ("fixed", ("link2", "link3"))]
+    # lower = upper = 0 in the file: not limited (the SOURCES note: the joints are meant to be free)
+    assert all(not j.limits for j in joints.values())
+    assert {(f.joint, f.type, dict(f.params)["damping"]) for f in spec.forces} == {
+        ("joint1", "rotational-spring-damper", DAMPING), ("joint2", "rotational-spring-damper", DAMPING)}
+
+
+@needs_data
+def test_the_double_pendulum_falls_as_the_lagrange_equations_of_its_links_say():
+    # Gravity along −y with the links along +z: they start horizontal to it and swing down through 2 s, the
+    # dampers taking energy. Reference: the Lagrange equations above, DOP853 at rtol 1e-12. Allowance 1e-6 rad
+    # and 1e-6 m, the run's own tolerance 1e-10.
+    from cadmotion.kernel.dynamics import simulate
+
+    model = compile_model(read_urdf(PENDULUM, gravity=(0.0, -G, 0.0)))
+    motion = simulate(model, t_end=2.0, steps=40, formulation="projection", integrator="DOP853", rtol=1e-10,
+                      atol=1e-12)
+    assert motion.complete, motion.message
+    p1, p2 = lagrange_double_pendulum(2.0, motion.time)
+    np.testing.assert_allclose(motion.coordinate("joint1.angle"), p1, atol=1e-6)
+    np.testing.assert_allclose(motion.coordinate("joint2.angle"), p2 - p1, atol=1e-6)
+    # the end-effector frame (link3, 0.2 m up link2) where the links' angles put it
+    tip = motion.position[:, motion.part_index("link3")]
+    np.testing.assert_allclose(tip[:, 1], -L1 * np.sin(p1) - 0.2 * np.sin(p2), atol=1e-6)
+    np.testing.assert_allclose(tip[:, 2], L1 * np.cos(p1) + 0.2 * np.cos(p2), atol=1e-6)
+    assert not [e for e in motion.events if e.kind == "invariant"]
+
+
+def _write(tmp_path, body):
+    path = tmp_path / "robot.urdf"
+    path.write_text(f'<?xml version="1.0"?>\n<robot name="r">\n{body}\n</robot>\n')
+    return path
+
+
+LINKS = '<link name="a"/><link name="b"><inertial><mass value="1"/><inertia ixx="1" iyy="1" izz="1"/></inertial></link>'
+
+
+@pytest.mark.parametrize("body, words", [
+    ("<link", ["not a well-formed XML"]),
+    (LINKS + '<joint name="j" type="revolute"><parent link="a"/><child link="c"/></joint>',
+     ["<joint name='j'>", "link 'c'", "does not define"]),
+    (LINKS + '<joint name="j" type="gearbox"><parent link="a"/><child link="b"/></joint>',
+     ["<joint name='j'>", "unknown joint type 'gearbox'"]),
+    (LINKS + '<joint name="j" type="revolute"><parent link="a"/><child link="b"/><origin xyz="0 x 0"/></joint>',
+     ["<joint name='j'>", "xyz='0 x 0'"]),
+    (LINKS + '<joint name="j" type="revolute"><parent link="a"/><child link="b"/>'
+             '<limit lower="1" upper="-1"/></joint>', ["<joint name='j'> <limit>", "lower 1.0 is above upper"]),
+    (LINKS + '<link name="c"/><joint name="j" type="fixed"><parent link="b"/><child link="c"/></joint>'
+             '<joint name="k" type="fixed"><parent link="c"/><child link="b"/></joint>', ["j, k form a loop"]),
+    ('<link name="a"/><link name="b"/>', ["2 links are no joint's child (a, b)"]),
+    (LINKS + '<link name="c"/><joint name="j" type="fixed"><parent link="a"/><child link="b"/></joint>'
+             '<joint name="k" type="fixed"><parent link="a"/><child link="b"/></joint>', ["child of two joints"]),
+])
+def test_a_bad_urdf_is_an_error_naming_the_file_and_the_element(tmp_path, body, words):
+    path = _write(tmp_path, body)
+    with pytest.raises(CadImportError) as info:
+        read_urdf(path)
+    text = str(info.value)
+    assert str(path) in text and all(w in text for w in words), text
+
+
+def test_limits_and_a_prismatic_axis_turned_by_the_joint_origin(tmp_path):
+    # A prismatic joint along its frame's x, the frame turned by yaw 90°: the slide is along world y.
+    path = _write(tmp_path, LINKS + '<joint name="j" type="prismatic"><parent link="a"/><child link="b"/>'
+                                    '<origin xyz="1 2 3" rpy="0 0 1.5707963267948966"/><axis xyz="1 0 0"/>'
+                                    '<limit lower="-0.1" upper="0.2"/></joint>')
+    spec = read_urdf(path)
+    (joint,) = spec.joints
+    assert joint.type == "prismatic" and dict(joint.limits) == {"disp": (-0.1, 0.2)}
+    parts = {p.name: p for p in spec.parts}
+    np.testing.assert_allclose(parts["b"].position, [1, 2, 3], atol=1e-15)
+    R = np.asarray(joint.markers[0].rotation)  # the marker in part a (the root: the world), columns = axes
+    np.testing.assert_allclose(np.abs(R[:, 2]), [0, 1, 0], atol=1e-12)
