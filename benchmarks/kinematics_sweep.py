@@ -64,7 +64,7 @@ stepper is interval/256):
    at its first joint (0.5 rad/s, 2 s): each link's pose carries the next joint's origin where the
    Denavit–Hartenberg loop, closed by least squares in the script from the driven angle, puts it.
 5. ``files``: `cadmotion check --no-interference` on every file of /work/shared/data (asmt, FCStd,
-   STEP): exit code, time, and the first line of its verdict or error (no Python traceback
+   STEP, URDF): exit code, time, and the first line of its verdict or error (no Python traceback
    allowed).
 
 6. ``self-check``: the run's own continuity check (:mod:`cadmotion.kernel.kinematic_checks`): the
@@ -679,7 +679,7 @@ def section_spatial(quick):
 def section_files(quick):
     rows = []
     files = (sorted(DATA.glob("asmt-*/*.asmt")) + sorted(DATA.glob("fcstd-*/*.FCStd"))
-             + sorted(DATA.glob("step-*/*.st*p")))
+             + sorted(DATA.glob("step-*/*.st*p")) + sorted(DATA.glob("urdf-*/*.urdf")))
     if quick:
         files = files[:5]
     env = dict(os.environ)
