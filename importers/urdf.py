@@ -17,7 +17,10 @@ What is read
   → a ``rotational-spring-damper`` or ``spring-damper``-like viscous element on the joint, named
   ``<joint>.damping``. ``<mimic>``, ``friction`` and the ``<transmission>`` elements are not read (a
   ``UserWarning`` names them).
-* ``<visual>`` and ``<collision>`` geometry is not read (parts have no shape; the writers draw frames).
+* ``<visual>``: its ``box``, ``cylinder`` and ``sphere`` geometry, placed by its ``<origin>``, is the part's shape
+  for the writers (with OpenCascade, the ``cad`` extra; without it the parts are drawn as sticks), its
+  ``<material>`` colour (inline or named at the robot's level) the part's colour; ``mesh`` geometry is not read
+  (a ``UserWarning`` names it). ``<collision>`` geometry is not read.
 
 Frames: the root link (the one link that is no joint's child) is fixed, its frame the world frame. URDF's
 ``rpy`` are fixed-axis roll, pitch, yaw: R = Rz(yaw) Ry(pitch) Rx(roll). Units are SI. URDF stores no
@@ -33,6 +36,7 @@ from __future__ import annotations
 import math
 import warnings
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -254,12 +258,73 @@ def read_urdf(path, *, gravity=(0.0, 0.0, 0.0)):
                 ignored.append(f"{where} <dynamics damping> (of a {jtype} joint)")
             if float(reader.numbers(where + " <dynamics>", dynamics, "friction", 1, (0.0,))[0]) != 0:
                 ignored.append(f"{where} <dynamics friction>")
+    looks = {n: _visuals(reader, link, _named_colours(reader, root), ignored) for n, link in links.items()}
     if ignored:
         warnings.warn(f"{path}: not read: " + "; ".join(ignored), stacklevel=2)
     data = {"name": root.get("name") or path.stem, "parts": table, "joints": entries, "forces": forces}
     if any(gravity):
         data["gravity"] = [float(g) for g in gravity]
-    return parse_model(data, source=str(path), base_dir=path.parent)
+    spec = parse_model(data, source=str(path), base_dir=path.parent)
+    return replace(spec, parts=tuple(replace(p, shape=looks[p.name][0], color=looks[p.name][1],
+                                             source=f"{path}: <link name={p.name!r}>") for p in spec.parts))
+
+
+def _named_colours(reader, root):
+    """{material name: rgba} of the robot-level ``<material>`` elements."""
+    return {m.get("name"): tuple(float(v) for v in reader.numbers(f"<material name={m.get('name')!r}>",
+                                                                   m.find("color"), "rgba", 4))
+            for m in root.findall("material") if m.get("name") and m.find("color") is not None}
+
+
+def _visuals(reader, link, colours, ignored):
+    """(shape or None, rgba or None) of a link's ``<visual>`` elements: their primitives placed in the link
+    frame (m), a compound; None without OpenCascade or without primitives."""
+    name = link.get("name")
+    solids, colour = [], None
+    for n, visual in enumerate(link.findall("visual")):
+        where = f"<link name={name!r}> <visual> #{n + 1}"
+        material = visual.find("material")
+        if colour is None and material is not None:
+            if material.find("color") is not None:
+                colour = tuple(float(v) for v in reader.numbers(where + " <material>", material.find("color"),
+                                                                "rgba", 4))
+            else:
+                colour = colours.get(material.get("name"))
+        geometry = visual.find("geometry")
+        element = geometry[0] if geometry is not None and len(geometry) else None
+        if element is None or element.tag not in ("box", "cylinder", "sphere"):
+            if element is not None:
+                ignored.append(f"{where} <{element.tag}>")
+            continue
+        size = {"box": lambda e: [reader.numbers(where, e, "size", 3)],
+                "cylinder": lambda e: [reader.numbers(where, e, "radius", 1)[0], reader.numbers(where, e, "length",
+                                                                                                 1)[0]],
+                "sphere": lambda e: [reader.numbers(where, e, "radius", 1)[0]]}[element.tag](element)
+        xyz, R = reader.pose(where, visual)
+        solids.append((element.tag, size, xyz, R))
+    return _shape(solids), colour
+
+
+def _shape(solids):
+    """A compound of the primitives ``(kind, size, origin, rotation)`` in the link frame, or None (no solid, or no
+    OpenCascade)."""
+    if not solids:
+        return None
+    try:
+        from ..geometry import primitives
+        from ..geometry.placements import moved
+        from ..geometry.shapes import compound
+    except ImportError:  # pragma: no cover - the plain install: the writers draw sticks
+        return None
+    shapes = []
+    try:
+        for kind, size, xyz, R in solids:
+            X = np.eye(4)
+            X[:3, :3], X[:3, 3] = R, xyz
+            shapes.append(moved(getattr(primitives, kind)(*size), X))
+    except ImportError:  # pragma: no cover - OCP missing: the functions import it when called
+        return None
+    return compound(shapes)
 
 
 def _top_down(joints, root):

@@ -147,3 +147,32 @@ def test_limits_and_a_prismatic_axis_turned_by_the_joint_origin(tmp_path):
     np.testing.assert_allclose(parts["b"].position, [1, 2, 3], atol=1e-15)
     R = np.asarray(joint.markers[0].rotation)  # the marker in part a (the root: the world), columns = axes
     np.testing.assert_allclose(np.abs(R[:, 2]), [0, 1, 0], atol=1e-12)
+
+
+@needs_data
+def test_the_links_visual_boxes_are_their_shapes_and_colours():
+    # link1's visual: a 0.025 × 0.025 × 0.1 m box centred 0.05 m up the link's z, green; link3 has none
+    pytest.importorskip("OCP")
+    from cadmotion.geometry.shapes import bounding_box
+
+    parts = {p.name: p for p in load(PENDULUM).parts}
+    lo, hi = bounding_box(parts["link1"].shape)
+    np.testing.assert_allclose(lo, [-0.0125, -0.0125, 0.0], atol=1e-9)
+    np.testing.assert_allclose(hi, [0.0125, 0.0125, 0.1], atol=1e-9)
+    assert parts["link1"].color == (0.0, 1.0, 0.0, 1.0) and parts["link3"].shape is None
+
+
+def test_a_cylinder_and_a_sphere_turned_and_moved_by_their_visual_origin(tmp_path):
+    # URDF's cylinder is centred on its frame, its axis along z; turned by roll 90° its axis is along −y
+    pytest.importorskip("OCP")
+    from cadmotion.geometry.shapes import bounding_box
+
+    path = _write(tmp_path, '<link name="a"><visual><origin xyz="1 0 0" rpy="1.5707963267948966 0 0"/>'
+                            '<geometry><cylinder radius="0.1" length="0.4"/></geometry></visual>'
+                            '<visual><origin xyz="0 0 2"/><geometry><sphere radius="0.5"/></geometry></visual>'
+                            '<visual><geometry><mesh filename="a.stl"/></geometry></visual></link>')
+    with pytest.warns(UserWarning, match="<mesh>"):
+        (part,) = read_urdf(path).parts
+    lo, hi = bounding_box(part.shape)
+    np.testing.assert_allclose(lo, [-0.5, -0.5, -0.1], atol=1e-7)
+    np.testing.assert_allclose(hi, [1.1, 0.5, 2.5], atol=1e-7)
