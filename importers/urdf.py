@@ -15,8 +15,12 @@ What is read
   joint → ``limits`` about the zero configuration (rad, m), unless lower = upper (files use 0, 0 for "not
   limited": a joint locked by its limits would be written ``fixed``). ``<dynamics damping>`` (N m s/rad, N s/m)
   → a ``rotational-spring-damper`` or ``spring-damper``-like viscous element on the joint, named
-  ``<joint>.damping``. ``<mimic>``, ``friction`` and the ``<transmission>`` elements are not read (a
-  ``UserWarning`` names them).
+  ``<joint>.damping``. ``<mimic joint multiplier offset>``: the joint's coordinate is ``multiplier`` times the
+  other's — a ``gear`` coupler between two revolute joints (ratio = multiplier), a ``rack-and-pinion`` for a
+  prismatic joint mimicking a revolute one (radius = multiplier, m/rad); a mimic with an offset (the zero
+  configuration breaks it) or of another pair of types is not read. ``friction``, ``<calibration>``,
+  ``<safety_controller>`` and the ``<transmission>`` elements are not read either; a ``UserWarning`` names
+  what was not read.
 * ``<visual>``: its ``box``, ``cylinder`` and ``sphere`` geometry, placed by its ``<origin>``, is the part's shape
   for the writers (with OpenCascade, the ``cad`` extra; without it the parts are drawn as sticks), its
   ``<material>`` colour (inline or named at the robot's level) the part's colour; ``mesh`` geometry is not read
@@ -191,8 +195,7 @@ def read_urdf(path, *, gravity=(0.0, 0.0, 0.0)):
                              hint="a URDF is a tree: each link has one parent joint")
         parent_of[child] = (name, parent)
         joints.append((name, jtype, parent, child, joint))
-        ignored += [f"{where} <{t}>" for t in ("mimic", "calibration", "safety_controller")
-                    if joint.find(t) is not None]
+        ignored += [f"{where} <{t}>" for t in ("calibration", "safety_controller") if joint.find(t) is not None]
     roots = [n for n in links if n not in parent_of]
     if len(roots) != 1:
         raise reader.err("<robot>", f"{len(roots)} links are no joint's child ({', '.join(roots) or 'none'}): "
@@ -258,6 +261,7 @@ def read_urdf(path, *, gravity=(0.0, 0.0, 0.0)):
                 ignored.append(f"{where} <dynamics damping> (of a {jtype} joint)")
             if float(reader.numbers(where + " <dynamics>", dynamics, "friction", 1, (0.0,))[0]) != 0:
                 ignored.append(f"{where} <dynamics friction>")
+    entries += _mimic_couplers(reader, joints, {e["name"] for e in entries}, ignored)
     looks = {n: _visuals(reader, link, _named_colours(reader, root), ignored) for n, link in links.items()}
     if ignored:
         warnings.warn(f"{path}: not read: " + "; ".join(ignored), stacklevel=2)
@@ -267,6 +271,34 @@ def read_urdf(path, *, gravity=(0.0, 0.0, 0.0)):
     spec = parse_model(data, source=str(path), base_dir=path.parent)
     return replace(spec, parts=tuple(replace(p, shape=looks[p.name][0], color=looks[p.name][1],
                                              source=f"{path}: <link name={p.name!r}>") for p in spec.parts))
+
+
+def _mimic_couplers(reader, joints, made, ignored):
+    """The couplers of the ``<mimic>`` elements (module docstring) between joints in ``made``."""
+    types = {name: jtype for name, jtype, *_ in joints}
+    couplers = []
+    for name, jtype, parent, child, joint in joints:
+        mimic = joint.find("mimic")
+        if mimic is None:
+            continue
+        where = f"<joint name={name!r}> <mimic>"
+        other = mimic.get("joint")
+        if other not in types:
+            raise reader.err(where, f"it mimics joint {other!r}, which the file does not define",
+                             hint="joints: " + ", ".join(sorted(types)))
+        multiplier = float(reader.numbers(where, mimic, "multiplier", 1, (1.0,))[0])
+        offset = float(reader.numbers(where, mimic, "offset", 1, (0.0,))[0])
+        kinds = (JOINT_TYPES[types[other]], JOINT_TYPES[jtype])
+        coupler = {("revolute", "revolute"): ("gear", "ratio"),
+                   ("revolute", "prismatic"): ("rack-and-pinion", "radius")}.get(kinds)
+        if offset != 0.0 or coupler is None or name not in made or other not in made:
+            why = (f"offset {offset:g}" if offset != 0.0 else
+                   f"a {jtype} joint mimicking a {types[other]} one" if coupler is None else "a joint welded to ground")
+            ignored.append(f"{where} ({why})")
+            continue
+        couplers.append({"name": f"{name}.mimic", "type": coupler[0], "joints": [other, name],
+                         coupler[1]: multiplier})
+    return couplers
 
 
 def _named_colours(reader, root):

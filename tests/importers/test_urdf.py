@@ -176,3 +176,28 @@ def test_a_cylinder_and_a_sphere_turned_and_moved_by_their_visual_origin(tmp_pat
     lo, hi = bounding_box(part.shape)
     np.testing.assert_allclose(lo, [-0.5, -0.5, -0.1], atol=1e-7)
     np.testing.assert_allclose(hi, [1.1, 0.5, 2.5], atol=1e-7)
+
+
+def _two_revolutes(mimic):
+    return ('<link name="a"/>' + "".join(f'<link name="{n}"><inertial><mass value="1"/><inertia ixx="1" iyy="1" '
+                                         f'izz="1"/></inertial></link>' for n in "bc")
+            + '<joint name="j1" type="revolute"><parent link="a"/><child link="b"/><axis xyz="0 0 1"/></joint>'
+            + f'<joint name="j2" type="revolute"><parent link="b"/><child link="c"/><origin xyz="1 0 0"/>'
+              f'<axis xyz="0 0 1"/>{mimic}</joint>')
+
+
+def test_a_mimic_joint_turns_as_its_multiplier_times_the_joint_it_mimics(tmp_path):
+    # j2 mimics j1 with multiplier −2: one degree of freedom; j1 driven through 1 rad turns j2 through −2 rad
+    from cadmotion.plugin.run_analysis import run_spec
+
+    spec = read_urdf(_write(tmp_path, _two_revolutes('<mimic joint="j1" multiplier="-2"/>')))
+    assert [(j.type, j.joints, j.param("ratio")) for j in spec.joints if j.type == "gear"] == [
+        ("gear", ("j1", "j2"), -2.0)]
+    motion = run_spec(spec, "kinematic", t_end=1.0, steps=10, drive=["j1=t"]).motion
+    np.testing.assert_allclose(motion.coordinate("j2.angle"), -2 * motion.time, atol=1e-9)
+
+
+def test_a_mimic_with_an_offset_is_named_as_not_read(tmp_path):
+    with pytest.warns(UserWarning, match=r"<joint name='j2'> <mimic> \(offset 0.5\)"):
+        spec = read_urdf(_write(tmp_path, _two_revolutes('<mimic joint="j1" multiplier="1" offset="0.5"/>')))
+    assert not [j for j in spec.joints if j.type == "gear"]
