@@ -18,7 +18,8 @@ point on the first part to the point on the second, l its length, l̇ = u·(v_Pb
                             zero at the initial pose), V = ½ k θ² − τ0 θ. Other joints
                             (spherical, universal, ...): 3-D, torque −k φ − c (ω_j − ω_i)
                             with φ the rotation vector of the second joint frame relative to
-                            the first (world axes), V = ½ k |φ|² (exactly conservative).
+                            the first (world axes), V = ½ k |φ|² (exactly conservative); no
+                            preload (no axis to wind it about).
 ``torque``                  τ(t, q, qd) about a joint's axis (revolute, cylindrical, screw,
                             planar): τ z_i on the second part, −τ z_i on the first.
 ``force``                   F(t, q, qd) along a joint's axis (prismatic, cylindrical, screw,
@@ -318,6 +319,14 @@ class ForceElements:
                 if j.type in _AXIS_TORQUE_JOINTS:
                     axis_rot.append((f.name, b[0], b[1], mi, mj, k, c, tau0))
                 else:
+                    if tau0 != 0.0:
+                        raise MechanismError(
+                            f"force {f.name!r} (rotational-spring-damper) on the {j.type} joint {j.name!r} has a "
+                            f"preload of {tau0:g} N m, but a 3-D rotational spring has no axis to wind a preload "
+                            "about", where=where_of(f),
+                            hint="leave `preload` out, or put the spring on a joint with an axis (revolute, "
+                                 "cylindrical, screw, planar), or apply the preload as a `torque` expression on "
+                                 "such a joint")
                     ball_rot.append((f.name, b[0], b[1], mi[1], mj[1], k, c))
             elif f.type in ("torque", "force"):
                 allowed = _AXIS_TORQUE_JOINTS if f.type == "torque" else _AXIS_FORCE_JOINTS
