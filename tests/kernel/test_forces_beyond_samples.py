@@ -5,6 +5,7 @@ A disc of 0.05 kg m² (isotropic, its centre of mass on the joint) on a rotation
 """
 import math
 
+import numpy as np
 import pytest
 
 from cadmotion.errors import MechanismError
@@ -30,6 +31,13 @@ def _disc_on(build, joint, spin=(0.0, 0.0, 0.0), **spring):
     return compile_model(build(data))
 
 
+def _rotation_vectors(motion):
+    q = motion.quaternion[:, motion.parts.index("disc")]
+    q = q * np.where(q[:, :1] < 0, -1.0, 1.0)
+    s = np.linalg.norm(q[:, 1:], axis=1)
+    return q[:, 1:] * (2.0 * np.arctan2(s, q[:, 0]) / np.where(s > 0, s, 1.0))[:, None]
+
+
 @pytest.mark.parametrize("joint", ["spherical", "universal"])
 def test_a_3d_rotational_spring_refuses_a_preload_it_cannot_apply(build, joint):
     """A 3-D rotational spring has no axis to wind a preload about: taking one and ignoring it (as it did) hid a
@@ -40,3 +48,25 @@ def test_a_3d_rotational_spring_refuses_a_preload_it_cannot_apply(build, joint):
     assert "'twist'" in text and "'hinge'" in text and "preload" in text
     assert "revolute" in err.value.hint and "torque" in err.value.hint
     assert run(_disc_on(build, joint), t_end=0.1, steps=1)[0].complete  # without a preload: a spring as before
+
+
+def test_a_3d_rotational_spring_on_a_universal_joint_is_relaxed_at_the_initial_pose(build):
+    """The universal joint's two frames differ by its cross axis (here z and x): measured between them, the spring
+    was wound by that rotation at the start and spun a disc that should rest up to 16 rad/s."""
+    motion, result = run(_disc_on(build, "universal"), t_end=1.0, steps=50, integrator="DOP853", rtol=1e-10,
+                         atol=1e-12)
+    assert motion.complete and result.invariants.ok
+    assert np.max(np.abs(_rotation_vectors(motion))) < 1e-9
+    assert np.max(np.abs(motion.angular_velocity)) < 1e-9
+
+
+@pytest.mark.parametrize("joint, axis", [("universal", (0, 0, 1)), ("universal", (1, 0, 0)),
+                                         ("spherical", (1 / 3, 2 / 3, 2 / 3))])
+def test_a_small_twist_of_a_3d_rotational_spring_swings_at_its_closed_form_frequency(build, joint, axis):
+    """Spun at 0.01 rad/s about an axis its joint allows (the universal joint's first axis, fixed in the ground, or
+    its cross axis, fixed in the disc), the disc turns about that axis by (w0/ω) sin ωt, ω = √(k/I)."""
+    w0, n = 0.01, np.array(axis, float)
+    motion, _ = run(_disc_on(build, joint, spin=tuple(w0 * n)), t_end=2 * math.pi / OMEGA, steps=40,
+                    integrator="DOP853", rtol=1e-11, atol=1e-13)
+    expected = (w0 / OMEGA) * np.sin(OMEGA * motion.time)[:, None] * n
+    np.testing.assert_allclose(_rotation_vectors(motion), expected, atol=1e-6 * w0 / OMEGA)
