@@ -70,3 +70,83 @@ def test_a_small_twist_of_a_3d_rotational_spring_swings_at_its_closed_form_frequ
                     integrator="DOP853", rtol=1e-11, atol=1e-13)
     expected = (w0 / OMEGA) * np.sin(OMEGA * motion.time)[:, None] * n
     np.testing.assert_allclose(_rotation_vectors(motion), expected, atol=1e-6 * w0 / OMEGA)
+
+
+# ---------------------------------------------------------------------------- fixed steps on stiff springs
+def _block_on_springs(build, stiff, soft=None):
+    """A 1 kg block on a rail on a spring ``stiff`` (N/m) stretched 1 mm, at rest; with ``soft``: two blocks
+    thrown at 0.5 m/s, the first on ``soft`` to the ground, the second on ``stiff`` to the first."""
+    rail = {"type": "prismatic", "origin": [0, 0, 0], "axis": [1, 0, 0]}
+    body = {"mass": 1.0, "com": [0, 0, 0], "inertia": [0.01] * 3}
+    if soft is None:
+        return compile_model(build({
+            "gravity": [0, 0, 0],
+            "parts": {"ground": {"fixed": True}, "a": {"position": [1e-3, 0, 0], **body}},
+            "joints": [{"name": "ra", "parts": ["ground", "a"], **rail}],
+            "forces": [{"name": "k", "type": "spring-damper", "parts": ["ground", "a"],
+                        "points": [[-1, 0, 0], [1e-3, 0, 0]], "stiffness": stiff, "free_length": 1.0}]}))
+    return compile_model(build({
+        "gravity": [0, 0, 0],
+        "parts": {"ground": {"fixed": True}, "a": {"position": [0, 0, 0], **body}, "b": {"position": [1, 0, 0], **body}},
+        "joints": [{"name": "ra", "parts": ["ground", "a"], **rail}, {"name": "rb", "parts": ["ground", "b"], **rail}],
+        "forces": [{"name": "soft", "type": "spring-damper", "parts": ["ground", "a"], "points": [[-1, 0, 0], [0, 0, 0]],
+                    "stiffness": soft},
+                   {"name": "stiff", "type": "spring-damper", "parts": ["a", "b"], "points": [[0, 0, 0], [1, 0, 0]],
+                    "stiffness": stiff}],
+        "initial_velocity": {"a": {"velocity": [0.5, 0, 0]}, "b": {"velocity": [0.5, 0, 0]}}}))
+
+
+FIXED_STEP = [("RK4", None), ("generalized-alpha", "index3"), ("HHT", "index3")]
+
+
+@pytest.mark.parametrize("integrator, formulation", FIXED_STEP)
+def test_a_fixed_step_that_does_not_resolve_a_stiff_spring_is_flagged(build, integrator, formulation):
+    """k = 1e6 N/m on 1 kg (ω = 1000 rad/s) stepped at h = 1.2 ms (h ω = 1.2, five steps a period) for 0.1 s: the
+    answer is off by more than a tenth of its amplitude (phase, numerical damping) while the energy check, whose
+    allowance grows with the same (h ω)^q, passed it. ``steps.error`` = N (h ω)^q is far above 1, and says what
+    step would do."""
+    omega = 1000.0
+    motion, result = run(_block_on_springs(build, omega ** 2), t_end=0.12, steps=100, integrator=integrator,
+                         formulation=formulation, dt=1.2e-3)
+    x = motion.position[:, motion.parts.index("a"), 0]
+    assert np.max(np.abs(x - 1e-3 * np.cos(omega * motion.time))) > 1e-4  # the premise: off by > 10 %
+    broken = {c.name: c for c in result.invariants.broken}
+    assert "steps.error" in broken
+    check = broken["steps.error"]
+    assert check.max_drift > 10.0
+    assert "smaller step" in check.message() and "variable-step" in check.message()
+    assert any(e.kind == "invariant" and e.items == ("steps.error",) for e in motion.events)
+
+
+@pytest.mark.parametrize("integrator, formulation", FIXED_STEP)
+def test_a_fixed_step_that_resolves_the_spring_is_not_flagged(build, integrator, formulation):
+    """The same spring at h ω = 0.02: right to 1e-3 of its amplitude, and ``steps.error`` stays below 1."""
+    omega = 1000.0
+    motion, result = run(_block_on_springs(build, omega ** 2), t_end=0.02, steps=100, integrator=integrator,
+                         formulation=formulation, dt=2e-5)
+    x = motion.position[:, motion.parts.index("a"), 0]
+    assert np.max(np.abs(x - 1e-3 * np.cos(omega * motion.time))) < 1e-6
+    checks = {c.name: c for c in result.invariants.checks}
+    assert result.invariants.ok and checks["steps.error"].max_drift < 1.0
+
+
+@pytest.mark.parametrize("integrator", ["generalized-alpha", "HHT"])
+def test_a_stiff_mode_the_motion_does_not_excite_does_not_flag_a_right_run(build, integrator):
+    """Two blocks thrown together, a soft spring (100 N/m) to the ground and a stiff one (1e6 N/m) between them: the
+    stiff mode (ω ≈ 1414 rad/s) carries ~1e-9 of the energy. The implicit methods step over it at h = T/40 of the
+    slow mode (h ω_stiff ≈ 22) and stay within 5 % of the 2-DOF modal solution; ``steps.error`` charges the slow
+    mode only (charging the stiff one, N (h ω)^3 ≈ 2.5e6, flagged this right run)."""
+    k1, k2 = 100.0, 1e6
+    K = np.array([[k1 + k2, -k2], [-k2, k2]])
+    lam, U = np.linalg.eigh(K)  # unit masses
+    w = np.sqrt(lam)
+    slow = 2 * math.pi / w[0]
+    motion, result = run(_block_on_springs(build, k2, soft=k1), t_end=2 * slow, steps=80, integrator=integrator,
+                         formulation="index3", dt=slow / 40)
+    eta = np.sin(np.outer(motion.time, w)) * ((U.T @ [0.5, 0.5]) / w)
+    expected = eta @ U.T
+    x = np.column_stack([motion.position[:, motion.parts.index("a"), 0],
+                         motion.position[:, motion.parts.index("b"), 0] - 1.0])
+    assert np.max(np.abs(x - expected)) < 0.05 * np.max(np.abs(expected))
+    checks = {c.name: c for c in result.invariants.checks}
+    assert result.invariants.ok and checks["steps.error"].max_drift < 1.0
