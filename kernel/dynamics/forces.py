@@ -17,8 +17,9 @@ point on the first part to the point on the second, l its length, l̇ = u·(v_Pb
                             τ = −k θ − c θ̇ + τ0, θ the joint angle (continuous over turns,
                             zero at the initial pose), V = ½ k θ² − τ0 θ. Other joints
                             (spherical, universal, ...): 3-D, torque −k φ − c (ω_j − ω_i)
-                            with φ the rotation vector of the second joint frame relative to
-                            the first (world axes), V = ½ k |φ|² (exactly conservative).
+                            with φ the rotation vector of the second part relative to the first
+                            joint frame, zero at the initial pose (world axes), V = ½ k |φ|²
+                            (exactly conservative); no preload (no axis to wind it about).
 ``torque``                  τ(t, q, qd) about a joint's axis (revolute, cylindrical, screw,
                             planar): τ z_i on the second part, −τ z_i on the first.
 ``force``                   F(t, q, qd) along a joint's axis (prismatic, cylindrical, screw,
@@ -318,7 +319,18 @@ class ForceElements:
                 if j.type in _AXIS_TORQUE_JOINTS:
                     axis_rot.append((f.name, b[0], b[1], mi, mj, k, c, tau0))
                 else:
-                    ball_rot.append((f.name, b[0], b[1], mi[1], mj[1], k, c))
+                    if tau0 != 0.0:
+                        raise MechanismError(
+                            f"force {f.name!r} (rotational-spring-damper) on the {j.type} joint {j.name!r} has a "
+                            f"preload of {tau0:g} N m, but a 3-D rotational spring has no axis to wind a preload "
+                            "about", where=where_of(f),
+                            hint="leave `preload` out, or put the spring on a joint with an axis (revolute, "
+                                 "cylindrical, screw, planar), or apply the preload as a `torque` expression on "
+                                 "such a joint")
+                    # zero at the initial pose: the second part's axes that coincide with the first joint
+                    # frame there (a universal joint's two frames differ by its cross axis, up to π)
+                    Rj0 = A0[b[1]].T @ A0[b[0]] @ mi[1]
+                    ball_rot.append((f.name, b[0], b[1], mi[1], Rj0, k, c))
             elif f.type in ("torque", "force"):
                 allowed = _AXIS_TORQUE_JOINTS if f.type == "torque" else _AXIS_FORCE_JOINTS
                 j, b, mi, mj = need_joint(f, allowed)

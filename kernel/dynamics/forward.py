@@ -372,7 +372,28 @@ def check_run(dyn, motion, result, *, formulation, integrator, rtol, atol, dt=No
     return check_motion(motion, acc, bodies=Bodies.of(dyn), gravity=spec.gravity, free=free, why_not_free=why,
                         approximate_constraints=formulation in APPROXIMATE_CONSTRAINTS, penalty=penalty,
                         stability_steps=stability_steps, cones=() if cc is None else cc.friction_cones(),
-                        contacts=compliant_contacts(dyn, result, motion.nt))
+                        contacts=compliant_contacts(dyn, result, motion.nt),
+                        modes=_frame_modes(dyn, result, motion) if acc.fixed_step else None)
+
+
+def _frame_modes(dyn, result, motion):
+    """The linearised modes at an output frame (:func:`.stiffness.modes`), for the fixed-step runs' ``steps.error``:
+    a callable (k) -> (ω, P), None at a frame whose state is not finite or where they cannot be had; None for a
+    model without force elements (no mode but the motion's own) or too large to have them densely."""
+    from .stiffness import MAX_DOF, modes
+
+    if dyn.forces.empty or not 0 < dyn.nv - len(dyn.rows) <= MAX_DOF:
+        return None
+
+    def at(k):
+        q, v = result.q[k], result.v[k]
+        if not (np.all(np.isfinite(q)) and np.all(np.isfinite(v))):
+            return None
+        try:
+            return modes(dyn, q, v, float(motion.time[k]), result.refs[k])
+        except (np.linalg.LinAlgError, ValueError, ArithmeticError):
+            return None
+    return at
 
 
 def compliant_contacts(dyn, result, nt):

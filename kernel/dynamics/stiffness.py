@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg as sla
 
-__all__ = ["StiffnessEstimate", "MethodChoice", "stiffness_estimate", "default_method", "linearised_system"]
+__all__ = ["StiffnessEstimate", "MethodChoice", "stiffness_estimate", "default_method", "linearised_system", "modes"]
 
 #: explicit Runge–Kutta stability: h |λ| ≲ this on the negative real axis (DOP853, RK45, RK4 ≈ 2.8–6)
 EXPLICIT_STABILITY = 3.0
@@ -99,6 +99,34 @@ def linearised_system(dyn, q, v, t, refs):
     elements' angle references. Units: kg and kg m² (M_r), N s/m … (D_r), N/m … (K_r) in the
     coordinates z of an M-orthonormal null-space basis (so M_r = I).
     """
+    M, D, K, Nm = _on_the_joints(dyn, q, v, t, refs)
+    return Nm.T @ M @ Nm, Nm.T @ D @ Nm, Nm.T @ K @ Nm
+
+
+def modes(dyn, q, v, t, refs):
+    """The linearised modes at (q, v, t): (ω (m,), c (m,), P (m, nv)).
+
+    ω_i (1/s) = √λ_i of the eigenvalues of K_r's symmetric part (:func:`linearised_system`; 0 where
+    λ_i ≤ 0: gravity and the joints' geometric stiffness are left out, those modes are slow) with
+    eigenvectors U; c_i (1/s) = (Uᵀ D_r U)_ii, the mode's own damping (η̈ + c η̇ + ω² η = 0 when the
+    damping does not couple the modes; the gyroscopic part adds nothing there); P = Uᵀ N_mᵀ M maps
+    a velocity (or acceleration) of the bodies, [v_c, ω] per moving body (m/s, rad/s, world), to the
+    modes' rates η̇ (their accelerations η̈), in the M-orthonormal coordinates: ½ Σ η̇_i² is the
+    kinetic energy (J) of a motion that keeps the joints, and a mode's energy is
+    ½ η̇_i² + ½ ((η̈_i + c_i η̇_i) / ω_i)² (its kinetic and, its deflection from its restoring force,
+    its elastic share).
+    """
+    M, D, K, Nm = _on_the_joints(dyn, q, v, t, refs)
+    Kr = Nm.T @ K @ Nm
+    lam, U = np.linalg.eigh(0.5 * (Kr + Kr.T))
+    c = np.einsum("ji,jk,ki->i", U, Nm.T @ D @ Nm, U)
+    return np.sqrt(np.maximum(lam, 0.0)), c, U.T @ Nm.T @ M
+
+
+def _on_the_joints(dyn, q, v, t, refs):
+    """(M, D, K, N_m): the mass matrix, the force elements' damping (with each body's gyroscopic
+    damping) and stiffness (nv, nv) at (q, v, t), and an M-orthonormal basis N_m (nv, ndof) of
+    the joints' null space."""
     ev = dyn.evaluate(q, v, t, refs, with_gamma=False)
     bs = ev.bs
     M = dyn.mass_matrix(bs)
@@ -116,8 +144,7 @@ def linearised_system(dyn, q, v, t, refs):
     # M-orthonormal basis: N ← N L⁻ᵀ with L Lᵀ = Nᵀ M N
     Mr = N.T @ M @ N
     L = np.linalg.cholesky(0.5 * (Mr + Mr.T))
-    Nm = sla.solve_triangular(L, N.T, lower=True).T
-    return Nm.T @ M @ Nm, Nm.T @ D @ Nm, Nm.T @ K @ Nm
+    return M, D, K, sla.solve_triangular(L, N.T, lower=True).T
 
 
 def _skew(a):
