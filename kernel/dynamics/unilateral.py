@@ -97,6 +97,9 @@ CLOSED_GAP = 1e-9
 CLOSED_GAP_REL = 1e-7
 #: normal forces below this fraction of the lighter part's weight leave a touching point open
 FORCE_TOL = 1e-6
+#: Newton iterations of :meth:`UnilateralContacts._consistent_slips`, and its difference step in the slip angles (rad)
+_SLIP_NEWTON_ITERATIONS = 20
+_SLIP_ANGLE_STEP = 1e-7
 #: displacement of the faster body, as a fraction of its length scale, of the convective term's difference
 _FD_FRACTION = 1e-4
 def _tangents(n):
@@ -454,7 +457,10 @@ class UnilateralContacts(Contacts):
             if np.any(unloaded):
                 S[candidates[unloaded], 0] = first_mode[unloaded] = SLIP
                 continue
-            backward = self._backward_onsets(ev.bs, state, rest[modes[rest] == SLIP], vd)
+            starting = rest[modes[rest] == SLIP]
+            if self._consistent_slips(dyn, ev, vd0, state, starting):
+                vd, _, _, lam_n, f_t = self.solve(dyn, ev, vd0, state)
+            backward = self._backward_onsets(ev.bs, state, starting, vd)
             if len(backward):
                 S[backward[0], 0] = STICK
                 held[backward[0]] = True
@@ -530,6 +536,51 @@ class UnilateralContacts(Contacts):
                 direction = a_t[j] if np.linalg.norm(a_t[j]) > 1e-9 * scale else -friction[j]
                 S[i, 0] = SLIP
                 S[i, 1:] = direction / max(np.linalg.norm(direction), 1e-300)
+
+    def _consistent_slips(self, dyn, ev, vd0, state, starting):
+        """Turn the slip directions ŝ of the points ``starting`` (slipping from rest) together until each one's
+        tangential acceleration a_t lies along its own ŝ, a_t = α ŝ with α > 0: Newton's method on their angles
+        φ in the tangent planes (ŝ = cos φ t₁ + sin φ t₂), on the residuals a_t·(−sin φ t₁ + cos φ t₂), the
+        Jacobian by differences of :meth:`solve`. Each contact's direction chosen on its own (against the
+        friction it needed to stick, or along the onset's acceleration with the others fixed) is not such a set
+        where the contacts are coupled: a ladder slipping at its floor and its wall at once took slips leaning
+        4 % out of its plane and twisted, 2.2e-4 m off the closed form in 0.3 s at 0.1 % past its slip angle.
+        Keeps the new directions (and returns True) only where Newton converges to within 10⁻⁹ (1 + |a_t|) m/s²
+        with every α > 0 and every active point still pushing; otherwise restores the old ones."""
+        if not len(starting):
+            return False
+        S = state[: STATE_WIDTH * self.n].reshape(-1, STATE_WIDTH)
+        _, _, _, _, Jp, c, t1, t2 = self.kinematics(ev.bs, starting, state)
+        old = S[starting, 1:].copy()
+        phi = np.arctan2(np.sum(old * t2, 1), np.sum(old * t1, 1))
+
+        def residual(phi):
+            cs, sn = np.cos(phi), np.sin(phi)
+            S[starting, 1:] = cs[:, None] * t1 + sn[:, None] * t2
+            vd, _, _, lam_n, _ = self.solve(dyn, ev, vd0, state)
+            a = np.einsum("kiv,v->ki", Jp, vd)
+            a1, a2 = np.sum(a * t1, 1) + c[:, 1], np.sum(a * t2, 1) + c[:, 2]
+            return -sn * a1 + cs * a2, cs * a1 + sn * a2, np.hypot(a1, a2), lam_n
+
+        r, along, size, lam_n = residual(phi)
+        if np.all(np.abs(r) <= 1e-9 * (1.0 + size)):
+            S[starting, 1:] = old
+            return False
+        for _ in range(_SLIP_NEWTON_ITERATIONS):
+            jac = np.empty((len(starting), len(starting)))
+            for j in range(len(starting)):
+                moved = phi.copy()
+                moved[j] += _SLIP_ANGLE_STEP
+                jac[:, j] = (residual(moved)[0] - r) / _SLIP_ANGLE_STEP
+            phi = phi + np.clip(np.linalg.lstsq(jac, -r, rcond=None)[0], -0.5, 0.5)
+            r, along, size, lam_n = residual(phi)
+            if np.all(np.abs(r) <= 1e-9 * (1.0 + size)):
+                live = np.flatnonzero(self.modes(state) > OPEN)
+                if np.all(along > 0) and np.all(lam_n[live] > self.force_tol[live]):
+                    return True
+                break
+        S[starting, 1:] = old
+        return False
 
     def _backward_onsets(self, bs, state, starting, vd):
         """Of the points ``starting`` to slip from rest, those whose tangential acceleration at v̇ = ``vd``
