@@ -64,7 +64,7 @@ import math
 import numpy as np
 
 from ...errors import MechanismError
-from .complementarity import lcp, lemke, pushing_solution
+from .complementarity import RCOND, lcp, least_distance, lemke, pushing_solution
 from .contacts import Contacts, _point_columns, _rotate, deepest_points
 from .mass import cross
 from .stops import JointStops
@@ -432,8 +432,14 @@ class UnilateralContacts(Contacts):
         candidates = np.flatnonzero(closed)
         first_mode = S[candidates, 0].copy()
         rest = candidates[first_mode == STICK]
-        if len(rest):
+        holds, tendency = self._sticking_holds(dyn, ev, vd0, state, candidates) if len(rest) else (True, None)
+        if not holds:
             self._onset_modes(dyn, ev, vd0, state, candidates)
+            if tendency is not None and np.all(self.modes(state)[rest] == STICK):
+                # the onset's pyramid holds what no friction against the tendency can (a wedged sharing)
+                starting = np.any(tendency != 0.0, axis=1)
+                S[rest[starting], 0] = SLIP
+                S[rest[starting], 1:] = tendency[starting]
         held = np.zeros(self.n, bool)
         start, seen, relaxed = S[:, 0].copy(), set(), False
         for _ in range(4 * len(candidates) + 4):
@@ -475,6 +481,73 @@ class UnilateralContacts(Contacts):
             S[pts, 0] = SLIP
             S[pts, 1:] = -total / max(np.linalg.norm(total), 1e-300)
         return before
+
+    def _sticking_holds(self, dyn, ev, vd0, state, candidates):
+        """Whether the candidates hold in their entry modes (every one at rest sticking), each sticking point's
+        friction opposing the slip it would take without friction: the all-stick solution with those friction
+        directions. First the frictionless tendency, the tangential accelerations a⁰ of the sticking points with
+        their normal rows alone; then the contact forces with every sticking point's tangential velocity held at
+        zero, its friction φ ≥ 0 along −â⁰ (a point without tendency takes none), normal forces λ_n ≥ 0 and each
+        sticking contact within its exact cone, Σ φ ≤ μ_s Σ λ_n: K P z = r (P the forces' directions, z = (λ_n,
+        φ)), the least-norm z, or where the rows are redundant the least-distance one that keeps the conditions
+        (:func:`.complementarity.least_distance`). They hold when such z exists, pushes at every active point
+        beyond :attr:`force_tol` and leaves no open one accelerating into its shape; then the sticks are kept.
+        Returns (holds, tendency): where no z keeps the cones, tendency (sticking points in index order, 3) the
+        unit a⁰ (world; 0 without tendency), the directions they would slip in; else None.
+
+        The onset's contact problem (:meth:`_onset_modes`) approximates each cone by a pyramid and ends at one
+        vertex solution where the forces are not unique: a rod in a V-groove (two contacts, four rim points,
+        their rows redundant) can carry its weight by any mix of normal forces and friction across the faces, and
+        the onset set all four points slipping at 10 % below the groove's limit (0.05 m in 0.5 s, unflagged:
+        sliding friction lies on the cone). With the friction's directions free, the sharing can also wedge the
+        rod (friction across the faces pressing it in raises the normal forces and the cones with them) and hold
+        it above the limit; against the tendency it cannot."""
+        modes = self.modes(state)
+        C, F, c, pts, kind, geo = self.rows(ev.bs, state)
+        idx, t1, t2 = geo[0], geo[5], geo[6]
+        k, stick = len(idx), modes[idx] == STICK
+        ns = int(stick.sum())
+        AFt = self.constrained_inverse(dyn, ev, F.T)
+        K, r = C @ AFt, -(C @ vd0 + c)
+        lam0 = pushing_solution(K[:k, :k], r[:k], np.arange(k))
+        a = C[k:] @ (vd0 + AFt[:, :k] @ lam0) + c[k:]
+        a1, a2 = a[:ns], a[ns:]
+        size = np.hypot(a1, a2)
+        needs = size > 1e-12 * (1.0 + float(np.max(size, initial=0.0)))
+        cols = np.flatnonzero(needs)
+        P = np.zeros((k + 2 * ns, k + len(cols)))
+        P[:k, :k] = np.eye(k)
+        P[k + cols, k + np.arange(len(cols))] = -a1[cols] / size[cols]
+        P[k + ns + cols, k + np.arange(len(cols))] = -a2[cols] / size[cols]
+        KP = K @ P
+        U, s, Vt = np.linalg.svd(KP)
+        rank = int(np.sum(s > RCOND * s[0])) if len(s) and s[0] > 0 else 0
+        z = Vt[:rank].T @ ((U[:, :rank].T @ r) / s[:rank])
+        if np.max(np.abs(KP @ z - r), initial=0.0) > 1e-9 * max(1.0, float(np.max(np.abs(r), initial=0.0))):
+            return False, None  # friction against the tendency cannot hold the sticking points
+        # the conditions D z ≥ 0: z ≥ 0, then per sticking contact μ_s Σ λ_n − Σ φ ≥ 0
+        sticking = np.flatnonzero(stick)
+        owners = self.owner[idx[sticking]]
+        cones = []
+        for o in np.unique(owners):
+            row = np.zeros(len(z))
+            here = sticking[owners == o]
+            row[here] = self.mu_s[idx[here[0]]]
+            row[k + np.flatnonzero(np.isin(sticking[cols], here))] = -1.0
+            cones.append(row)
+        D = np.vstack([np.eye(len(z))] + cones)
+        round_off = 1e-12 * float(np.max(np.abs(z), initial=1.0))
+        if (D @ z).min() < -round_off:
+            w = least_distance(D @ Vt[rank:].T, -D @ z) if rank < len(z) else None
+            if w is None:
+                tendency = np.where(needs[:, None], (a1[:, None] * t1[stick] + a2[:, None] * t2[stick])
+                                    / np.maximum(size, 1e-300)[:, None], 0.0)
+                return False, tendency
+            z = z + Vt[rank:].T @ w
+        lam_n = np.zeros(self.n)
+        lam_n[idx] = z[:k]
+        vd = vd0 + AFt @ (P @ z)
+        return not len(self._complementarity_breaks(dyn, ev, state, candidates, vd, lam_n)), None
 
     def _onset_modes(self, dyn, ev, vd0, state, candidates):
         """The candidates' modes from the contact problem at the accelerations (Trinkle, Pang, Sudarsky &

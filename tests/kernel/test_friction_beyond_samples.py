@@ -1,7 +1,9 @@
 """Unilateral contacts with Coulomb friction at several contacts at once, against closed forms (found by
 ``benchmarks/friction_sweep.py``, which imports the models and references from here).
 
-References: a ladder against a wall, rungs of radius r at its ends, μ₁ at the floor and μ₂
+References: a rod lying in a V-groove whose faces rise at α on either side, the groove down a slope θ: each face
+pushes N = m g cos θ / (2 cos α), so the rod is held for tan θ < μ_s / cos α and slides above at
+a = g (sin θ − μ_d cos θ / cos α). A ladder against a wall, rungs of radius r at its ends, μ₁ at the floor and μ₂
 at the wall: with both frictions at their cones' edges the torque balance about its centre gives the slip angle
 (L/2)(1 − μ₁ μ₂) cos θ − μ₁ L sin θ = μ₁ r (1 + μ₂); flatter, both ends slip and θ(t) follows the one-degree-of-freedom
 equation of :func:`ladder_accelerations` (integrated here by scipy at rtol 1e-12).
@@ -18,8 +20,33 @@ from cadmotion.kernel import compile_model
 from cadmotion.kernel.dynamics.forward import run
 
 G = 9.81
+GROOVE_ALPHA = math.radians(45.0)
 LADDER_L, LADDER_R, LADDER_M = 1.0, 0.02, 1.0
 LADDER_I = LADDER_M * LADDER_L ** 2 / 12  # about the centre, in the wall's normal plane (kg m²)
+
+
+def groove_model(tan_theta, mu, alpha=GROOVE_ALPHA, R=0.02, length=0.2):
+    """A 1 kg rod (cylinder R, length along x) in a V-groove along x whose faces rise at α, gravity tilted down x
+    by θ; μ_s = μ, μ_d = 0.8 μ on each face (two contacts, two rim points each)."""
+    th = math.atan(tan_theta)
+    across = (3 * R * R + length ** 2) / 12
+    faces = [{"name": f"face_{side}", "parts": ["rod", "groove"], "friction": {"static": mu, "dynamic": 0.8 * mu},
+              "shape": [{"cylinder": [R, length], "axis": [1, 0, 0]},
+                        {"plane": {"point": [0, 0, 0], "normal": [0, -s * math.sin(alpha), math.cos(alpha)]}}]}
+             for side, s in (("left", 1.0), ("right", -1.0))]
+    return {"units": "m", "gravity": [G * math.sin(th), 0.0, -G * math.cos(th)],
+            "parts": {"groove": {"fixed": True},
+                      "rod": {"position": [0, 0, R / math.cos(alpha)], "mass": 1.0,
+                              "inertia": [0.5 * R * R, across, across]}},
+            "contacts": faces}
+
+
+def groove_acceleration(tan_theta, mu, alpha=GROOVE_ALPHA):
+    """The rod's acceleration down the groove (m/s²): 0 where it is held, else Coulomb sliding with μ_d = 0.8 μ."""
+    th = math.atan(tan_theta)
+    if tan_theta < mu / math.cos(alpha):
+        return 0.0
+    return G * (math.sin(th) - 0.8 * mu * math.cos(th) / math.cos(alpha))
 
 
 def ladder_model(theta, mu1, mu2):
@@ -79,6 +106,35 @@ def _run(data, **kw):
     assert motion.complete, motion.message
     assert not [e for e in motion.events if e.kind == "invariant"], [e.message for e in motion.events]
     return motion
+
+
+@pytest.mark.parametrize("below", [0.1, 1e-3])
+def test_a_rod_in_a_v_groove_below_its_limit_is_held(below):
+    # Four rim points on two faces: the sticking rows are redundant, the weight can be carried by any mix of
+    # normal forces and friction across the faces. The onset's contact problem (a friction pyramid, one vertex
+    # solution) set all four points slipping, and the rod slid 0.05 m in 0.5 s at 10 % below the limit, unflagged.
+    mu = 0.3
+    tan_theta = mu / math.cos(GROOVE_ALPHA) * (1 - below)
+    motion = _run(groove_model(tan_theta, mu), t_end=0.5, steps=10)
+    x = motion.position[:, motion.parts.index("rod")]
+    assert np.max(np.abs(x - x[0])) < 1e-12
+    for face in ("face_left", "face_right"):
+        friction, normal = motion.extra[f"{face}.friction_force"], motion.extra[f"{face}.normal_force"]
+        assert np.all(friction <= mu * normal * (1 + 1e-9))
+
+
+@pytest.mark.parametrize("above", [1e-3, 0.1])
+def test_a_rod_in_a_v_groove_above_its_limit_slides_at_the_coulomb_acceleration(above):
+    # With the friction's directions free, the sharing can wedge the rod (friction across the faces pressing it in
+    # raises the normal forces, and the cones with them) and hold it above the limit: μ_s = 0.6 at 0.1 % above,
+    # held 0.16 m short of the closed form in 0.5 s; at 10 % above it slid 1.5e-4 m short. Friction against the
+    # tendency (down the groove) cannot hold it.
+    mu = 0.6
+    tan_theta = mu / math.cos(GROOVE_ALPHA) * (1 + above)
+    motion = _run(groove_model(tan_theta, mu), t_end=0.5, steps=10)
+    x = motion.position[:, motion.parts.index("rod")] - motion.position[0, motion.parts.index("rod")]
+    a = groove_acceleration(tan_theta, mu)
+    assert np.allclose(x, 0.5 * a * motion.time[:, None] ** 2 * [1, 0, 0], atol=1e-9, rtol=0)
 
 
 @pytest.mark.parametrize("mu1, mu2", [(0.3, 0.3), (0.5, 0.2)])
