@@ -25,9 +25,11 @@ Each model is written here, in the incline's frame where there is one (x down th
   slip angle (L/2)(1 − μ₁ μ₂) cos θ − μ₁ L sin θ = μ₁ r (1 + μ₂) (r → 0: tan θ = (1 − μ₁ μ₂) / (2 μ₁)): steeper
   it stands, flatter both ends slip (neither can stick while the other moves), the foot out and the top down,
   with the initial angular acceleration of the 3 × 3 linear system of the two forces' balance and the torque's
-  (written in :func:`ladder_accelerations`), and after it θ(t) of that one-degree-of-freedom equation integrated
-  here (scipy's DOP853 at rtol 1e-12) while the wall pushes. Error: the largest distance of the centre from
-  the reference (m).
+  (``ladder_accelerations``), and after it θ(t) of that one-degree-of-freedom equation integrated by scipy's
+  DOP853 at rtol 1e-12 while the wall pushes. Error: the largest distance of the centre from the reference (m).
+
+The V-groove's and the ladder's models and closed forms are the spec tests' (``tests/kernel/
+test_friction_beyond_samples.py``), imported from there.
 
 Each swept at tan θ = its limit × (1 + ρ), ρ = −0.1, −1e-3, +1e-3, +0.1 (the spin at four launches), two μ each,
 over the integrators and tolerances (atol = rtol / 100) and output frames. A run is *off* when it is incomplete or
@@ -48,12 +50,17 @@ import time
 for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_v, "1")
 
+from pathlib import Path  # noqa: E402
+
 import numpy as np  # noqa: E402
-from scipy.integrate import solve_ivp  # noqa: E402
 
 from cadmotion.importers.modelfile import parse_model  # noqa: E402
 from cadmotion.kernel import compile_model  # noqa: E402
 from cadmotion.kernel.dynamics.forward import run  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "kernel"))
+from test_friction_beyond_samples import (GROOVE_ALPHA, groove_acceleration, groove_model,  # noqa: E402
+                                          ladder_centres, ladder_model, ladder_slip_angle)  # (the spec tests' forms)
 
 G = 9.81
 OFF = 1e-5  # m or s: a run further than this from its closed form is off
@@ -137,80 +144,23 @@ def spin(v0, r_w0, mu, kw):
     return motion, flags, wall, (t_err, err), f"spin v₀ {v0:g} m/s, R ω₀ {r_w0:g} m/s, μ {mu:g}"
 
 
-def groove(rho, mu, kw, t_end=0.5, alpha=math.radians(45.0)):
+def groove(rho, mu, kw, t_end=0.5):
     """A rod in a V-groove (faces at α) down a slope tan θ = μ_s / cos α (1 + ρ): error (m) from held / sliding."""
-    R, length = 0.02, 0.2
-    across = (3 * R * R + length ** 2) / 12
-    th = math.atan(mu / math.cos(alpha) * (1 + rho))
-    faces = [{"name": f"face_{side}", "parts": ["rod", "groove"], "friction": {"static": mu, "dynamic": 0.8 * mu},
-              "shape": [{"cylinder": [R, length], "axis": [1, 0, 0]},
-                        {"plane": {"point": [0, 0, 0], "normal": [0, -s * math.sin(alpha), math.cos(alpha)]}}]}
-             for side, s in (("left", 1.0), ("right", -1.0))]
-    data = {"units": "m", "gravity": _tilted(th),
-            "parts": {"groove": {"fixed": True},
-                      "rod": {"position": [0, 0, R / math.cos(alpha)], "mass": 1.0,
-                              "inertia": [0.5 * R * R, across, across]}},
-            "contacts": faces}
-    motion, flags, wall = _run(data, dict(kw, t_end=t_end))
-    held = math.tan(th) < mu / math.cos(alpha)
-    a = 0.0 if held else G * (math.sin(th) - 0.8 * mu * math.cos(th) / math.cos(alpha))
-    x = _centre(motion, "rod") - [0, 0, R / math.cos(alpha)]
+    tan_theta = mu / math.cos(GROOVE_ALPHA) * (1 + rho)
+    motion, flags, wall = _run(groove_model(tan_theta, mu), dict(kw, t_end=t_end))
+    a = groove_acceleration(tan_theta, mu)
+    x = _centre(motion, "rod") - _centre(motion, "rod")[0]
     err = float(np.max(np.linalg.norm(x - 0.5 * a * motion.time[:, None] ** 2 * [1, 0, 0], axis=1)))
     return motion, flags, wall, (err,), f"V-groove μ_s {mu:g}, tan θ = μ_s / cos α (1 {rho:+g})"
-
-
-LADDER_L, LADDER_R, LADDER_M = 1.0, 0.02, 1.0
-LADDER_I = LADDER_M * LADDER_L ** 2 / 12  # about the centre, in the wall's normal plane (kg m²)
-
-
-def ladder_slip_angle(mu1, mu2, L=LADDER_L, r=LADDER_R):
-    """The floor angle θ (rad) below which the ladder slips: a cos θ − b sin θ = c, the torque balance about its
-    centre with the floor's friction −μ₁ N₁ and the wall's +μ₂ N₂, N₂ = μ₁ N₁."""
-    a, b, c = 0.5 * L * (1 - mu1 * mu2), mu1 * L, mu1 * r * (1 + mu2)
-    return math.acos(c / math.hypot(a, b)) - math.atan2(b, a)
-
-
-def ladder_accelerations(theta, theta_d, mu1, mu2, L=LADDER_L, r=LADDER_R, m=LADDER_M, I=LADDER_I):
-    """(θ̈ rad/s², N₁ N, N₂ N) of the ladder with both ends slipping (the foot out, the top down): the centre
-    (r + L/2 cos θ, r + L/2 sin θ) in (x, z), the floor's force (−μ₁ N₁, N₁) at (r + L cos θ, 0), the wall's
-    (N₂, μ₂ N₂) at (0, r + L sin θ), the ladder's direction at φ = π − θ from x toward z."""
-    s, c = math.sin(theta), math.cos(theta)
-    h = 0.5 * L
-    # unknowns (θ̈, N₁, N₂); rows: m ẍ_G, m z̈_G, I φ̈ (φ̈ = −θ̈)
-    K = np.array([[-m * h * s, mu1, -1.0],
-                  [m * h * c, -1.0, -mu2],
-                  [-I, -(h * c - mu1 * (r + h * s)), mu2 * (r + h * c) + h * s]])
-    rhs = np.array([m * h * c * theta_d ** 2, m * h * s * theta_d ** 2 - m * G, 0.0])
-    return np.linalg.solve(K, rhs)
 
 
 def ladder(rho, mu1, mu2, kw, t_end=0.3):
     """The ladder from rest at tan θ = tan θ_slip (1 + ρ): error (m) of its centre from standing / both ends
     slipping (the reference integrated while the wall pushes)."""
-    L, r = LADDER_L, LADDER_R
-    th = math.atan(math.tan(ladder_slip_angle(mu1, mu2)) * (1 + rho))
-    psi = math.pi + th  # the part's x (foot → top) is (−cos θ, 0, sin θ): a turn ψ about y
-    rungs = [{"name": name, "parts": ["ladder", "room"], "friction": mu,
-              "shape": [{"cylinder": [r, 0.4], "center": [x, 0, 0], "axis": [0, 1, 0]},
-                        {"plane": {"point": [0, 0, 0], "normal": normal}}]}
-             for name, mu, x, normal in (("foot", mu1, -0.5 * L, [0, 0, 1]), ("top", mu2, 0.5 * L, [1, 0, 0]))]
-    data = {"units": "m", "gravity": [0, 0, -G],
-            "parts": {"room": {"fixed": True},
-                      "ladder": {"position": [r + 0.5 * L * math.cos(th), 0, r + 0.5 * L * math.sin(th)],
-                                 "orientation": [math.cos(psi / 2), 0, math.sin(psi / 2), 0], "mass": LADDER_M,
-                                 "inertia": [1e-3, LADDER_I, LADDER_I]}},
-            "contacts": rungs}
-    motion, flags, wall = _run(data, dict(kw, t_end=t_end))
-    t = motion.time
-    if th >= ladder_slip_angle(mu1, mu2):
-        theta = np.full(len(t), th)
-    else:
-        sol = solve_ivp(lambda _, y: [y[1], ladder_accelerations(y[0], y[1], mu1, mu2)[0]], (0.0, t_end), [th, 0.0],
-                        method="DOP853", rtol=1e-12, atol=1e-14, t_eval=t)
-        assert all(min(ladder_accelerations(a, b, mu1, mu2)[1:]) > 0 for a, b in sol.y.T), "the ladder leaves the wall"
-        theta = sol.y[0]
-    ref = np.column_stack([r + 0.5 * L * np.cos(theta), np.zeros(len(t)), r + 0.5 * L * np.sin(theta)])
-    err = float(np.max(np.linalg.norm(_centre(motion, "ladder") - ref, axis=1)))
+    theta0 = math.atan(math.tan(ladder_slip_angle(mu1, mu2)) * (1 + rho))
+    motion, flags, wall = _run(ladder_model(theta0, mu1, mu2), dict(kw, t_end=t_end))
+    err = float(np.max(np.linalg.norm(_centre(motion, "ladder") - ladder_centres(theta0, mu1, mu2, motion.time),
+                                      axis=1)))
     return motion, flags, wall, (err,), f"ladder μ₁ {mu1:g}, μ₂ {mu2:g}, tan θ = tan θ_slip (1 {rho:+g})"
 
 
