@@ -41,8 +41,12 @@ an open point's gap reaching 0 (or, already touching, its approach speed exceedi
 :data:`CLOSED_SPEED`), an active point's λ_n reaching 0 (separation), a sticking contact reaching
 the friction cone (slip), a slipping point's slip velocity reversing (stick or reversal). At a switch the
 modes are chosen again (:meth:`UnilateralContacts.resolve_modes`); where points with friction are at rest,
-from the contact problem at the accelerations with friction (:meth:`UnilateralContacts._onset_modes`), so
-that coupled contacts (a chain's rollers on a sprocket) start to slip in directions their motion keeps.
+they keep sticking if friction against their frictionless tendency holds them inside the exact cones
+(:meth:`UnilateralContacts._sticking_holds`), else the modes come from the contact problem at the
+accelerations with friction (:meth:`UnilateralContacts._onset_modes`), and the directions of the points that
+start to slip together are solved together, each slip along its own tangential acceleration
+(:meth:`UnilateralContacts._consistent_slips`), so that coupled contacts (a ladder's foot and top, a chain's
+rollers on a sprocket) start to slip in directions their motion keeps.
 
 Impacts (:meth:`UnilateralContacts.impact`): Newton's restitution with impulses Λ ≥ 0 along the
 normals of the touching points that approach (and the active ones), the joints kept:
