@@ -282,11 +282,14 @@
     if (failed) return;
     try {
       if (state.playing) {
-        if (state.last !== null) {
+        // the animation frames' clock and the timers' (performance.now) differ: a frame stamped before the
+        // last timer's tick must not run the time backwards (it went 2.8 s below the start in a headless browser)
+        if (state.last !== null && now > state.last) {
           state.t += (now - state.last) / 1000 * state.speed;
           if (state.t > t1) state.t = t0 + ((state.t - t0) % span);
         }
-        state.last = now; dirty = true;
+        if (state.last === null || now > state.last) state.last = now;
+        dirty = true;
       } else { state.last = null; }
       if (dirty) {
         var ks = bracket(state.t), k = ks[1] >= 0.5 && nt > 1 ? ks[0] + 1 : ks[0];

@@ -108,6 +108,26 @@ def test_page_plays_in_headless_chromium(tmp_path, page, query, renderer):
 
 
 @needs_chromium
+def test_the_player_time_stays_inside_the_run(tmp_path, page):
+    # The player advances its time by the animation frames' timestamps and, where those stall (a headless browser
+    # under virtual time), by timers on performance.now(); the two clocks differ, and a frame stamped before the
+    # last tick ran the time backwards, below the run's start (t = -4.5 s on this 1.6 s page, at some virtual-time
+    # budgets). Made certain here: every animation frame is stamped earlier than the one before. Reference: the
+    # run's own span.
+    data = embedded_data(page.read_text())
+    t0, t1 = data["time"][0], data["time"][-1]
+    backwards = ("<script>(function () { var raf = window.requestAnimationFrame.bind(window), start = null;"
+                 " window.requestAnimationFrame = function (cb) { return raf(function (ts) {"
+                 " if (start === null) start = ts; cb(2 * start - ts); }); }; })();</script>")
+    skewed = tmp_path / "skewed.html"
+    skewed.write_text(page.read_text().replace("<head>", "<head>" + backwards, 1))
+    for target in (page, skewed):
+        dom = chromium(tmp_path, target.as_uri(), "--dump-dom", budget=3000).stdout
+        shown = [float(t) for t in re.findall(r'id="cm-time">t = (-?[0-9.]+) s', dom)]
+        assert shown and all(t0 - 1e-9 <= t <= t1 + 1e-9 for t in shown), (target.name, shown, t0, t1)
+
+
+@needs_chromium
 def test_viewer_reports_script_errors(tmp_path, page):
     broken = tmp_path / "broken.html"
     text = page.read_text(encoding="utf-8")
