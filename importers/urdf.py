@@ -14,8 +14,9 @@ What is read
   normal); ``floating`` → no joint (the child moves freely). ``<limit lower upper>`` of a revolute or prismatic
   joint → ``limits`` about the zero configuration (rad, m), unless lower = upper (files use 0, 0 for "not
   limited": a joint locked by its limits would be written ``fixed``). ``<dynamics damping>`` (N m s/rad, N s/m)
-  → a ``rotational-spring-damper`` or ``spring-damper``-like viscous element on the joint, named
-  ``<joint>.damping``. ``<mimic joint multiplier offset>``: the joint's coordinate is ``multiplier`` times the
+  → a viscous element on the joint named ``<joint>.damping``: a ``rotational-spring-damper`` without stiffness on a
+  revolute joint, a ``force`` −c q̇ along a prismatic one (a planar joint's damping is not read).
+  ``<mimic joint multiplier offset>``: the joint's coordinate is ``multiplier`` times the
   other's — a ``gear`` coupler between two revolute joints (ratio = multiplier), a ``rack-and-pinion`` for a
   prismatic joint mimicking a revolute one (radius = multiplier, m/rad); a mimic with an offset (the zero
   configuration breaks it) or of another pair of types is not read. ``friction``, ``<calibration>``,
@@ -257,11 +258,15 @@ def read_urdf(path, *, gravity=(0.0, 0.0, 0.0)):
             if damping > 0 and kind == "revolute":
                 forces.append({"name": f"{name}.damping", "type": "rotational-spring-damper", "joint": name,
                                "stiffness": 0.0, "damping": damping})
+            elif damping > 0 and kind == "prismatic":  # a viscous force along the axis, F = −c q̇
+                forces.append({"name": f"{name}.damping", "type": "force", "joint": name,
+                               "expression": f"-{damping!r}*qd"})
             elif damping > 0:
                 ignored.append(f"{where} <dynamics damping> (of a {jtype} joint)")
             if float(reader.numbers(where + " <dynamics>", dynamics, "friction", 1, (0.0,))[0]) != 0:
                 ignored.append(f"{where} <dynamics friction>")
     entries += _mimic_couplers(reader, joints, {e["name"] for e in entries}, ignored)
+    ignored += [f"<transmission name={t.get('name')!r}>" for t in root.findall("transmission")]
     looks = {n: _visuals(reader, link, _named_colours(reader, root), ignored) for n, link in links.items()}
     if ignored:
         warnings.warn(f"{path}: not read: " + "; ".join(ignored), stacklevel=2)

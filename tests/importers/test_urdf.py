@@ -197,7 +197,24 @@ def test_a_mimic_joint_turns_as_its_multiplier_times_the_joint_it_mimics(tmp_pat
     np.testing.assert_allclose(motion.coordinate("j2.angle"), -2 * motion.time, atol=1e-9)
 
 
-def test_a_mimic_with_an_offset_is_named_as_not_read(tmp_path):
-    with pytest.warns(UserWarning, match=r"<joint name='j2'> <mimic> \(offset 0.5\)"):
-        spec = read_urdf(_write(tmp_path, _two_revolutes('<mimic joint="j1" multiplier="1" offset="0.5"/>')))
+def test_a_mimic_with_an_offset_and_a_transmission_are_named_as_not_read(tmp_path):
+    with pytest.warns(UserWarning, match=r"<joint name='j2'> <mimic> \(offset 0.5\); <transmission name='t'>"):
+        spec = read_urdf(_write(tmp_path, _two_revolutes('<mimic joint="j1" multiplier="1" offset="0.5"/>')
+                                + '<transmission name="t"><type>SimpleTransmission</type></transmission>'))
     assert not [j for j in spec.joints if j.type == "gear"]
+
+
+def test_a_prismatic_joints_damping_slows_a_falling_slider_to_its_terminal_speed(tmp_path):
+    # A 2 kg slider on a vertical prismatic joint, damping 4 N s/m, gravity −9.81 along it: from rest,
+    # v(t) = −(m g / c) (1 − e^(−c t / m)) (the closed form of m v̇ = −m g − c v).
+    from cadmotion.kernel.dynamics import simulate
+
+    m, c, g = 2.0, 4.0, 9.81
+    path = _write(tmp_path, f'<link name="a"/><link name="b"><inertial><mass value="{m}"/><inertia ixx="1" iyy="1" '
+                            f'izz="1"/></inertial></link><joint name="j" type="prismatic"><parent link="a"/>'
+                            f'<child link="b"/><axis xyz="0 0 1"/><dynamics damping="{c}"/></joint>')
+    spec = read_urdf(path, gravity=(0.0, 0.0, -g))
+    motion = simulate(compile_model(spec), t_end=2.0, steps=20, formulation="projection", integrator="DOP853",
+                      rtol=1e-10, atol=1e-12)
+    v = motion.velocity[:, motion.part_index("b"), 2]
+    np.testing.assert_allclose(v, -(m * g / c) * (1 - np.exp(-c * motion.time / m)), atol=1e-8)
