@@ -91,6 +91,10 @@ class _Reader:
             raise self.err(where, f"{key}={text!r} is not {n} finite number(s)")
         return values
 
+    def number(self, where, element, key, default=None):
+        """One number of an attribute (:meth:`numbers` with n = 1)."""
+        return float(self.numbers(where, element, key, 1, None if default is None else (default,))[0])
+
     def pose(self, where, element):
         """(origin (3,), rotation (3, 3)) of an ``<origin>`` element (identity when absent)."""
         origin = element.find("origin") if element is not None else None
@@ -106,30 +110,17 @@ def _inertial(reader, link):
     inertial = link.find("inertial")
     if inertial is None:
         return None
-    mass = float(reader.numbers(where, inertial.find("mass"), "value", 1)[0])
+    mass = reader.number(where, inertial.find("mass"), "value")
     if mass < 0:
         raise reader.err(where, f"negative mass {mass}")
     if mass == 0:
         return None
     com, R = reader.pose(where, inertial)
     element = inertial.find("inertia")
-    ixx, ixy, ixz, iyy, iyz, izz = (float(reader.numbers(where, element, k, 1, (0.0,))[0])
+    ixx, ixy, ixz, iyy, iyz, izz = (reader.number(where, element, k, 0.0)
                                     for k in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz"))
     I = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
     return mass, com, R @ I @ R.T
-
-
-def _combined(a, b):
-    """Mass properties of two bodies in one frame: (mass, com, inertia about the com) each, or None."""
-    if a is None or b is None:
-        return a if b is None else b
-    m = a[0] + b[0]
-    c = (a[0] * a[1] + b[0] * b[1]) / m
-    I = np.zeros((3, 3))
-    for mi, ci, Ii in (a, b):
-        d = ci - c
-        I += Ii + mi * (d @ d * np.eye(3) - np.outer(d, d))
-    return m, c, I
 
 
 def _parse(path):
@@ -208,17 +199,16 @@ def read_urdf(path, *, gravity=(0.0, 0.0, 0.0)):
         loop = sorted(j[0] for j in joints if j not in tree)
         raise reader.err(f"<joint name={loop[0]!r}>", f"the joints {', '.join(loop)} form a loop apart from the "
                                                      f"root link {roots[0]!r}", hint="a URDF is one tree")
+    # links welded to the root (by fixed joints, transitively) are fixed parts: their welds are not joints
+    grounded = {roots[0]}
     for name, jtype, parent, child, joint in tree:
         p0, R0 = pose[parent]
         xyz, R = reader.pose(f"<joint name={name!r}>", joint)
         pose[child] = (p0 + R0 @ xyz, R0 @ R)
-    # links welded to the root (by fixed joints, transitively) are fixed parts: their welds are not joints
-    grounded = {roots[0]}
-    for name, jtype, parent, child, joint in _top_down(joints, roots[0]):
         if jtype == "fixed" and parent in grounded:
             grounded.add(child)
     mass = {n: _inertial(reader, link) for n, link in links.items()}
-    mass.update(_lent_masses(joints, mass, pose, grounded))
+    mass.update(_lent_masses(tree, mass, pose, grounded))
     table = {}
     for n in links:
         p, R = pose[n]
@@ -243,8 +233,8 @@ def read_urdf(path, *, gravity=(0.0, 0.0, 0.0)):
             entry["axis"] = [float(v) for v in R @ (axis / np.linalg.norm(axis))]
         limit = joint.find("limit")
         if kind in _LIMITED and jtype != "continuous" and limit is not None:
-            lower = float(reader.numbers(where + " <limit>", limit, "lower", 1, (0.0,))[0])
-            upper = float(reader.numbers(where + " <limit>", limit, "upper", 1, (0.0,))[0])
+            lower = reader.number(where + " <limit>", limit, "lower", 0.0)
+            upper = reader.number(where + " <limit>", limit, "upper", 0.0)
             if lower > upper:
                 raise reader.err(where + " <limit>", f"lower {lower} is above upper {upper}")
             if lower < upper:
@@ -252,7 +242,7 @@ def read_urdf(path, *, gravity=(0.0, 0.0, 0.0)):
         entries.append(entry)
         dynamics = joint.find("dynamics")
         if dynamics is not None:
-            damping = float(reader.numbers(where + " <dynamics>", dynamics, "damping", 1, (0.0,))[0])
+            damping = reader.number(where + " <dynamics>", dynamics, "damping", 0.0)
             if damping < 0:
                 raise reader.err(where + " <dynamics>", f"negative damping {damping}")
             if damping > 0 and kind == "revolute":
@@ -263,11 +253,12 @@ def read_urdf(path, *, gravity=(0.0, 0.0, 0.0)):
                                "expression": f"-{damping!r}*qd"})
             elif damping > 0:
                 ignored.append(f"{where} <dynamics damping> (of a {jtype} joint)")
-            if float(reader.numbers(where + " <dynamics>", dynamics, "friction", 1, (0.0,))[0]) != 0:
+            if reader.number(where + " <dynamics>", dynamics, "friction", 0.0) != 0:
                 ignored.append(f"{where} <dynamics friction>")
     entries += _mimic_couplers(reader, joints, {e["name"] for e in entries}, ignored)
     ignored += [f"<transmission name={t.get('name')!r}>" for t in root.findall("transmission")]
-    looks = {n: _visuals(reader, link, _named_colours(reader, root), ignored) for n, link in links.items()}
+    colours = _named_colours(reader, root)
+    looks = {n: _visuals(reader, link, colours, ignored) for n, link in links.items()}
     if ignored:
         warnings.warn(f"{path}: not read: " + "; ".join(ignored), stacklevel=2)
     data = {"name": root.get("name") or path.stem, "parts": table, "joints": entries, "forces": forces}
@@ -291,8 +282,8 @@ def _mimic_couplers(reader, joints, made, ignored):
         if other not in types:
             raise reader.err(where, f"it mimics joint {other!r}, which the file does not define",
                              hint="joints: " + ", ".join(sorted(types)))
-        multiplier = float(reader.numbers(where, mimic, "multiplier", 1, (1.0,))[0])
-        offset = float(reader.numbers(where, mimic, "offset", 1, (0.0,))[0])
+        multiplier = reader.number(where, mimic, "multiplier", 1.0)
+        offset = reader.number(where, mimic, "offset", 0.0)
         kinds = (JOINT_TYPES[types[other]], JOINT_TYPES[jtype])
         coupler = {("revolute", "revolute"): ("gear", "ratio"),
                    ("revolute", "prismatic"): ("rack-and-pinion", "radius")}.get(kinds)
@@ -334,9 +325,8 @@ def _visuals(reader, link, colours, ignored):
                 ignored.append(f"{where} <{element.tag}>")
             continue
         size = {"box": lambda e: [reader.numbers(where, e, "size", 3)],
-                "cylinder": lambda e: [reader.numbers(where, e, "radius", 1)[0], reader.numbers(where, e, "length",
-                                                                                                 1)[0]],
-                "sphere": lambda e: [reader.numbers(where, e, "radius", 1)[0]]}[element.tag](element)
+                "cylinder": lambda e: [reader.number(where, e, "radius"), reader.number(where, e, "length")],
+                "sphere": lambda e: [reader.number(where, e, "radius")]}[element.tag](element)
         xyz, R = reader.pose(where, visual)
         solids.append((element.tag, size, xyz, R))
     return _shape(solids), colour
@@ -347,21 +337,19 @@ def _shape(solids):
     OpenCascade)."""
     if not solids:
         return None
-    try:
-        from ..geometry import primitives
-        from ..geometry.placements import moved
-        from ..geometry.shapes import compound
-    except ImportError:  # pragma: no cover - the plain install: the writers draw sticks
-        return None
+    from ..geometry import primitives
+    from ..geometry.placements import moved
+    from ..geometry.shapes import compound
+
     shapes = []
     try:
         for kind, size, xyz, R in solids:
             X = np.eye(4)
             X[:3, :3], X[:3, 3] = R, xyz
             shapes.append(moved(getattr(primitives, kind)(*size), X))
-    except ImportError:  # pragma: no cover - OCP missing: the functions import it when called
+        return compound(shapes)
+    except ImportError:  # pragma: no cover - the plain install (no OCP, which the functions import): sticks
         return None
-    return compound(shapes)
 
 
 def _top_down(joints, root):
@@ -381,15 +369,15 @@ def _top_down(joints, root):
 WELD_SHARE = 1e-6
 
 
-def _lent_masses(joints, mass, pose, grounded):
+def _lent_masses(tree, mass, pose, grounded):
     """{link: mass data} for massless moving links welded to a link with mass (an end-effector frame).
 
     Dynamics needs mass on every moving part. Such a link takes :data:`WELD_SHARE` of its parent's mass
     data — the same centre of mass in the world and the same inertia, scaled — and the parent keeps the
     rest: the two welded together have the parent's mass properties exactly; only the weld's reaction is
-    that share of the parent's load instead of 0."""
+    that share of the parent's load instead of 0. ``tree``: the joints from the root down (:func:`_top_down`)."""
     lent = {}
-    for name, jtype, parent, child, joint in _top_down(joints, next(iter(grounded))):
+    for name, jtype, parent, child, joint in tree:
         have = lent.get(parent, mass[parent])
         if jtype != "fixed" or child in grounded or mass[child] is not None or have is None:
             continue
