@@ -117,7 +117,7 @@ def _norm(x):
     return np.linalg.norm(x, axis=-1)
 
 
-def check_continuity(motion, tol, skip_intervals=()):
+def check_continuity(motion, tol, skip_intervals=(), rate=None):
     """The ``continuity`` check of a kinematic run's frames (module docstring).
 
     Parameters
@@ -125,6 +125,7 @@ def check_continuity(motion, tol, skip_intervals=()):
     motion : the run's :class:`~cadmotion.kernel.motion.Motion`
     tol : the run's position tolerance on ‖Φ‖∞ (m)
     skip_intervals : indices k of the intervals [t_k, t_k+1] not to check (a singular configuration passed)
+    rate : ω_m (1/s) if the caller has it (:func:`motion_rate`)
 
     Returns
     -------
@@ -135,7 +136,7 @@ def check_continuity(motion, tol, skip_intervals=()):
     if nt < 2:
         return None, ["continuity: one frame"]
     h = np.diff(motion.time)[:, None]
-    rate = motion_rate(motion)
+    rate = motion_rate(motion) if rate is None else rate
     checked = (h[:, 0] * rate <= RESOLVED) & (h[:, 0] > 0)
     checked[[k for k in skip_intervals if 0 <= k < nt - 1]] = False
     skipped = []
@@ -146,21 +147,19 @@ def check_continuity(motion, tol, skip_intervals=()):
                        f"take more frames to check them")
     if not checked.any():
         return None, skipped or ["continuity: no frame interval to check"]
-    P, V, A = motion.position, motion.velocity, motion.acceleration
-    W, Al = motion.angular_velocity, motion.angular_acceleration
+    P, W = motion.position, motion.angular_velocity
     hh = h[:, :, None]
     length = float(np.abs(P).max(initial=0.0))
     floor = POSE_TOLERANCES * tol * (1.0 + length)
     smooth = (h * rate) ** 4 / 72.0  # (nt − 1, 1)
+    # what each part moved between frames, its rates and their rates; orientations by the rotation vector,
+    # with the Magnus term's allowance
+    moves = (("position", P[1:] - P[:-1], motion.velocity, motion.acceleration, 0.0),
+             ("orientation", rotation_vectors(motion.quaternion[:-1], motion.quaternion[1:]), W,
+              motion.angular_acceleration, h ** 2 / 6 * _norm(np.cross(W[:-1], W[1:]))))
     ratios = []
-    for what, (X, Xd, Xdd) in (("position", (P, V, A)), ("orientation", (None, W, Al))):
-        if what == "position":
-            r = X[1:] - X[:-1] - hh / 2 * (Xd[:-1] + Xd[1:]) + hh ** 2 / 12 * (Xdd[1:] - Xdd[:-1])
-            extra = 0.0
-        else:
-            phi = rotation_vectors(motion.quaternion[:-1], motion.quaternion[1:])
-            r = phi - hh / 2 * (Xd[:-1] + Xd[1:]) - hh ** 2 / 12 * (Xdd[:-1] - Xdd[1:])
-            extra = h ** 2 / 6 * _norm(np.cross(Xd[:-1], Xd[1:]))
+    for what, delta, Xd, Xdd, extra in moves:
+        r = delta - hh / 2 * (Xd[:-1] + Xd[1:]) + hh ** 2 / 12 * (Xdd[1:] - Xdd[:-1])
         speed = _norm(Xd).max(axis=0)[None, :]  # (1, nb)
         allow = (h / 2 * _norm(Xd[1:] - Xd[:-1]) + h ** 2 / 4 * _norm(Xdd[1:] - Xdd[:-1]) + extra
                  + h * speed * smooth + floor)
@@ -182,8 +181,8 @@ def check_continuity(motion, tol, skip_intervals=()):
 def check_kinematic_run(motion, tol, skip_intervals=()):
     """The :class:`~.dynamics.invariants.InvariantReport` of a kinematic run: its ``continuity``
     (:func:`check_continuity`); each broken check is also an ``invariant`` Event on the Motion."""
-    check, skipped = check_continuity(motion, tol, skip_intervals)
-    report = InvariantReport(checks=[check] if check is not None else [], skipped=skipped,
-                             rate=motion_rate(motion) if motion.nt > 1 else 0.0)
+    rate = motion_rate(motion) if motion.nt > 1 else 0.0
+    check, skipped = check_continuity(motion, tol, skip_intervals, rate)
+    report = InvariantReport(checks=[check] if check is not None else [], skipped=skipped, rate=rate)
     motion.events.extend(report.events())
     return report
