@@ -94,7 +94,7 @@ from cadmotion.importers.modelfile import parse_model
 from cadmotion.kernel import compile_model, kinematics, mobility
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "kernel"))
-from test_kinematics_beyond_samples import rsur_rocker_angle  # noqa: E402  (closed forms: the spec tests')
+from test_kinematics_beyond_samples import rsur_rocker_angle, spliced  # noqa: E402  (the spec tests')
 from test_mobility_and_events import bennett_frames, bennett_joint_origins  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -701,15 +701,6 @@ def section_files(quick):
                  rows)
 
 
-def _with_frame(motion, other, k):
-    """``motion`` with frame ``k``'s poses, velocities and accelerations taken from ``other``."""
-    arrays = {}
-    for name in ("position", "quaternion", "velocity", "angular_velocity", "acceleration", "angular_acceleration"):
-        arrays[name] = getattr(motion, name).copy()
-        arrays[name][k] = getattr(other, name)[k]
-    return replace(motion, events=[], **arrays)
-
-
 def section_self_check(quick):
     from cadmotion.kernel.kinematic_checks import check_continuity
 
@@ -724,12 +715,12 @@ def section_self_check(quick):
         own = [m.invariants.checks[0].max_drift if m.invariants.checks else float("nan") for m in runs]
         false_alarm = any(m.invariants.broken for m in runs)
         ks = range(1, nf) if nf <= 101 else range(1, nf, (nf - 1) // 100)
-        checks = [check_continuity(_with_frame(runs[0], runs[1], k), 1e-10) for k in ks]
+        checks = [check_continuity(spliced(runs[0], runs[1], k), 1e-10) for k in ks]
         unchecked = sum(c is None for c, _ in checks)
         flagged = sum(c is not None and c.broken for c, _ in checks)
         scaled = {}
         for eps in (1e-3, 1e-2, 1e-1):
-            wrong = _with_frame(runs[0], runs[0], 0)
+            wrong = spliced(runs[0], runs[0], 0)
             for name in ("velocity", "angular_velocity", "acceleration", "angular_acceleration"):
                 getattr(wrong, name)[:] *= 1 + eps
             c, _ = check_continuity(wrong, 1e-10)

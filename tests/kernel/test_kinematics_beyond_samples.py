@@ -232,8 +232,9 @@ def test_a_table_driver_entry_that_is_not_a_finite_number_is_refused_naming_the_
 
 
 # ---------------------------------------------------------------------------------------------- the run checks itself
-def _spliced(motion, other, k):
-    """``motion`` with frame ``k`` taken from ``other`` (the same times): every pose, velocity and acceleration."""
+def spliced(motion, other, k):
+    """``motion`` with frame ``k`` taken from ``other`` (the same times): every pose, velocity and acceleration;
+    its own copies of the arrays and no events (the kinematics sweep uses it too)."""
     import dataclasses
 
     arrays = {}
@@ -265,7 +266,7 @@ def test_a_frame_taken_on_the_other_assembly_branch_breaks_the_continuity_check(
 
     runs = [kinematics(compile_model(_four_bar(build, 0.1, 0.3, 0.25, 0.3, 0.5, "2*pi*t", mode)), t_end=1.0,
                        steps=100) for mode in (1, -1)]
-    check, _ = check_continuity(_spliced(runs[0], runs[1], k), tol=1e-10)
+    check, _ = check_continuity(spliced(runs[0], runs[1], k), tol=1e-10)
     assert check.broken and check.part in ("coupler", "rocker"), check.line()
     assert check.first_time == pytest.approx(runs[0].time[k]), check.message()
     assert "jump to another assembly branch" in check.message()
@@ -280,7 +281,7 @@ def test_velocities_ten_percent_off_break_the_continuity_check(slider_crank):
     spec, _ = slider_crank(0.5, "2*pi*t", driven="pivot")
     motion = kinematics(compile_model(spec), t_end=1.0, steps=100)
     assert motion.complete and not motion.invariants.broken, motion.message
-    wrong = _spliced(motion, motion, 0)
+    wrong = spliced(motion, motion, 0)
     for name in ("velocity", "angular_velocity", "acceleration", "angular_acceleration"):
         getattr(wrong, name)[:] *= 1.1
     check, _ = check_continuity(wrong, tol=1e-10)
