@@ -378,8 +378,9 @@ def check_run(dyn, motion, result, *, formulation, integrator, rtol, atol, dt=No
 
 def _frame_modes(dyn, result, motion):
     """The linearised modes at an output frame (:func:`.stiffness.modes`), for the fixed-step runs' ``steps.error``:
-    a callable (k) -> (ω, P), None at a frame whose state is not finite or where they cannot be had; None for a
-    model without force elements (no mode but the motion's own) or too large to have them densely."""
+    a callable (k) -> (ω, c, P) as :func:`.stiffness.modes` returns them, None at a frame whose state is not finite
+    or where they cannot be had; None for a model without force elements (no mode but the motion's own) or too large
+    to have them densely."""
     from .stiffness import MAX_DOF, modes
 
     if dyn.forces.empty or not 0 < dyn.nv - len(dyn.rows) <= MAX_DOF:

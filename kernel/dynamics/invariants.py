@@ -840,7 +840,7 @@ def _excited_rate(modes, kin, bodies, frames):
 
 
 def _step_error_check(acc, t, N, touches, rate_free, kin, bodies, modes, frames):
-    """``steps.error`` of a fixed-step run: N (h ω)^q over the steps out of contact at the fastest motion the run
+    """``steps.error`` of a fixed-step run: C N (h ω)^q over the steps out of contact at the fastest motion the run
     carries, plus the contacts' share (module docstring, "Step error")."""
     span = float(t[-1] - t[0])
     h = span / N
@@ -850,11 +850,10 @@ def _step_error_check(acc, t, N, touches, rate_free, kin, bodies, modes, frames)
         if excited > rate:
             rate, what = excited, f"a mode of the force elements carrying ≥ {EXCITED_SHARE:g} of the kinetic " \
                                   f"energy at t = {t[k]:.6g} s"
-    C = ERROR_CONSTANTS.get(acc.integrator, 1.0)
-    bound = C * (max(N - touches.contact_steps, 0.0) * (h * rate) ** acc.order + touches.smooth)
+    C, q, allowed = ERROR_CONSTANTS.get(acc.integrator, 1.0), acc.order, STEP_ERROR_ALLOWED
+    bound = C * (max(N - touches.contact_steps, 0.0) * (h * rate) ** q + touches.smooth)
     if not np.isfinite(bound):
         bound = float("inf")
-    q, allowed = acc.order, STEP_ERROR_ALLOWED
     # C (span / h) (h ω)^q = allowed
     need = (allowed / (C * span * rate ** q)) ** (1.0 / (q - 1)) if rate > 0 and span > 0 else h
     description = (f"the accumulated error of {acc.integrator} (C = {C:.3g}) at h = {h:.3g} s against ω = {rate:.3g} "
