@@ -35,8 +35,9 @@ singular along p; the normalisation rows pᵀp − 1 = 0 complete it. The multip
 the joint rows are the same in both forms (the normalisation rows do no work in v).
 
 Input checks (:func:`compile_mass`): every moving part needs a positive, finite mass (a number) and a
-symmetric, positive-definite inertia about its com whose principal moments satisfy the
-triangle inequality I1 + I2 ≥ I3. A part with a mass and no inertia is taken as a
+symmetric, positive-definite inertia about its com; principal moments that break the triangle
+inequality I1 + I2 ≥ I3 (no rigid body has them, but files written by other tools do) are
+simulated as given, with a warning naming the part. A part with a mass and no inertia is taken as a
 point mass regularised by the inertia of a 1 mm sphere (a warning says so).
 """
 
@@ -58,7 +59,8 @@ def cross(a, b):
     return out
 
 
-__all__ = ["MassProperties", "compile_mass", "BodyState", "body_state", "rotation", "point_mass_radius"]
+__all__ = ["MassProperties", "compile_mass", "BodyState", "body_state", "rotation", "point_mass_radius",
+           "inertia_fault"]
 
 #: radius (m) of the sphere whose inertia regularises a point mass
 point_mass_radius = 1e-3
@@ -110,20 +112,36 @@ def _check_inertia(part, I):
         raise MechanismError(f"part {part.name!r}: inertia must be a finite 3x3 tensor", where=where)
     if not np.allclose(I, I.T, rtol=1e-9, atol=1e-15 * max(1.0, np.abs(I).max())):
         raise MechanismError(f"part {part.name!r}: the inertia tensor is not symmetric", where=where)
-    ev = np.linalg.eigvalsh(0.5 * (I + I.T))
-    if ev[0] <= 0:
+    fault = inertia_fault(I)
+    if fault == NOT_POSITIVE_DEFINITE:
         raise MechanismError(
-            f"part {part.name!r}: the inertia tensor is not positive definite (principal moments {ev[0]:.4g}, "
-            f"{ev[1]:.4g}, {ev[2]:.4g} kg m^2)", where=where,
+            f"part {part.name!r}: the inertia tensor is {fault} (principal moments {_moments(I)} kg m^2)", where=where,
             hint="give the inertia about the centre of mass in kg m^2 (model units squared), e.g. [Ixx, Iyy, Izz]",
         )
-    if ev[0] + ev[1] < ev[2] * (1 - 1e-9):
-        raise MechanismError(
-            f"part {part.name!r}: the principal moments of inertia {ev[0]:.4g}, {ev[1]:.4g}, {ev[2]:.4g} kg m^2 "
-            "violate the triangle inequality I1 + I2 >= I3 (no rigid body has them)", where=where,
-            hint="check the inertia values and their units",
-        )
+    if fault:  # positive definite: the equations are well posed (other engines, Pinocchio's, take it as given)
+        warnings.warn(f"{where + ': ' if where else ''}part {part.name!r}: the principal moments of inertia "
+                      f"{_moments(I)} kg m^2 {fault}; simulated as given — check the inertia values and their units",
+                      stacklevel=4)
     return 0.5 * (I + I.T)
+
+
+NOT_POSITIVE_DEFINITE = "not positive definite"
+TRIANGLE = "violate the triangle inequality I1 + I2 >= I3 (no rigid body has them)"
+
+
+def inertia_fault(I):
+    """Why the symmetric 3×3 inertia ``I`` (kg m², about the com) cannot be a moving part's, or None:
+    :data:`NOT_POSITIVE_DEFINITE`, or :data:`TRIANGLE` where its principal moments break I1 + I2 ≥ I3."""
+    ev = np.linalg.eigvalsh(0.5 * (I + I.T))
+    if ev[0] <= 0:
+        return NOT_POSITIVE_DEFINITE
+    if ev[0] + ev[1] < ev[2] * (1 - 1e-9):
+        return TRIANGLE
+    return None
+
+
+def _moments(I):
+    return ", ".join(f"{v:.4g}" for v in np.linalg.eigvalsh(0.5 * (I + I.T)))
 
 
 def compile_mass(model):
@@ -133,7 +151,7 @@ def compile_mass(model):
     ------
     MechanismError
         naming the part, for a missing or non-positive mass, or an inertia that is not
-        positive definite or violates the triangle inequality.
+        positive definite (one that violates the triangle inequality is a warning).
     """
     nmov = model.nq // model.nqb
     by_name = {p.name: p for p in model.spec.parts}
@@ -266,7 +284,7 @@ def rates_from_velocities(bs, v, nmov):
     qd = np.empty(lead + (nmov, 7))
     qd[..., :3] = V[..., :3] + cross(bs.rho[..., :nmov, :], w)
     qd[..., 3:] = 0.5 * np.einsum("...bji,...bj->...bi", bs.E, w)
-    return qd.reshape(lead + (-1,))
+    return qd.reshape(lead + (7 * nmov,))
 
 
 @dataclass
