@@ -4,10 +4,16 @@ What is read
 ------------
 * ``<link>``: a part named after the link. Its ``<inertial>``: ``<mass value>`` (kg), ``<origin xyz rpy>`` the
   centre of mass and the inertial frame in the link frame, ``<inertia ixx ixy ixz iyy iyz izz>`` (kg m², about the
-  centre of mass, inertial-frame axes; turned into the link's axes here). A link without ``<inertial>`` or with
-  zero mass has no mass data (kinematics needs none; dynamics refuses a moving part without mass, naming it),
-  except a massless link welded to a link with mass (an end-effector frame): it carries a share of its parent's
-  mass data, the two together exactly the parent's (:func:`_lent_masses`). Links welded to the root are fixed.
+  centre of mass, inertial-frame axes; turned into the link's axes here; a zero mass with an inertia is kept, as
+  other readers keep it). A link without ``<inertial>`` has no mass data (kinematics needs none; dynamics refuses
+  a moving part without mass, naming it). Links welded together by ``fixed`` joints move as one body: the mass
+  data of those that no body can have (no mass, a point mass, an inertia not positive definite or breaking the
+  triangle inequality — frames, sensors, feet) are carried by the link they are welded to, each keeping a small
+  share, so that the welded group has the file's mass properties exactly (:func:`_welded_masses`; a
+  ``UserWarning`` names those that had mass data). A moving link with a mass and a singular inertia (a point
+  mass, a thin rod) gets a 1 mm sphere's inertia added, as a part given a mass and no inertia does
+  (:func:`_moving_masses`; a ``UserWarning`` names them); a massless link moving on its own keeps no mass data
+  (dynamics names it). Links welded to the root are fixed.
 * ``<joint>``: ``<parent link>`` and ``<child link>``; ``<origin xyz rpy>``, the child link's frame in the parent
   link's frame at the zero configuration; ``<axis xyz>`` in the joint (= child) frame, default x. Types:
   ``revolute`` and ``continuous`` → revolute; ``prismatic``; ``fixed``; ``planar`` (the axis is the plane's
@@ -47,6 +53,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import CadImportError
+from ..kernel.dynamics.mass import NOT_POSITIVE_DEFINITE, inertia_fault, point_mass_radius
 from ..kernel.rotations import matrix_to_quaternion
 
 __all__ = ["read_urdf", "rpy_matrix"]
@@ -104,7 +111,8 @@ class _Reader:
 
 
 def _inertial(reader, link):
-    """(mass, com, inertia 3x3 in link axes) of a ``<link>``, or None without mass."""
+    """(mass, com, inertia 3x3 in link axes) of a ``<link>``, or None without mass and inertia (a link of zero
+    mass may carry an inertia: files give a motor's rotor so, and other readers add it to the robot's)."""
     name = link.get("name")
     where = f"<link name={name!r}> <inertial>"
     inertial = link.find("inertial")
@@ -113,13 +121,13 @@ def _inertial(reader, link):
     mass = reader.number(where, inertial.find("mass"), "value")
     if mass < 0:
         raise reader.err(where, f"negative mass {mass}")
-    if mass == 0:
-        return None
     com, R = reader.pose(where, inertial)
     element = inertial.find("inertia")
     ixx, ixy, ixz, iyy, iyz, izz = (reader.number(where, element, k, 0.0)
                                     for k in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz"))
     I = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
+    if mass == 0 and not I.any():
+        return None
     return mass, com, R @ I @ R.T
 
 
@@ -208,13 +216,14 @@ def read_urdf(path, *, gravity=(0.0, 0.0, 0.0)):
         if jtype == "fixed" and parent in grounded:
             grounded.add(child)
     mass = {n: _inertial(reader, link) for n, link in links.items()}
-    mass.update(_lent_masses(tree, mass, pose, grounded))
+    carried = _welded_masses(tree, mass, pose, grounded)
+    regularised = _moving_masses(tree, mass, grounded)
     table = {}
     for n in links:
         p, R = pose[n]
         entry = {"fixed": n in grounded, "position": [float(v) for v in p],
                  "orientation": [float(v) for v in matrix_to_quaternion(R)]}
-        if mass[n] is not None:
+        if mass[n] is not None and mass[n][0] > 0:  # a lone massless link moving on its own: no mass data
             m, c, I = mass[n]
             entry.update(mass=float(m), com=[float(v) for v in c], inertia=_six(I))
         table[n] = entry
@@ -225,11 +234,12 @@ def read_urdf(path, *, gravity=(0.0, 0.0, 0.0)):
             continue
         where = f"<joint name={name!r}>"
         p, R = pose[child]
-        axis = reader.numbers(where, joint.find("axis"), "xyz", 3, (1.0, 0.0, 0.0))
-        if np.linalg.norm(axis) == 0:
-            raise reader.err(where, "its <axis xyz> is zero")
         entry = {"name": name, "type": kind, "parts": [parent, child], "origin": [float(v) for v in p]}
-        if kind != "fixed":
+        if kind != "fixed":  # a fixed joint's <axis> means nothing (files write xyz="0 0 0" there)
+            axis = reader.numbers(where, joint.find("axis"), "xyz", 3, (1.0, 0.0, 0.0))
+            if np.linalg.norm(axis) == 0:
+                raise reader.err(where, "its <axis xyz> is zero", hint=f"a {jtype} joint needs the direction of "
+                                                                        "its axis (default 1 0 0 when absent)")
             entry["axis"] = [float(v) for v in R @ (axis / np.linalg.norm(axis))]
         limit = joint.find("limit")
         if kind in _LIMITED and jtype != "continuous" and limit is not None:
@@ -261,6 +271,13 @@ def read_urdf(path, *, gravity=(0.0, 0.0, 0.0)):
     looks = {n: _visuals(reader, link, colours, ignored) for n, link in links.items()}
     if ignored:
         warnings.warn(f"{path}: not read: " + "; ".join(ignored), stacklevel=2)
+    if carried:
+        warnings.warn(f"{path}: mass data carried by the link each is welded to (together exact; the weld's reaction "
+                      f"leaves them out): " + "; ".join(carried), stacklevel=2)
+    if regularised:
+        warnings.warn(f"{path}: moving links with a mass and a singular inertia (a point mass, a thin rod) given the "
+                      f"inertia of a {point_mass_radius * 1e3:g} mm sphere of their mass besides: "
+                      + "; ".join(regularised), stacklevel=2)
     data = {"name": root.get("name") or path.stem, "parts": table, "joints": entries, "forces": forces}
     if any(gravity):
         data["gravity"] = [float(g) for g in gravity]
@@ -279,9 +296,9 @@ def _mimic_couplers(reader, joints, made, ignored):
             continue
         where = f"<joint name={name!r}> <mimic>"
         other = mimic.get("joint")
-        if other not in types:
-            raise reader.err(where, f"it mimics joint {other!r}, which the file does not define",
-                             hint="joints: " + ", ".join(sorted(types)))
+        if other not in types:  # the joint moves on its own, as other readers (urdfdom, Pinocchio) take it
+            ignored.append(f"{where} (it mimics joint {other!r}, which the file does not define)")
+            continue
         multiplier = reader.number(where, mimic, "multiplier", 1.0)
         offset = reader.number(where, mimic, "offset", 0.0)
         kinds = (JOINT_TYPES[types[other]], JOINT_TYPES[jtype])
@@ -365,29 +382,103 @@ def _top_down(joints, root):
     return order
 
 
-#: the share of its parent's mass data a massless link welded to it carries (see :func:`_lent_masses`)
+#: the share of its weld group's mass data each link whose own cannot be a body's carries (:func:`_welded_masses`)
 WELD_SHARE = 1e-6
 
 
-def _lent_masses(tree, mass, pose, grounded):
-    """{link: mass data} for massless moving links welded to a link with mass (an end-effector frame).
+def _welded_masses(tree, mass, pose, grounded):
+    """Move mass data that no moving body can have onto the link it is welded to; update ``mass`` in place and
+    return the moves, as text.
 
-    Dynamics needs mass on every moving part. Such a link takes :data:`WELD_SHARE` of its parent's mass
-    data — the same centre of mass in the world and the same inertia, scaled — and the parent keeps the
-    rest: the two welded together have the parent's mass properties exactly; only the weld's reaction is
-    that share of the parent's load instead of 0. ``tree``: the joints from the root down (:func:`_top_down`)."""
-    lent = {}
-    for name, jtype, parent, child, joint in tree:
-        have = lent.get(parent, mass[parent])
-        if jtype != "fixed" or child in grounded or mass[child] is not None or have is None:
+    Links joined by ``fixed`` joints move as one body, and the body's mass data are what dynamics needs; but each
+    part must have its own (a positive mass and an inertia positive definite within the triangle inequality,
+    :func:`~cadmotion.kernel.dynamics.mass.inertia_fault`). Files give frames, sensors and feet no mass, a point
+    mass, a zero or impossible inertia. In each welded group such links' mass data are added to the group's top link
+    (or its heaviest valid one); then each of them takes :data:`WELD_SHARE` of that sum — the same centre of mass
+    in the world and the same inertia, scaled — and the receiver keeps the rest: the group's mass properties are
+    exactly the file's; only the welds' reactions leave the moved mass out. A group whose sum is no body's is left
+    as it is (dynamics names the part). ``tree``: the joints from the root down (:func:`_top_down`)."""
+    def fault(data):
+        if data is None or data[0] <= 0:
+            return "no mass"
+        why = "a singular inertia" if _singular(*data) else inertia_fault(data[2])
+        return why and ("inertia " + why.split(" (")[0] if why != "a singular inertia" else why)
+
+    up = {child: parent for _, jtype, parent, child, _ in tree if jtype == "fixed"}
+    groups = {}
+    for link in ([tree[0][2]] + [j[3] for j in tree]) if tree else []:
+        top = link
+        while top in up:
+            top = up[top]
+        if link not in grounded:
+            groups.setdefault(top, []).append(link)
+    moves = []
+    for top, members in groups.items():
+        faulty = [n for n in members if fault(mass[n])]
+        valid = [n for n in members if n not in faulty]
+        if not faulty or len(members) == 1:
             continue
-        m, c, I = have
-        p_c, R_c = pose[child]
-        p_p, R_p = pose[parent]
-        com_world = p_p + R_p @ c
-        lent[parent] = (m * (1 - WELD_SHARE), c, I * (1 - WELD_SHARE))
-        lent[child] = (m * WELD_SHARE, R_c.T @ (com_world - p_c), R_c.T @ (R_p @ (WELD_SHARE * I) @ R_p.T) @ R_c)
-    return lent
+        receiver = top if top in valid else max(valid, key=lambda n: mass[n][0]) if valid else top
+        world = [_in_world(mass[n], pose[n]) for n in set(faulty) | {receiver} if mass[n] is not None]
+        m = sum(w[0] for w in world)
+        if m <= 0:
+            continue
+        com = sum(w[0] * w[1] for w in world) / m
+        I = sum(w[2] + w[0] * ((w[1] - com) @ (w[1] - com) * np.eye(3) - np.outer(w[1] - com, w[1] - com))
+                for w in world)
+        if _singular(m, com, I):  # a point mass carrying frames: as _moving_masses does
+            if _regularised(m, com, I) is None:
+                continue
+            I = _regularised(m, com, I)[2]
+            moves.append(f"<link name={receiver!r}> (a singular inertia) plus a {point_mass_radius * 1e3:g} mm "
+                         f"sphere's")
+        takers = [n for n in faulty if n != receiver]
+        moves += [f"<link name={n!r}> ({fault(mass[n])}) by {receiver!r}" for n in takers if mass[n] is not None]
+        for n, share in [(receiver, 1 - WELD_SHARE * len(takers))] + [(n, WELD_SHARE) for n in takers]:
+            p, R = pose[n]
+            mass[n] = (m * share, R.T @ (com - p), R.T @ (share * I) @ R)
+    return moves
+
+
+def _moving_masses(tree, mass, grounded):
+    """Give the moving links with a mass and a singular inertia (positive semi-definite: a point mass, a thin rod),
+    after :func:`_welded_masses`, the inertia of a sphere of
+    :data:`~cadmotion.kernel.dynamics.mass.point_mass_radius` and the same mass added, as the kernel takes a part
+    given a mass and no inertia; update ``mass`` in place and return what was done, as text. (A massless link
+    moving on its own is left so: dynamics names it.)"""
+    notes = []
+    for link in [j[3] for j in tree]:
+        data = mass[link]
+        if link in grounded or data is None or data[0] <= 0 or not _singular(*data):
+            continue
+        regular = _regularised(*data)
+        if regular is not None:
+            mass[link] = regular
+            notes.append(f"<link name={link!r}>")
+    return notes
+
+
+def _singular(m, c, I):
+    """Whether the inertia ``I`` (kg m²) of a link of mass ``m`` (kg) is singular: not positive definite, or all of
+    it below a 1 mm sphere's of that mass (files write 1e-20 kg m² for none)."""
+    return (inertia_fault(I) == NOT_POSITIVE_DEFINITE
+            or np.linalg.eigvalsh(I)[-1] < 1e-3 * 0.4 * m * point_mass_radius ** 2)
+
+
+def _regularised(m, c, I):
+    """(m, c, I + a sphere's inertia) for a singular positive semi-definite I (kg m²), or None when that is no
+    body's either (``I`` indefinite)."""
+    if np.linalg.eigvalsh(I)[0] < -1e-12 * max(1.0, np.abs(I).max()):
+        return None
+    regular = I + 0.4 * m * point_mass_radius ** 2 * np.eye(3)
+    return None if inertia_fault(regular) == NOT_POSITIVE_DEFINITE else (m, c, regular)
+
+
+def _in_world(data, pose):
+    """(mass, com, inertia about the com) of a link's mass data in world coordinates."""
+    m, c, I = data
+    p, R = pose
+    return m, p + R @ c, R @ I @ R.T
 
 
 def _six(I):

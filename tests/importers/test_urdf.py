@@ -204,6 +204,25 @@ def test_a_mimic_with_an_offset_and_a_transmission_are_named_as_not_read(tmp_pat
     assert not [j for j in spec.joints if j.type == "gear"]
 
 
+def test_a_mimic_of_a_joint_the_file_does_not_define_leaves_the_joint_free_and_is_named(tmp_path):
+    # as urdfdom and Pinocchio read it (a file of example-robot-data names its hands' joints so): two joints, two
+    # degrees of freedom, and the warning names the mimic
+    with pytest.warns(UserWarning, match=r"<joint name='j2'> <mimic> \(it mimics joint 'q1', which the file"):
+        spec = read_urdf(_write(tmp_path, _two_revolutes('<mimic joint="q1" multiplier="2"/>')))
+    assert [j.name for j in spec.joints] == ["j1", "j2"]
+
+
+def test_a_fixed_joints_axis_is_not_read_and_a_moving_joints_zero_axis_is_an_error(tmp_path):
+    # files write <axis xyz="0 0 0"/> on fixed joints (Talos, TIAGo, iCub, Go2 in example-robot-data)
+    welded = LINKS.replace('name="a"/>', 'name="a"/><link name="c"/>') + (
+        '<joint name="j" type="revolute"><parent link="a"/><child link="b"/><axis xyz="0 0 1"/></joint>'
+        '<joint name="tool" type="fixed"><parent link="b"/><child link="c"/><axis xyz="0 0 0"/></joint>')
+    spec = read_urdf(_write(tmp_path, welded))
+    assert [(j.name, j.type) for j in spec.joints] == [("j", "revolute"), ("tool", "fixed")]
+    with pytest.raises(CadImportError, match=r"<joint name='j'>: its <axis xyz> is zero"):
+        read_urdf(_write(tmp_path, welded.replace('<axis xyz="0 0 1"/>', '<axis xyz="0 0 0"/>')))
+
+
 def test_a_prismatic_joints_damping_slows_a_falling_slider_to_its_terminal_speed(tmp_path):
     # A 2 kg slider on a vertical prismatic joint, damping 4 N s/m, gravity −9.81 along it: from rest,
     # v(t) = −(m g / c) (1 − e^(−c t / m)) (the closed form of m v̇ = −m g − c v).
@@ -218,3 +237,30 @@ def test_a_prismatic_joints_damping_slows_a_falling_slider_to_its_terminal_speed
                       rtol=1e-10, atol=1e-12)
     v = motion.velocity[:, motion.part_index("b"), 2]
     np.testing.assert_allclose(v, -(m * g / c) * (1 - np.exp(-c * motion.time / m)), atol=1e-8)
+
+
+def test_a_pendulum_carrying_a_welded_point_mass_and_a_massless_rotor_swings_as_their_sum(tmp_path):
+    # Files give feet point masses (inertia 0) and rotors a zero mass with an inertia (Bolt, iCub in
+    # example-robot-data); welded to a link they move with it, and the group's mass properties are the sum.
+    # Link b: 1 kg, com 0.3 m down the pivot's z, Ixx 0.02; c welded 0.5 m down: a 0.5 kg point mass; d welded at
+    # the pivot: mass 0, Ixx 0.01. A pendulum about x, gravity −9.81 along y, from the horizontal at rest:
+    # (I_b + m_b d_b² + m_c d_c² + I_d) φ̈ = g (m_b d_b + m_c d_c) cos φ (the links' z at (0, −sin φ, cos φ): V = −g md
+    # sin φ) — the ODE of the sum, integrated here.
+    from cadmotion.kernel.dynamics import simulate
+
+    inertial = '<inertial><origin xyz="{0}"/><mass value="{1}"/><inertia ixx="{2}" iyy="{2}" izz="{2}"/></inertial>'
+    body = ('<link name="a"/>' + f'<link name="b">{inertial.format("0 0 0.3", 1.0, 0.02)}</link>'
+            + f'<link name="c">{inertial.format("0 0 0", 0.5, 0.0)}</link>'
+            + f'<link name="d">{inertial.format("0 0 0", 0.0, 0.01)}</link>'
+            + '<joint name="j" type="revolute"><parent link="a"/><child link="b"/><axis xyz="1 0 0"/></joint>'
+            + '<joint name="w1" type="fixed"><parent link="b"/><child link="c"/><origin xyz="0 0 0.5"/></joint>'
+            + '<joint name="w2" type="fixed"><parent link="b"/><child link="d"/><origin xyz="0 0 0"/></joint>')
+    with pytest.warns(UserWarning, match=r"<link name='c'> \(a singular inertia\) by 'b'"):
+        spec = read_urdf(_write(tmp_path, body), gravity=(0.0, -9.81, 0.0))
+    J = 0.02 + 1.0 * 0.3**2 + 0.5 * 0.5**2 + 0.01
+    md = 1.0 * 0.3 + 0.5 * 0.5
+    ref = solve_ivp(lambda t, y: [y[1], 9.81 * md * np.cos(y[0]) / J], (0, 1), [0.0, 0.0], method="DOP853",
+                    rtol=1e-12, atol=1e-14, t_eval=np.linspace(0, 1, 11))
+    motion = simulate(compile_model(spec), 1.0, 10, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(motion.coordinate("j.angle"), ref.y[0], atol=1e-7)
+    assert not [e for e in motion.events if e.kind == "invariant"]
