@@ -355,43 +355,19 @@ def test_a_kinematic_run_whose_frames_break_their_continuity_exits_8_and_keeps_t
                  "--accept-violations"]) == 0
 
 
-PARALLELOGRAM = """
-# crank = rocker = 0.1 m, coupler = ground = 0.3 m, crank from 0.5 rad at 2π rad/s: change points at π and 2π
-[parts.ground]
-fixed = true
-[parts.crank]
-[parts.coupler]
-position = [0.08775825618903728, 0.04794255386042030, 0]
-[parts.rocker]
-position = [0.3, 0, 0]
-[[joints]]
-name = "A"
-type = "revolute"
-parts = ["ground", "crank"]
-origin = [0, 0, 0]
-axis = [0, 0, 1]
-[[joints]]
-name = "B"
-type = "revolute"
-parts = ["crank", "coupler"]
-origin = [0.08775825618903728, 0.04794255386042030, 0]
-axis = [0, 0, 1]
-[[joints]]
-name = "C"
-type = "revolute"
-parts = ["coupler", "rocker"]
-origin = [0.38775825618903728, 0.04794255386042030, 0]
-axis = [0, 0, 1]
-[[joints]]
-name = "D"
-type = "revolute"
-parts = ["rocker", "ground"]
-origin = [0.3, 0, 0]
-axis = [0, 0, 1]
-[[drivers]]
-joint = "A"
-expression = "2*pi*t"
-"""
+def _parallelogram():
+    """Model file text: crank = rocker = 0.1 m, coupler = ground = 0.3 m, the crank from 0.5 rad at 2π rad/s
+    (change points at crank angles π and 2π)."""
+    B = [float(0.1 * np.cos(0.5)), float(0.1 * np.sin(0.5)), 0.0]
+    C = [B[0] + 0.3, B[1], 0.0]
+    pins = [("A", "ground", "crank", [0.0, 0.0, 0.0]), ("B", "crank", "coupler", B), ("C", "coupler", "rocker", C),
+            ("D", "rocker", "ground", [0.3, 0.0, 0.0])]
+    text = ("parts.ground = {fixed = true}\nparts.crank = {}\n"
+            f"parts.coupler = {{position = {B!r}}}\nparts.rocker = {{position = [0.3, 0, 0]}}\n")
+    for name, i, j, origin in pins:
+        text += (f'[[joints]]\nname = "{name}"\ntype = "revolute"\nparts = ["{i}", "{j}"]\norigin = {origin!r}\n'
+                 "axis = [0, 0, 1]\n")
+    return text + '[[drivers]]\njoint = "A"\nexpression = "2*pi*t"\n'
 
 
 def test_frames_next_to_a_change_point_are_a_near_singular_warning_in_the_summary_and_report(tmp_path, capsys,
@@ -401,7 +377,7 @@ def test_frames_next_to_a_change_point_are_a_near_singular_warning_in_the_summar
     # summary and in the JSON report, with the estimated errors as CSV columns — and still exits 0: a warning.
     monkeypatch.setenv("CADMOTION_KINEMATICS_FAST", "0")
     model = tmp_path / "parallelogram.cadmotion.toml"
-    model.write_text(PARALLELOGRAM)
+    model.write_text(_parallelogram())
     out = tmp_path / "p.csv"
     assert main(["run", str(model), "--t-end", "1", "--steps", "1999", "-o", str(out), "--json"]) == 0
     captured = capsys.readouterr()
