@@ -380,7 +380,11 @@ def kinematics(model, t_end=1.0, steps=100, *, t_start=0.0, times=None, tol=1e-1
         ended the run early; the frames before it are valid and ``message``/``events``
         say what happened and when. ``invariants`` is the run's check of itself
         (:mod:`.kinematic_checks`: the frames are one motion with the velocities and
-        accelerations reported); a broken check is also an ``invariant`` event.
+        accelerations reported); a broken check is also an ``invariant`` event. Frames next
+        to a singular configuration whose velocities and accelerations cannot be trusted to
+        1e-7 and 1e-5 of the run's largest are a ``near-singular`` event per stretch, their
+        estimated errors ``extra["near_singular.velocity_error"]`` and
+        ``["near_singular.acceleration_error"]`` (:mod:`.near_singular`).
 
     Raises
     ------
