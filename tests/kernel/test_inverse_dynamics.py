@@ -284,6 +284,10 @@ def test_a_frame_next_to_a_parallelogram_flat_configuration_is_an_event_naming_t
     near = [e for e in m.events if e.kind == "near-singular"]
     assert len(near) == 1 and abs(near[0].time - math.pi / 3) < 2.0 / 21
     assert {"B1_left", "B2"} <= set(near[0].items)
+    # the kinematics' own warning on that frame (its velocities and accelerations, kernel/near_singular.py) is
+    # merged into this one, with its estimates per frame
+    assert "may be off by up to" in near[0].message
+    assert m.extra["near_singular.acceleration_error"][flat] > 0
 
 
 # ---------------------------------------------------------------------------- limits and contacts
