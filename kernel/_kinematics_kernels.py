@@ -288,18 +288,21 @@ def all_rows(J, QR, tau, use_qr, LU, piv, rows, b, x, tmp):
     rows_solve(LU, piv, rows, b, x, tmp)
 
 
-def frames(times, k0, k1, Q, Qd, Qdd, rows, D, tol, max_iter, polish_iter, rcond_min, t_prev, qdd_prev):
+def frames(times, k0, k1, Q, Qd, Qdd, rcond, rows, D, tol, max_iter, polish_iter, rcond_min, rcond_watch, t_prev,
+           qdd_prev):
     """Frames k0 … k1 − 1 of a driven kinematic analysis (template; the steps of
     ``_Stepper.advance`` of :mod:`.kinematics` without its step splitting).
 
     Q, Qd, Qdd (nt, nq): q (m, unit quaternions), q̇, q̈ per frame, filled up to k0 − 1 on
-    entry; ``rows`` the kept rows
+    entry; ``rcond`` (nt,) each frame's kept rows' reciprocal condition number (for :mod:`.near_singular`);
+    ``rows`` the kept rows
     of Φq (square, nq of them); D the model's data (see :mod:`.kinematics_fast`), its angle
     references those of frame k0 − 1 and left at the last frame done. A frame is computed by
     the predictor q* = q + h q̇ + h²/2 q̈ + h³/6 q⃛ (q⃛ from the accelerations of the last
     two poses: for frame k0, q̈ ``qdd_prev`` at ``t_prev`` (s; NaN: none) and frame k0 − 1),
     Newton on Φ(q, t) = 0 (chord steps, refactorised when they slow down, polished towards
-    round-off), Φq q̇ = −Φt and
+    round-off, with a fresh factorisation where the kept rows' reciprocal condition number is below
+    ``rcond_watch``), Φq q̇ = −Φt and
     Φq q̈ = γ. Returns the first frame not done: k1, or the frame where the Newton
     iteration failed, landed far from the predictor (another branch), the kept rows'
     reciprocal condition number fell below ``rcond_min`` or their determinant changed sign
@@ -321,7 +324,8 @@ def frames(times, k0, k1, Q, Qd, Qdd, rows, D, tol, max_iter, polish_iter, rcond
     trial = np.empty(nq)
     q_pred = np.empty(nq)
     jac_all(Q[k0 - 1], k0 - 1, D, J)
-    if not lu_factor(J, rows, LU, piv) >= rcond_min:
+    rc = lu_factor(J, rows, LU, piv)  # of the factors in use
+    if not rc >= rcond_min:
         return k0
     sign = det_sign(LU, piv)  # of the kept rows at the last accepted pose: a change means a singular pose passed
     k = k0
@@ -357,7 +361,7 @@ def frames(times, k0, k1, Q, Qd, Qdd, rows, D, tol, max_iter, polish_iter, rcond
                 if fresh:
                     break
                 jac_all(q, k, D, J)
-                lu_factor(J, rows, LU, piv)
+                rc = lu_factor(J, rows, LU, piv)
                 fresh = True
             else:
                 fresh = False
@@ -382,10 +386,10 @@ def frames(times, k0, k1, Q, Qd, Qdd, rows, D, tol, max_iter, polish_iter, rcond
             phi_t = phi_all(trial, k, D)
             norm_t = max_abs_rows(phi_t, rows)
             if not norm_t < 0.25 * norm:
-                if fresh or norm < 1e3 * eps:
+                if fresh or (norm < 1e3 * eps and rc >= rcond_watch):
                     break
                 jac_all(q, k, D, J)
-                lu_factor(J, rows, LU, piv)
+                rc = lu_factor(J, rows, LU, piv)
                 fresh = True
                 continue
             q[:] = trial
@@ -397,7 +401,8 @@ def frames(times, k0, k1, Q, Qd, Qdd, rows, D, tol, max_iter, polish_iter, rcond
         if jump > max(0.5 * step, 1e3 * tol):
             return k
         jac_all(q, k, D, J)
-        if not lu_factor(J, rows, LU, piv) >= rcond_min:  # near a singular pose: the numpy stepper decides
+        rc = lu_factor(J, rows, LU, piv)
+        if not rc >= rcond_min:  # near a singular pose: the numpy stepper decides
             return k
         if det_sign(LU, piv) != sign:  # a singular pose passed in the step: the numpy stepper splits and reports it
             return k
@@ -416,6 +421,7 @@ def frames(times, k0, k1, Q, Qd, Qdd, rows, D, tol, max_iter, polish_iter, rcond
         if not finite:
             return k
         Q[k] = q
+        rcond[k] = rc
         k += 1
     return k
 

@@ -30,7 +30,11 @@ step is split like a failed one, and only a jump that persists at the finest spl
 reported as ``branch`` (and accepted).  So is a step across which the determinant of the
 kept rows of Φq changes sign: a singular pose lies between its ends (a change point or
 dead centre passed, or the other assembly mode reached by a predictor carried past a dead
-centre, which the distance from the predictor cannot tell).
+centre, which the distance from the predictor cannot tell).  Frames next to a singular pose,
+whose velocities and accelerations its ill-conditioning spoils beyond the run's accuracy,
+are a ``near-singular`` event per stretch, with the estimated errors (:mod:`.near_singular`;
+the polish refactorises there even at a few hundred ε of residual, which moves such a pose
+by ε/σ_min).
 
 Under-driven mechanisms (``free_dof="minimal"``, OndselSolver's quasi-kinematic mode):
 drivers that leave degrees of freedom free are refused by default.  On request the free
@@ -58,6 +62,7 @@ from .kinematics_fast import CHUNK, RCOND_MARGIN, compiled_frames
 from .lapack import geqrf, orgqr, trtrs
 from .linalg import DENSE_LIMIT, RowSolver, WeightedRowSolver, issparse, scale_columns
 from .motion import Event, JointCoordinate, Motion
+from .near_singular import WATCH_RCOND, kinematic_events
 from .system import AngleState, System
 
 __all__ = ["kinematics", "assemble", "AssemblyResult", "mobility", "Mobility", "FREE_DOF_MODES"]
@@ -375,7 +380,11 @@ def kinematics(model, t_end=1.0, steps=100, *, t_start=0.0, times=None, tol=1e-1
         ended the run early; the frames before it are valid and ``message``/``events``
         say what happened and when. ``invariants`` is the run's check of itself
         (:mod:`.kinematic_checks`: the frames are one motion with the velocities and
-        accelerations reported); a broken check is also an ``invariant`` event.
+        accelerations reported); a broken check is also an ``invariant`` event. Frames next
+        to a singular configuration whose velocities and accelerations cannot be trusted to
+        1e-7 and 1e-5 of the run's largest are a ``near-singular`` event per stretch, their
+        estimated errors ``extra["near_singular.velocity_error"]`` and
+        ``["near_singular.acceleration_error"]`` (:mod:`.near_singular`).
 
     Raises
     ------
@@ -426,8 +435,10 @@ def kinematics(model, t_end=1.0, steps=100, *, t_start=0.0, times=None, tol=1e-1
     Q = np.zeros((nt, nq))
     Qd = np.zeros((nt, nq))
     Qdd = np.zeros((nt, nq))
+    rcond = np.ones(nt)  # per frame: the kept rows' reciprocal condition number (.near_singular)
     state = stepper.derivatives(q, times[0], angles)
     Q[0], Qd[0], Qdd[0] = state
+    rcond[0] = stepper.solver.rcond
     compiled = compiled_frames(model, system, times, free)
     done = 1
     message = ""
@@ -442,8 +453,8 @@ def kinematics(model, t_end=1.0, steps=100, *, t_start=0.0, times=None, tol=1e-1
                 prev = (times[k - 2], Qdd[k - 2]) if behind else stepper.previous(times[k - 1])
                 # (it stops before a frame where the kept rows' determinant changes sign: the stepper
                 # splits that step and reports the singular pose passed)
-                k_new = compiled.run(k, end, times, Q, Qd, Qdd, stepper.rows, angles, tol, max_iter,
-                                     stepper.polish_iter, RCOND_MARGIN * singular_rcond, prev)
+                k_new = compiled.run(k, end, times, Q, Qd, Qdd, rcond, stepper.rows, angles, tol, max_iter,
+                                     stepper.polish_iter, RCOND_MARGIN * singular_rcond, WATCH_RCOND, prev)
                 k_old, k = k, k_new
                 behind = behind or k_new > k_old
                 done = k_new
@@ -468,6 +479,7 @@ def kinematics(model, t_end=1.0, steps=100, *, t_start=0.0, times=None, tol=1e-1
                 else:
                     break
             Q[k], Qd[k], Qdd[k] = state
+            rcond[k] = stepper.solver.rcond
             done = k + 1
             if progress is not None:
                 progress(k, nt)
@@ -482,6 +494,12 @@ def kinematics(model, t_end=1.0, steps=100, *, t_start=0.0, times=None, tol=1e-1
                      changes={k: c for k, c in changes.items() if k < done})
     # the intervals the stepper split at a singular pose have a kink by nature: not checked
     motion.invariants = check_kinematic_run(motion, tol, skip_intervals=[k - 1 for k in changes if k < done])
+    if not free:  # frames whose velocities and accelerations a nearby singular configuration spoils
+        near, series = kinematic_events(model, system, stepper.rows, times, Q[:done], rcond[:done], motion,
+                                        _quantities)
+        events.extend(near)
+        events.sort(key=lambda e: e.time)
+        motion.extra.update(series)
     return motion
 
 
@@ -751,7 +769,9 @@ class _Stepper:
             phi_t = self.system.phi(trial, t, angles)
             norm_t = float(np.max(np.abs(phi_t[rows])))
             if not norm_t < 0.25 * norm:
-                if fresh or norm < 1e3 * np.finfo(float).eps:
+                # near a singular pose a residual of a few hundred ε still moves the pose by ε/σ_min along the
+                # near-null direction, and the accelerations by 1/σ² of that: refactorise there too
+                if fresh or (norm < 1e3 * np.finfo(float).eps and self.solver.rcond >= WATCH_RCOND):
                     break
                 self.solver = self._factor(self.system.jacobian_auto(q, t, angles))
                 fresh = True

@@ -187,7 +187,7 @@ def _signature(layout):
     f, i = types.float64, types.int64
     a1, a2 = arrays["f1"], arrays["f2"]
     data = types.Tuple([arrays[code] for code in layout])
-    return (a1, i, i, a2, a2, a2, arrays["i1"], data, f, i, i, f, f, a1)
+    return (a1, i, i, a2, a2, a2, a1, arrays["i1"], data, f, i, i, f, f, f, a1)
 
 
 def compile_module(path):
@@ -258,8 +258,10 @@ class CompiledFrames:
             data += [i64(g.gather), f64(g.markers), f64(g.params.reshape(g.n, -1)), F, ref, i64(g.jac_flat)]
         self.data = tuple(data)
 
-    def run(self, k0, k1, times, Q, Qd, Qdd, rows, angles, tol, max_iter, polish_iter, rcond_min, prev=None):
-        """Frames k0 … k1 − 1 into Q, Qd, Qdd (nt, nq), from the state of frame k0 − 1 and the
+    def run(self, k0, k1, times, Q, Qd, Qdd, rcond, rows, angles, tol, max_iter, polish_iter, rcond_min,
+            rcond_watch, prev=None):
+        """Frames k0 … k1 − 1 into Q, Qd, Qdd (nt, nq) and ``rcond`` (nt,: the kept rows' reciprocal condition
+        number; a polish refactorises below ``rcond_watch``), from the state of frame k0 − 1 and the
         angle references ``angles`` (an :class:`~.system.AngleState`, left at the last frame
         done); ``prev`` (t0 (s), q̈ at t0) is the step before frame k0 − 1 for the predictor's
         jerk, None for none; at most :data:`CHUNK` frames a call.
@@ -273,9 +275,9 @@ class CompiledFrames:
         for gi, ref in self._refs.items():
             if ref.size:
                 ref[:] = angles.ref[gi]
-        k = self.module.frames(times, int(k0), int(k1), Q, Qd, Qdd, np.array(rows, dtype=np.int64),
-                               self.data, float(tol), int(max_iter), int(polish_iter), float(rcond_min), t_prev,
-                               qdd_prev)
+        k = self.module.frames(times, int(k0), int(k1), Q, Qd, Qdd, rcond, np.array(rows, dtype=np.int64),
+                               self.data, float(tol), int(max_iter), int(polish_iter), float(rcond_min),
+                               float(rcond_watch), t_prev, qdd_prev)
         for gi, ref in self._refs.items():
             if ref.size:
                 angles.ref[gi] = ref.copy()

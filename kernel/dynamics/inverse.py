@@ -53,6 +53,7 @@ from ...errors import DrivingError
 from ..analysis import free_motion, rank_info
 from ..kinematics import kinematics
 from ..motion import Event
+from ..near_singular import NEAR_SINGULAR, equilibrated, weakest_rows
 from ..system import AngleState, System
 from .equations import Dynamics
 from .mass import cross, body_state
@@ -122,7 +123,7 @@ def inverse_dynamics(model, motion=None, *, t_end=1.0, steps=100, t_start=0.0, *
         out.add(motion.time[k], q, V.reshape(-1), 0.0, angles, refs, vd=Vd.reshape(-1))
         if watch:
             J = out.jacobian  # the frame's own, as FrameOutputs.add evaluated it
-            J = _equilibrated(np.asarray(J.todense() if hasattr(J, "todense") else J))
+            J = equilibrated(np.asarray(J.todense() if hasattr(J, "todense") else J))
             if prev is None:
                 rows = tuple(rank_info(J).independent)
             else:
@@ -218,10 +219,8 @@ def _no_finite_motion(system, q, t, angles, n, left):
 def _driver_rows(dyn, Jr, rows):
     """The drivers whose rows take part in the smallest singular direction of ``Jr`` (the
     rows ``rows`` of Jv): their efforts are the ones that grow without bound."""
-    U, sv, _ = np.linalg.svd(Jr)
-    u = np.abs(U[:, -1])
-    names = [dyn.row_labels[r][0] for i, r in enumerate(rows)
-             if dyn.row_labels[r][1].startswith("drive-") and u[i] >= 0.1 * u.max()]
+    names = [dyn.row_labels[rows[i]][0] for i in weakest_rows(Jr, len(rows) - 1)
+             if dyn.row_labels[rows[i]][1].startswith("drive-")]
     return sorted(set(names)) or sorted({lab[0] for lab in dyn.row_labels if lab[1].startswith("drive-")})
 
 
@@ -289,16 +288,6 @@ def _touch_rate(d0, r0, d1, r1, h):
     return (3 * a * s * s + 2 * b * s + m0) / h
 
 
-def _equilibrated(J):
-    """Jv with its rows, then its columns, then its rows scaled to unit norm: free of the units of
-    its rows and of the parts' sizes (a rotation column of a 1 mm crank is 1e-3 of a translation
-    column; without the column scaling a regular slider-crank at 1/100 scale read σ_min/σ_max 1e-3).
-    Positive diagonal scalings keep the signs of its minors."""
-    J = J / np.maximum(np.linalg.norm(J, axis=1), 1e-300)[:, None]
-    J = J / np.maximum(np.linalg.norm(J, axis=0), 1e-300)[None, :]
-    return J / np.maximum(np.linalg.norm(J, axis=1), 1e-300)[:, None]
-
-
 def _det(J, rows):
     """det of the rows ``rows`` of J, scaled by their norms (its sign and size relative to 1)."""
     Jr = J[list(rows)]
@@ -342,18 +331,19 @@ def _singular_events(dyn, result, crossings, last):
     return events
 
 
-#: σ_min/σ_max of the equilibrated Jv (:func:`_equilibrated`) below which a frame is near a singular configuration
-NEAR_SINGULAR = 1e-3
-
-
 def _near_singular_events(dyn, result, near, crossings):
     """``near-singular`` events at the frames where σ_min/σ_max of the equilibrated Jv has a local
     minimum below :data:`NEAR_SINGULAR` (and no passage was found next to it): the efforts and
     reactions of the constraints named (those of the smallest singular direction) are amplified
     by about its inverse. (Passing a parallelogram's flat configuration, rods along the ground line,
-    the crank's effort stays bounded while the pins' forces grow as 1/θ.)"""
+    the crank's effort stays bounded while the pins' forces grow as 1/θ.)
+
+    A kinematic ``near-singular`` event of the motion (frames whose velocities and accelerations are
+    spoilt, :mod:`..near_singular`) within a frame of one of these is merged into it: one event, both
+    sentences, the constraints of both; it is taken out of ``result.events``."""
     events = []
     t = result.time
+    kinematic = [e for e in result.events if e.kind == "near-singular"]
     ratio = np.array([r for r, _ in near])
     passed = {k for k, *_ in crossings} | {k - 1 for k, *_ in crossings}
     for k in range(len(ratio)):
@@ -361,14 +351,17 @@ def _near_singular_events(dyn, result, near, crossings):
             continue
         if (k and ratio[k - 1] < ratio[k]) or (k + 1 < len(ratio) and ratio[k + 1] < ratio[k]):
             continue
-        J = near[k][1]
-        U, sv, _ = np.linalg.svd(J, full_matrices=False)
-        u = np.abs(U[:, dyn.nv - 1]) if U.shape[1] >= dyn.nv else np.abs(U[:, -1])
-        names = sorted({dyn.row_labels[r][0] for r in np.flatnonzero(u >= 0.1 * u.max())})
-        events.append(Event("near-singular", float(t[k]), (
-            f"at t = {t[k]:.6g} s the driven mechanism is near a singular configuration (σ_min/σ_max of the "
-            f"constraint Jacobian {ratio[k]:.2e}): the efforts and reactions of {', '.join(names)} are amplified "
-            f"by about its inverse, and grow without bound at the configuration itself"), tuple(names)))
+        names = sorted({dyn.row_labels[r][0] for r in weakest_rows(near[k][1], dyn.nv - 1)})
+        message = (f"at t = {t[k]:.6g} s the driven mechanism is near a singular configuration (σ_min/σ_max of the "
+                   f"constraint Jacobian {ratio[k]:.2e}): the efforts and reactions of {', '.join(names)} are "
+                   f"amplified by about its inverse, and grow without bound at the configuration itself")
+        lo, hi = t[max(k - 1, 0)], t[min(k + 1, len(t) - 1)]
+        for e in [e for e in kinematic if lo <= e.time <= hi]:
+            kinematic.remove(e)
+            result.events.remove(e)
+            message += f". The kinematics: {e.message}"
+            names = sorted(set(names) | set(e.items))
+        events.append(Event("near-singular", float(t[k]), message, tuple(names)))
     return events
 
 

@@ -273,8 +273,10 @@ def test_a_frame_next_to_a_parallelogram_flat_configuration_is_an_event_naming_t
     # relative, every other frame to 1e-6: there the kept rows' smallest singular value is ≈ 1.3e-5 of their
     # largest, so a pose converged to round-off of Φ is fixed only to ≈ 1e-11 along its near-null direction, and
     # the velocities and accelerations solved at it inherit that error amplified by 1/σ and 1/σ². Since the
-    # kinematics reaches that frame in sub-steps (the determinant's sign check) its effort is 1.9e-3 N m off
-    # (5.5e-5; the rods' spins 2.6e-7 rad/s off); the tree before landed 1.5e-7 off.
+    # kinematics reaches that frame in sub-steps (the determinant's sign check) its effort was 1.9e-3 N m off
+    # (5.5e-5; the rods' spins 2.6e-7 rad/s off); the tree before landed 1.5e-7 off. Since the position polish
+    # refactorises near a singular pose even at a residual of a few hundred ε, it is 1.9e-7 off again; the
+    # allowance stays 1e-4, what the frame's σ leaves (the kinematics flags it near-singular too, one event).
     flat = np.abs(theta) < 1e-3
     assert flat.sum() == 1
     np.testing.assert_allclose(m.extra["motor.effort"][~flat], 34.335 * np.cos(theta[~flat]), rtol=0, atol=1e-6)
@@ -282,6 +284,10 @@ def test_a_frame_next_to_a_parallelogram_flat_configuration_is_an_event_naming_t
     near = [e for e in m.events if e.kind == "near-singular"]
     assert len(near) == 1 and abs(near[0].time - math.pi / 3) < 2.0 / 21
     assert {"B1_left", "B2"} <= set(near[0].items)
+    # the kinematics' own warning on that frame (its velocities and accelerations, kernel/near_singular.py) is
+    # merged into this one, with its estimates per frame
+    assert "may be off by up to" in near[0].message
+    assert m.extra["near_singular.acceleration_error"][flat] > 0
 
 
 # ---------------------------------------------------------------------------- limits and contacts

@@ -304,3 +304,64 @@ def test_frames_too_coarse_to_follow_the_motion_are_reported_not_checked(build):
     motion = kinematics(compile_model(_four_bar(build, 0.1, 0.3, 0.25, 0.3, 0.5, "2*pi*t")), t_end=1.0, steps=2)
     assert motion.complete and motion.invariants.checks == []
     assert any("too coarse" in s and "2 of 2" in s for s in motion.invariants.skipped), motion.invariants.skipped
+
+
+# ------------------------------------------------------------------ frames next to a singular configuration
+def _parallelogram_run(build, monkeypatch, path, tol):
+    """The parallelogram (crank = rocker = 0.1 m, coupler = ground = 0.3 m) from 0.5 rad at 2π rad/s, 2,000 frames
+    over 1 s, on the numpy stepper (``path`` "0") or the compiled frame loop ("compile")."""
+    if path == "compile":
+        pytest.importorskip("numba")
+    monkeypatch.setenv("CADMOTION_KINEMATICS_FAST", path)
+    return kinematics(compile_model(_four_bar(build, 0.1, 0.3, 0.1, 0.3, 0.5, "2*pi*t")), t_end=1.0, steps=1999,
+                      tol=tol)
+
+
+@pytest.mark.parametrize("tol", [1e-6, 1e-10])
+@pytest.mark.parametrize("path", ["0", "compile"])
+def test_every_parallelogram_frame_whose_accelerations_are_off_is_flagged_near_singular(build, monkeypatch, path, tol):
+    # Reference: on the parallelogram branch every link's angular acceleration is exactly 0 (the crank turns at a
+    # constant rate, the coupler translates, the rocker turns with the crank). Next to the change points (crank at
+    # π and 2π) the kept rows' smallest singular value goes to 0, and a pose converged to round-off is fixed only
+    # to ε/σ along the near-null direction: the frame 3.8e-5 s after the second change point read 2e-4 … 2e-3
+    # rad/s², with only the change points' `branch` events. Every frame off by more than 1e-5 rad/s² (the
+    # kinematics sweep's allowance) must carry the run's own estimate of its error, at least the error itself, and
+    # lie in a stretch reported as a `near-singular` event within 2 ms of a change point, naming the four pins.
+    motion = _parallelogram_run(build, monkeypatch, path, tol)
+    assert motion.complete, motion.message
+    off = np.abs(motion.angular_acceleration).max(axis=(1, 2))
+    estimate = motion.extra.get("near_singular.acceleration_error", np.zeros(motion.nt))
+    assert (off > 1e-5).any()  # what the warning is about: this grid has such frames
+    bad = np.flatnonzero(off > 1e-5)
+    np.testing.assert_array_less(off[bad], estimate[bad], err_msg=f"frames at t = {motion.time[bad]}")
+    flagged = np.flatnonzero(estimate > 0)
+    assert np.all(estimate[flagged] >= off[flagged])
+    changes = np.array([(k * np.pi - 0.5) / (2 * np.pi) for k in (1, 2)])
+    near = [e for e in motion.events if e.kind == "near-singular"]
+    assert 1 <= len(near) <= 2, motion.events
+    for e in near:
+        assert np.min(np.abs(changes - e.time)) < 2e-3
+        assert set(e.items) == {"A", "B", "C", "D"} and "may be off by up to" in e.message
+    assert np.min(np.abs(changes[:, None] - motion.time[flagged][None]), axis=0).max() < 2e-3
+    assert [e.time for e in motion.events if e.kind == "branch"] != []  # the change points themselves, as before
+
+
+@pytest.mark.parametrize("case", ["slider_crank", "four_bar", "rsur_spatial", "gear_pair", "gripper/gripper",
+                                  "crank-rocker"])
+def test_regular_mechanisms_have_no_near_singular_frames(build, case):
+    # The samples and the kinematics sweep's crank-rocker (10 turns in 1,000 frames) stay far from any singular
+    # configuration: no frame of theirs may be flagged (the run's largest velocity and acceleration errors there
+    # are at round-off).
+    from pathlib import Path
+
+    from cadmotion.importers import load
+
+    if case == "crank-rocker":
+        model, t_end, steps = compile_model(_four_bar(build, 0.1, 0.3, 0.25, 0.3, np.pi / 2, "20*pi*t")), 1.0, 999
+    else:
+        path = Path(__file__).resolve().parents[2] / "samples" / f"{case}.cadmotion.toml"
+        model, t_end, steps = compile_model(load(path)), 2.0, 200
+    motion = kinematics(model, t_end=t_end, steps=steps)
+    assert motion.complete, motion.message
+    assert not [e for e in motion.events if e.kind == "near-singular"], motion.events
+    assert not [k for k in motion.extra if k.startswith("near_singular.")]
