@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["read_stl", "triangulation", "arrays", "mesh_face", "placed_mesh"]
+__all__ = ["read_stl", "triangulation", "arrays", "mesh_face", "placed_mesh", "has_mesh_faces"]
 
 
 def read_stl(path):
@@ -81,3 +81,18 @@ def placed_mesh(tri, X, scale=(1.0, 1.0, 1.0)):
     if np.prod(scale) < 0:
         triangles = triangles[:, ::-1]
     return moved(mesh_face(triangulation(nodes * scale, triangles)), np.asarray(X, float))
+
+
+def has_mesh_faces(shape) -> bool:
+    """True when ``shape`` has a face without surface (a mesh, :func:`mesh_face`)."""
+    from OCP.BRep import BRep_Tool
+    from OCP.TopAbs import TopAbs_FACE
+    from OCP.TopExp import TopExp_Explorer
+    from OCP.TopoDS import TopoDS
+
+    faces = TopExp_Explorer(shape, TopAbs_FACE)
+    while faces.More():
+        if BRep_Tool.Surface_s(TopoDS.Face_s(faces.Current())) is None:
+            return True
+        faces.Next()
+    return False

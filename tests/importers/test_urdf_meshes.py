@@ -268,3 +268,63 @@ def test_a_robot_with_a_mesh_visual_is_written_to_glb_and_html_by_the_cli(tmp_pa
     np.testing.assert_allclose(position["min"], [0, 0, 0], atol=1e-6)
     np.testing.assert_allclose(position["max"], [0.1, 0.1, 0.1], atol=1e-6)
     assert html.stat().st_size > 0 and "<html" in html.read_text()[:1000].lower()
+
+
+def sliding_cubes(tmp_path, a_visual):
+    """Link a (fixed) and link b, the STL cube scaled to 0.1 m, on a prismatic joint along x, 0.3 m from a."""
+    binary_stl(tmp_path / "cube.stl", CUBE_CORNERS, CUBE_TRIANGLES)
+    links = (f'<link name="b">{visual("cube.stl", scale="0.1 0.1 0.1")}</link>'
+             '<joint name="j" type="prismatic"><parent link="a"/><child link="b"/><origin xyz="0.3 0 0"/>'
+             '<axis xyz="1 0 0"/><limit lower="-1" upper="1"/></joint>')
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        return read_urdf(urdf(tmp_path, a_visual, links=links))
+
+
+@pytest.mark.parametrize("a_visual", [visual("cube.stl", scale="0.1 0.1 0.1"),
+                                      '<visual><origin xyz="0.05 0.05 0.05"/><geometry><box size="0.1 0.1 0.1"/>'
+                                      '</geometry></visual>'], ids=["mesh-mesh", "box-mesh"])
+def test_mesh_parts_are_checked_for_interference(tmp_path, a_visual):
+    # a = [0, 0.1]³ (the mesh cube, or a box); b's cube starts at x = 0.3 and moves by −0.3 t: its face x = 0.3 −
+    # 0.3 t meets a's face x = 0.1 at t = 2/3. Moving by −0.15 t it stops 0.05 m short at t = 1
+    pytest.importorskip("OCP")
+    from cadmotion.plugin.interference import find_interference
+    from cadmotion.plugin.run_analysis import run_spec
+
+    spec = sliding_cubes(tmp_path, a_visual)
+    motion = run_spec(spec, "kinematic", t_end=1.0, steps=20, drive=["j=-0.3*t"]).motion
+    (hit,) = find_interference(motion, spec, exclude_jointed=False).collisions
+    assert hit.first_time == pytest.approx(2 / 3, abs=1e-6)
+    motion = run_spec(spec, "kinematic", t_end=1.0, steps=20, drive=["j=-0.15*t"]).motion
+    report = find_interference(motion, spec, exclude_jointed=False, near=0.1)
+    assert report.collisions == []
+    # between two meshes exact; against the box (OCCT measures no distance to a mesh) the meshes' upper bound,
+    # within the box's allowed chord error: 1.5 × 1e-3 of its diagonal √3 × 0.1 m, 0.26 mm
+    allowed = 1e-9 if "<mesh" in a_visual else 1.5e-3 * math.sqrt(3) * 0.1 + 1e-9
+    assert 0.05 - 1e-9 <= report.near[0].min_distance <= 0.05 + allowed
+
+
+def test_mesh_parts_are_written_to_step_as_triangulated_surfaces_in_metres(tmp_path):
+    # AP242's TRIANGULATED_SURFACE_SET; read back by cadmotion's STEP reader: b's cube at t = 1 spans
+    # [0.15, 0.25] × [0, 0.1]², a's box [0, 0.1]³, b's 12 triangles kept
+    pytest.importorskip("OCP")
+    from cadmotion.geometry.placements import placed
+    from cadmotion.geometry.shapes import bounding_box
+    from cadmotion.importers import load
+    from cadmotion.plugin.run_analysis import run_spec
+    from cadmotion.plugin.writers import write_outputs
+
+    spec = sliding_cubes(tmp_path, '<visual><origin xyz="0.05 0.05 0.05"/><geometry><box size="0.1 0.1 0.1"/>'
+                                   '</geometry></visual>')
+    motion = run_spec(spec, "kinematic", t_end=1.0, steps=4, drive=["j=-0.15*t"]).motion
+    write_outputs(motion, [tmp_path / "out.step"])
+    assert "TRIANGULATED_SURFACE_SET" in (tmp_path / "out.step").read_text()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        parts = {p.name: p for p in load(tmp_path / "out.step").parts}
+    boxes = {n: bounding_box(placed(p.shape, p.position, p.orientation)) for n, p in parts.items()}
+    np.testing.assert_allclose(boxes["a"][0], [0, 0, 0], atol=1e-6)
+    np.testing.assert_allclose(boxes["a"][1], [0.1, 0.1, 0.1], atol=1e-6)
+    np.testing.assert_allclose(boxes["b"][0], [0.15, 0, 0], atol=1e-6)
+    np.testing.assert_allclose(boxes["b"][1], [0.25, 0.1, 0.1], atol=1e-6)
+    assert len(triangles_of(parts["b"].shape)) == 12
