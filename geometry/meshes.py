@@ -41,9 +41,11 @@ def triangulation(nodes, triangles):
         raise ValueError(f"a triangle's node index is outside the {len(nodes)} nodes")
     tri = Poly_Triangulation(len(nodes), len(triangles), False)
     set_node, set_triangle = tri.SetNode, tri.SetTriangle
-    for i, (x, y, z) in enumerate(nodes.tolist(), 1):
+    # columns as flat lists: a list per row would be 10⁵ containers, each allocation a step towards the
+    # garbage collector's next full pass over them all
+    for i, x, y, z in zip(range(1, len(nodes) + 1), *nodes.T.tolist()):
         set_node(i, gp_Pnt(x, y, z))
-    for i, (a, b, c) in enumerate((triangles + 1).tolist(), 1):
+    for i, a, b, c in zip(range(1, len(triangles) + 1), *(triangles + 1).T.tolist()):
         set_triangle(i, Poly_Triangle(a, b, c))
     return tri
 

@@ -79,6 +79,7 @@ class _Reader:
 
     def __init__(self, path):
         self.path = path
+        self.meshes = {}  # mesh files read (path -> MeshFile or MeshFileError): a file several links use is read once
 
     def err(self, where, message, hint=None):
         return CadImportError(message, where=f"{self.path}: {where}", hint=hint)
@@ -341,7 +342,7 @@ def _visuals(reader, link, colours, ignored):
                 "sphere": lambda e: [reader.number(where, e, "radius")]}[element.tag](element)
         xyz, R = reader.pose(where, visual)
         solids.append((element.tag, size, xyz, R))
-    shape, mesh_colour = _shape(solids, ignored)
+    shape, mesh_colour = _shape(solids, ignored, reader.meshes)
     return shape, colour if colour is not None else mesh_colour
 
 
@@ -396,12 +397,12 @@ def mesh_path(uri, urdf):
     return path
 
 
-def _shape(solids, ignored):
+def _shape(solids, ignored, read=None):
     """(compound or None, rgba or None) of the visuals ``(kind, size, origin, rotation)`` in the link frame: the
     primitives ``box``, ``cylinder``, ``sphere`` of their sizes, and the ``mesh`` files ``(file, scale, name)``,
     scaled along their own axes, then placed (:func:`cadmotion.geometry.meshes.placed_mesh`); the rgba is the
-    first mesh file's own colour. A mesh file that cannot be read is named in ``ignored`` with the reason. None:
-    no solid, or no OpenCascade."""
+    first mesh file's own colour. A mesh file that cannot be read is named in ``ignored`` with the reason.
+    ``read``: the files read so far, by path (updated). None: no solid, or no OpenCascade."""
     if not solids:
         return None, None
     from ..geometry import meshes, primitives
@@ -418,10 +419,15 @@ def _shape(solids, ignored):
                 shapes.append(moved(getattr(primitives, kind)(*size), X))
                 continue
             file, scale, label = size
-            try:
-                mesh = read_mesh(file)
-            except MeshFileError as exc:
-                ignored.append(f"{label} (unreadable: {exc})")
+            read = {} if read is None else read
+            if file not in read:
+                try:
+                    read[file] = read_mesh(file)
+                except MeshFileError as exc:
+                    read[file] = exc
+            mesh = read[file]
+            if isinstance(mesh, MeshFileError):
+                ignored.append(f"{label} (unreadable: {mesh})")
                 continue
             shapes.append(meshes.placed_mesh(mesh.triangulation, X, scale))
             rgba = rgba if rgba is not None else mesh.rgba
