@@ -166,6 +166,27 @@ def test_a_collada_file_in_millimetres_moved_by_its_node_and_coloured_by_its_mat
     assert part.color == (0.2, 0.4, 0.6, 1.0)
 
 
+#: the box of Tiago's arm_1.stl (the visual of its arm_1_link), read from the binary STL file of example-robot-data 6.0.0
+ARM_1_STL_BOX = ([-0.0515, -0.0515, -0.0828826], [0.176986, 0.087459, 0.038])
+
+
+def test_a_real_y_up_collada_mesh_lies_on_its_links_visual_unturned(tmp_path):
+    # Tiago's arm_1_link collision mesh (tests/data/urdf-meshes, MeshLab, Y_UP, 92 triangles) at the collision's
+    # origin (0) lies on its visual STL's box to 0.9 mm: up_axis is not applied, as ROS's viewers do. Turned from
+    # Y up to Z up (+90° about x: y → z, z → −y) its box would be [−0.05, −0.04, −0.05] … [0.18, 0.08, 0.09]: 5 cm off
+    pytest.importorskip("OCP")
+    pytest.importorskip("collada")
+    from pathlib import Path
+
+    data = Path(__file__).resolve().parents[1] / "data" / "urdf-meshes" / "arm_1_collision.dae"
+    part = read_one_part(urdf(tmp_path, visual(str(data))))
+    T = triangles_of(part.shape)
+    assert len(T) == 92
+    np.testing.assert_allclose(T.reshape(-1, 3).min(axis=0), ARM_1_STL_BOX[0], atol=1e-3)
+    np.testing.assert_allclose(T.reshape(-1, 3).max(axis=0), ARM_1_STL_BOX[1], atol=1e-3)
+    assert part.color is None  # no material in the file
+
+
 def test_the_urdf_material_colour_wins_over_the_collada_colour(tmp_path):
     pytest.importorskip("OCP")
     pytest.importorskip("collada")
