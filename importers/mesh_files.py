@@ -9,13 +9,14 @@ OBJ: ``v`` vertices and ``f`` faces (``i``, ``i/t``, ``i/t/n``, ``i//n``; negati
 last vertex; polygons are split into fans); every other statement (normals, texture coordinates, groups,
 materials) is not needed and skipped. The unit is the file's (OBJ stores none): metres, as URDF files use them.
 
-COLLADA: the ``<triangles>``, ``<polylist>`` and ``<polygons>`` of every geometry instanced in the scene,
-moved by the transforms of their nodes (pycollada composes them), in ``<unit meter>`` (metres per unit).
-``<up_axis>`` is not applied: ROS's viewers (rviz) and Pinocchio's collision library (hpp-fcl) both drop the
-rotation it implies, and meshes made for URDF robots are drawn that way — Tiago's Y_UP collision meshes of
-example-robot-data lie on its STL visuals only unturned. The colour is the ``diffuse`` colour of the material
-holding the most triangles, when it is a colour (not a texture). Lines, points and controllers (skinned
-meshes) are not read.
+COLLADA: the ``<triangles>``, ``<polylist>`` and ``<polygons>`` of every geometry instanced in the scene (an
+instance whose material refers to a missing effect or texture too, without that material), moved by the
+transforms of their nodes composed down the scene, in ``<unit meter>`` (metres per unit). ``<up_axis>`` is not
+applied: ROS's tools (rviz, Gazebo, the FCL mesh loaders) read COLLADA through assimp and skip the turn assimp
+puts on the root node for it (rviz reads ``<unit>`` itself, as here); meshes made for URDF robots are drawn
+that way — Tiago's Y_UP collision meshes of example-robot-data lie on its STL visuals only unturned. The
+colour is the ``diffuse`` colour of the material holding the most triangles, when it is a colour (not a
+texture). Lines, points and controllers (skinned meshes) are not read.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ class MeshFile:
 
     @property
     def triangles(self) -> int:
+        """The number of triangles."""
         return self.triangulation.NbTriangles()
 
 

@@ -410,7 +410,7 @@ def _shape(solids, ignored, read=None):
     from ..geometry.shapes import compound
     from .mesh_files import MeshFileError, read_mesh
 
-    shapes, rgba = [], None
+    shapes, rgba, read = [], None, {} if read is None else read
     try:
         for kind, size, xyz, R in solids:
             X = np.eye(4)
@@ -419,7 +419,6 @@ def _shape(solids, ignored, read=None):
                 shapes.append(moved(getattr(primitives, kind)(*size), X))
                 continue
             file, scale, label = size
-            read = {} if read is None else read
             if file not in read:
                 try:
                     read[file] = read_mesh(file)
