@@ -325,6 +325,19 @@ def test_mesh_parts_are_checked_for_interference(tmp_path, a_visual):
     assert 0.05 - 1e-9 <= report.near[0].min_distance <= 0.05 + allowed
 
 
+def test_cadmotion_check_reports_the_collision_of_mesh_parts_and_proposes_no_contact_for_them(tmp_path):
+    # the CLI's check: the sliding cubes collide at t = 2/3; a contact fitted to CAD faces cannot be proposed for
+    # meshes, and the report says why instead of proposing one
+    pytest.importorskip("OCP")
+    from cadmotion.plugin.check import check
+
+    spec = sliding_cubes(tmp_path, visual("cube.stl", scale="0.1 0.1 0.1"))
+    report = check(spec, t_end=1.0, steps=20, drive=["j=-0.3*t"], exclude_jointed=False)
+    assert report.status == "collides"
+    assert report.collisions[0]["first_time"] == pytest.approx(2 / 3, abs=1e-6)
+    assert "a and b: triangle meshes (URDF <mesh>), no CAD face to fit a contact shape to" in report.proposed_contacts
+
+
 def test_mesh_parts_are_written_to_step_as_triangulated_surfaces_in_metres(tmp_path):
     # AP242's TRIANGULATED_SURFACE_SET; read back by cadmotion's STEP reader: b's cube at t = 1 spans
     # [0.15, 0.25] × [0, 0.1]², a's box [0, 0.1]³, b's 12 triangles kept
