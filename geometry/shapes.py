@@ -127,15 +127,26 @@ def bounding_box(shape, optimal=True):
     """(lo (3,), hi (3,)) corners of the axis-aligned box of ``shape`` in its frame and unit, or
     None when the box is void (no geometry).
 
-    ``optimal``: the exact box of the geometry (``BRepBndLib::AddOptimal``); otherwise OCCT's
-    quick box, which may be larger (control points, tolerances).
+    ``optimal``: the exact box of the geometry (``BRepBndLib::AddOptimal``) — of a face without surface
+    (a mesh, :mod:`.meshes`), the box of its triangulation's nodes, which are its exact geometry; otherwise
+    OCCT's quick box, which may be larger (control points, tolerances).
     """
     from OCP.Bnd import Bnd_Box
+    from OCP.BRep import BRep_Tool
     from OCP.BRepBndLib import BRepBndLib
+    from OCP.TopAbs import TopAbs_FACE
+    from OCP.TopExp import TopExp_Explorer
+    from OCP.TopoDS import TopoDS
 
     box = Bnd_Box()
     if optimal:
-        BRepBndLib.AddOptimal_s(shape, box, False, False)
+        BRepBndLib.AddOptimal_s(shape, box, False, False)  # skips faces without surface
+        faces = TopExp_Explorer(shape, TopAbs_FACE)
+        while faces.More():
+            face = TopoDS.Face_s(faces.Current())
+            faces.Next()
+            if BRep_Tool.Surface_s(face) is None:
+                BRepBndLib.AddOptimal_s(face, box, True, False)
     else:
         BRepBndLib.Add_s(shape, box, False)
     if box.IsVoid():

@@ -115,7 +115,11 @@ class XcafAssembly:
 
 def write_step(doc, path, unit, where=None):
     """Write the XCAF document ``doc`` to the STEP file ``path`` (names and colours on), the file's
-    length unit ``unit`` (OCCT's name, e.g. ``"MM"``).
+    length unit ``unit`` (OCCT's name, e.g. ``"MM"``). AP214, or AP242 in metres when the document
+    holds meshes (faces without surface, :mod:`.meshes`): AP214 has no entity for them, AP242's
+    ``TRIANGULATED_SURFACE_SET`` holds their triangles (OCCT writes the tessellation of shapes
+    without B-rep only, its default), and OCCT 7.9 writes their nodes without converting them to
+    the file's unit (a 0.1 m cube written in a millimetre file is 0.1 mm large).
 
     Raises
     ------
@@ -130,7 +134,11 @@ def write_step(doc, path, unit, where=None):
 
     where = str(path) if where is None else where
     writer = STEPCAFControl_Writer(XSControl_WorkSession(), False)  # also initialises the statics
-    with interface_static({"write.step.unit": unit}), quiet_occt():
+    if _has_meshes(doc):  # OCCT 7.9 writes a triangulation's nodes unscaled: the file's unit must be the metre
+        settings = {"write.step.unit": "M", "write.step.schema": "AP242DIS"}
+    else:
+        settings = {"write.step.unit": unit}
+    with interface_static(settings), quiet_occt():
         writer.SetColorMode(True)
         writer.SetNameMode(True)
         if not writer.Transfer(doc, STEPControl_StepModelType.STEPControl_AsIs):
@@ -139,3 +147,15 @@ def write_step(doc, path, unit, where=None):
         if status != IFSelect_ReturnStatus.IFSelect_RetDone:
             raise OutputError(f"OCCT failed to write STEP ({status})", where=where,
                               hint="check free space and permissions")
+
+
+def _has_meshes(doc) -> bool:
+    """True when a shape of the XCAF document ``doc`` has faces without surface (meshes)."""
+    from OCP.TDF import TDF_LabelSequence
+    from OCP.XCAFDoc import XCAFDoc_DocumentTool, XCAFDoc_ShapeTool
+
+    from .meshes import has_mesh_faces
+
+    labels = TDF_LabelSequence()
+    XCAFDoc_DocumentTool.ShapeTool_s(doc.Main()).GetFreeShapes(labels)
+    return any(has_mesh_faces(XCAFDoc_ShapeTool.GetShape_s(labels.Value(i))) for i in range(1, labels.Length() + 1))

@@ -37,6 +37,9 @@ class TriangulatedFace:
     ``triangles`` (m, 3) index ``nodes`` (0-based), wound outwards (reversed faces
     flipped, their normals too). ``face``, ``triangulation`` and ``location`` are the OCCT
     objects, for callers that read more (e.g. edge polygons on the triangulation).
+    ``exact``: the face has no surface (a mesh read from a file, :mod:`.meshes`): its
+    triangles are its geometry, without chord error, and OCCT's exact tools (distances,
+    classification) do not measure it.
     """
 
     face: object
@@ -45,6 +48,7 @@ class TriangulatedFace:
     nodes: np.ndarray
     triangles: np.ndarray
     normals: Optional[np.ndarray] = None
+    exact: bool = False
 
 
 def triangulated_faces(shape, normals=False):
@@ -79,7 +83,7 @@ def triangulated_faces(shape, normals=False):
             m = matrix_of_trsf(loc.Transformation())[:3]
             p = p @ m[:, :3].T + m[:, 3]
             n = None if n is None else n @ m[:, :3].T
-        yield TriangulatedFace(face, tri, loc, p, ij, n)
+        yield TriangulatedFace(face, tri, loc, p, ij, n, BRep_Tool.Surface_s(face) is None)
 
 
 def face_deflection(tf) -> float:

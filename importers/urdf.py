@@ -28,10 +28,16 @@ What is read
   configuration breaks it) or of another pair of types is not read. ``friction``, ``<calibration>``,
   ``<safety_controller>`` and the ``<transmission>`` elements are not read either; a ``UserWarning`` names
   what was not read.
-* ``<visual>``: its ``box``, ``cylinder`` and ``sphere`` geometry, placed by its ``<origin>``, is the part's shape
-  for the writers (with OpenCascade, the ``cad`` extra; without it the parts are drawn as sticks), its
-  ``<material>`` colour (inline or named at the robot's level) the part's colour; ``mesh`` geometry is not read
-  (a ``UserWarning`` names it). ``<collision>`` geometry is not read.
+* ``<visual>``: its ``box``, ``cylinder``, ``sphere`` and ``mesh`` geometry, placed by its ``<origin>``, is the
+  part's shape for the writers (with OpenCascade, the ``cad`` extra; without it the parts are drawn as sticks), its
+  ``<material>`` colour (inline or named at the robot's level) the part's colour. ``<mesh filename scale>``: an
+  STL, OBJ or COLLADA file (:mod:`.mesh_files`; COLLADA through pycollada, in its ``<unit>``, with its nodes'
+  transforms), scaled along the file's axes by ``scale``, becomes faces carrying the file's triangles (no
+  surface: nothing is meshed again); a visual without ``<material>`` colour takes the COLLADA file's diffuse
+  colour. The file is found by :func:`mesh_path`: ``package://NAME/...`` in a folder named NAME above the URDF
+  file or in ``ROS_PACKAGE_PATH``, ``file://`` paths, paths relative to the URDF file. A mesh file not found or
+  not readable is no error: a ``UserWarning`` names it with the reason, and the link keeps its other visuals.
+  ``<collision>`` geometry is not read.
 
 Frames: the root link (the one link that is no joint's child) is fixed, its frame the world frame. URDF's
 ``rpy`` are fixed-axis roll, pitch, yaw: R = Rz(yaw) Ry(pitch) Rx(roll). Units are SI. URDF stores no
@@ -56,7 +62,7 @@ from ..errors import CadImportError
 from ..kernel.dynamics.mass import NOT_POSITIVE_DEFINITE, inertia_fault, point_mass_radius
 from ..kernel.rotations import matrix_to_quaternion
 
-__all__ = ["read_urdf", "rpy_matrix"]
+__all__ = ["read_urdf", "rpy_matrix", "mesh_path"]
 
 #: URDF joint type -> cadmotion joint type (``floating``: no joint)
 JOINT_TYPES = {"revolute": "revolute", "continuous": "revolute", "prismatic": "prismatic", "fixed": "fixed",
@@ -80,6 +86,7 @@ class _Reader:
 
     def __init__(self, path):
         self.path = path
+        self.meshes = {}  # mesh files read (path -> MeshFile or MeshFileError): a file several links use is read once
 
     def err(self, where, message, hint=None):
         return CadImportError(message, where=f"{self.path}: {where}", hint=hint)
@@ -322,8 +329,9 @@ def _named_colours(reader, root):
 
 
 def _visuals(reader, link, colours, ignored):
-    """(shape or None, rgba or None) of a link's ``<visual>`` elements: their primitives placed in the link
-    frame (m), a compound; None without OpenCascade or without primitives."""
+    """(shape or None, rgba or None) of a link's ``<visual>`` elements: their primitives and meshes placed in the
+    link frame (m), a compound; None without OpenCascade or without anything read. The colour: the first
+    ``<material>`` colour, else the first mesh file's own (:mod:`.mesh_files`)."""
     name = link.get("name")
     solids, colour = [], None
     for n, visual in enumerate(link.findall("visual")):
@@ -337,6 +345,11 @@ def _visuals(reader, link, colours, ignored):
                 colour = colours.get(material.get("name"))
         geometry = visual.find("geometry")
         element = geometry[0] if geometry is not None and len(geometry) else None
+        if element is not None and element.tag == "mesh":
+            mesh = _mesh_file(reader, where, element, ignored)
+            if mesh is not None:
+                solids.append(("mesh", mesh, *reader.pose(where, visual)))
+            continue
         if element is None or element.tag not in ("box", "cylinder", "sphere"):
             if element is not None:
                 ignored.append(f"{where} <{element.tag}>")
@@ -346,27 +359,97 @@ def _visuals(reader, link, colours, ignored):
                 "sphere": lambda e: [reader.number(where, e, "radius")]}[element.tag](element)
         xyz, R = reader.pose(where, visual)
         solids.append((element.tag, size, xyz, R))
-    return _shape(solids), colour
+    shape, mesh_colour = _shape(solids, ignored, reader.meshes)
+    return shape, colour if colour is not None else mesh_colour
 
 
-def _shape(solids):
-    """A compound of the primitives ``(kind, size, origin, rotation)`` in the link frame, or None (no solid, or no
-    OpenCascade)."""
-    if not solids:
+def _mesh_file(reader, where, element, ignored):
+    """(file, scale (3,), name for messages) of a ``<mesh filename scale>``, or None — named in ``ignored`` with
+    the reason — when the file is not found (:func:`mesh_path`)."""
+    uri = element.get("filename")
+    if not uri:
+        raise reader.err(where + " <mesh>", "missing attribute 'filename'", hint="the URDF specification requires it")
+    scale = reader.numbers(where + " <mesh>", element, "scale", 3, (1.0, 1.0, 1.0))
+    label = f"{where} <mesh> {uri}"
+    try:
+        return mesh_path(uri, reader.path), scale, label
+    except FileNotFoundError as exc:
+        ignored.append(f"{label} ({exc})")
         return None
-    from ..geometry import primitives
+
+
+def mesh_path(uri, urdf):
+    """The file a ``<mesh filename>`` names, for the URDF file ``urdf``.
+
+    ``package://NAME/rest`` (``package:///NAME/rest`` too): ``rest`` in the package NAME's folder, which is, by
+    ROS's convention, a folder named NAME — one above the URDF file, else one in (or being) a folder of the
+    ``ROS_PACKAGE_PATH`` environment variable. ``file://path``: that path. Anything else: a path, relative to
+    the URDF file's folder.
+
+    Raises
+    ------
+    FileNotFoundError : with the reason (no such package folder, or no such file in it).
+    """
+    import os
+    from urllib.parse import unquote
+
+    urdf = Path(urdf)
+    if uri.startswith("package://"):
+        package, _, rest = uri[len("package://"):].lstrip("/").partition("/")
+        folders = [p for p in (*urdf.absolute().parents, *urdf.resolve().parents) if p.name == package]
+        for root in os.environ.get("ROS_PACKAGE_PATH", "").split(os.pathsep):
+            if root:
+                folders += [Path(root)] if Path(root).name == package else [Path(root) / package]
+        folders = [f for f in dict.fromkeys(folders) if f.is_dir()]
+        if not folders:
+            raise FileNotFoundError(f"package {package!r} not found: no folder of that name above the URDF file "
+                                    f"or in ROS_PACKAGE_PATH")
+        for folder in folders:
+            if (folder / rest).is_file():
+                return folder / rest
+        raise FileNotFoundError(f"file not found: {folders[0] / rest}")
+    path = Path(unquote(uri[len("file://"):])) if uri.startswith("file://") else urdf.parent / uri
+    if not path.is_file():
+        raise FileNotFoundError(f"file not found: {path}")
+    return path
+
+
+def _shape(solids, ignored, read=None):
+    """(compound or None, rgba or None) of the visuals ``(kind, size, origin, rotation)`` in the link frame: the
+    primitives ``box``, ``cylinder``, ``sphere`` of their sizes, and the ``mesh`` files ``(file, scale, name)``,
+    scaled along their own axes, then placed (:func:`cadmotion.geometry.meshes.placed_mesh`); the rgba is the
+    first mesh file's own colour. A mesh file that cannot be read is named in ``ignored`` with the reason.
+    ``read``: the files read so far, by path (updated). None: no solid, or no OpenCascade."""
+    if not solids:
+        return None, None
+    from ..geometry import meshes, primitives
     from ..geometry.placements import moved
     from ..geometry.shapes import compound
+    from .mesh_files import MeshFileError, read_mesh
 
-    shapes = []
+    shapes, rgba, read = [], None, {} if read is None else read
     try:
         for kind, size, xyz, R in solids:
             X = np.eye(4)
             X[:3, :3], X[:3, 3] = R, xyz
-            shapes.append(moved(getattr(primitives, kind)(*size), X))
-        return compound(shapes)
+            if kind != "mesh":
+                shapes.append(moved(getattr(primitives, kind)(*size), X))
+                continue
+            file, scale, label = size
+            if file not in read:
+                try:
+                    read[file] = read_mesh(file)
+                except MeshFileError as exc:
+                    read[file] = exc
+            mesh = read[file]
+            if isinstance(mesh, MeshFileError):
+                ignored.append(f"{label} (unreadable: {mesh})")
+                continue
+            shapes.append(meshes.placed_mesh(mesh.triangulation, X, scale))
+            rgba = rgba if rgba is not None else mesh.rgba
+        return (compound(shapes) if shapes else None), rgba
     except ImportError:  # pragma: no cover - the plain install (no OCP, which the functions import): sticks
-        return None
+        return None, None
 
 
 def _top_down(joints, root):

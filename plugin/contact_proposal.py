@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..geometry import distance, placements, shapes
+from ..geometry.meshes import has_mesh_faces
 from ..importers.contact_shapes import face_primitive
 
 __all__ = ["propose_contacts", "fitted_primitive"]
@@ -72,7 +73,8 @@ def propose_contacts(motion, spec, pairs, scale=1.0):
     """TOML text of one ``[[contacts]]`` table per pair ``(part_a, part_b, first contact time s)``.
 
     ``scale`` is the model file's unit in metres (1e-3 for mm); the tables are written in it.
-    Parts without geometry, or whose closest points OCCT cannot find, get a comment saying so.
+    Parts without geometry, meshes (faces without surface), or whose closest points OCCT cannot find, get a
+    comment saying so.
     """
     from ..kernel.dynamics.contacts import UNILATERAL_PAIRS
 
@@ -82,6 +84,11 @@ def propose_contacts(motion, spec, pairs, scale=1.0):
         pa, pb = parts.get(a), parts.get(b)
         if pa is None or pb is None or pa.shape is None or pb.shape is None:
             blocks.append(f"# {a} / {b}: no CAD geometry to fit a contact shape to")
+            continue
+        meshes_of = [n for n, p in ((a, pa), (b, pb)) if has_mesh_faces(p.shape)]
+        if meshes_of:
+            blocks.append(f"# {a} / {b}: {' and '.join(meshes_of)}: triangle meshes (URDF <mesh>), no CAD face to "
+                          f"fit a contact shape to")
             continue
         Xa, Xb = motion.pose(a, t), motion.pose(b, t)
         sa, sb = placements.moved(pa.shape, Xa), placements.moved(pb.shape, Xb)

@@ -34,7 +34,9 @@ class Geometry:
     ``r0`` (largest distance of the box from the frame origin); ``bvh`` and ``tris``
     (sorted), per-triangle chord error ``tdel`` and face ``fid``, per-node largest chord
     error ``ndel``; per face (``faces``) planarity ``fpl`` and plane ``fn``/``fo``;
-    ``nodes`` (mesh nodes, points of the exact surface); ``dmax`` the largest chord error.
+    ``nodes`` (mesh nodes, points of the exact surface); ``dmax`` the largest chord error;
+    ``mesh_faces`` True when some faces are meshes read from files (no surface: no chord error,
+    and OCCT's exact distances do not see them).
     """
 
     def __init__(self, shape):
@@ -65,12 +67,14 @@ class Geometry:
         # the writers' parameters, so the triangulation stored in the shape is shared
         requested = max(LINEAR_DEFLECTION * diag, 1e-9)
         triangulation.mesh(self.shape, requested, ANGULAR_DEFLECTION)
+        self.mesh_faces = False
         tris, fids, tdels, nodes, faces = [], [], [], [], []
         fpl, fn, fo = [], [], []
         for tf in triangulation.triangulated_faces(self.shape):
             face, P, ij = tf.face, tf.nodes, tf.triangles
             nv, nf = len(P), len(ij)
-            planar = analytic.surface_kind(face) == "plane"
+            self.mesh_faces = self.mesh_faces or tf.exact
+            planar = not tf.exact and analytic.surface_kind(face) == "plane"
             # chord errors: of the face (curved faces), of its boundary polygons (per segment);
             # unknown: a curved edge without its polygon, fall back to the requested value
             polygons, unknown = triangulation.boundary_polygons(tf)
@@ -95,6 +99,8 @@ class Geometry:
                         pos = np.clip(np.searchsorted(keys, k), 0, len(keys) - 1)
                         hit = keys[pos] == k
                         tdel = np.where(hit, np.maximum(tdel, vals[pos]), tdel)
+            elif tf.exact:  # a mesh from a file: its triangles are the geometry
+                tdel = np.zeros(nf)
             else:
                 face_del = triangulation.face_deflection(tf)
                 face_del = face_del if face_del > 0.0 else requested

@@ -66,7 +66,16 @@ class PairCheck:
 
         With ``ub`` (an upper bound of the distance) only the faces that may come that close
         are handed to OCCT: the faces of triangle pairs whose lower bound is at most ``ub``.
+        When OCCT cannot tell and a part has faces that are meshes read from files (no surface:
+        OCCT measures no distance to them), the meshes' upper bound: exact between two meshes,
+        and within the other part's chord error otherwise.
         """
+        d = self._exact(R, p, ub)
+        if d == math.inf and (self.ga.mesh_faces or self.gb.mesh_faces):
+            d = ub if ub is not None and np.isfinite(ub) else self.bounds(R, p, cap=math.inf)[1]
+        return d
+
+    def _exact(self, R, p, ub):
         self.ctx.stats["exact_distances"] += 1
         loc = location(R, p)
         if ub is not None and np.isfinite(ub):

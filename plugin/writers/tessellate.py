@@ -10,7 +10,9 @@ Shapes are OCP ``TopoDS_Shape`` objects in the part frame, in metres (the units 
 (:func:`cadmotion.geometry.triangulation.mesh`) with a linear deflection of
 ``LINEAR_DEFLECTION`` times the shape's bounding-box diagonal and an angular deflection of
 ``ANGULAR_DEFLECTION`` rad. Note that OCCT stores the triangulation in the shape itself (an
-existing finer one is reused).
+existing finer one is reused). Faces without surface — meshes read from files, such as a URDF
+robot's ``<mesh>`` visuals (:mod:`cadmotion.geometry.meshes`) — are left as they are by
+``BRepMesh``: their own triangles are written.
 """
 
 from __future__ import annotations
