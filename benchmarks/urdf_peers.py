@@ -12,6 +12,20 @@ Prints the largest difference of each joint angle between the three (rad) and ea
 time is its Python-driven integration (a call of ABA per evaluation), not a like-for-like speed figure.
 
 Run: ``PYTHONPATH=... python benchmarks/urdf_peers.py``.
+
+``corpus [PATTERN ...]``: every URDF of example-robot-data (``ROBOTS``, default the copy installed with Pinocchio in
+the peers' venv; files whose path contains one of the PATTERNs) read by both, each robot falling from its zero
+configuration at rest for ``T_CORPUS`` s under gravity −9.81 along z, its joints' damping acting, limits left out
+(Pinocchio's ABA has none): every link frame's origin and axes compared at ``FRAMES_CORPUS`` frames.
+cadmotion runs the method it picks for the model at rtol 1e-10, atol 1e-12; Pinocchio integrates its ABA by scipy's
+DOP853 at rtol 1e-12 in the tangent space at the zero configuration (q = integrate(q0, δ), δ̇ = dIntegrate⁻¹ v, so
+that free-flyer and planar joints integrate right). Pinocchio's ABA takes no mimic joints: mimics are left out of both
+(each mimicking joint moves on its own; ``tests/importers/test_urdf.py`` checks the couplers). Prints per
+robot: links, degrees of freedom (both), the largest position (m) and rotation (rad) difference of any link frame,
+each run's wall time, the invariants cadmotion's run reports, or why a robot was not compared (a cadmotion run is
+stopped after ``CAP_CORPUS`` s wall); then a count.
+
+    python benchmarks/urdf_peers.py corpus [PATTERN ...]
 """
 
 from __future__ import annotations
@@ -76,6 +90,101 @@ def pinocchio_run():
     return json.loads(out.stdout.strip().splitlines()[-1]), ""
 
 
+ROBOTS = Path(os.environ.get("ROBOTS", str(Path(os.environ.get("PEERS_VENV", "/tmp/peers-venv")) / "lib" / "python3.11"
+                                        / "site-packages" / "cmeel.prefix" / "share" / "example-robot-data"
+                                        / "robots")))
+T_CORPUS, FRAMES_CORPUS, CAP_CORPUS = 0.5, 10, 120.0
+
+#: run in the peers' venv: each robot's fall by Pinocchio's ABA, its link frames' world poses at the output times
+PINOCCHIO_CORPUS = """
+import json, sys, time
+import numpy as np, pinocchio as pin
+from scipy.integrate import solve_ivp
+path, t_end, steps = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
+model = pin.buildModelFromUrdf(path)
+model.gravity.linear = np.array([0.0, 0.0, -9.81])
+data, q0 = model.createData(), pin.neutral(model)
+def rhs(t, y):
+    d, v = y[:model.nv], y[model.nv:]
+    q = pin.integrate(model, q0, d)
+    J = pin.dIntegrate(model, q0, d, pin.ArgumentPosition.ARG1)
+    return np.concatenate([np.linalg.solve(J, v), pin.aba(model, data, q, v, -model.damping * v)])
+times = np.linspace(0.0, t_end, steps + 1)
+start = time.perf_counter()
+sol = solve_ivp(rhs, (0.0, t_end), np.zeros(2 * model.nv), method="DOP853", rtol=1e-12, atol=1e-14, t_eval=times)
+wall = time.perf_counter() - start
+frames = {}
+for k in range(len(times)):
+    pin.framesForwardKinematics(model, data, pin.integrate(model, q0, sol.y[:model.nv, k]))
+    for f, frame in enumerate(model.frames):
+        if frame.type == pin.FrameType.BODY:
+            X = data.oMf[f]
+            frames.setdefault(frame.name, []).append(np.concatenate([X.translation, X.rotation.ravel()]).tolist())
+print(json.dumps(dict(frames=frames, wall=wall, nv=model.nv, ok=bool(sol.success))))
+"""
+
+
+def corpus(patterns):
+    """The corpus comparison (module docstring)."""
+    import warnings
+    from dataclasses import replace
+
+    from cadmotion.importers.urdf import read_urdf
+    from cadmotion.kernel import compile_model
+    from cadmotion.kernel.dynamics import simulate
+    from cadmotion.kernel.rotations import quat_to_matrix
+    from timecap import TimeCap, capped
+
+    python = Path(os.environ.get("PEERS_VENV", "/tmp/peers-venv")) / "bin" / "python"
+    files = sorted(f for f in ROBOTS.rglob("*.urdf") if not patterns or any(p in str(f) for p in patterns))
+    print(time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "load", os.getloadavg(), f"{len(files)} files")
+    verdicts = {}
+    for path in files:
+        name = str(path.relative_to(ROBOTS))
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                spec = read_urdf(path, gravity=(0.0, 0.0, -9.81))
+            spec = replace(spec, joints=tuple(replace(j, limits=()) for j in spec.joints
+                                              if not j.name.endswith(".mimic")))
+            model = compile_model(spec)
+            start = time.perf_counter()
+            motion = capped(CAP_CORPUS, simulate, model, t_end=T_CORPUS, steps=FRAMES_CORPUS, rtol=1e-10, atol=1e-12)
+            wall = time.perf_counter() - start
+        except TimeCap:
+            verdicts[name] = "cadmotion beyond the cap"
+            print(f"{name}: cadmotion not done after {CAP_CORPUS} s wall")
+            continue
+        except Exception as exc:  # noqa: BLE001 - the corpus run names every failure and goes on
+            verdicts[name] = "cadmotion failed"
+            print(f"{name}: cadmotion failed: {type(exc).__name__}: {str(exc).splitlines()[0][:240]}")
+            continue
+        out = subprocess.run([str(python), "-c", PINOCCHIO_CORPUS, str(path), str(T_CORPUS), str(FRAMES_CORPUS)],
+                             capture_output=True, text=True, timeout=3600)
+        if out.returncode:
+            verdicts[name] = "Pinocchio failed"
+            print(f"{name}: Pinocchio failed: {(out.stderr.strip().splitlines() or ['?'])[-1][:240]}")
+            continue
+        pin = json.loads(out.stdout.strip().splitlines()[-1])
+        dx = dr = 0.0
+        for link, poses in pin["frames"].items():
+            if link not in motion.parts:
+                continue
+            k = motion.part_index(link)
+            ref = np.asarray(poses)
+            dx = max(dx, float(np.abs(motion.position[:, k] - ref[:, :3]).max()))
+            for i in range(motion.nt):
+                R = quat_to_matrix(motion.quaternion[i, k])
+                dr = max(dr, float(np.abs(R - ref[i, 3:].reshape(3, 3)).max()))
+        broken = [e.message for e in motion.events if e.kind in ("invariant", "failed")]
+        verdicts[name] = "agree" if dx < 1e-6 and dr < 1e-6 and motion.complete and not broken else "differ"
+        print(f"{name}: {len(spec.parts)} links, {pin['nv']} dof; max |Δx| {dx:.2e} m, |ΔR| {dr:.2e}; "
+              f"cadmotion {wall:.2f} s ({next((e.message for e in motion.events if e.kind == 'stats'), '')[:90]}), "
+              f"Pinocchio {pin['wall']:.2f} s; {'; '.join(broken) or 'invariants kept'} -> {verdicts[name]}")
+    counts = {v: sum(1 for x in verdicts.values() if x == v) for v in sorted(set(verdicts.values()))}
+    print("; ".join(f"{v}: {n}" for v, n in counts.items()))
+
+
 def main():
     sys.path.insert(0, str(ROOT / "tests" / "importers"))
     from test_urdf import lagrange_double_pendulum
@@ -101,4 +210,7 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["corpus"]:
+        corpus(sys.argv[2:])
+    else:
+        main()
