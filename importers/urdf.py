@@ -18,7 +18,7 @@ What is read
   link's frame at the zero configuration; ``<axis xyz>`` in the joint (= child) frame, default x. Types:
   ``revolute`` and ``continuous`` → revolute; ``prismatic``; ``fixed``; ``planar`` (the axis is the plane's
   normal); ``floating`` → no joint (the child moves freely). ``<limit lower upper>`` of a revolute or prismatic
-  joint → ``limits`` about the zero configuration (rad, m), unless lower = upper (files use 0, 0 for "not
+  joint → ``limits`` about the initial configuration (rad, m), unless lower = upper (files use 0, 0 for "not
   limited": a joint locked by its limits would be written ``fixed``). ``<dynamics damping>`` (N m s/rad, N s/m)
   → a viscous element on the joint named ``<joint>.damping``: a ``rotational-spring-damper`` without stiffness on a
   revolute joint, a ``force`` −c q̇ along a prismatic one (a planar joint's damping is not read).
@@ -38,6 +38,10 @@ What is read
   file or in ``ROS_PACKAGE_PATH``, ``file://`` paths, paths relative to the URDF file. A mesh file not found or
   not readable is no error: a ``UserWarning`` names it with the reason, and the link keeps its other visuals.
   ``<collision>`` geometry is not read.
+
+The initial configuration is the file's zero configuration unless ``configuration`` (``cadmotion run
+--configuration JOINT=VALUE``) turns or slides joints from it; a joint whose limits exclude it is named in a
+``UserWarning`` (dynamics cannot start there).
 
 Frames: the root link (the one link that is no joint's child) is fixed, its frame the world frame. URDF's
 ``rpy`` are fixed-axis roll, pitch, yaw: R = Rz(yaw) Ry(pitch) Rx(roll). Units are SI. URDF stores no
@@ -152,18 +156,24 @@ def _parse(path):
     return root
 
 
-def read_urdf(path, *, gravity=(0.0, 0.0, 0.0)):
+def read_urdf(path, *, gravity=(0.0, 0.0, 0.0), configuration=None):
     """Read a URDF file into a :class:`~cadmotion.kernel.spec.MechanismSpec` (see the module docstring).
 
     Parameters
     ----------
     path : the ``.urdf`` file
     gravity : m/s², world (root link) frame; URDF stores none
+    configuration : {joint name: coordinate} (rad for revolute and continuous joints, m for prismatic ones): the
+        initial pose, the joints turned or slid that far from the file's zero configuration (the rest at 0; a
+        mimicking joint follows the joint it mimics). Joint coordinates and limits are measured from the initial
+        pose, so the limits are shifted by it. Robots whose zero configuration lies outside a joint's limits (the
+        Panda's fourth joint) start within them so.
 
     Raises
     ------
     CadImportError : malformed XML, a joint naming a link the file does not define, a link with two parents,
-        links not connected to the root, a joint type cadmotion has no joint for — each naming the element.
+        links not connected to the root, a joint type cadmotion has no joint for, a ``configuration`` naming a
+        joint the file does not define or one without a single coordinate — each naming the element.
     """
     from .modelfile import parse_model
 
@@ -214,11 +224,19 @@ def read_urdf(path, *, gravity=(0.0, 0.0, 0.0)):
         loop = sorted(j[0] for j in joints if j not in tree)
         raise reader.err(f"<joint name={loop[0]!r}>", f"the joints {', '.join(loop)} form a loop apart from the "
                                                      f"root link {roots[0]!r}", hint="a URDF is one tree")
+    axes = {name: _axis(reader, name, jtype, joint) for name, jtype, _, _, joint in joints
+            if JOINT_TYPES[jtype] not in (None, "fixed")}
+    start = _configuration(reader, joints, configuration or {})
     # links welded to the root (by fixed joints, transitively) are fixed parts: their welds are not joints
     grounded = {roots[0]}
     for name, jtype, parent, child, joint in tree:
         p0, R0 = pose[parent]
         xyz, R = reader.pose(f"<joint name={name!r}>", joint)
+        q = start.get(name, 0.0)
+        if JOINT_TYPES[jtype] == "prismatic":
+            xyz = xyz + q * (R @ axes[name])
+        elif q:
+            R = R @ _turn(axes[name], q)
         pose[child] = (p0 + R0 @ xyz, R0 @ R)
         if jtype == "fixed" and parent in grounded:
             grounded.add(child)
@@ -234,7 +252,7 @@ def read_urdf(path, *, gravity=(0.0, 0.0, 0.0)):
             m, c, I = mass[n]
             entry.update(mass=float(m), com=[float(v) for v in c], inertia=_six(I))
         table[n] = entry
-    entries, forces = [], []
+    entries, forces, outside = [], [], []
     for name, jtype, parent, child, joint in joints:
         kind = JOINT_TYPES[jtype]
         if kind is None or child in grounded:
@@ -243,11 +261,7 @@ def read_urdf(path, *, gravity=(0.0, 0.0, 0.0)):
         p, R = pose[child]
         entry = {"name": name, "type": kind, "parts": [parent, child], "origin": [float(v) for v in p]}
         if kind != "fixed":  # a fixed joint's <axis> means nothing (files write xyz="0 0 0" there)
-            axis = reader.numbers(where, joint.find("axis"), "xyz", 3, (1.0, 0.0, 0.0))
-            if np.linalg.norm(axis) == 0:
-                raise reader.err(where, "its <axis xyz> is zero", hint=f"a {jtype} joint needs the direction of "
-                                                                        "its axis (default 1 0 0 when absent)")
-            entry["axis"] = [float(v) for v in R @ (axis / np.linalg.norm(axis))]
+            entry["axis"] = [float(v) for v in R @ axes[name]]
         limit = joint.find("limit")
         if kind in _LIMITED and jtype != "continuous" and limit is not None:
             lower = reader.number(where + " <limit>", limit, "lower", 0.0)
@@ -255,7 +269,10 @@ def read_urdf(path, *, gravity=(0.0, 0.0, 0.0)):
             if lower > upper:
                 raise reader.err(where + " <limit>", f"lower {lower} is above upper {upper}")
             if lower < upper:
-                entry["limits"] = {_LIMITED[kind]: [lower, upper]}
+                q = start.get(name, 0.0)
+                entry["limits"] = {_LIMITED[kind]: [lower - q, upper - q]}
+                if not lower <= q <= upper:
+                    outside.append(f"{name} ({q:g} outside [{lower:g}, {upper:g}])")
         entries.append(entry)
         dynamics = joint.find("dynamics")
         if dynamics is not None:
@@ -278,6 +295,10 @@ def read_urdf(path, *, gravity=(0.0, 0.0, 0.0)):
     looks = {n: _visuals(reader, link, colours, ignored) for n, link in links.items()}
     if ignored:
         warnings.warn(f"{path}: not read: " + "; ".join(ignored), stacklevel=2)
+    if outside:
+        warnings.warn(f"{path}: the initial configuration is outside the limits of " + ", ".join(outside)
+                      + ": dynamics starts only within them — set the start, e.g. `cadmotion run --configuration "
+                      + f"{outside[0].split()[0]}=<value>` (rad or m)", stacklevel=2)
     if carried:
         warnings.warn(f"{path}: mass data carried by the link each is welded to (together exact; the weld's reaction "
                       f"leaves them out): " + "; ".join(carried), stacklevel=2)
@@ -291,6 +312,48 @@ def read_urdf(path, *, gravity=(0.0, 0.0, 0.0)):
     spec = parse_model(data, source=str(path), base_dir=path.parent)
     return replace(spec, parts=tuple(replace(p, shape=looks[p.name][0], color=looks[p.name][1],
                                              source=f"{path}: <link name={p.name!r}>") for p in spec.parts))
+
+
+def _axis(reader, name, jtype, joint):
+    """The unit ``<axis>`` of a moving joint, in the joint frame (default x)."""
+    axis = reader.numbers(f"<joint name={name!r}>", joint.find("axis"), "xyz", 3, (1.0, 0.0, 0.0))
+    if np.linalg.norm(axis) == 0:
+        raise reader.err(f"<joint name={name!r}>", "its <axis xyz> is zero",
+                         hint=f"a {jtype} joint needs the direction of its axis (default 1 0 0 when absent)")
+    return axis / np.linalg.norm(axis)
+
+
+def _turn(axis, angle):
+    """The rotation by ``angle`` (rad) about the unit ``axis`` (Rodrigues)."""
+    K = np.array([[0.0, -axis[2], axis[1]], [axis[2], 0.0, -axis[0]], [-axis[1], axis[0], 0.0]])
+    return np.eye(3) + math.sin(angle) * K + (1.0 - math.cos(angle)) * K @ K
+
+
+def _configuration(reader, joints, configuration):
+    """{joint: initial coordinate} from ``configuration`` (see :func:`read_urdf`), a mimicking joint (without an
+    offset) at its multiplier times the coordinate of the joint it mimics unless given itself."""
+    types = {name: jtype for name, jtype, *_ in joints}
+    start = {}
+    for name, value in configuration.items():
+        if name not in types:
+            raise reader.err("configuration", f"joint {name!r} is not in the file",
+                             hint="joints: " + ", ".join(sorted(types)))
+        if JOINT_TYPES[types[name]] not in ("revolute", "prismatic"):
+            raise reader.err(f"<joint name={name!r}>", f"a {types[name]} joint has no single coordinate to set",
+                             hint="set revolute, continuous and prismatic joints")
+        try:
+            start[name] = float(value)
+        except (TypeError, ValueError):
+            raise reader.err("configuration", f"joint {name!r}: {value!r} is not a number") from None
+        if not math.isfinite(start[name]):
+            raise reader.err("configuration", f"joint {name!r}: {value!r} is not a finite number")
+    for name, jtype, parent, child, joint in joints:
+        mimic = joint.find("mimic")
+        if mimic is not None and name not in start and mimic.get("joint") in start:
+            where = f"<joint name={name!r}> <mimic>"
+            if reader.number(where, mimic, "offset", 0.0) == 0.0:
+                start[name] = reader.number(where, mimic, "multiplier", 1.0) * start[mimic.get("joint")]
+    return start
 
 
 def _mimic_couplers(reader, joints, made, ignored):

@@ -2,6 +2,7 @@
 
     cadmotion run MODEL [--t-end T] [--steps N] [-o OUT ...]      kinematics (or --analysis dynamic)
                         [--json] [--report FILE] [--accept-violations] [--initial-pose file|series]
+                        [--configuration JOINT=VALUE ...]                 (.urdf: the initial joint coordinates)
     cadmotion check MODEL [--t-end T] [--steps N] [--json] [--report FILE] [--clearance D] [--check-jointed]
     cadmotion equations MODEL [--joint NAME] [--latex]
     cadmotion inspect FILE [--json]
@@ -72,6 +73,14 @@ def _vector(text):
     return tuple(_float(p) for p in parts)
 
 
+def _setting(text):
+    """``--configuration JOINT=VALUE``: (joint, value) with VALUE a number (rad or m; never evaluated)."""
+    name, sep, value = text.partition("=")
+    if not sep or not name.strip():
+        raise argparse.ArgumentTypeError(f"expected JOINT=VALUE, got {text!r}")
+    return name.strip(), _float(value.strip())
+
+
 def _option(text):
     """``--option KEY=VALUE``: a formulation option; VALUE is true/false, a number or else a word
     (never evaluated)."""
@@ -110,6 +119,10 @@ def build_parser(command=None):
         p.add_argument("--initial-pose", choices=["file", "series"], default=None,
                        help=".asmt files: start where the part blocks put the parts (file, the default) or at the "
                             "first frame of the file's stored TimeSeries (series: what OndselSolver assembled)")
+        p.add_argument("--configuration", action="append", type=_setting, default=[], metavar="JOINT=VALUE",
+                       help=".urdf files: start with the joint turned (rad) or slid (m) that far from the file's "
+                            "zero configuration (its limits and coordinates are then measured from there), e.g. "
+                            "panda_joint4=-1.5; repeatable")
 
     def free_dof(p):
         p.add_argument("--free-dof", choices=["refuse", "minimal"], default="refuse",
@@ -228,18 +241,28 @@ def _load_spec(args):
 
 def _reader_options(args):
     """Reader keywords from the command line: ``--initial-pose`` for .asmt files (an error
-    naming the file for any other kind, which has no stored series to start from)."""
+    naming the file for any other kind, which has no stored series to start from) and
+    ``--configuration`` for .urdf files (an error naming the file for any other kind: they place their
+    parts themselves)."""
     from pathlib import Path
 
     from ..errors import CadImportError
 
+    options = {}
+    suffix = Path(args.model).suffix.lower()
     pose = getattr(args, "initial_pose", None)
-    if pose is None:
-        return {}
-    if Path(args.model).suffix.lower() != ".asmt":
-        raise CadImportError("--initial-pose applies to OndselSolver .asmt files only", where=str(args.model),
-                             hint="drop --initial-pose; other files start where they place the parts")
-    return {"initial_pose": pose}
+    if pose is not None:
+        if suffix != ".asmt":
+            raise CadImportError("--initial-pose applies to OndselSolver .asmt files only", where=str(args.model),
+                                 hint="drop --initial-pose; other files start where they place the parts")
+        options["initial_pose"] = pose
+    configuration = getattr(args, "configuration", None)
+    if configuration:
+        if suffix != ".urdf":
+            raise CadImportError("--configuration applies to URDF files only", where=str(args.model),
+                                 hint="drop --configuration; other files start where they place the parts")
+        options["configuration"] = dict(configuration)
+    return options
 
 
 def _progress(enabled, total):

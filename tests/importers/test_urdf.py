@@ -264,3 +264,66 @@ def test_a_pendulum_carrying_a_welded_point_mass_and_a_massless_rotor_swings_as_
     motion = simulate(compile_model(spec), 1.0, 10, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(motion.coordinate("j.angle"), ref.y[0], atol=1e-7)
     assert not [e for e in motion.events if e.kind == "invariant"]
+
+
+ARM = ('<link name="a"/>' + "".join(f'<link name="{n}"><inertial><mass value="1"/><inertia ixx="0.1" iyy="0.1" '
+                                    f'izz="0.1"/></inertial></link>' for n in "bcd")
+       + '<joint name="j1" type="revolute"><parent link="a"/><child link="b"/><axis xyz="0 0 1"/>'
+         '<limit lower="-3" upper="-0.07"/></joint>'
+       + '<joint name="j2" type="revolute"><parent link="b"/><child link="c"/><origin xyz="1 0 0"/>'
+         '<axis xyz="0 0 1"/></joint>'
+       + '<joint name="s" type="prismatic"><parent link="c"/><child link="d"/><origin xyz="0.5 0 0"/>'
+         '<axis xyz="1 0 0"/><limit lower="0" upper="0.4"/></joint>')
+
+
+def test_a_configuration_turns_and_slides_the_joints_from_the_files_zero_and_shifts_their_limits(tmp_path):
+    # j1 at −π/2 about z, then j2 at +π/2, s slid 0.25 m along c's x: b's x axis points along −y, so c's origin is
+    # at (0, −1, 0); c is turned back to the world's axes, so d's origin is at (0.75, −1, 0). Limits are measured
+    # from the initial pose: j1's [−3, −0.07] becomes [−3 + π/2, −0.07 + π/2], s's [0, 0.4] becomes [−0.25, 0.15].
+    spec = read_urdf(_write(tmp_path, ARM), configuration={"j1": -np.pi / 2, "j2": np.pi / 2, "s": 0.25})
+    where = {p.name: np.asarray(p.position) for p in spec.parts}
+    np.testing.assert_allclose(where["c"], [0, -1, 0], atol=1e-12)
+    np.testing.assert_allclose(where["d"], [0.75, -1, 0], atol=1e-12)
+    limits = {j.name: dict(j.limits) for j in spec.joints}
+    np.testing.assert_allclose(limits["j1"]["angle"], [-3 + np.pi / 2, -0.07 + np.pi / 2], atol=1e-12)
+    np.testing.assert_allclose(limits["s"]["disp"], [-0.25, 0.15], atol=1e-12)
+
+
+def test_a_zero_configuration_outside_the_limits_is_named_and_a_configuration_inside_them_lets_dynamics_start(
+        tmp_path):
+    # the Panda's fourth joint is limited to [−3.07, −0.07]: at the file's zero configuration dynamics refuses to
+    # start (the stop's error); started at −1.5 rad the arm falls, its coordinate measured from there
+    from cadmotion.errors import MechanismError
+    from cadmotion.kernel.dynamics import simulate
+
+    path = _write(tmp_path, ARM)
+    with pytest.warns(UserWarning, match=r"outside the limits of j1 \(0 outside \[-3, -0.07\]\).*--configuration j1="):
+        spec = read_urdf(path, gravity=(0.0, -9.81, 0.0))
+    with pytest.raises(MechanismError, match="j1"):
+        simulate(compile_model(spec), 0.1, 2)
+    motion = simulate(compile_model(read_urdf(path, gravity=(0.0, -9.81, 0.0), configuration={"j1": -1.5})), 0.1, 2)
+    assert motion.complete and motion.coordinate("j1.angle")[0] == 0.0
+
+
+@pytest.mark.parametrize("configuration, words", [
+    ({"nope": 1.0}, ["configuration", "joint 'nope' is not in the file"]),
+    ({"j1": float("nan")}, ["joint 'j1'", "not a finite number"]),
+])
+def test_a_bad_configuration_is_an_error_naming_the_joint(tmp_path, configuration, words):
+    with pytest.raises(CadImportError) as info:
+        read_urdf(_write(tmp_path, ARM), configuration=configuration)
+    assert all(w in str(info.value) for w in words), str(info.value)
+
+
+def test_the_command_line_sets_a_urdf_configuration_and_refuses_it_for_other_files(tmp_path, capsys):
+    from cadmotion.plugin.cli import main
+
+    path = _write(tmp_path, ARM)
+    out = tmp_path / "arm.csv"
+    assert main(["run", str(path), "--configuration", "j1=-1.5", "--drive", "j1=0", "--drive", "j2=t", "--drive",
+                 "s=0", "--steps", "2", "-o", str(out)]) == 0
+    assert out.exists()
+    other = tmp_path / "m.cadmotion.toml"
+    other.write_text('[parts.a]\nfixed = true\n')
+    assert main(["run", str(other), "--configuration", "j1=1", "-o", str(tmp_path / "m.csv")]) == 1
+    assert "--configuration applies to URDF files only" in capsys.readouterr().err
