@@ -23,7 +23,7 @@ that free-flyer and planar joints integrate right). Pinocchio's ABA takes no mim
 (each mimicking joint moves on its own; ``tests/importers/test_urdf.py`` checks the couplers). Prints per
 robot: links, degrees of freedom (both), the largest position (m) and rotation (rad) difference of any link frame,
 each run's wall time, the invariants cadmotion's run reports, or why a robot was not compared (a cadmotion run is
-stopped after ``CAP_CORPUS`` s wall); then a count.
+ended with its child process after ``CAP_CORPUS`` s wall); then a count.
 
     python benchmarks/urdf_peers.py corpus [PATTERN ...]
 """
@@ -120,12 +120,14 @@ for k in range(len(times)):
         if frame.type == pin.FrameType.BODY:
             X = data.oMf[f]
             frames.setdefault(frame.name, []).append(np.concatenate([X.translation, X.rotation.ravel()]).tolist())
-print(json.dumps(dict(frames=frames, wall=wall, nv=model.nv, ok=bool(sol.success))))
+print(json.dumps(dict(frames=frames, wall=wall, nv=model.nv, ok=bool(sol.success), nfev=int(sol.nfev))))
 """
 
 
-def corpus(patterns):
-    """The corpus comparison (module docstring)."""
+def _cadmotion_fall(path):
+    """One robot's fall by cadmotion (module docstring): a dict of its links' world poses at the output times, the
+    wall time, the run's summary and what it broke; or ``error``. Run in a child process: a compiled loop cannot be
+    interrupted from Python, so a run beyond the cap is ended with its process."""
     import warnings
     from dataclasses import replace
 
@@ -133,7 +135,29 @@ def corpus(patterns):
     from cadmotion.kernel import compile_model
     from cadmotion.kernel.dynamics import simulate
     from cadmotion.kernel.rotations import quat_to_matrix
-    from timecap import TimeCap, capped
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            spec = read_urdf(path, gravity=(0.0, 0.0, -9.81))
+            spec = replace(spec, joints=tuple(replace(j, limits=()) for j in spec.joints
+                                              if not j.name.endswith(".mimic")))
+            model = compile_model(spec)
+            start = time.perf_counter()
+            motion = simulate(model, t_end=T_CORPUS, steps=FRAMES_CORPUS, rtol=1e-10, atol=1e-12)
+            wall = time.perf_counter() - start
+    except Exception as exc:  # noqa: BLE001 - the corpus run names every failure and goes on
+        return dict(error=f"{type(exc).__name__}: {str(exc).splitlines()[0][:240]}")
+    poses = {name: [np.concatenate([motion.position[i, k], quat_to_matrix(motion.quaternion[i, k]).ravel()])
+                    for i in range(motion.nt)] for k, name in enumerate(motion.parts)}
+    return dict(poses=poses, wall=wall, links=len(spec.parts), complete=motion.complete,
+                stats=next((e.message for e in motion.events if e.kind == "stats"), ""),
+                broken=[e.message for e in motion.events if e.kind in ("invariant", "failed")])
+
+
+def corpus(patterns):
+    """The corpus comparison (module docstring)."""
+    import multiprocessing
 
     python = Path(os.environ.get("PEERS_VENV", "/tmp/peers-venv")) / "bin" / "python"
     files = sorted(f for f in ROBOTS.rglob("*.urdf") if not patterns or any(p in str(f) for p in patterns))
@@ -141,23 +165,16 @@ def corpus(patterns):
     verdicts = {}
     for path in files:
         name = str(path.relative_to(ROBOTS))
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                spec = read_urdf(path, gravity=(0.0, 0.0, -9.81))
-            spec = replace(spec, joints=tuple(replace(j, limits=()) for j in spec.joints
-                                              if not j.name.endswith(".mimic")))
-            model = compile_model(spec)
-            start = time.perf_counter()
-            motion = capped(CAP_CORPUS, simulate, model, t_end=T_CORPUS, steps=FRAMES_CORPUS, rtol=1e-10, atol=1e-12)
-            wall = time.perf_counter() - start
-        except TimeCap:
-            verdicts[name] = "cadmotion beyond the cap"
-            print(f"{name}: cadmotion not done after {CAP_CORPUS} s wall")
-            continue
-        except Exception as exc:  # noqa: BLE001 - the corpus run names every failure and goes on
+        with multiprocessing.get_context("fork").Pool(1) as pool:
+            try:
+                cm = pool.apply_async(_cadmotion_fall, (str(path),)).get(CAP_CORPUS)
+            except multiprocessing.TimeoutError:
+                verdicts[name] = "cadmotion beyond the cap"
+                print(f"{name}: cadmotion not done after {CAP_CORPUS:g} s wall")
+                continue
+        if "error" in cm:
             verdicts[name] = "cadmotion failed"
-            print(f"{name}: cadmotion failed: {type(exc).__name__}: {str(exc).splitlines()[0][:240]}")
+            print(f"{name}: cadmotion failed: {cm['error']}")
             continue
         out = subprocess.run([str(python), "-c", PINOCCHIO_CORPUS, str(path), str(T_CORPUS), str(FRAMES_CORPUS)],
                              capture_output=True, text=True, timeout=3600)
@@ -168,19 +185,14 @@ def corpus(patterns):
         pin = json.loads(out.stdout.strip().splitlines()[-1])
         dx = dr = 0.0
         for link, poses in pin["frames"].items():
-            if link not in motion.parts:
-                continue
-            k = motion.part_index(link)
-            ref = np.asarray(poses)
-            dx = max(dx, float(np.abs(motion.position[:, k] - ref[:, :3]).max()))
-            for i in range(motion.nt):
-                R = quat_to_matrix(motion.quaternion[i, k])
-                dr = max(dr, float(np.abs(R - ref[i, 3:].reshape(3, 3)).max()))
-        broken = [e.message for e in motion.events if e.kind in ("invariant", "failed")]
-        verdicts[name] = "agree" if dx < 1e-6 and dr < 1e-6 and motion.complete and not broken else "differ"
-        print(f"{name}: {len(spec.parts)} links, {pin['nv']} dof; max |Δx| {dx:.2e} m, |ΔR| {dr:.2e}; "
-              f"cadmotion {wall:.2f} s ({next((e.message for e in motion.events if e.kind == 'stats'), '')[:90]}), "
-              f"Pinocchio {pin['wall']:.2f} s; {'; '.join(broken) or 'invariants kept'} -> {verdicts[name]}")
+            if link in cm["poses"]:
+                d = np.abs(np.asarray(cm["poses"][link]) - np.asarray(poses))
+                dx, dr = max(dx, float(d[:, :3].max())), max(dr, float(d[:, 3:].max()))
+        ok = dx < 1e-6 and dr < 1e-6 and cm["complete"] and not cm["broken"]
+        verdicts[name] = "agree" if ok else "differ"
+        print(f"{name}: {cm['links']} links, {pin['nv']} dof; max |Δx| {dx:.2e} m, |ΔR| {dr:.2e}; "
+              f"cadmotion {cm['wall']:.2f} s ({cm['stats'][:90]}), Pinocchio {pin['wall']:.2f} s "
+              f"({pin['nfev']} evaluations); {'; '.join(cm['broken']) or 'invariants kept'} -> {verdicts[name]}")
     counts = {v: sum(1 for x in verdicts.values() if x == v) for v in sorted(set(verdicts.values()))}
     print("; ".join(f"{v}: {n}" for v, n in counts.items()))
 
