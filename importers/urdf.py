@@ -477,7 +477,7 @@ def mesh_path(uri, urdf):
     return path
 
 
-def _shape(solids, ignored, read=None):
+def _shape(solids, ignored, read):
     """(compound or None, rgba or None) of the visuals ``(kind, size, origin, rotation)`` in the link frame: the
     primitives ``box``, ``cylinder``, ``sphere`` of their sizes, and the ``mesh`` files ``(file, scale, name)``,
     scaled along their own axes, then placed (:func:`cadmotion.geometry.meshes.placed_mesh`); the rgba is the
@@ -490,7 +490,7 @@ def _shape(solids, ignored, read=None):
     from ..geometry.shapes import compound
     from .mesh_files import MeshFileError, read_mesh
 
-    shapes, rgba, read = [], None, {} if read is None else read
+    shapes, rgba = [], None
     try:
         for kind, size, xyz, R in solids:
             X = np.eye(4)
@@ -547,8 +547,10 @@ def _welded_masses(tree, mass, pose, grounded):
     def fault(data):
         if data is None or data[0] <= 0:
             return "no mass"
-        why = "a singular inertia" if _singular(*data) else inertia_fault(data[2])
-        return why and ("inertia " + why.split(" (")[0] if why != "a singular inertia" else why)
+        if _singular(data[0], data[2]):
+            return "a singular inertia"
+        why = inertia_fault(data[2])
+        return why and "inertia " + why.split(" (")[0]
 
     up = {child: parent for _, jtype, parent, child, _ in tree if jtype == "fixed"}
     groups = {}
@@ -572,10 +574,11 @@ def _welded_masses(tree, mass, pose, grounded):
         com = sum(w[0] * w[1] for w in world) / m
         I = sum(w[2] + w[0] * ((w[1] - com) @ (w[1] - com) * np.eye(3) - np.outer(w[1] - com, w[1] - com))
                 for w in world)
-        if _singular(m, com, I):  # a point mass carrying frames: as _moving_masses does
-            if _regularised(m, com, I) is None:
+        if _singular(m, I):  # a point mass carrying frames: as _moving_masses does
+            regular = _regularised(m, com, I)
+            if regular is None:
                 continue
-            I = _regularised(m, com, I)[2]
+            I = regular[2]
             moves.append(f"<link name={receiver!r}> (a singular inertia) plus a {point_mass_radius * 1e3:g} mm "
                          f"sphere's")
         takers = [n for n in faulty if n != receiver]
@@ -595,7 +598,7 @@ def _moving_masses(tree, mass, grounded):
     notes = []
     for link in [j[3] for j in tree]:
         data = mass[link]
-        if link in grounded or data is None or data[0] <= 0 or not _singular(*data):
+        if link in grounded or data is None or data[0] <= 0 or not _singular(data[0], data[2]):
             continue
         regular = _regularised(*data)
         if regular is not None:
@@ -604,7 +607,7 @@ def _moving_masses(tree, mass, grounded):
     return notes
 
 
-def _singular(m, c, I):
+def _singular(m, I):
     """Whether the inertia ``I`` (kg m²) of a link of mass ``m`` (kg) is singular: not positive definite, or all of
     it below a 1 mm sphere's of that mass (files write 1e-20 kg m² for none)."""
     return (inertia_fault(I) == NOT_POSITIVE_DEFINITE
