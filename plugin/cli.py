@@ -145,7 +145,8 @@ def build_parser(command=None):
     run.add_argument("--formulation", default=None, metavar="NAME",
                      help="dynamics formulation: " + ", ".join(FORMULATION_NAMES) + " (default: chosen for the model: "
                           "projection / Radau compiled with the model when it is stiff for the output interval "
-                          "(index3 without numba), else projection / DOP853); "
+                          "(index3 without numba), else semi-recursive / DOP853 for joints that form an open tree and "
+                          "projection / DOP853 for the rest); "
                           "one line each: `cadmotion formulations`")
     run.add_argument("--integrator", default=None, metavar="NAME",
                      help="dynamics integrator: DOP853 (default), RK45, RK23, Radau, BDF, LSODA, RK4 (fixed step); "

@@ -14,7 +14,8 @@ Stages (each a plain function of the model and the values before it):
                          (:func:`.stiffness.default_method`: when the linearised model is
                          stiff for the output interval projection / Radau where the compiled
                          Radau loop runs (numba, nothing of ẏ in Python), else index3 /
-                         generalized-alpha; projection / DOP853 when it is not stiff), named
+                         generalized-alpha; when it is not stiff, semi-recursive / DOP853
+                         for joints that form an open tree, else projection / DOP853), named
                          with its reason in the run's notes
     6. report            poses, velocities, accelerations, reactions, efforts, energy and
                          constraint violation at every output time, as a Motion
@@ -46,12 +47,18 @@ from .integrators import REGISTRY
 from .invariants import FIXED_STEP, Accuracy, Bodies, CompliantContact, check_motion, free_system
 from .mass import accelerations_to_qdd, body_state, cross, frames_state, rates_from_velocities
 from .outputs import CompiledFrameOutputs, FrameOutputs, lift_off_events, reactions_event
-from .stiffness import default_method
+from .stiffness import OPEN_TREE_REASON, default_method
+from .tree import relative_fits
 
 __all__ = ["simulate", "run", "initial_velocities", "prepare", "check_settings", "describe_methods",
            "INTEGRATOR_SUMMARIES"]
 
 DEFAULT_FORMULATION = "projection"
+#: the formulation a model whose joints form an open tree runs when none is named (:func:`.tree.relative_fits`)
+TREE_FORMULATION = "semi-recursive"
+#: the integrators named without a formulation that an open tree runs in :data:`TREE_FORMULATION` (None: the
+#: default); Radau is left to the absolute formulation, whose compiled Radau loop the tree has not
+TREE_INTEGRATORS = (None, "DOP853", "RK4", "RK45", "RK23", "BDF", "LSODA")
 #: integrator tolerances when none are given (relative; absolute in m, rad-like, m/s, rad/s)
 DEFAULT_RTOL, DEFAULT_ATOL = 1e-8, 1e-10
 
@@ -230,8 +237,12 @@ def simulate(model, t_end=1.0, steps=100, *, formulation=None, integrator=None, 
         integrator): the method that fits the model (:func:`.stiffness.default_method`):
         ``projection`` / ``Radau`` at rtol = atol = 1e-8 where Radau runs in the compiled loop,
         else ``index3`` / ``generalized-alpha`` (step ``dt`` if given, else the estimate's),
-        when the model is stiff for the output interval, else ``projection`` / ``DOP853``;
-        the choice and its reason are a note of the run. None otherwise: ``projection``.
+        when the model is stiff for the output interval, else ``semi-recursive`` / ``DOP853``
+        where the joints form an open tree (:func:`.tree.relative_fits`) and ``projection`` /
+        ``DOP853`` where they do not; the choice and its reason are a note of the run. None
+        otherwise: ``semi-recursive`` for an open tree (unless ``options`` are given, the model
+        file sets ``[formulation.projection]`` or the integrator is Radau or an index-3 one),
+        else ``projection``.
     integrator : ``DOP853``, ``RK45``, ``RK23``, ``Radau``, ``BDF``, ``LSODA`` or the fixed-step
         ``RK4``; for ``index3``: ``generalized-alpha`` or ``HHT``. None: the formulation's
         default (DOP853; generalized-alpha for index3). A pair the formulation does not run
@@ -268,6 +279,13 @@ def simulate(model, t_end=1.0, steps=100, *, formulation=None, integrator=None, 
                t_start=t_start, options=options, times=times)[0]
 
 
+def _takes_tree_default(model, dyn, model_options):
+    """True when a run that names no formulation takes :data:`TREE_FORMULATION`: the joints form
+    an open tree (:func:`.tree.relative_fits`) and the model file sets no options of the absolute
+    default (``[formulation.projection]``), which would be the user's word for it."""
+    return not model_options.get(DEFAULT_FORMULATION) and relative_fits(model, dyn)
+
+
 def run(model, t_end=1.0, steps=100, *, formulation=None, integrator=None, rtol=None,
         atol=None, dt=None, t_start=0.0, options=None, times=None):
     """:func:`simulate`, returning (Motion, :class:`~.formulations.DynamicsResult`) (counters included).
@@ -288,12 +306,13 @@ def run(model, t_end=1.0, steps=100, *, formulation=None, integrator=None, rtol=
     rtol = DEFAULT_RTOL if rtol is None else rtol
     atol = DEFAULT_ATOL if atol is None else atol
     check_settings(times, rtol, atol, dt)
-    choice = form = None
+    choice = form = dyn = tree_note = None
     if automatic:
         dyn, q0, v0, angles, refs = prepare(model, times[0])
         form = get_formulation(DEFAULT_FORMULATION)(dyn, angles=angles, refs=refs)
         choice = default_method(dyn, q0, v0, float(times[0]), refs, times,
-                                compiled_radau=form.runs_compiled("Radau", times, rtol, atol))
+                                compiled_radau=form.runs_compiled("Radau", times, rtol, atol),
+                                open_tree=_takes_tree_default(model, dyn, model_options))
         formulation, integrator = choice.formulation, choice.integrator
         if formulation != DEFAULT_FORMULATION or model_options.get(formulation):
             form = None
@@ -301,10 +320,15 @@ def run(model, t_end=1.0, steps=100, *, formulation=None, integrator=None, rtol=
             dt = choice.dt
         if choice.rtol is not None:
             rtol, atol = choice.rtol, choice.atol
+    elif formulation is None and not options and integrator in TREE_INTEGRATORS:
+        dyn, q0, v0, angles, refs = prepare(model, times[0])
+        if _takes_tree_default(model, dyn, model_options):
+            formulation = TREE_FORMULATION
+            tree_note = f"{TREE_FORMULATION} chosen for the model: {OPEN_TREE_REASON}"
     cls = get_formulation(formulation or DEFAULT_FORMULATION)
     integrator = integrator or cls.default_integrator
     cls.check_integrator(integrator)
-    if choice is None:
+    if dyn is None:
         dyn, q0, v0, angles, refs = prepare(model, times[0])
     refs0 = np.array(refs, float, copy=True)
     if form is None:
@@ -312,6 +336,8 @@ def run(model, t_end=1.0, steps=100, *, formulation=None, integrator=None, rtol=
     result = form.solve(times, q0, v0, integrator=integrator, rtol=rtol, atol=atol, dt=dt)
     if choice is not None:
         result.notes.insert(0, f"{cls.name} / {integrator} chosen for the model: {choice.reason}")
+    elif tree_note is not None:
+        result.notes.insert(0, tree_note)
     result.formulation, result.integrator = cls.name, integrator
     result.rtol, result.atol = rtol, atol
     if integrator in FIXED_STEP:

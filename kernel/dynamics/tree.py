@@ -52,7 +52,8 @@ from ...errors import MechanismError
 from ..rotations import matrix_to_quaternion
 from .mass import E_matrix, cross, rotation
 
-__all__ = ["TREE_TYPES", "JointTree", "build_tree", "TreeKinematics", "describe_tree", "motion_cross"]
+__all__ = ["TREE_TYPES", "JointTree", "build_tree", "relative_fits", "TreeKinematics", "describe_tree",
+           "motion_cross"]
 
 #: joint types with relative coordinates (position coordinates, velocity coordinates)
 TREE_TYPES = {"fixed": (0, 0), "revolute": (1, 1), "prismatic": (1, 1), "cylindrical": (2, 2),
@@ -111,6 +112,24 @@ class JointTree:
         for tj in self.joints:
             depth[tj.child] = 1 + (depth[tj.parent] if tj.parent >= 0 else 0)
         return int(depth.max()) if len(depth) else 0
+
+
+def relative_fits(model, dyn):
+    """True when the model's joints form an open tree that the relative coordinates take whole.
+
+    Every joint equation is then a tree joint's (no loop, coupler or driver leaves a closure
+    equation) and no contact or joint stop acts (those run with the absolute formulation's events
+    and step limits, :func:`.stiffness.default_method`). ``dyn`` is the model's
+    :class:`~.equations.Dynamics`. Such a model runs in joint coordinates with no projection at all.
+    """
+    forces = dyn.forces
+    if forces.contact_constraints is not None or forces.contacts is not None or forces.stops is not None:
+        return False
+    try:
+        tree = build_tree(model, dyn.groups)
+    except MechanismError:
+        return False
+    return len(tree.closure_rows) == 0
 
 
 def _cut_override(model):

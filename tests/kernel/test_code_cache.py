@@ -150,7 +150,7 @@ PROBE_DYNAMICS = textwrap.dedent("""
     warnings.simplefilter("always")
     with warnings.catch_warnings(record=True) as caught:
         t_end = float(sys.argv[2]) if len(sys.argv) > 2 else 1.0  # s
-        m, res = run(compile_model(load(sys.argv[1])), t_end, 10, rtol=1e-10, atol=1e-10)
+        m, res = run(compile_model(load(sys.argv[1])), t_end, 10, formulation="projection", rtol=1e-10, atol=1e-10)
     fns = [getattr(mod, f) for mod in library._MODULES.values() for f in ("rhs", "project", "dop853")]
     print(json.dumps({"compiled": bool(library._MODULES), "notes": res.notes,
                       "compiled_here": sum(len(f.stats.cache_misses) for f in fns),

@@ -89,7 +89,8 @@ def _check_symmetry(m, tol):
 
 @pytest.fixture(scope="module")
 def a05_explicit(a05):
-    """The explicit default (projection / DOP853) at tight tolerance: the reference solution."""
+    """The explicit default at tight tolerance (semi-recursive / DOP853: the governor's joints form an
+    open tree): the reference solution."""
     m = simulate(a05, 10.0, 100, rtol=1e-10, atol=1e-12)
     assert m.complete, m.message
     return m
@@ -510,10 +511,13 @@ def test_a_run_without_a_method_takes_the_one_that_fits_and_says_why(a05, monkey
     assert "Radau in the compiled loop with the compiled analytic Jacobian" in res.notes
     assert m.complete and res.invariants.ok
     m, res = run(a05, 0.2, 20)
-    assert (res.formulation, res.integrator, res.dt) == ("projection", "DOP853", None)
-    assert "not stiff" in res.notes[0]
-    # a tolerance or a formulation given: what the user asked for
-    assert run(a05, 2.0, 20, rtol=1e-6)[1].integrator == "DOP853"
+    assert (res.formulation, res.integrator, res.dt) == ("semi-recursive", "DOP853", None)
+    assert "not stiff" in res.notes[0] and "the joints form an open tree" in res.notes[0]
+    # a tolerance or a formulation given: what the user asked for; the open tree's joint coordinates
+    m, res = run(a05, 2.0, 20, rtol=1e-6)
+    assert (res.formulation, res.integrator) == ("semi-recursive", "DOP853")
+    assert res.notes[0].startswith("semi-recursive chosen for the model: the joints form an open tree")
+    assert run(a05, 2.0, 20, integrator="Radau")[1].formulation == "projection"  # its compiled Radau loop
     assert run(a05, 2.0, 20, formulation="baumgarte")[1].integrator == "DOP853"
     # without the compiled right-hand side (as in FreeCAD, no numba): index3 at fixed steps
     monkeypatch.setenv("CADMOTION_DYNAMICS_FAST", "0")
@@ -589,3 +593,27 @@ def test_bad_index3_settings_are_reported(a05, kw, words):
 
     with pytest.raises(SolverError, match=words):
         simulate(a05, 0.01, 1, formulation="index3", **kw)
+
+
+def test_a_run_without_a_formulation_takes_joint_coordinates_for_an_open_tree_only(tmp_path):
+    """The default's structural half: joints that form an open tree run semi-recursive (nothing to
+    project); a loop, a contact or the model file's own projection options keep projection."""
+    from cadmotion.kernel.dynamics.forward import prepare
+    from cadmotion.kernel.dynamics.tree import relative_fits
+
+    def fits(name):
+        mdl = compile_model(read_model_file(SAMPLES / name))
+        return relative_fits(mdl, prepare(mdl)[0])
+
+    assert fits("double_pendulum.cadmotion.toml") and fits("flyball_governor.cadmotion.toml")
+    assert not fits("four_bar.cadmotion.toml")          # a loop: closure equations
+    assert not fits("bouncing_ball.cadmotion.toml")     # a compliant contact: projection's step limits
+    assert not fits("block_on_incline_unilateral.cadmotion.toml")  # unilateral contacts: its events
+    pend = read_model_file(SAMPLES / "double_pendulum.cadmotion.toml")
+    res = run(compile_model(pend), 0.5, 5, rtol=1e-9)[1]
+    assert res.formulation == "semi-recursive" and "open tree" in res.notes[0]
+    # the model file's [formulation.projection] table is the user's word for projection
+    own = tmp_path / "own.cadmotion.toml"
+    own.write_text((SAMPLES / "double_pendulum.cadmotion.toml").read_text() + "\n[formulation.projection]\nmax_iter = 6\n")
+    assert run(compile_model(read_model_file(own)), 0.5, 5, rtol=1e-9)[1].formulation == "projection"
+    assert run(compile_model(pend), 0.5, 5, options={"tol": 1e-9})[1].formulation == "projection"
