@@ -449,18 +449,19 @@ def _json_default(value):
 def cmd_formulations(args):
     """``cadmotion formulations``: every formulation and integrator, one line each."""
     from ..kernel.dynamics.formulations import FORMULATIONS
-    from ..kernel.dynamics.forward import DEFAULT_FORMULATION, describe_methods
+    from ..kernel.dynamics.forward import DEFAULT_FORMULATION, TREE_FORMULATION, describe_methods
 
     forms, integrators = describe_methods()
     if args.json:
-        print(json.dumps(dict(default=DEFAULT_FORMULATION,
+        print(json.dumps(dict(default=DEFAULT_FORMULATION, open_tree_default=TREE_FORMULATION,
                               formulations=[dict(name=n, summary=s, default_integrator=d, integrators=list(i),
                                                  options=dict(FORMULATIONS[n].defaults))
                                             for n, s, d, i in forms],
                               integrators=[dict(name=n, summary=s) for n, s in integrators]), indent=2))
         return 0
     width = max(len(n) for n, *_ in forms + [(n,) for n, _ in integrators])
-    print("formulations (--formulation NAME, --option KEY=VALUE; * the default):")
+    print(f"formulations (--formulation NAME, --option KEY=VALUE; * the default, {TREE_FORMULATION} where the joints "
+          "form an open tree):")
     for name, summary, default, names in forms:
         mark = "*" if name == DEFAULT_FORMULATION else " "
         runs = ", ".join(f"{n}*" if n == default else n for n in names)
