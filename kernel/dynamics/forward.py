@@ -40,6 +40,7 @@ from ..kinematics import _motion, assemble
 from ..motion import Event
 from ..system import AngleState
 from .equations import Dynamics
+from .conditioning import ABSOLUTE_FORMULATIONS, check_mass, check_steps
 from .contract import SCIPY_INTEGRATORS, default_dt
 from .formulations import FORMULATIONS, get_formulation
 from .integrators import REGISTRY
@@ -289,8 +290,10 @@ def run(model, t_end=1.0, steps=100, *, formulation=None, integrator=None, rtol=
     atol = DEFAULT_ATOL if atol is None else atol
     check_settings(times, rtol, atol, dt)
     choice = form = None
+    where = model.spec.source or None
     if automatic:
         dyn, q0, v0, angles, refs = prepare(model, times[0])
+        mass = check_mass(dyn, q0, v0, float(times[0]), refs, where=where)
         form = get_formulation(DEFAULT_FORMULATION)(dyn, angles=angles, refs=refs)
         choice = default_method(dyn, q0, v0, float(times[0]), refs, times,
                                 compiled_radau=form.runs_compiled("Radau", times, rtol, atol))
@@ -306,10 +309,16 @@ def run(model, t_end=1.0, steps=100, *, formulation=None, integrator=None, rtol=
     cls.check_integrator(integrator)
     if choice is None:
         dyn, q0, v0, angles, refs = prepare(model, times[0])
+        mass = check_mass(dyn, q0, v0, float(times[0]), refs, where=where)
+    slow = check_steps(dyn, q0, v0, times, refs, integrator=integrator, atol=atol,
+                       absolute=cls.name in ABSOLUTE_FORMULATIONS, mass=mass,
+                       estimate=choice.estimate if choice is not None else None, where=where)
     refs0 = np.array(refs, float, copy=True)
     if form is None:
         form = cls(dyn, angles=angles, refs=refs, **{**model_options.get(cls.name, {}), **(options or {})})
     result = form.solve(times, q0, v0, integrator=integrator, rtol=rtol, atol=atol, dt=dt)
+    if slow and not result.success and result.message:  # the failure's probable cause, as diagnosed at the start
+        result.message = f"{result.message} (probably: {slow})"
     if choice is not None:
         result.notes.insert(0, f"{cls.name} / {integrator} chosen for the model: {choice.reason}")
     result.formulation, result.integrator = cls.name, integrator
@@ -319,6 +328,8 @@ def run(model, t_end=1.0, steps=100, *, formulation=None, integrator=None, rtol=
     motion = to_motion(dyn, result, formulation=cls.name, integrator=integrator, fast=getattr(form, "_fast", None))
     if dyn.assembly_message:  # as the kinematics reports it
         motion.events.insert(0, Event("assembly", float(times[0]), dyn.assembly_message))
+    if slow:  # the warning of :func:`.conditioning.check_steps`, kept with the run
+        motion.events.append(Event("conditioning", float(times[0]), slow))
     penalty = None
     if cls.name == "penalty" and getattr(form, "alpha", 0) > 0:
         penalty = (form.alpha, form.options.get("omega", 10.0), form.options.get("xi", 1.0))
