@@ -50,8 +50,9 @@ __all__ = ["Conditioning", "diagnose", "check_mass", "check_steps", "Conditionin
 #: cond(M_r) from which the run is refused: 1e12 leaves four digits of the weakest motion's accelerations (the
 #: corpus of 62 robots that run: at most 9.8e5, TIAGo without hand; iCub's 3.6e5 with its 1 mm spheres)
 SINGULAR_CONDITION = 1e12
-#: steps from which a run is warned of before it starts (iCub's files at atol 1e-12: 1.3e6 and 1.9e6 for 0.5 s by
-#: round-off; the corpus's other robots at most ... )
+#: steps from which a run is warned of before it starts. example-robot-data falling 0.5 s at atol 1e-12: by round-off
+#: iCub's files 1.35e6 and 1.88e6, the others at most 1.15e4 (Centauro, which takes 4,228); for stability (explicit)
+#: iCub 3.1e5 and Allegro 3.2e5 (which takes ~1.5e5 steps), the others at most 4.2e4 (TIAGo without hand)
 SLOW_STEPS = 1e5
 #: h_noise = NOISE_STEP_FACTOR · atol / δ (see the module docstring: measured 9.4 to 10.6 on iCub's two files)
 NOISE_STEP_FACTOR = 10.0
