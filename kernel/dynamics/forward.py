@@ -9,6 +9,9 @@ Stages (each a plain function of the model and the values before it):
                          Jv v = −Φt by the least change of the given parts' velocities
                          (kinetic-energy metric; parts not listed are free to follow)
     4. redundancy        independent rows of Jv (rank-revealing); the others are left out
+       conditioning      the mass on the joints' motion and the steps ahead (:mod:`.conditioning`):
+                         a singular mass refused, an error-controlled run of 1e5 steps or more
+                         (stability, round-off) warned of and an Event ``conditioning``
     5. integrate         the chosen formulation (:mod:`.formulations`); with neither a
                          formulation nor an integrator given, the one that fits the model
                          (:func:`.stiffness.default_method`: when the linearised model is
@@ -260,10 +263,16 @@ def simulate(model, t_end=1.0, steps=100, *, formulation=None, integrator=None, 
 
     Raises
     ------
-    MechanismError : missing or invalid mass properties, bad force elements.
+    MechanismError : missing or invalid mass properties, bad force elements; a mass matrix singular
+        on the motion the joints allow (:mod:`.conditioning`), naming its joints.
     AssemblyError : the initial pose cannot be assembled.
     SolverError : an unknown formulation, integrator or option; a tolerance outside (0, 1);
-        a step dt outside (0, span].
+        a step dt outside (0, span]; an atol no step can meet over the accelerations' round-off.
+
+    Warns
+    -----
+    ConditioningWarning : before an error-controlled run that would take 1e5 steps or more
+        (:mod:`.conditioning`), naming the motion and what to do.
     """
     return run(model, t_end, steps, formulation=formulation, integrator=integrator, rtol=rtol, atol=atol, dt=dt,
                t_start=t_start, options=options, times=times)[0]
