@@ -134,11 +134,17 @@ def _cadmotion_fall(path):
     from cadmotion.importers.urdf import read_urdf
     from cadmotion.kernel import compile_model
     from cadmotion.kernel.dynamics import simulate
+    from cadmotion.kernel.dynamics.conditioning import ConditioningWarning
     from cadmotion.kernel.rotations import quat_to_matrix
 
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
+            # the diagnosis before a long run, on stderr as it is made (a run beyond the cap returns nothing)
+            warnings.simplefilter("always", ConditioningWarning)
+            warnings.showwarning = lambda message, *_: print(f"  {Path(path).name} flagged at "
+                                                             f"{time.strftime('%H:%M:%S', time.gmtime())} UTC: "
+                                                             f"{message}", file=sys.stderr, flush=True)
             spec = read_urdf(path, gravity=(0.0, 0.0, -9.81))
             spec = replace(spec, joints=tuple(replace(j, limits=()) for j in spec.joints
                                               if not j.name.endswith(".mimic")))
@@ -152,7 +158,8 @@ def _cadmotion_fall(path):
                     for i in range(motion.nt)] for k, name in enumerate(motion.parts)}
     return dict(poses=poses, wall=wall, links=len(spec.parts), complete=motion.complete,
                 stats=next((e.message for e in motion.events if e.kind == "stats"), ""),
-                broken=[e.message for e in motion.events if e.kind in ("invariant", "failed")])
+                broken=[e.message for e in motion.events if e.kind in ("invariant", "failed")],
+                flagged=any(e.kind == "conditioning" for e in motion.events))
 
 
 def corpus(patterns):
@@ -192,7 +199,8 @@ def corpus(patterns):
         verdicts[name] = "agree" if ok else "differ"
         print(f"{name}: {cm['links']} links, {pin['nv']} dof; max |Δx| {dx:.2e} m, |ΔR| {dr:.2e}; "
               f"cadmotion {cm['wall']:.2f} s ({cm['stats'][:90]}), Pinocchio {pin['wall']:.2f} s "
-              f"({pin['nfev']} evaluations); {'; '.join(cm['broken']) or 'invariants kept'} -> {verdicts[name]}")
+              f"({pin['nfev']} evaluations); {'; '.join(cm['broken']) or 'invariants kept'}"
+              f"{'; flagged (conditioning)' if cm['flagged'] else ''} -> {verdicts[name]}")
     counts = {v: sum(1 for x in verdicts.values() if x == v) for v in sorted(set(verdicts.values()))}
     print("; ".join(f"{v}: {n}" for v, n in counts.items()))
 

@@ -9,6 +9,9 @@ Stages (each a plain function of the model and the values before it):
                          Jv v = −Φt by the least change of the given parts' velocities
                          (kinetic-energy metric; parts not listed are free to follow)
     4. redundancy        independent rows of Jv (rank-revealing); the others are left out
+       conditioning      the mass on the joints' motion and the steps ahead (:mod:`.conditioning`):
+                         a singular mass refused, an error-controlled run of 1e5 steps or more
+                         (stability, round-off) warned of and an Event ``conditioning``
     5. integrate         the chosen formulation (:mod:`.formulations`); with neither a
                          formulation nor an integrator given, the one that fits the model
                          (:func:`.stiffness.default_method`: when the linearised model is
@@ -41,6 +44,7 @@ from ..kinematics import _motion, assemble
 from ..motion import Event
 from ..system import AngleState
 from .equations import Dynamics
+from .conditioning import ABSOLUTE_FORMULATIONS, check_mass, check_steps
 from .contract import SCIPY_INTEGRATORS, default_dt
 from .formulations import FORMULATIONS, get_formulation
 from .integrators import REGISTRY
@@ -270,10 +274,16 @@ def simulate(model, t_end=1.0, steps=100, *, formulation=None, integrator=None, 
 
     Raises
     ------
-    MechanismError : missing or invalid mass properties, bad force elements.
+    MechanismError : missing or invalid mass properties, bad force elements; a mass matrix singular
+        on the motion the joints allow (:mod:`.conditioning`), naming its joints.
     AssemblyError : the initial pose cannot be assembled.
     SolverError : an unknown formulation, integrator or option; a tolerance outside (0, 1);
-        a step dt outside (0, span].
+        a step dt outside (0, span]; an atol no step can meet over the accelerations' round-off.
+
+    Warns
+    -----
+    ConditioningWarning : before an error-controlled run that would take 1e5 steps or more
+        (:mod:`.conditioning`), naming the motion and what to do.
     """
     return run(model, t_end, steps, formulation=formulation, integrator=integrator, rtol=rtol, atol=atol, dt=dt,
                t_start=t_start, options=options, times=times)[0]
@@ -307,8 +317,10 @@ def run(model, t_end=1.0, steps=100, *, formulation=None, integrator=None, rtol=
     atol = DEFAULT_ATOL if atol is None else atol
     check_settings(times, rtol, atol, dt)
     choice = form = dyn = tree_note = None
+    where = model.spec.source or None
     if automatic:
         dyn, q0, v0, angles, refs = prepare(model, times[0])
+        mass = check_mass(dyn, q0, v0, float(times[0]), refs, where=where)
         form = get_formulation(DEFAULT_FORMULATION)(dyn, angles=angles, refs=refs)
         choice = default_method(dyn, q0, v0, float(times[0]), refs, times,
                                 compiled_radau=form.runs_compiled("Radau", times, rtol, atol),
@@ -322,6 +334,7 @@ def run(model, t_end=1.0, steps=100, *, formulation=None, integrator=None, rtol=
             rtol, atol = choice.rtol, choice.atol
     elif formulation is None and not options and integrator in TREE_INTEGRATORS:
         dyn, q0, v0, angles, refs = prepare(model, times[0])
+        mass = check_mass(dyn, q0, v0, float(times[0]), refs, where=where)
         if _takes_tree_default(model, dyn, model_options):
             formulation = TREE_FORMULATION
             tree_note = f"{TREE_FORMULATION} chosen for the model: {OPEN_TREE_REASON}"
@@ -330,10 +343,16 @@ def run(model, t_end=1.0, steps=100, *, formulation=None, integrator=None, rtol=
     cls.check_integrator(integrator)
     if dyn is None:
         dyn, q0, v0, angles, refs = prepare(model, times[0])
+        mass = check_mass(dyn, q0, v0, float(times[0]), refs, where=where)
+    slow = check_steps(dyn, q0, v0, times, refs, integrator=integrator, atol=atol,
+                       absolute=cls.name in ABSOLUTE_FORMULATIONS, mass=mass,
+                       estimate=choice.estimate if choice is not None else None, where=where)
     refs0 = np.array(refs, float, copy=True)
     if form is None:
         form = cls(dyn, angles=angles, refs=refs, **{**model_options.get(cls.name, {}), **(options or {})})
     result = form.solve(times, q0, v0, integrator=integrator, rtol=rtol, atol=atol, dt=dt)
+    if slow and not result.success and result.message:  # the failure's probable cause, as diagnosed at the start
+        result.message = f"{result.message} (probably: {slow})"
     if choice is not None:
         result.notes.insert(0, f"{cls.name} / {integrator} chosen for the model: {choice.reason}")
     elif tree_note is not None:
@@ -345,6 +364,8 @@ def run(model, t_end=1.0, steps=100, *, formulation=None, integrator=None, rtol=
     motion = to_motion(dyn, result, formulation=cls.name, integrator=integrator, fast=getattr(form, "_fast", None))
     if dyn.assembly_message:  # as the kinematics reports it
         motion.events.insert(0, Event("assembly", float(times[0]), dyn.assembly_message))
+    if slow:  # the warning of :func:`.conditioning.check_steps`, kept with the run
+        motion.events.append(Event("conditioning", float(times[0]), slow))
     penalty = None
     if cls.name == "penalty" and getattr(form, "alpha", 0) > 0:
         penalty = (form.alpha, form.options.get("omega", 10.0), form.options.get("xi", 1.0))

@@ -37,7 +37,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg as sla
 
-__all__ = ["StiffnessEstimate", "MethodChoice", "stiffness_estimate", "default_method", "linearised_system", "modes"]
+__all__ = ["StiffnessEstimate", "MethodChoice", "stiffness_estimate", "default_method", "linearised_system", "modes",
+           "fastest_mode"]
 
 #: explicit Runge–Kutta stability: h |λ| ≲ this on the negative real axis (DOP853, RK45, RK4 ≈ 2.8–6)
 EXPLICIT_STABILITY = 3.0
@@ -125,6 +126,25 @@ def modes(dyn, q, v, t, refs):
     lam, U = np.linalg.eigh(0.5 * (Kr + Kr.T))
     c = np.einsum("ji,jk,ki->i", U, Nm.T @ D @ Nm, U)
     return np.sqrt(np.maximum(lam, 0.0)), c, U.T @ Nm.T @ M
+
+
+def fastest_mode(dyn, q, v, t, refs):
+    """(|λ|, u): the rate (1/s) of the fastest linearised mode at (q, v, t) (the module docstring's eigenvalues) and
+    the motion it is, as velocities [v_c, ω] of the moving parts (nmov, 6; m/s, rad/s, world; the shape of the
+    motion, its scale arbitrary). (0, zeros) for a model without degrees of freedom."""
+    M, D, K, Nm = _on_the_joints(dyn, q, v, t, refs)
+    n = Nm.shape[1]
+    if n == 0:
+        return 0.0, np.zeros((dyn.nmov, 6))
+    A = np.zeros((2 * n, 2 * n))
+    A[:n, n:] = np.eye(n)
+    A[n:, :n] = -(Nm.T @ K @ Nm)
+    A[n:, n:] = -(Nm.T @ D @ Nm)
+    lam, V = np.linalg.eig(A)
+    k = int(np.argmax(np.abs(lam)))
+    z = V[:n, k]  # the eigenvector is [z, λ z]: its positions
+    z = np.real(z * np.exp(-1j * np.angle(z[np.argmax(np.abs(z))])))
+    return float(np.abs(lam[k])), (Nm @ z).reshape(dyn.nmov, 6)
 
 
 def _on_the_joints(dyn, q, v, t, refs):
