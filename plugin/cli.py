@@ -145,8 +145,8 @@ def build_parser(command=None):
     run.add_argument("--formulation", default=None, metavar="NAME",
                      help="dynamics formulation: " + ", ".join(FORMULATION_NAMES) + " (default: chosen for the model: "
                           "projection / Radau compiled with the model when it is stiff for the output interval "
-                          "(index3 without numba), else semi-recursive / DOP853 for joints that form an open tree and "
-                          "projection / DOP853 for the rest); "
+                          "(index3 without numba), else semi-recursive / DOP853 for joints that form an open tree "
+                          "(recursive when over 64 joints deep) and projection / DOP853 for the rest); "
                           "one line each: `cadmotion formulations`")
     run.add_argument("--integrator", default=None, metavar="NAME",
                      help="dynamics integrator: DOP853 (default), RK45, RK23, Radau, BDF, LSODA, RK4 (fixed step); "
@@ -449,11 +449,13 @@ def _json_default(value):
 def cmd_formulations(args):
     """``cadmotion formulations``: every formulation and integrator, one line each."""
     from ..kernel.dynamics.formulations import FORMULATIONS
-    from ..kernel.dynamics.forward import DEFAULT_FORMULATION, TREE_FORMULATION, describe_methods
+    from ..kernel.dynamics.forward import (DEEP_TREE, DEEP_TREE_FORMULATION, DEFAULT_FORMULATION, TREE_FORMULATION,
+                                           describe_methods)
 
     forms, integrators = describe_methods()
     if args.json:
         print(json.dumps(dict(default=DEFAULT_FORMULATION, open_tree_default=TREE_FORMULATION,
+                              deep_tree_default=DEEP_TREE_FORMULATION, deep_tree_depth=DEEP_TREE,
                               formulations=[dict(name=n, summary=s, default_integrator=d, integrators=list(i),
                                                  options=dict(FORMULATIONS[n].defaults))
                                             for n, s, d, i in forms],
@@ -461,7 +463,7 @@ def cmd_formulations(args):
         return 0
     width = max(len(n) for n, *_ in forms + [(n,) for n, _ in integrators])
     print(f"formulations (--formulation NAME, --option KEY=VALUE; * the default, {TREE_FORMULATION} where the joints "
-          "form an open tree):")
+          f"form an open tree, {DEEP_TREE_FORMULATION} where it is over {DEEP_TREE} joints deep):")
     for name, summary, default, names in forms:
         mark = "*" if name == DEFAULT_FORMULATION else " "
         runs = ", ".join(f"{n}*" if n == default else n for n in names)

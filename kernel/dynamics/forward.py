@@ -54,14 +54,17 @@ from .outputs import CompiledFrameOutputs, FrameOutputs, lift_off_events, reacti
 from .stiffness import OPEN_TREE_REASON, default_method
 from .tree import relative_fits
 
-__all__ = ["simulate", "run", "initial_velocities", "prepare", "check_settings", "describe_methods",
+__all__ = ["simulate", "run", "initial_velocities", "prepare", "check_settings", "describe_methods", "tree_formulation",
            "INTEGRATOR_SUMMARIES"]
 
 DEFAULT_FORMULATION = "projection"
-#: the formulation a model whose joints form an open tree runs when none is named (:func:`.tree.relative_fits`)
-TREE_FORMULATION = "semi-recursive"
-#: the integrators named without a formulation that an open tree runs in :data:`TREE_FORMULATION` (None: the
-#: default); Radau is left to the absolute formulation, whose compiled Radau loop the tree has not
+#: the formulation a model whose joints form an open tree runs when none is named (:func:`tree_formulation`), and
+#: the one of a tree deeper than :data:`DEEP_TREE` joints: on an open chain of N links the semi-recursive reduced
+#: mass matrix 𝐑ᵀ M̄ 𝐑 loses digits with N (DOP853 at rtol 1e-8, 0.2 s: 56 steps at N = 100, 1,418 at 150, 14,831
+#: at 300), where the articulated-body algorithm of ``recursive`` never forms it (43, 56 steps at N = 100, 300)
+TREE_FORMULATION, DEEP_TREE_FORMULATION, DEEP_TREE = "semi-recursive", "recursive", 64
+#: the integrators named without a formulation that an open tree runs in joint coordinates (None: the default);
+#: Radau is left to the absolute formulation, whose compiled Radau loop the tree has not
 TREE_INTEGRATORS = (None, "DOP853", "RK4", "RK45", "RK23", "BDF", "LSODA")
 #: integrator tolerances when none are given (relative; absolute in m, rad-like, m/s, rad/s)
 DEFAULT_RTOL, DEFAULT_ATOL = 1e-8, 1e-10
@@ -242,11 +245,12 @@ def simulate(model, t_end=1.0, steps=100, *, formulation=None, integrator=None, 
         ``projection`` / ``Radau`` at rtol = atol = 1e-8 where Radau runs in the compiled loop,
         else ``index3`` / ``generalized-alpha`` (step ``dt`` if given, else the estimate's),
         when the model is stiff for the output interval, else ``semi-recursive`` / ``DOP853``
-        where the joints form an open tree (:func:`.tree.relative_fits`) and ``projection`` /
-        ``DOP853`` where they do not; the choice and its reason are a note of the run. None
-        otherwise: ``semi-recursive`` for an open tree (unless ``options`` are given, the model
-        file sets ``[formulation.projection]`` or the integrator is Radau or an index-3 one),
-        else ``projection``.
+        where the joints form an open tree (``recursive`` beyond :data:`DEEP_TREE` joints deep,
+        :func:`tree_formulation`) and ``projection`` / ``DOP853`` where they do not; the
+        choice and its reason are a note of the run. None otherwise: the same joint-coordinate
+        formulation for an open tree (unless ``options`` are given, the model file sets
+        ``[formulation.projection]`` or the integrator is Radau or an index-3 one), else
+        ``projection``.
     integrator : ``DOP853``, ``RK45``, ``RK23``, ``Radau``, ``BDF``, ``LSODA`` or the fixed-step
         ``RK4``; for ``index3``: ``generalized-alpha`` or ``HHT``. None: the formulation's
         default (DOP853; generalized-alpha for index3). A pair the formulation does not run
@@ -289,11 +293,20 @@ def simulate(model, t_end=1.0, steps=100, *, formulation=None, integrator=None, 
                t_start=t_start, options=options, times=times)[0]
 
 
-def _takes_tree_default(model, dyn, model_options):
-    """True when a run that names no formulation takes :data:`TREE_FORMULATION`: the joints form
-    an open tree (:func:`.tree.relative_fits`) and the model file sets no options of the absolute
-    default (``[formulation.projection]``), which would be the user's word for it."""
-    return not model_options.get(DEFAULT_FORMULATION) and relative_fits(model, dyn)
+def tree_formulation(model, dyn, model_options):
+    """(formulation, reason) for a run that names no formulation where the joints form an open tree
+    (:func:`.tree.relative_fits`): :data:`TREE_FORMULATION`, or :data:`DEEP_TREE_FORMULATION` for a tree
+    deeper than :data:`DEEP_TREE` joints; None where they do not, or where the model file sets options
+    of the absolute default (``[formulation.projection]``), which are the user's word for it."""
+    if model_options.get(DEFAULT_FORMULATION):
+        return None
+    tree = relative_fits(model, dyn)
+    if tree is None:
+        return None
+    if tree.depth > DEEP_TREE:
+        return DEEP_TREE_FORMULATION, (f"{OPEN_TREE_REASON}; {tree.depth} joints deep, beyond {DEEP_TREE}: the "
+                                       "articulated-body algorithm, which forms no reduced mass matrix")
+    return TREE_FORMULATION, OPEN_TREE_REASON
 
 
 def run(model, t_end=1.0, steps=100, *, formulation=None, integrator=None, rtol=None,
@@ -324,7 +337,7 @@ def run(model, t_end=1.0, steps=100, *, formulation=None, integrator=None, rtol=
         form = get_formulation(DEFAULT_FORMULATION)(dyn, angles=angles, refs=refs)
         choice = default_method(dyn, q0, v0, float(times[0]), refs, times,
                                 compiled_radau=form.runs_compiled("Radau", times, rtol, atol),
-                                open_tree=_takes_tree_default(model, dyn, model_options))
+                                relative=tree_formulation(model, dyn, model_options))
         formulation, integrator = choice.formulation, choice.integrator
         if formulation != DEFAULT_FORMULATION or model_options.get(formulation):
             form = None
@@ -335,9 +348,10 @@ def run(model, t_end=1.0, steps=100, *, formulation=None, integrator=None, rtol=
     elif formulation is None and not options and integrator in TREE_INTEGRATORS:
         dyn, q0, v0, angles, refs = prepare(model, times[0])
         mass = check_mass(dyn, q0, v0, float(times[0]), refs, where=where)
-        if _takes_tree_default(model, dyn, model_options):
-            formulation = TREE_FORMULATION
-            tree_note = f"{TREE_FORMULATION} chosen for the model: {OPEN_TREE_REASON}"
+        relative = tree_formulation(model, dyn, model_options)
+        if relative is not None:
+            formulation = relative[0]
+            tree_note = f"{formulation} chosen for the model: {relative[1]}"
     cls = get_formulation(formulation or DEFAULT_FORMULATION)
     integrator = integrator or cls.default_integrator
     cls.check_integrator(integrator)

@@ -51,9 +51,9 @@ MAX_DOF = 1500
 #: of DOP853 at rtol 1e-10)
 STIFF_RTOL, STIFF_ATOL = 1e-8, 1e-8
 #: why an open tree runs in relative coordinates (benchmarks/README.md, "The default for open trees")
-OPEN_TREE_REASON = ("the joints form an open tree: its joint coordinates (semi-recursive) need no projection, and "
-                    "light parts' accelerations carry no round-off of the joint reactions (the absolute coordinates "
-                    "took 12-120x the steps on real robots with light links)")
+OPEN_TREE_REASON = ("the joints form an open tree: its joint coordinates need no projection, and light parts' "
+                    "accelerations carry no round-off of the joint reactions (the absolute coordinates took 12-120x "
+                    "the steps on real robots with light links)")
 
 
 @dataclass
@@ -239,15 +239,16 @@ def stiffness_estimate(dyn, q, v, t, refs, times, *, threshold=100.0):
     return StiffnessEstimate(lam, lmax, h_ref, ratio, stiff, explicit_steps, dt, reason)
 
 
-def default_method(dyn, q, v, t, refs, times, *, threshold=100.0, compiled_radau=False, open_tree=False):
+def default_method(dyn, q, v, t, refs, times, *, threshold=100.0, compiled_radau=False, relative=None):
     """The formulation, integrator and step that fit the model. When it is stiff:
     ``projection`` / ``Radau`` at :data:`STIFF_RTOL`, :data:`STIFF_ATOL` if ``compiled_radau``
     (the caller's word that Radau runs in the compiled loop with the analytic Jacobian,
     :mod:`._radau`: error-controlled, it keeps the invariants to the tolerance), else
     ``index3`` / ``generalized-alpha`` with the estimate's step (fixed steps, second order);
-    when it is not, ``semi-recursive`` / ``DOP853`` where ``open_tree`` (the caller's word that the
-    joints form an open tree that the relative coordinates take, :func:`.tree.relative_fits`), else
-    ``projection`` / ``DOP853`` (dt None). Returns a :class:`MethodChoice` whose ``reason`` says why."""
+    when it is not, ``relative`` / ``DOP853`` where ``relative`` is a (formulation, reason) pair (the
+    caller's word that the joints form an open tree that this relative-coordinate formulation takes,
+    :func:`.forward.tree_formulation`), else ``projection`` / ``DOP853`` (dt None). Returns a
+    :class:`MethodChoice` whose ``reason`` says why."""
     est = stiffness_estimate(dyn, q, v, t, refs, times, threshold=threshold)
     if dyn.forces.contact_constraints is not None:
         # impacts and switches are events of the projection formulation's explicit steps
@@ -273,6 +274,6 @@ def default_method(dyn, q, v, t, refs, times, *, threshold=100.0, compiled_radau
     if est.stiff:
         return MethodChoice("index3", "generalized-alpha", est.dt,
                             est.reason + f" (index3 / generalized-alpha, dt = {est.dt:.3g} s)", est)
-    if open_tree:
-        return MethodChoice("semi-recursive", "DOP853", None, f"{est.reason}; {OPEN_TREE_REASON}", est)
+    if relative is not None:
+        return MethodChoice(relative[0], "DOP853", None, f"{est.reason}; {relative[1]}", est)
     return MethodChoice("projection", "DOP853", None, est.reason, est)

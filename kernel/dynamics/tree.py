@@ -115,7 +115,8 @@ class JointTree:
 
 
 def relative_fits(model, dyn):
-    """True when the model's joints form an open tree that the relative coordinates take whole.
+    """The model's :class:`JointTree` when its joints form an open tree that the relative coordinates
+    take whole, else None.
 
     Every joint equation is then a tree joint's (no loop, coupler or driver leaves a closure
     equation) and no contact or joint stop acts (those run with the absolute formulation's events
@@ -124,12 +125,12 @@ def relative_fits(model, dyn):
     """
     forces = dyn.forces
     if forces.contact_constraints is not None or forces.contacts is not None or forces.stops is not None:
-        return False
+        return None
     try:
         tree = build_tree(model, dyn.groups)
     except MechanismError:
-        return False
-    return len(tree.closure_rows) == 0
+        return None
+    return tree if len(tree.closure_rows) == 0 else None
 
 
 def _cut_override(model):

@@ -244,7 +244,7 @@ def test_formulations_lists_every_formulation_and_integrator_on_one_line(capsys)
     data = json.loads(capsys.readouterr().out)
     index3 = {f["name"]: f for f in data["formulations"]}["index3"]
     assert data["default"] == "projection" and index3["default_integrator"] == "generalized-alpha"
-    assert data["open_tree_default"] == "semi-recursive"
+    assert data["open_tree_default"] == "semi-recursive" and data["deep_tree_default"] == "recursive"
 
 
 def test_run_help_points_at_the_formulations_command_and_names_the_methods():
