@@ -56,7 +56,11 @@ fixed-step ones (RK4 on the index-1 and relative formulations, generalized-alpha
 
 Prints one line per run, a table of the off runs and the worst agreeing ones, and the counts.
 
-    python benchmarks/urdf_peers.py sweep [--quick] [PATTERN ...]
+    python benchmarks/urdf_peers.py sweep [--quick] [--rtol=R,...] [--time=T] [--formulation=F,...] [PATTERN ...]
+
+(``--rtol`` other tolerances, ``--time`` another span (s), ``--formulation`` only those; the compiled library is
+used, as ``CADMOTION_DYNAMICS_FAST=compile`` asks; ``CADMOTION_DYNAMICS_FAST=0`` sweeps the numpy path a first run
+takes.)
 """
 
 from __future__ import annotations
@@ -236,7 +240,8 @@ SWEEP_ROBOTS = ("double_pendulum_description/urdf/double_pendulum_simple.urdf", 
 #: hanging along z) move as well
 GRAVITY_SWEEP = tuple(float(g) for g in 9.81 * np.array([0.3, -0.4, -0.866]) / np.linalg.norm([0.3, -0.4, -0.866]))
 SWEEP_ADAPTIVE = ("DOP853", "RK45", "Radau", "BDF", "LSODA")
-SWEEP_RTOLS, SWEEP_DTS, CAP_SWEEP = (1e-4, 1e-6, 1e-8), (2e-3, 5e-4), 30.0
+#: s, each a quarter of the one before (the Richardson estimate of a step's error takes the next one)
+SWEEP_RTOLS, SWEEP_DTS, CAP_SWEEP = (1e-4, 1e-6, 1e-8), (8e-3, 2e-3, 5e-4), 30.0
 #: ``--quick``: four robots, the tolerances' ends, a shorter cap
 QUICK_ROBOTS, QUICK_RTOLS, CAP_QUICK = 4, (1e-4, 1e-8), 15.0
 #: formulations that hold the joints approximately by design (:mod:`.invariants`): their error does not vanish
@@ -263,7 +268,7 @@ def _sweep_spec(path):
 _SWEEP_MODEL = {}
 
 
-def _sweep_run(formulation, integrator, rtol, dt, t_end=T_CORPUS):
+def _sweep_run(formulation, integrator, rtol, dt, t_end=None):
     """One run of the sweep on the robot the parent compiled (``_SWEEP_MODEL``; a forked child reads it): its link
     frames' poses, what it flagged, and the formulation and integrator that ran; or why it was refused."""
     import warnings
@@ -277,7 +282,8 @@ def _sweep_run(formulation, integrator, rtol, dt, t_end=T_CORPUS):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             start = time.perf_counter()
-            motion, result = run(_SWEEP_MODEL["model"], t_end, FRAMES_CORPUS, formulation=formulation,
+            motion, result = run(_SWEEP_MODEL["model"], t_end or _SWEEP_MODEL["t_end"], FRAMES_CORPUS,
+                                 formulation=formulation,
                                  integrator=integrator, **options)
             wall = time.perf_counter() - start
     except CadmotionError as exc:
@@ -340,14 +346,15 @@ def _frame_errors(poses, reference):
     return dx, dr
 
 
-def _sweep_robot(path, rtols, cap, python):
+def _sweep_robot(path, rtols, cap, python, t_end=T_CORPUS, only=()):
     """Every run of the sweep on one robot (module docstring): a list of rows (dicts)."""
     from cadmotion.kernel import compile_model
     from cadmotion.kernel.dynamics import FORMULATIONS
     from cadmotion.kernel.dynamics.integrators import REGISTRY
 
     name = str(path.relative_to(ROBOTS)).split("/")[-1].removesuffix(".urdf")
-    out = subprocess.run([str(python), "-c", PINOCCHIO_CORPUS, str(path), str(T_CORPUS), str(FRAMES_CORPUS),
+    _SWEEP_MODEL["t_end"] = t_end
+    out = subprocess.run([str(python), "-c", PINOCCHIO_CORPUS, str(path), str(t_end), str(FRAMES_CORPUS),
                           json.dumps(GRAVITY_SWEEP)], capture_output=True, text=True, timeout=3600)
     if out.returncode:
         print(f"{name}: Pinocchio failed: {(out.stderr.strip().splitlines() or ['?'])[-1][:240]}")
@@ -365,6 +372,8 @@ def _sweep_robot(path, rtols, cap, python):
           flush=True)
     plan = []
     for formulation, cls in FORMULATIONS.items():
+        if only and formulation not in only:
+            continue
         for integrator in cls.integrators:
             if REGISTRY[integrator].fixed_step:
                 plan += [(formulation, integrator, None, dt) for dt in SWEEP_DTS]
@@ -410,13 +419,15 @@ def _sweep_robot(path, rtols, cap, python):
     # the fixed-step runs' allowances: the step's error estimated from the run at a quarter of the step
     for row in rows:
         if row.get("dt") and "dx" in row and "allowed" not in row and "verdict" not in row:
-            coarse, fine = (runs.get((row["formulation"], row["integrator"], dt)) for dt in SWEEP_DTS)
+            k = SWEEP_DTS.index(row["dt"])
+            pair = (k, k + 1) if k + 1 < len(SWEEP_DTS) else (k - 1, k)   # each step with the next, finer one
+            coarse, fine = (runs.get((row["formulation"], row["integrator"], SWEEP_DTS[j])) for j in pair)
             if coarse is None or fine is None:
                 row["allowed"] = (1e-6 * size_x, 1e-6 * size_r)   # no estimate: as tight as it gets
                 continue
             p = FIXED_ORDER[row["integrator"]]
             ex, er = _frame_errors(coarse["poses"], fine["poses"])
-            scale = 4 ** p / (4 ** p - 1) / (4 ** p if row["dt"] == SWEEP_DTS[1] else 1)
+            scale = 4 ** p / (4 ** p - 1) / (4 ** p if pair[1] == k else 1)
             row["allowed"] = (min(max(10 * ex * scale, 1e-6 * size_x), 0.1 * size_x),
                               min(max(10 * er * scale, 1e-6 * size_r), 0.1 * size_r))
     for row in rows:
@@ -447,18 +458,21 @@ def _sweep_line(row):
 def sweep(args):
     """The sweep of formulations, integrators and tolerances on a few robots (module docstring)."""
     quick = "--quick" in args
-    patterns = [a for a in args if a != "--quick"]
+    options = dict(a[2:].split("=", 1) for a in args if a.startswith("--") and "=" in a)
+    patterns = [a for a in args if not a.startswith("--")]
     python = Path(os.environ.get("PEERS_VENV", "/tmp/peers-venv")) / "bin" / "python"
     robots = SWEEP_ROBOTS[:QUICK_ROBOTS] if quick and not patterns else SWEEP_ROBOTS
     robots = [ROBOTS / r for r in robots if not patterns or any(p in r for p in patterns)]
     rtols, cap = (QUICK_RTOLS, CAP_QUICK) if quick else (SWEEP_RTOLS, CAP_SWEEP)
+    rtols = tuple(float(r) for r in options["rtol"].split(",")) if "rtol" in options else rtols
+    t_end, only = float(options.get("time", T_CORPUS)), tuple(filter(None, options.get("formulation", "").split(",")))
     start = time.time()
     print(time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "load", os.getloadavg(),
           f"{len(robots)} robots, rtol {', '.join(f'{r:g}' for r in rtols)}, dt {', '.join(map(str, SWEEP_DTS))} s, "
-          f"cap {cap:g} s", flush=True)
+          f"cap {cap:g} s, {t_end:g} s of motion", flush=True)
     rows = []
     for path in robots:
-        rows += _sweep_robot(path, rtols, cap, python)
+        rows += _sweep_robot(path, rtols, cap, python, t_end, only)
     off = [r for r in rows if r["verdict"] in ("DEFECT", "flagged")]
     worst = sorted((r for r in rows if r["verdict"] == "agree"),
                    key=lambda r: -max(r["dx"] / r["allowed"][0], r["dr"] / r["allowed"][1]))[:10]
