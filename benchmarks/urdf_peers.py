@@ -30,12 +30,12 @@ ended with its child process after ``CAP_CORPUS`` s wall); then a count.
 ``sweep [--quick] [PATTERN ...]``: the dynamics beyond its tuned settings, on robots of different kinds
 (``SWEEP_ROBOTS``: the double pendulum, the UR5 and Panda arms, the Solo-12 and ANYmal quadrupeds, the Bolt biped,
 the Talos humanoid, the TriFinger-edu finger; ``--quick`` the first four of them and fewer settings; PATTERNs pick
-robots by path). Each robot falls as in ``corpus`` (0.5 s, damping acting, limits and mimics left out; URDF's root
-link is fixed, as Pinocchio reads it without a root joint), gravity ``GRAVITY_SWEEP`` tilted from −z. Pinocchio's
-reference is computed once per robot (rtol 1e-12), then cadmotion runs every formulation of ``FORMULATIONS`` with
-every integrator: the error-controlled ones (``SWEEP_ADAPTIVE``) at rtol ``SWEEP_RTOLS`` (atol = rtol/100), the
-fixed-step ones (RK4 on the index-1 and relative formulations, generalized-alpha and HHT on index3) at steps
-``SWEEP_DTS``. A run is:
+robots by path, of the list or, a PATTERN that names none of it, of the corpus). Each robot falls as in ``corpus``
+(0.5 s, damping acting, limits and mimics left out; URDF's root link is fixed, as Pinocchio reads it without a root
+joint), gravity ``GRAVITY_SWEEP`` tilted from −z. Pinocchio's reference is computed once per robot (rtol 1e-12),
+then cadmotion runs every formulation of ``FORMULATIONS`` with every integrator: the error-controlled ones
+(``SWEEP_ADAPTIVE``) at rtol ``SWEEP_RTOLS`` (atol = rtol/100), the fixed-step ones (RK4 on the index-1 and relative
+formulations, generalized-alpha and HHT on index3) at steps ``SWEEP_DTS``. A run is:
 
 * *agree*: an error-controlled run's largest link-frame error is within what its tolerance warrants,
   ``Δx ≤ 100 rtol · max(L, 5 cm)`` and ``ΔR ≤ 100 rtol · max(Θ, 0.05)``, L (m) and Θ the largest displacement
@@ -463,6 +463,8 @@ def sweep(args):
     python = Path(os.environ.get("PEERS_VENV", "/tmp/peers-venv")) / "bin" / "python"
     robots = SWEEP_ROBOTS[:QUICK_ROBOTS] if quick and not patterns else SWEEP_ROBOTS
     robots = [ROBOTS / r for r in robots if not patterns or any(p in r for p in patterns)]
+    robots += sorted(f for f in ROBOTS.rglob("*.urdf") if f not in robots and any(
+        p in str(f) and not any(p in r for r in SWEEP_ROBOTS) for p in patterns))   # robots beyond the list
     rtols, cap = (QUICK_RTOLS, CAP_QUICK) if quick else (SWEEP_RTOLS, CAP_SWEEP)
     rtols = tuple(float(r) for r in options["rtol"].split(",")) if "rtol" in options else rtols
     t_end, only = float(options.get("time", T_CORPUS)), tuple(filter(None, options.get("formulation", "").split(",")))
