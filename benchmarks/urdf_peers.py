@@ -47,7 +47,8 @@ formulations, generalized-alpha and HHT on index3) at steps ``SWEEP_DTS``. A run
   ``max(10 e, 1e-6 L)``, and never with an error above a tenth of the motion (a run that far off should say so).
   The formulations that hold the joints only approximately by design (``APPROXIMATE``: penalty, Baumgarte,
   augmented Lagrangian) get ten times the joint gap the run reports (``violation.position``) on top;
-* *flagged*: off, and the run says so (an ``invariant`` or ``failed`` event, ``complete`` False) — acceptable;
+* *flagged*: off, and the run says so (an ``invariant`` or ``failed`` event, ``complete`` False; a run that stopped
+  is flagged whatever its frames before the stop) — acceptable;
 * *DEFECT*: off and reported as success; or another formulation or integrator ran than the one asked for; or an
   exception that is not one of the project's errors (``cadmotion.errors``);
 * *refused*: a ``CadmotionError`` before the run (an unsupported pair, a model the formulation does not take);
@@ -422,7 +423,7 @@ def _sweep_robot(path, rtols, cap, python, t_end=T_CORPUS, only=()):
             k = SWEEP_DTS.index(row["dt"])
             pair = (k, k + 1) if k + 1 < len(SWEEP_DTS) else (k - 1, k)   # each step with the next, finer one
             coarse, fine = (runs.get((row["formulation"], row["integrator"], SWEEP_DTS[j])) for j in pair)
-            if coarse is None or fine is None:
+            if coarse is None or fine is None or not (coarse["complete"] and fine["complete"]):
                 row["allowed"] = (1e-6 * size_x, 1e-6 * size_r)   # no estimate: as tight as it gets
                 continue
             p = FIXED_ORDER[row["integrator"]]
@@ -434,6 +435,9 @@ def _sweep_robot(path, rtols, cap, python, t_end=T_CORPUS, only=()):
         if "verdict" not in row and row["formulation"] in APPROXIMATE:
             # a joint gap g moves the links beyond it by about g, and turns a link of 10 cm by g / 0.1 m
             row["allowed"] = (row["allowed"][0] + 10 * row["gap"], row["allowed"][1] + 100 * row["gap"])
+        if "verdict" not in row and row["flags"].endswith("(incomplete)"):
+            # compared at the frames it has only: a run that stopped is off, and says so
+            row.update(verdict="flagged", why=row["flags"])
         if "verdict" not in row:
             off = row["dx"] > row["allowed"][0] or row["dr"] > row["allowed"][1] or not np.isfinite(row["dx"])
             row["verdict"] = ("flagged" if row["flags"] else "DEFECT") if off else "agree"
