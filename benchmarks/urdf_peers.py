@@ -38,12 +38,12 @@ then cadmotion runs every formulation of ``FORMULATIONS`` with every integrator:
 formulations, generalized-alpha and HHT on index3) at steps ``SWEEP_DTS``. A run is:
 
 * *agree*: an error-controlled run's largest link-frame error is within what its tolerance warrants,
-  ``Δx ≤ G rtol · max(L, 5 cm)`` and ``ΔR ≤ G rtol · max(Θ, 0.05)``, L (m) and Θ the largest displacement
+  ``Δx ≤ 100 rtol · max(L, 5 cm)`` and ``ΔR ≤ 100 rtol · max(Θ, 0.05)``, L (m) and Θ the largest displacement
   and rotation-matrix change of any link in the reference motion: rtol bounds the local error of a step relative to
-  the state, and G = 100 is generous for an accumulation of local errors over 0.5 s of a fall, not for a wrong
-  equation. A motion that amplifies errors (the Panda tumbling for 2 s: Pinocchio's own DOP853 at rtol 1e-10 is
-  4.6e-8 m off its 1e-12 run) warrants more: G is at least ten times Pinocchio's own error at rtol
-  ``SENSITIVITY_RTOL`` per unit of that rtol and of the motion's size, computed once per robot.
+  the state, and a hundred times it is generous for an accumulation of local errors over 0.5 s of a fall, not for a
+  wrong equation. A motion that amplifies errors (the Panda tumbling for 2 s: Pinocchio's own DOP853 at rtol 1e-10
+  is 4.6e-8 m off its 1e-12 run) warrants more: at least ten times Pinocchio's own error at the same rtol (its
+  DOP853 run once per robot and tolerance).
   A fixed-step run asks for no tolerance: its error is warranted by its
   step, estimated independently of Pinocchio from the same run at the step a quarter as large (Richardson, the
   method's order p: e(dt) ≈ |x_dt − x_dt/4| 4^p/(4^p − 1), the finer run's e/4^p); agree within
@@ -252,8 +252,6 @@ QUICK_ROBOTS, QUICK_RTOLS, CAP_QUICK = 4, (1e-4, 1e-8), 15.0
 #: with the tolerance, and the run reports it as its joints' gap ``violation.position`` (its growth from the first
 #: frame, m), which a run's allowance adds: ten times it in position, a hundred times it in the rotation entries
 APPROXIMATE = ("penalty", "baumgarte", "augmented-lagrangian")
-#: the tolerance of Pinocchio's second run, whose error measures how much the motion amplifies a step's error
-SENSITIVITY_RTOL = 1e-8
 #: the fixed-step integrators' orders of global error (generalized-alpha and HHT: second order)
 FIXED_ORDER = {"RK4": 4, "generalized-alpha": 2, "HHT": 2}
 
@@ -369,21 +367,21 @@ def _sweep_robot(path, rtols, cap, python, t_end=T_CORPUS, only=()):
     frames = {k: np.asarray(v) for k, v in ref["frames"].items()}
     size_x = max(float(np.abs(f[:, :3] - f[0, :3]).max()) for f in frames.values())
     size_r = max(float(np.abs(f[:, 3:] - f[0, 3:]).max()) for f in frames.values())
-    # the motion's sensitivity: Pinocchio's own error at rtol 1e-8 against its 1e-12, per unit of rtol and size
-    code = PINOCCHIO_CORPUS.replace("rtol=1e-12, atol=1e-14", f"rtol={SENSITIVITY_RTOL}, atol={SENSITIVITY_RTOL / 100}")
-    out = subprocess.run([str(python), "-c", code, str(path), str(t_end), str(FRAMES_CORPUS),
-                          json.dumps(GRAVITY_SWEEP)], capture_output=True, text=True, timeout=3600)
-    ex, er = _frame_errors(json.loads(out.stdout.strip().splitlines()[-1])["frames"], ref["frames"]) \
-        if not out.returncode else (0.0, 0.0)
-    gain = max(100.0, 10 * ex / (SENSITIVITY_RTOL * max(size_x, 0.05)),
-               10 * er / (SENSITIVITY_RTOL * max(size_r, 0.05)))
+    # the motion's sensitivity: Pinocchio's own error at each tolerance swept, against its 1e-12
+    own = {}
+    for rtol in rtols:
+        code = PINOCCHIO_CORPUS.replace("rtol=1e-12, atol=1e-14", f"rtol={rtol}, atol={rtol / 100}")
+        out = subprocess.run([str(python), "-c", code, str(path), str(t_end), str(FRAMES_CORPUS),
+                              json.dumps(GRAVITY_SWEEP)], capture_output=True, text=True, timeout=3600)
+        own[rtol] = _frame_errors(json.loads(out.stdout.strip().splitlines()[-1])["frames"], ref["frames"]) \
+            if not out.returncode else (0.0, 0.0)
     try:
         _SWEEP_MODEL["model"] = compile_model(_sweep_spec(path))
     except Exception as exc:  # noqa: BLE001 - named and skipped
         print(f"{name}: not compiled: {type(exc).__name__}: {exc}")
         return []
     print(f"{name}: {ref['nv']} dof; motion {size_x:.3f} m, rotation {size_r:.3f}; Pinocchio {ref['wall']:.1f} s; "
-          f"error allowed per unit of rtol {gain:.0f} (Pinocchio's at rtol {SENSITIVITY_RTOL:g}: {ex:.1e} m, {er:.1e})",
+          f"its own error at " + ", ".join(f"rtol {r:g}: {e[0]:.1e} m, {e[1]:.1e}" for r, e in own.items()),
           flush=True)
     plan = []
     for formulation, cls in FORMULATIONS.items():
@@ -429,7 +427,8 @@ def _sweep_robot(path, rtols, cap, python, t_end=T_CORPUS, only=()):
                 continue
             row["gap"] = cm["gap"]
             if rtol:
-                row["allowed"] = (gain * rtol * max(size_x, 0.05), gain * rtol * max(size_r, 0.05))
+                row["allowed"] = (max(100 * rtol * max(size_x, 0.05), 10 * own[rtol][0]),
+                                  max(100 * rtol * max(size_r, 0.05), 10 * own[rtol][1]))
 
     # the fixed-step runs' allowances: the step's error estimated from the run at a quarter of the step
     for row in rows:
