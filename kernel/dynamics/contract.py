@@ -137,6 +137,13 @@ CROSSING_MAX_STEPS = 20000
 CROSSING_NEWTON_ITER = 40
 
 
+def step_too_large(dt):
+    """The hint a fixed-step run's failure carries: its step ``dt`` (s) may be beyond the stability of the model's
+    fastest motion (a fingertip of 1e-12 kg m² on a joint), and what to do."""
+    return (f" (the step dt = {dt:.3g} s may be too large for this model's fastest motion, or the model is unstable: "
+            "use a smaller dt, or an error-controlled integrator, Radau for a stiff model)")
+
+
 @dataclass
 class DynamicsResult:
     """The output of :meth:`Formulation.solve`.
@@ -482,22 +489,25 @@ class Formulation:
             h = (t1 - t0) / n
             cross = False
             for i in range(n):
+                t_new = t1 if i == n - 1 else t0 + (i + 1) * h
+                # a state blowing up overflows the generated code's float loops (OverflowError, an
+                # ArithmeticError as numpy's FloatingPointError): a failed run, also at the step's end
                 try:
                     k1 = f(t, y)
                     k2 = f(t + 0.5 * h, y + 0.5 * h * k1)
                     k3 = f(t + 0.5 * h, y + 0.5 * h * k2)
                     k4 = f(t + h, y + h * k3)
-                except (_Failure, np.linalg.LinAlgError, FloatingPointError, ValueError) as exc:
-                    rec.fail(t, f"the equations of motion could not be solved near t = {t:.6g} s: {exc}")
-                y_new = y + (h / 6.0) * (k1 + 2 * k2 + 2 * k3 + k4)
-                t_new = t1 if i == n - 1 else t0 + (i + 1) * h
-                if self._strides_singular(t, h, y, y_new, k1, f(t_new, y_new)):
+                    y_new = y + (h / 6.0) * (k1 + 2 * k2 + 2 * k3 + k4)
+                    f_new = f(t_new, y_new)
+                except (_Failure, np.linalg.LinAlgError, ArithmeticError, ValueError) as exc:
+                    rec.fail(t, f"the equations of motion could not be solved near t = {t:.6g} s: {exc}"
+                                + step_too_large(h))
+                if self._strides_singular(t, h, y, y_new, k1, f_new):
                     cross = True  # cross from the start of this step
                     break
                 y, t = y_new, t_new
                 if not np.all(np.isfinite(y)):
-                    rec.fail(t, f"the solution became NaN/inf at t = {t:.6g} s (the step dt = {h:.3g} s is too large "
-                                "for this model, or the model is unstable)")
+                    rec.fail(t, f"the solution became NaN/inf at t = {t:.6g} s" + step_too_large(h))
                 rec.nsteps += 1
                 new = self._accept_checked(t, y, rec)
                 if isinstance(new, _Restart):
@@ -546,7 +556,7 @@ class Formulation:
 
         try:
             solver = make(times[0], y0)
-        except (_Failure, np.linalg.LinAlgError, FloatingPointError, ValueError) as exc:
+        except (_Failure, np.linalg.LinAlgError, ArithmeticError, ValueError) as exc:
             rec.fail(times[0], f"the equations of motion could not be solved at t = {times[0]:.6g} s: {exc}")
         last_fallback = -np.inf
         retries = 0
@@ -555,7 +565,7 @@ class Formulation:
             f_before = solver.f.copy() if hasattr(solver, "f") else None
             try:
                 message = solver.step()
-            except (_Failure, np.linalg.LinAlgError, FloatingPointError, ValueError) as exc:
+            except (_Failure, np.linalg.LinAlgError, ArithmeticError, ValueError) as exc:
                 # an evaluation failed at a trial stage (partitioning's dependent coordinates found
                 # by no Newton iteration over a step too long for them, Andrews' squeezer): a
                 # rejected step, tried again from the last accepted state at a quarter of its length
@@ -565,7 +575,7 @@ class Formulation:
                     try:
                         solver = make(t_before, y_before, first_step=min(h / 4, t_end - t_before))
                         continue
-                    except (_Failure, np.linalg.LinAlgError, FloatingPointError, ValueError) as again:
+                    except (_Failure, np.linalg.LinAlgError, ArithmeticError, ValueError) as again:
                         reason = again
                 rec.fail(t_before, f"the equations of motion could not be solved after t = {t_before:.6g} s: {reason}")
             retries = 0
@@ -777,7 +787,7 @@ class Formulation:
                     break
                 w_prev = w
             method, index3_steps = f"{steps} index-3 BDF{crossing.ORDER} steps of {h:.3g} s", steps
-        except (_Failure, np.linalg.LinAlgError, FloatingPointError) as exc:
+        except (_Failure, np.linalg.LinAlgError, ArithmeticError) as exc:
             # the rest by generalised-α from the last state reached (its retries step beside the
             # singular configuration itself)
             rec.notes.append(f"BDF crossing stopped at t = {t:.6g} s ({exc}); generalised-α crossed on")

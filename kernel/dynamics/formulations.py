@@ -31,7 +31,7 @@ from scipy.sparse.linalg import splu
 from ...errors import SolverError
 from ..analysis import rank_info
 from ..linalg import RowSolver
-from .contract import INTEGRATORS, SINGULAR_ZONE_MAX, DynamicsResult, Formulation, _Failure
+from .contract import INTEGRATORS, SINGULAR_ZONE_MAX, DynamicsResult, Formulation, _Failure, step_too_large
 from .index3 import Index3Formulation
 from .partitioning import PartitioningFormulation
 from .recursive import RecursiveFormulation
@@ -218,10 +218,11 @@ class _IndexOne(Formulation):
         if integrator == "RK4":  # the Python RK4 loop's messages
             if status == D.NOT_FINITE:
                 rec.fail(t_fail, f"the equations of motion could not be solved near t = {t_fail:.6g} s: the "
-                                 f"accelerations are not finite at t = {t_eval:.6g} s")
+                                 f"accelerations are not finite at t = {t_eval:.6g} s"
+                         + step_too_large(stats[R4.S_STEP]))
             elif status == D.NAN_STATE:
-                rec.fail(t_fail, f"the solution became NaN/inf at t = {t_fail:.6g} s (the step dt = "
-                                 f"{stats[R4.S_STEP]:.3g} s is too large for this model, or the model is unstable)")
+                rec.fail(t_fail, f"the solution became NaN/inf at t = {t_fail:.6g} s"
+                         + step_too_large(stats[R4.S_STEP]))
             return
         if status == D.NOT_FINITE:
             rec.fail(t_fail, f"the equations of motion could not be solved after t = {t_fail:.6g} s: the accelerations "

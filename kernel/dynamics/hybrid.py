@@ -310,7 +310,7 @@ class EventDriver:
             idle = ()
             try:
                 message = solver.step()
-            except (np.linalg.LinAlgError, FloatingPointError, ValueError) as exc:
+            except (np.linalg.LinAlgError, ArithmeticError, ValueError) as exc:
                 rec.fail(t0, f"the equations of motion could not be solved after t = {t0:.6g} s: {exc}")
             if solver.status == "failed":
                 rec.fail(t0, f"the integrator {integrator} failed after t = {t0:.6g} s: {message}")

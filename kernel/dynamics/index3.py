@@ -301,7 +301,7 @@ class Index3Formulation(Formulation):
                         try:
                             res = self._step(t, h, q, qd, qdd, a, lam)
                             break
-                        except (_Failure, np.linalg.LinAlgError, FloatingPointError) as exc:
+                        except (_Failure, np.linalg.LinAlgError, ArithmeticError) as exc:
                             h *= 0.5
                             self.nhalve += 1
                             self._solve = None

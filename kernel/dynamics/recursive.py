@@ -151,7 +151,7 @@ class RecursiveFormulation(SemiRecursiveFormulation):
                     raise np.linalg.LinAlgError("singular")
                 self.nfactor += 1
                 return sla.cho_solve(cho, (Cr @ zdd0 - c[rows]) / d, check_finite=False) / d, rows, X
-            except (np.linalg.LinAlgError, FloatingPointError, ValueError):
+            except (np.linalg.LinAlgError, ArithmeticError, ValueError):
                 self._rows = None  # the independent rows changed (a singular configuration was crossed)
         raise _Failure(f"the closure equations are singular at t = {t:.6g} s (a lock-up or toggle position)")
 

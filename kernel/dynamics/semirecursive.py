@@ -49,7 +49,7 @@ import scipy.linalg as sla
 import scipy.sparse as sps
 from scipy.sparse.linalg import splu
 
-from .contract import Formulation, _Failure
+from .contract import Formulation, _Failure, step_too_large
 from .index3 import Index3Formulation
 from .mass import cross, skew
 from .tree import TreeKinematics, build_tree
@@ -549,11 +549,11 @@ class SemiRecursiveFormulation(Formulation):
         t_fail, t_eval = stats[D.S_T_FAIL], stats[D.S_T_EVAL]
         if status == D.NOT_FINITE:
             rec.fail(t_fail, f"the equations of motion could not be solved near t = {t_fail:.6g} s: the reduced "
-                             f"mass matrix is singular or the accelerations are not finite at t = {t_eval:.6g} s")
+                             f"mass matrix is singular or the accelerations are not finite at t = {t_eval:.6g} s"
+                             + (step_too_large(stats[R4.S_STEP]) if integrator == "RK4" else ""))
         elif status == D.NAN_STATE:
-            rec.fail(t_fail, f"the solution became NaN/inf at t = {t_fail:.6g} s" + (
-                f" (the step dt = {stats[R4.S_STEP]:.3g} s is too large for this model, or the model is unstable)"
-                if integrator == "RK4" else ""))
+            rec.fail(t_fail, f"the solution became NaN/inf at t = {t_fail:.6g} s"
+                     + (step_too_large(stats[R4.S_STEP]) if integrator == "RK4" else ""))
         elif status == D.STEP_COLLAPSE:
             rec.fail(t_fail, f"the integrator {integrator} failed after t = {t_fail:.6g} s: Required step size is less "
                              "than spacing between numbers. (step size collapse: the model is stiff, singular or blows "

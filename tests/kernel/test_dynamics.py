@@ -437,3 +437,17 @@ def test_long_loop_sparse_path_agrees_with_the_compiled_band_path():
         np.testing.assert_allclose(m.position, ref.position, atol=1e-7)
         for k in ("j0.fx", "j24.fy", "energy.total"):
             np.testing.assert_allclose(m.extra[k], ref.extra[k], rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("formulation", ["projection", "baumgarte"])
+def test_a_fixed_step_beyond_the_models_stability_fails_naming_the_step_and_what_to_do(build, formulation):
+    # a rotational spring of 1e7 N m/rad on the pendulum: ω ≈ 7e3 rad/s, so RK4 at dt = 10 ms (ω dt ≈ 70, its
+    # stability ends at 2.8) blows up in a few steps, as on the Allegro hand's fingertips (the robot sweep,
+    # benchmarks/urdf_peers.py sweep). The run stops with a failed event naming the step and the way out; on the
+    # numpy path the blown-up state overflowed the generated code's float loops at the step's end, and the
+    # OverflowError escaped the run
+    spring = {"name": "s", "type": "rotational-spring-damper", "joint": "pivot", "stiffness": 1e7}
+    m = simulate(_pendulum(build, [spring]), 0.5, 10, formulation=formulation, integrator="RK4", dt=0.01)
+    assert not m.complete
+    assert [e.kind for e in m.events].count("failed") == 1
+    assert "dt = 0.01 s may be too large" in m.message and "smaller dt" in m.message and "Radau" in m.message
