@@ -18,7 +18,8 @@ Stages (each a plain function of the model and the values before it):
                          stiff for the output interval projection / Radau where the compiled
                          Radau loop runs (numba, nothing of ẏ in Python), else index3 /
                          generalized-alpha; when it is not stiff, semi-recursive / DOP853
-                         for joints that form an open tree, else projection / DOP853), named
+                         for joints that form an open tree (recursive beyond 64 joints deep),
+                         else projection / DOP853), named
                          with its reason in the run's notes
     6. report            poses, velocities, accelerations, reactions, efforts, energy and
                          constraint violation at every output time, as a Motion
