@@ -286,7 +286,9 @@ def parse_model(data, source="<model>", base_dir="."):
                 raise ctx.err(item, "`orientation` must be a non-zero quaternion [w, x, y, z]")
             kw["orientation"] = tuple(q / np.linalg.norm(q))
         if "mass" in entry:
-            kw["mass"] = ctx.num(item, "mass", entry["mass"], positive=True)
+            kw["mass"] = ctx.num(item, "mass", entry["mass"])
+            if kw["mass"] < 0:  # 0: a massless part, which only the joint-coordinate formulations take
+                raise ctx.err(item, f"`mass` must be positive (or 0 for a massless part), got {entry['mass']!r}")
         if "com" in entry:
             kw["com"] = tuple(ctx.vec(item, "com", entry["com"]))
         if "inertia" in entry:

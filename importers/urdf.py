@@ -12,8 +12,9 @@ What is read
   share, so that the welded group has the file's mass properties exactly (:func:`_welded_masses`; a
   ``UserWarning`` names those that had mass data). A moving link with a mass and a singular inertia (a point
   mass, a thin rod) gets a 1 mm sphere's inertia added, as a part given a mass and no inertia does
-  (:func:`_moving_masses`; a ``UserWarning`` names them); a massless link moving on its own keeps no mass data
-  (dynamics names it). Links welded to the root are fixed.
+  (:func:`_moving_masses`; a ``UserWarning`` names them); a moving link without mass data (or of zero mass
+  and inertia) is massless, mass 0: the joint-coordinate formulations take it where its joints carry it (the
+  virtual links of a multi-axis hip), the others refuse it naming the link. Links welded to the root are fixed.
 * ``<joint>``: ``<parent link>`` and ``<child link>``; ``<origin xyz rpy>``, the child link's frame in the parent
   link's frame at the zero configuration; ``<axis xyz>`` in the joint (= child) frame, default x. Types:
   ``revolute`` and ``continuous`` → revolute; ``prismatic``; ``fixed``; ``planar`` (the axis is the plane's
@@ -248,9 +249,11 @@ def read_urdf(path, *, gravity=(0.0, 0.0, 0.0), configuration=None):
         p, R = pose[n]
         entry = {"fixed": n in grounded, "position": [float(v) for v in p],
                  "orientation": [float(v) for v in matrix_to_quaternion(R)]}
-        if mass[n] is not None and mass[n][0] > 0:  # a lone massless link moving on its own: no mass data
+        if mass[n] is not None and mass[n][0] > 0:
             m, c, I = mass[n]
             entry.update(mass=float(m), com=[float(v) for v in c], inertia=_six(I))
+        elif not entry["fixed"] and (mass[n] is None or not np.any(mass[n][2])):
+            entry.update(mass=0.0)  # a massless moving link: joint coordinates take it where its joints carry it
         table[n] = entry
     entries, forces, outside = [], [], []
     for name, jtype, parent, child, joint in joints:
@@ -593,8 +596,8 @@ def _moving_masses(tree, mass, grounded):
     """Give the moving links with a mass and a singular inertia (positive semi-definite: a point mass, a thin rod),
     after :func:`_welded_masses`, the inertia of a sphere of
     :data:`~cadmotion.kernel.dynamics.mass.point_mass_radius` and the same mass added, as the kernel takes a part
-    given a mass and no inertia; update ``mass`` in place and return what was done, as text. (A massless link
-    moving on its own is left so: dynamics names it.)"""
+    given a mass and no inertia; update ``mass`` in place and return what was done, as text. (A massless moving
+    link is left so: the reader gives it mass 0.)"""
     notes = []
     for link in [j[3] for j in tree]:
         data = mass[link]

@@ -223,6 +223,8 @@ class Formulation:
     name = ""
     defaults = {}
     #: the integrators this formulation runs; another is an error, never a substitution
+    #: True where the formulation takes massless parts that its joints carry (:func:`.mass.refuse_massless`)
+    takes_massless = False
     integrators = INTEGRATORS
     #: the integrator used when none is named
     default_integrator = "DOP853"

@@ -50,7 +50,7 @@ from .contract import SCIPY_INTEGRATORS, default_dt
 from .formulations import FORMULATIONS, get_formulation
 from .integrators import REGISTRY
 from .invariants import FIXED_STEP, Accuracy, Bodies, CompliantContact, check_motion, free_system
-from .mass import accelerations_to_qdd, body_state, cross, frames_state, rates_from_velocities
+from .mass import accelerations_to_qdd, body_state, cross, frames_state, rates_from_velocities, refuse_massless
 from .outputs import CompiledFrameOutputs, FrameOutputs, lift_off_events, reactions_event
 from .stiffness import OPEN_TREE_REASON, default_method
 from .tree import relative_fits
@@ -335,9 +335,10 @@ def run(model, t_end=1.0, steps=100, *, formulation=None, integrator=None, rtol=
     if automatic:
         dyn, q0, v0, angles, refs = prepare(model, times[0])
         mass = check_mass(dyn, q0, v0, float(times[0]), refs, where=where)
-        form = get_formulation(DEFAULT_FORMULATION)(dyn, angles=angles, refs=refs)
+        # the absolute default asked whether its Radau runs compiled (not built for massless parts, which it refuses)
+        form = None if dyn.mass.massless else get_formulation(DEFAULT_FORMULATION)(dyn, angles=angles, refs=refs)
         choice = default_method(dyn, q0, v0, float(times[0]), refs, times,
-                                compiled_radau=form.runs_compiled("Radau", times, rtol, atol),
+                                compiled_radau=form is not None and form.runs_compiled("Radau", times, rtol, atol),
                                 relative=tree_formulation(model, dyn, model_options))
         formulation, integrator = choice.formulation, choice.integrator
         if formulation != DEFAULT_FORMULATION or model_options.get(formulation):
@@ -359,6 +360,8 @@ def run(model, t_end=1.0, steps=100, *, formulation=None, integrator=None, rtol=
     if dyn is None:
         dyn, q0, v0, angles, refs = prepare(model, times[0])
         mass = check_mass(dyn, q0, v0, float(times[0]), refs, where=where)
+    if not cls.takes_massless:
+        refuse_massless(dyn.mass, cls.name, where=where)
     slow = check_steps(dyn, q0, v0, times, refs, integrator=integrator, atol=atol,
                        absolute=cls.name in ABSOLUTE_FORMULATIONS, mass=mass,
                        estimate=choice.estimate if choice is not None else None, where=where)

@@ -34,11 +34,14 @@ body-frame matrix, 4 GᵀJ'G = 4 EᵀJ E) with quadratic velocity term 8 ĠᵀJ'
 singular along p; the normalisation rows pᵀp − 1 = 0 complete it. The multipliers of
 the joint rows are the same in both forms (the normalisation rows do no work in v).
 
-Input checks (:func:`compile_mass`): every moving part needs a positive, finite mass (a number) and a
-symmetric, positive-definite inertia about its com; principal moments that break the triangle
-inequality I1 + I2 ≥ I3 (no rigid body has them, but files written by other tools do) are
-simulated as given, with a warning naming the part. A part with a mass and no inertia is taken as a
-point mass regularised by the inertia of a 1 mm sphere (a warning says so).
+Input checks (:func:`compile_mass`): every moving part needs a finite mass (a number) and a
+symmetric, positive-definite inertia about its com. A mass of exactly 0 (with no inertia, or a
+zero one) is a *massless* part (``MassProperties.massless``): the relative-coordinate formulations
+take it where its joints carry it — a link between two joints, as the virtual links of a multi-axis
+hip — and every other formulation refuses it, naming the part (:func:`refuse_massless`). Principal
+moments that break the triangle inequality I1 + I2 ≥ I3 (no rigid body has them, but files written
+by other tools do) are simulated as given, with a warning naming the part. A part with a mass and no
+inertia is taken as a point mass regularised by the inertia of a 1 mm sphere (a warning says so).
 """
 
 from __future__ import annotations
@@ -59,8 +62,8 @@ def cross(a, b):
     return out
 
 
-__all__ = ["MassProperties", "compile_mass", "BodyState", "body_state", "rotation", "point_mass_radius",
-           "inertia_fault"]
+__all__ = ["MassProperties", "compile_mass", "refuse_massless", "BodyState", "body_state", "rotation",
+           "point_mass_radius", "inertia_fault"]
 
 #: radius (m) of the sphere whose inertia regularises a point mass
 point_mass_radius = 1e-3
@@ -81,8 +84,10 @@ class MassProperties:
     body_mass : ndarray, shape (nmov,), kg
     body_com : ndarray, shape (nmov, 3), m, centre of mass in the part frame
     body_inertia : ndarray, shape (nmov, 3, 3), kg m², about the com, part axes
-    body_inertia_inv : ndarray, shape (nmov, 3, 3), its inverse
+    body_inertia_inv : ndarray, shape (nmov, 3, 3), its inverse (for a massless part the others' mean, a
+        weight for the rank of redundant rows only)
     body_com_all : ndarray, shape (nb, 3), com of every body (fixed bodies: as given or 0)
+    massless : tuple of str — the moving parts of mass 0 (see the module docstring)
     """
 
     body_mass: np.ndarray
@@ -90,6 +95,7 @@ class MassProperties:
     body_inertia: np.ndarray
     body_inertia_inv: np.ndarray
     body_com_all: np.ndarray
+    massless: tuple = ()
 
     @property
     def nmov(self):
@@ -155,7 +161,7 @@ def compile_mass(model):
     """
     nmov = model.nq // model.nqb
     by_name = {p.name: p for p in model.spec.parts}
-    masses, coms, inertias = [], [], []
+    masses, coms, inertias, massless = [], [], [], []
     com_all = np.zeros((model.nb, 3))
     for b, name in enumerate(model.body_names):
         part = by_name[name]
@@ -175,12 +181,19 @@ def compile_mass(model):
         except (TypeError, ValueError):
             raise MechanismError(f"part {name!r} has mass {m!r}; a mass is a number of kg", where=where,
                                  hint="write `mass = 1.5` (kg) for the part") from None
-        if not np.isfinite(m) or m <= 0:
+        if not np.isfinite(m) or m < 0:
             raise MechanismError(f"part {name!r} has mass {m!r}; a moving part needs a positive mass", where=where,
                                  hint="give the part's mass in kg (> 0), or make the part fixed if it does not move")
         if not np.all(np.isfinite(com_all[b])):
             raise MechanismError(f"part {name!r}: the centre of mass must be finite", where=where)
-        if part.inertia is None:
+        if m == 0:
+            I = np.zeros((3, 3)) if part.inertia is None else np.asarray(part.inertia, float)
+            if I.shape != (3, 3) or np.any(I != 0):
+                raise MechanismError(f"part {name!r} has mass 0 and an inertia: a moving part needs a positive mass "
+                                     "(or, massless, neither)", where=where,
+                                     hint="give the part its mass in kg, or no inertia for a massless link")
+            massless.append(name)
+        elif part.inertia is None:
             warnings.warn(
                 f"part {name!r} has a mass but no inertia; treated as a point mass regularised by the inertia "
                 f"of a {point_mass_radius * 1e3:g} mm sphere", stacklevel=3,
@@ -194,8 +207,29 @@ def compile_mass(model):
     masses = np.array(masses, float).reshape(nmov)
     coms = np.array(coms, float).reshape(nmov, 3)
     inertias = np.array(inertias, float).reshape(nmov, 3, 3)
-    inv = np.linalg.inv(inertias) if nmov else np.zeros((0, 3, 3))
-    return MassProperties(_readonly(masses), _readonly(coms), _readonly(inertias), _readonly(inv), _readonly(com_all))
+    inv = np.zeros((nmov, 3, 3))
+    heavy = masses > 0
+    inv[heavy] = np.linalg.inv(inertias[heavy])
+    # a massless part's stands in for the others' mean: only weights (the rank-revealing of redundant rows) use it,
+    # never an equation of motion (the formulations that take massless parts never invert M)
+    inv[~heavy] = inv[heavy].mean(axis=0) if heavy.any() else np.eye(3)
+    return MassProperties(_readonly(masses), _readonly(coms), _readonly(inertias), _readonly(inv), _readonly(com_all),
+                          tuple(massless))
+
+
+def refuse_massless(mass, formulation, where=None):
+    """Raise :class:`~cadmotion.errors.MechanismError` naming the massless parts of ``mass``
+    (:class:`MassProperties`) for a ``formulation`` that needs every moving part's mass (the
+    absolute-coordinate ones: M⁻¹ per part); nothing when there are none."""
+    if not mass.massless:
+        return
+    names = ", ".join(map(repr, mass.massless))
+    raise MechanismError(
+        f"part{'s' if len(mass.massless) > 1 else ''} {names} {'have' if len(mass.massless) > 1 else 'has'} mass 0; "
+        f"a moving part needs a positive mass in the {formulation} formulation (absolute coordinates: each part's "
+        "own equations of motion)", where=where,
+        hint="give the parts their mass properties, or run `--formulation semi-recursive` (joint coordinates take a "
+             "massless link that its joints carry, such as the middle link of a two-axis joint)")
 
 
 def rotation(p):

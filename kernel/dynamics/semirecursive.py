@@ -74,6 +74,9 @@ class SemiRecursiveFormulation(Formulation):
                "velocity transformation to the independent velocities, projection (dense or sparse)")
     defaults = {"tol": None, "max_iter": 8, "sparse": None, "rcond": 0.1, "fast": True, "compiled_loop": True}
     crossing_formulation = Index3Formulation
+    #: joint coordinates: a massless link between two joints adds no equation of its own (𝐑ᵀ M̄ 𝐑 is the
+    #: joint-space mass matrix, positive definite while every joint moves some mass)
+    takes_massless = True
 
     def __init__(self, dyn, **kw):
         super().__init__(dyn, **kw)

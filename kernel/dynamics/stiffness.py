@@ -267,6 +267,11 @@ def default_method(dyn, q, v, t, refs, times, *, threshold=100.0, compiled_radau
         reason = (f"joint limits as stops on {', '.join(dyn.forces.stops.prefixes)}: projection / DOP853 with its "
                   f"steps limited to resolve every stop ({est.reason})")
         return MethodChoice("projection", "DOP853", None, reason, est)
+    if relative is not None and dyn.mass.massless:
+        # the absolute formulations need every moving part's mass (:func:`.mass.refuse_massless`)
+        integrator = "Radau" if est.stiff else "DOP853"
+        return MethodChoice(relative[0], integrator, None, f"{est.reason}; {relative[1]}; massless part(s) "
+                            f"{', '.join(dyn.mass.massless)}: joint coordinates, {integrator}", est)
     if est.stiff and compiled_radau:
         return MethodChoice("projection", "Radau", None,
                             est.reason + " (Radau IIA compiled with the model, iterating with the analytic Jacobian, "
