@@ -222,9 +222,9 @@ class Formulation:
 
     name = ""
     defaults = {}
-    #: the integrators this formulation runs; another is an error, never a substitution
     #: True where the formulation takes massless parts that its joints carry (:func:`.mass.refuse_massless`)
     takes_massless = False
+    #: the integrators this formulation runs; another is an error, never a substitution
     integrators = INTEGRATORS
     #: the integrator used when none is named
     default_integrator = "DOP853"

@@ -143,11 +143,11 @@ class Dynamics:
         self.model = model
         self.system = System(model)
         self.mass = compile_mass(model)
-        # 1/m per moving part; for a massless one (which only the joint-coordinate formulations take) the others'
-        # mean, as body_inertia_inv's: a weight of the rank of redundant rows, never an equation of motion
+        #: 1/m (1/kg) per moving part; for a massless one (which only the joint-coordinate formulations take) the
+        #: others' mean, as ``mass.body_inertia_inv``: a weight of the rank of redundant rows, never an equation
         heavy = self.mass.body_mass > 0
-        self._mass_inv = np.divide(1.0, self.mass.body_mass, out=np.zeros(self.mass.nmov), where=heavy)
-        self._mass_inv[~heavy] = self._mass_inv[heavy].mean() if heavy.any() else 1.0
+        self.inverse_mass = np.divide(1.0, self.mass.body_mass, out=np.zeros(self.mass.nmov), where=heavy)
+        self.inverse_mass[~heavy] = self.inverse_mass[heavy].mean() if heavy.any() else 1.0
         self.forces = ForceElements(model, self.mass)
         nmov = self.mass.nmov
         self.nmov = nmov
@@ -371,7 +371,7 @@ class Dynamics:
             ev.f = f.reshape(-1)
             ev.power = power
             Mf = np.empty((nmov, 6))
-            Mf[:, :3] = f[:, :3] * self._mass_inv[:, None]
+            Mf[:, :3] = f[:, :3] * self.inverse_mass[:, None]
             Mf[:, 3:] = np.einsum("bij,bj->bi", bs.Jinv, f[:, 3:])
             ev.Minv_f = Mf.reshape(-1)
         return ev
@@ -384,14 +384,14 @@ class Dynamics:
         m = Jr.shape[0]
         J3 = Jr.reshape(m, nmov, 2, 3)
         X = np.empty((m, nmov, 2, 3))
-        X[:, :, 0, :] = J3[:, :, 0, :] * self._mass_inv[None, :, None]
+        X[:, :, 0, :] = J3[:, :, 0, :] * self.inverse_mass[None, :, None]
         X[:, :, 1, :] = np.einsum("mbj,bij->mbi", J3[:, :, 1, :], bs.Jinv)
         return X.reshape(m, self.nv)
 
     def mass_matrix(self, bs, inverse=False):
         """M (or M⁻¹) as a dense array, or CSR on the sparse path, (nv, nv)."""
         if inverse:
-            data = np.concatenate([np.repeat(self._mass_inv, 3), bs.Jinv.reshape(-1)])
+            data = np.concatenate([np.repeat(self.inverse_mass, 3), bs.Jinv.reshape(-1)])
         else:
             data = np.concatenate([np.repeat(self.mass.body_mass, 3), bs.J.reshape(-1)])
         if self.sparse:
@@ -405,7 +405,7 @@ class Dynamics:
         nmov = self.nmov
         X = x.reshape(nmov, 6)
         out = np.empty((nmov, 6))
-        out[:, :3] = X[:, :3] * self._mass_inv[:, None]
+        out[:, :3] = X[:, :3] * self.inverse_mass[:, None]
         out[:, 3:] = np.einsum("bij,bj->bi", bs.Jinv, X[:, 3:])
         return out.reshape(-1)
 
