@@ -302,15 +302,9 @@ class Dynamics:
         Qb[:, 3:] /= norm[:, None]
         return Qb.reshape(-1)
 
-    def evaluate(self, q, v, t, refs, *, with_gamma=True, with_forces=True):
-        """One :class:`Evaluation` at (q, v, t)."""
-        model = self.model
-        ev = Evaluation()
-        nmov = self.nmov
-        q = self.unit_parameters(q)
-        ev.dyn, ev.t, ev.q, ev.v = self, t, q, v
-        bs = body_state(model, self.mass, q, v)
-        ev.bs = bs
+    def _constraint_terms(self, ev, q, v, bs, with_gamma):
+        """ev.J, ev.Jr (the kept rows), ev.gamma (with_gamma) and ev.phit of the joints at (q, v, ev.t)."""
+        model, nmov, t = self.model, self.nmov, ev.t
         qf = np.concatenate([q, model.q_fixed])
         B = np.zeros((model.nb, 7, 6))
         B[:, 0, 0] = B[:, 1, 1] = B[:, 2, 2] = 1.0
@@ -359,11 +353,28 @@ class Dynamics:
             ev.Jr = J[self.rows] if len(self.redundant) else J
         ev.gamma = gamma if with_gamma else None
         ev.phit = phit
+
+    def evaluate(self, q, v, t, refs, *, with_gamma=True, with_forces=True, with_constraints=True):
+        """One :class:`Evaluation` at (q, v, t); ``with_constraints`` False leaves out the joints' Jacobian,
+        γ and Φt (``J``, ``Jr``, ``gamma`` None, ``phit`` zeros)."""
+        model = self.model
+        ev = Evaluation()
+        nmov = self.nmov
+        q = self.unit_parameters(q)
+        ev.dyn, ev.t, ev.q, ev.v = self, t, q, v
+        bs = body_state(model, self.mass, q, v)
+        ev.bs = bs
+        if with_constraints:
+            self._constraint_terms(ev, q, v, bs, with_gamma)
+        else:  # the forces alone (an open tree in joint coordinates has no closure row to evaluate)
+            ev.J = ev.Jr = ev.gamma = None
+            ev.phit = np.zeros(self.nc)
         if with_forces:
             F = np.zeros((model.nb, 3))
             F[:nmov] = self._gravity_f
             N = np.zeros((model.nb, 3))
             F, N, power = self.forces.evaluate(bs, t, refs, F, N)
+            w = bs.w[:nmov]
             Jw = np.einsum("bij,bj->bi", bs.J, w)
             f = np.empty((nmov, 6))
             f[:, :3] = F[:nmov]

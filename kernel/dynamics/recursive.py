@@ -96,7 +96,7 @@ class RecursiveFormulation(SemiRecursiveFormulation):
             return super().rhs(t, y)  # the compiled evaluation (the tree module's recursive stage)
         tree, dyn = self.tree, self.dyn
         zq, zd, q, v, b, Z, rc = self._state(t, y)
-        ev = dyn.evaluate(q, v, t, self.refs)
+        ev = dyn.evaluate(q, v, t, self.refs, with_constraints=bool(len(self.crows)))
         try:
             solve, zdd, a = (self._articulated if self.aba else self._dense)(ev, b, Z, rc, zd)
         except np.linalg.LinAlgError:

@@ -392,7 +392,7 @@ class SemiRecursiveFormulation(Formulation):
         tree = self.tree
         zq, zd, q, v, b, Z, rc = self._state(t, y)
         dyn = self.dyn
-        ev = dyn.evaluate(q, v, t, self.refs)
+        ev = dyn.evaluate(q, v, t, self.refs, with_constraints=bool(len(self.crows)))
         Mz, Qz, a = self._dynamics_terms(ev, b, Z, rc, zd)
         out = np.empty_like(y)
         out[: tree.nzq] = self.kin.rates(zq, zd)
