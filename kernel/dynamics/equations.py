@@ -143,11 +143,6 @@ class Dynamics:
         self.model = model
         self.system = System(model)
         self.mass = compile_mass(model)
-        #: 1/m (1/kg) per moving part; for a massless one (which only the joint-coordinate formulations take) the
-        #: others' mean, as ``mass.body_inertia_inv``: a weight of the rank of redundant rows, never an equation
-        heavy = self.mass.body_mass > 0
-        self.inverse_mass = np.divide(1.0, self.mass.body_mass, out=np.zeros(self.mass.nmov), where=heavy)
-        self.inverse_mass[~heavy] = self.inverse_mass[heavy].mean() if heavy.any() else 1.0
         self.forces = ForceElements(model, self.mass)
         nmov = self.mass.nmov
         self.nmov = nmov
@@ -302,9 +297,9 @@ class Dynamics:
         Qb[:, 3:] /= norm[:, None]
         return Qb.reshape(-1)
 
-    def _constraint_terms(self, ev, q, v, bs, with_gamma):
-        """ev.J, ev.Jr (the kept rows), ev.gamma (with_gamma) and ev.phit of the joints at (q, v, ev.t)."""
-        model, nmov, t = self.model, self.nmov, ev.t
+    def _constraint_terms(self, ev, with_gamma):
+        """ev.J, ev.Jr (the kept rows), ev.gamma (with_gamma) and ev.phit of the joints at ev's (q, v, t)."""
+        model, nmov, q, v, t, bs = self.model, self.nmov, ev.q, ev.v, ev.t, ev.bs
         qf = np.concatenate([q, model.q_fixed])
         B = np.zeros((model.nb, 7, 6))
         B[:, 0, 0] = B[:, 1, 1] = B[:, 2, 2] = 1.0
@@ -365,7 +360,7 @@ class Dynamics:
         bs = body_state(model, self.mass, q, v)
         ev.bs = bs
         if with_constraints:
-            self._constraint_terms(ev, q, v, bs, with_gamma)
+            self._constraint_terms(ev, with_gamma)
         else:  # the forces alone (an open tree in joint coordinates has no closure row to evaluate)
             ev.J = ev.Jr = ev.gamma = None
             ev.phit = np.zeros(self.nc)
@@ -382,7 +377,7 @@ class Dynamics:
             ev.f = f.reshape(-1)
             ev.power = power
             Mf = np.empty((nmov, 6))
-            Mf[:, :3] = f[:, :3] * self.inverse_mass[:, None]
+            Mf[:, :3] = f[:, :3] * self.mass.body_mass_inv[:, None]
             Mf[:, 3:] = np.einsum("bij,bj->bi", bs.Jinv, f[:, 3:])
             ev.Minv_f = Mf.reshape(-1)
         return ev
@@ -395,14 +390,14 @@ class Dynamics:
         m = Jr.shape[0]
         J3 = Jr.reshape(m, nmov, 2, 3)
         X = np.empty((m, nmov, 2, 3))
-        X[:, :, 0, :] = J3[:, :, 0, :] * self.inverse_mass[None, :, None]
+        X[:, :, 0, :] = J3[:, :, 0, :] * self.mass.body_mass_inv[None, :, None]
         X[:, :, 1, :] = np.einsum("mbj,bij->mbi", J3[:, :, 1, :], bs.Jinv)
         return X.reshape(m, self.nv)
 
     def mass_matrix(self, bs, inverse=False):
         """M (or M⁻¹) as a dense array, or CSR on the sparse path, (nv, nv)."""
         if inverse:
-            data = np.concatenate([np.repeat(self.inverse_mass, 3), bs.Jinv.reshape(-1)])
+            data = np.concatenate([np.repeat(self.mass.body_mass_inv, 3), bs.Jinv.reshape(-1)])
         else:
             data = np.concatenate([np.repeat(self.mass.body_mass, 3), bs.J.reshape(-1)])
         if self.sparse:
@@ -416,7 +411,7 @@ class Dynamics:
         nmov = self.nmov
         X = x.reshape(nmov, 6)
         out = np.empty((nmov, 6))
-        out[:, :3] = X[:, :3] * self.inverse_mass[:, None]
+        out[:, :3] = X[:, :3] * self.mass.body_mass_inv[:, None]
         out[:, 3:] = np.einsum("bij,bj->bi", bs.Jinv, X[:, 3:])
         return out.reshape(-1)
 

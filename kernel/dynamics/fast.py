@@ -241,7 +241,7 @@ class FastRHS:
         for n_, (_, kind_, gi_, inst_) in enumerate(model.joint_measures):
             mpos.setdefault(gi_, {})[(inst_, kind_)] = n_
         if reduction is None:
-            imt = np.eye(3)[None, :, :] * dyn.inverse_mass[:, None, None]
+            imt = np.eye(3)[None, :, :] * mass.body_mass_inv[:, None, None]
             jbinv = mass.body_inertia_inv
         else:
             imt, jbinv = reduction.translation_inverse_mass, reduction.body_inverse_inertia

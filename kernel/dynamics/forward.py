@@ -330,11 +330,14 @@ def run(model, t_end=1.0, steps=100, *, formulation=None, integrator=None, rtol=
     rtol = DEFAULT_RTOL if rtol is None else rtol
     atol = DEFAULT_ATOL if atol is None else atol
     check_settings(times, rtol, atol, dt)
-    choice = form = dyn = tree_note = None
+    choice = form = tree_note = None
     where = model.spec.source or None
+    if not automatic:  # the method asked for: an unknown formulation or integrator is an error before any work
+        named = get_formulation(formulation or DEFAULT_FORMULATION)
+        named.check_integrator(integrator or named.default_integrator)
+    dyn, q0, v0, angles, refs = prepare(model, times[0])
+    mass = check_mass(dyn, q0, v0, float(times[0]), refs, where=where)
     if automatic:
-        dyn, q0, v0, angles, refs = prepare(model, times[0])
-        mass = check_mass(dyn, q0, v0, float(times[0]), refs, where=where)
         # the absolute default asked whether its Radau runs compiled (not built for massless parts, which it refuses)
         form = None if dyn.mass.massless else get_formulation(DEFAULT_FORMULATION)(dyn, angles=angles, refs=refs)
         choice = default_method(dyn, q0, v0, float(times[0]), refs, times,
@@ -348,18 +351,12 @@ def run(model, t_end=1.0, steps=100, *, formulation=None, integrator=None, rtol=
         if choice.rtol is not None:
             rtol, atol = choice.rtol, choice.atol
     elif formulation is None and not options and integrator in TREE_INTEGRATORS:
-        dyn, q0, v0, angles, refs = prepare(model, times[0])
-        mass = check_mass(dyn, q0, v0, float(times[0]), refs, where=where)
         relative = tree_formulation(model, dyn, model_options)
-        if relative is not None:
+        if relative is not None:  # it runs every integrator of TREE_INTEGRATORS
             formulation = relative[0]
             tree_note = f"{formulation} chosen for the model: {relative[1]}"
     cls = get_formulation(formulation or DEFAULT_FORMULATION)
     integrator = integrator or cls.default_integrator
-    cls.check_integrator(integrator)
-    if dyn is None:
-        dyn, q0, v0, angles, refs = prepare(model, times[0])
-        mass = check_mass(dyn, q0, v0, float(times[0]), refs, where=where)
     if not cls.takes_massless:
         refuse_massless(dyn.mass, cls.name, where=where)
     slow = check_steps(dyn, q0, v0, times, refs, integrator=integrator, atol=atol,

@@ -84,10 +84,12 @@ class MassProperties:
     body_mass : ndarray, shape (nmov,), kg
     body_com : ndarray, shape (nmov, 3), m, centre of mass in the part frame
     body_inertia : ndarray, shape (nmov, 3, 3), kg m², about the com, part axes
-    body_inertia_inv : ndarray, shape (nmov, 3, 3), its inverse (for a massless part the others' mean, a
-        weight for the rank of redundant rows only)
+    body_inertia_inv : ndarray, shape (nmov, 3, 3), its inverse
     body_com_all : ndarray, shape (nb, 3), com of every body (fixed bodies: as given or 0)
-    massless : tuple of str — the moving parts of mass 0 (see the module docstring)
+    body_mass_inv : ndarray, shape (nmov,), 1/kg, the inverse masses
+    massless : tuple of str — the moving parts of mass 0 (see the module docstring); their inverse mass and
+        inertia stand in as the other parts' mean, weights for the rank of redundant rows only (the
+        formulations that take massless parts never invert M)
     """
 
     body_mass: np.ndarray
@@ -95,6 +97,7 @@ class MassProperties:
     body_inertia: np.ndarray
     body_inertia_inv: np.ndarray
     body_com_all: np.ndarray
+    body_mass_inv: np.ndarray
     massless: tuple = ()
 
     @property
@@ -207,14 +210,14 @@ def compile_mass(model):
     masses = np.array(masses, float).reshape(nmov)
     coms = np.array(coms, float).reshape(nmov, 3)
     inertias = np.array(inertias, float).reshape(nmov, 3, 3)
-    inv = np.zeros((nmov, 3, 3))
     heavy = masses > 0
-    inv[heavy] = np.linalg.inv(inertias[heavy])
-    # a massless part's stands in for the others' mean: only weights (the rank-revealing of redundant rows) use it,
-    # never an equation of motion (the formulations that take massless parts never invert M)
+    inv, inv_m = np.zeros((nmov, 3, 3)), np.zeros(nmov)
+    inv[heavy], inv_m[heavy] = np.linalg.inv(inertias[heavy]), 1.0 / masses[heavy]
+    # a massless part's stand in as the others' mean (see MassProperties.massless)
     inv[~heavy] = inv[heavy].mean(axis=0) if heavy.any() else np.eye(3)
+    inv_m[~heavy] = inv_m[heavy].mean() if heavy.any() else 1.0
     return MassProperties(_readonly(masses), _readonly(coms), _readonly(inertias), _readonly(inv), _readonly(com_all),
-                          tuple(massless))
+                          _readonly(inv_m), tuple(massless))
 
 
 def refuse_massless(mass, formulation, where=None):
