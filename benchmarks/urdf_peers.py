@@ -163,18 +163,37 @@ print(json.dumps(dict(frames=frames, wall=wall, nv=model.nv, ok=bool(sol.success
 """
 
 
+def _robot_spec(path, gravity):
+    """A robot's spec as the corpus and the sweep run it: gravity (m/s², world), limits and mimics left out
+    (Pinocchio's ABA takes neither; module docstring), the reader's warnings silenced."""
+    import warnings
+    from dataclasses import replace
+
+    from cadmotion.importers.urdf import read_urdf
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        spec = read_urdf(path, gravity=gravity)
+    return replace(spec, joints=tuple(replace(j, limits=()) for j in spec.joints if not j.name.endswith(".mimic")))
+
+
+def _link_poses(motion):
+    """{link: [[x, y, z, R row-major] per frame]}: every part's world pose (m) at the motion's frames."""
+    from cadmotion.kernel.rotations import quat_to_matrix
+
+    return {name: [np.concatenate([motion.position[i, k], quat_to_matrix(motion.quaternion[i, k]).ravel()])
+                   for i in range(motion.nt)] for k, name in enumerate(motion.parts)}
+
+
 def _cadmotion_fall(path):
     """One robot's fall by cadmotion (module docstring): a dict of its links' world poses at the output times, the
     wall time, the run's summary and what it broke; or ``error``. Run in a child process: a compiled loop cannot be
     interrupted from Python, so a run beyond the cap is ended with its process."""
     import warnings
-    from dataclasses import replace
 
-    from cadmotion.importers.urdf import read_urdf
     from cadmotion.kernel import compile_model
     from cadmotion.kernel.dynamics import simulate
     from cadmotion.kernel.dynamics.conditioning import ConditioningWarning
-    from cadmotion.kernel.rotations import quat_to_matrix
 
     try:
         with warnings.catch_warnings():
@@ -184,18 +203,14 @@ def _cadmotion_fall(path):
             warnings.showwarning = lambda message, *_: print(f"  {Path(path).name} flagged at "
                                                              f"{time.strftime('%H:%M:%S', time.gmtime())} UTC: "
                                                              f"{message}", file=sys.stderr, flush=True)
-            spec = read_urdf(path, gravity=(0.0, 0.0, -9.81))
-            spec = replace(spec, joints=tuple(replace(j, limits=()) for j in spec.joints
-                                              if not j.name.endswith(".mimic")))
+            spec = _robot_spec(path, (0.0, 0.0, -9.81))
             model = compile_model(spec)
             start = time.perf_counter()
             motion = simulate(model, t_end=T_CORPUS, steps=FRAMES_CORPUS, rtol=1e-10, atol=1e-12)
             wall = time.perf_counter() - start
     except Exception as exc:  # noqa: BLE001 - the corpus run names every failure and goes on
         return dict(error=f"{type(exc).__name__}: {str(exc).splitlines()[0][:240]}")
-    poses = {name: [np.concatenate([motion.position[i, k], quat_to_matrix(motion.quaternion[i, k]).ravel()])
-                    for i in range(motion.nt)] for k, name in enumerate(motion.parts)}
-    return dict(poses=poses, wall=wall, links=len(spec.parts), complete=motion.complete,
+    return dict(poses=_link_poses(motion), wall=wall, links=len(spec.parts), complete=motion.complete,
                 stats=next((e.message for e in motion.events if e.kind == "stats"), ""),
                 broken=[e.message for e in motion.events if e.kind in ("invariant", "failed")],
                 flagged=any(e.kind == "conditioning" for e in motion.events))
@@ -203,24 +218,20 @@ def _cadmotion_fall(path):
 
 def corpus(patterns):
     """The corpus comparison (module docstring)."""
-    import multiprocessing
-
     python = Path(os.environ.get("PEERS_VENV", "/tmp/peers-venv")) / "bin" / "python"
     files = sorted(f for f in ROBOTS.rglob("*.urdf") if not patterns or any(p in str(f) for p in patterns))
     print(time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "load", os.getloadavg(), f"{len(files)} files")
     verdicts = {}
     for path in files:
         name = str(path.relative_to(ROBOTS))
-        with multiprocessing.get_context("fork").Pool(1) as pool:
-            try:
-                cm = pool.apply_async(_cadmotion_fall, (str(path),)).get(CAP_CORPUS)
-            except multiprocessing.TimeoutError:
-                verdicts[name] = "cadmotion beyond the cap"
-                print(f"{name}: cadmotion not done after {CAP_CORPUS:g} s wall")
-                continue
-        if "error" in cm:
+        cm = _capped(_cadmotion_fall, (str(path),), CAP_CORPUS)
+        if cm is None:
+            verdicts[name] = "cadmotion beyond the cap"
+            print(f"{name}: cadmotion not done after {CAP_CORPUS:g} s wall")
+            continue
+        if "error" in cm or "crashed" in cm:
             verdicts[name] = "cadmotion failed"
-            print(f"{name}: cadmotion failed: {cm['error']}")
+            print(f"{name}: cadmotion failed: {cm.get('error') or cm['crashed']}")
             continue
         out = subprocess.run([str(python), "-c", PINOCCHIO_CORPUS, str(path), str(T_CORPUS), str(FRAMES_CORPUS)],
                              capture_output=True, text=True, timeout=3600)
@@ -229,11 +240,7 @@ def corpus(patterns):
             print(f"{name}: Pinocchio failed: {(out.stderr.strip().splitlines() or ['?'])[-1][:240]}")
             continue
         pin = json.loads(out.stdout.strip().splitlines()[-1])
-        dx = dr = 0.0
-        for link, poses in pin["frames"].items():
-            if link in cm["poses"]:
-                d = np.abs(np.asarray(cm["poses"][link]) - np.asarray(poses))
-                dx, dr = max(dx, float(d[:, :3].max())), max(dr, float(d[:, 3:].max()))
+        dx, dr = _frame_errors(cm["poses"], pin["frames"])
         ok = dx < 1e-6 and dr < 1e-6 and cm["complete"] and not cm["broken"]
         verdicts[name] = "agree" if ok else "differ"
         print(f"{name}: {cm['links']} links, {pin['nv']} dof; max |Δx| {dx:.2e} m, |ΔR| {dr:.2e}; "
@@ -264,19 +271,6 @@ APPROXIMATE = ("penalty", "baumgarte", "augmented-lagrangian")
 FIXED_ORDER = {"RK4": 4, "generalized-alpha": 2, "HHT": 2}
 
 
-def _sweep_spec(path):
-    """A robot's spec for the sweep: as the corpus's (gravity −z, limits and mimics left out)."""
-    import warnings
-    from dataclasses import replace
-
-    from cadmotion.importers.urdf import read_urdf
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        spec = read_urdf(path, gravity=GRAVITY_SWEEP)
-    return replace(spec, joints=tuple(replace(j, limits=()) for j in spec.joints if not j.name.endswith(".mimic")))
-
-
 _SWEEP_MODEL = {}
 
 
@@ -287,7 +281,6 @@ def _sweep_run(formulation, integrator, rtol, dt, t_end=None):
 
     from cadmotion.errors import CadmotionError
     from cadmotion.kernel.dynamics.forward import run
-    from cadmotion.kernel.rotations import quat_to_matrix
 
     options = dict(rtol=rtol, atol=rtol / 100) if rtol else dict(dt=dt)
     try:
@@ -302,8 +295,7 @@ def _sweep_run(formulation, integrator, rtol, dt, t_end=None):
         return dict(refused=f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
     except Exception as exc:  # noqa: BLE001 - an error not of the project's is a finding of the sweep
         return dict(crashed=f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
-    poses = {name: [np.concatenate([motion.position[i, k], quat_to_matrix(motion.quaternion[i, k]).ravel()])
-                    for i in range(motion.nt)] for k, name in enumerate(motion.parts)}
+    poses = _link_poses(motion)
     gap = motion.extra.get("violation.position")
     gap = float(np.nanmax(np.abs(gap) - np.abs(gap[0]))) if gap is not None and len(gap) else 0.0
     return dict(poses=poses, wall=wall, complete=bool(motion.complete), ran=(result.formulation, result.integrator),
@@ -384,7 +376,7 @@ def _sweep_robot(path, rtols, cap, python, t_end=T_CORPUS, only=()):
         own[rtol] = _frame_errors(json.loads(out.stdout.strip().splitlines()[-1])["frames"], ref["frames"]) \
             if not out.returncode else (0.0, 0.0)
     try:
-        _SWEEP_MODEL["model"] = compile_model(_sweep_spec(path))
+        _SWEEP_MODEL["model"] = compile_model(_robot_spec(path, GRAVITY_SWEEP))
     except Exception as exc:  # noqa: BLE001 - named and skipped
         print(f"{name}: not compiled: {type(exc).__name__}: {exc}")
         return []
