@@ -136,15 +136,23 @@ def fastest_mode(dyn, q, v, t, refs):
     n = Nm.shape[1]
     if n == 0:
         return 0.0, np.zeros((dyn.nmov, 6))
-    A = np.zeros((2 * n, 2 * n))
-    A[:n, n:] = np.eye(n)
-    A[n:, :n] = -(Nm.T @ K @ Nm)
-    A[n:, n:] = -(Nm.T @ D @ Nm)
-    lam, V = np.linalg.eig(A)
+    lam, V = np.linalg.eig(_state_matrix(Nm.T @ M @ Nm, Nm.T @ D @ Nm, Nm.T @ K @ Nm))
     k = int(np.argmax(np.abs(lam)))
     z = V[:n, k]  # the eigenvector is [z, λ z]: its positions
     z = np.real(z * np.exp(-1j * np.angle(z[np.argmax(np.abs(z))])))
     return float(np.abs(lam[k])), (Nm @ z).reshape(dyn.nmov, 6)
+
+
+def _state_matrix(Mr, Dr, Kr):
+    """[[0, I], [−M_r⁻¹ K_r, −M_r⁻¹ D_r]] (2 ndof, 2 ndof): the linearised equations as a first-order system in
+    [z, ż], whose eigenvalues (1/s) are the modes' rates (module docstring)."""
+    n = Mr.shape[0]
+    Minv = np.linalg.inv(Mr)
+    A = np.zeros((2 * n, 2 * n))
+    A[:n, n:] = np.eye(n)
+    A[n:, :n] = -Minv @ Kr
+    A[n:, n:] = -Minv @ Dr
+    return A
 
 
 def _on_the_joints(dyn, q, v, t, refs):
@@ -201,13 +209,7 @@ def stiffness_estimate(dyn, q, v, t, refs, times, *, threshold=100.0):
         return StiffnessEstimate(np.zeros(0, complex), 0.0, h_ref, 0.0, False, 0.0, min(h_ref, 1e-2),
                                  f"not stiff: {why}")
     Mr, Dr, Kr = linearised_system(dyn, q, v, t, refs)
-    n = Mr.shape[0]
-    Minv = np.linalg.inv(Mr)
-    A = np.zeros((2 * n, 2 * n))
-    A[:n, n:] = np.eye(n)
-    A[n:, :n] = -Minv @ Kr
-    A[n:, n:] = -Minv @ Dr
-    lam = np.linalg.eigvals(A)
+    lam = np.linalg.eigvals(_state_matrix(Mr, Dr, Kr))
     mag = np.abs(lam)
     k = int(np.argmax(mag))
     lmax = float(mag[k])
