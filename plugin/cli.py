@@ -162,12 +162,16 @@ def build_parser(command=None):
                      help="an option of the dynamics formulation that runs, e.g. --formulation recursive --option "
                           "alpha=20 --option beta=20 (its Baumgarte parameters, 1/s); repeatable; overrides the "
                           "model file's [formulation.<name>] table; `cadmotion formulations` lists each one's")
+    run.add_argument("--no-error-estimate", dest="estimate_error", action="store_false",
+                     help="dynamic runs: do not run the motion again at a tenth of the tolerances (half the step) "
+                          "to estimate its global error (the invariant motion.error); saves that second run")
     run.add_argument("--resolve-penetration", action="store_true",
                      help="dynamic runs: move parts whose declared contacts start inside each other apart (the "
                           "least change of the pose, joints kept) and say so, instead of refusing the model")
     run.add_argument("--accept-violations", action="store_true",
                      help=f"exit 0 even when a run breaks an invariant (dynamic: energy balance, constraint "
-                          f"violations, momentum, step count; kinematic and inverse: the frames' continuity); "
+                          f"violations, momentum, step count, the estimated global error; kinematic and inverse: "
+                          f"the frames' continuity); "
                           f"the summary and report still say so "
                           f"(otherwise exit {EXIT_INVARIANT})")
     run.add_argument("--json", action="store_true",
@@ -294,6 +298,14 @@ def _run(args):
     if args.option and args.analysis != "dynamic":
         raise CadmotionError(f"--option sets a dynamics formulation's option; this is a {args.analysis} run",
                              hint="add --analysis dynamic")
+    if not args.estimate_error and args.analysis != "dynamic":
+        raise CadmotionError(f"--no-error-estimate applies to dynamic runs; this is a {args.analysis} run",
+                             hint="add --analysis dynamic, or leave the flag out")
+    solver_options = {}
+    if args.option:
+        solver_options["options"] = dict(args.option)
+    if not args.estimate_error:
+        solver_options["estimate_error"] = False
     spec = _load_spec(args)
     t_end, steps = time_span(spec, args.t_end, args.steps)
     if args.output:
@@ -305,7 +317,7 @@ def _run(args):
         run = run_spec(spec, args.analysis, t_end=t_end, steps=steps, parametrization=args.parametrization,
                        drive=args.drive, gravity=args.gravity, progress=progress, free_dof=args.free_dof,
                        resolve_penetration=args.resolve_penetration,
-                       solver_options={"options": dict(args.option)} if args.option else None,
+                       solver_options=solver_options or None,
                        **{k: getattr(args, k) for k in DYNAMICS_OPTIONS})
     finally:
         close()

@@ -233,6 +233,12 @@ class Formulation:
     #: that crosses them, so that this contract module never imports a formulation built on it
     crossing_formulation = None
 
+    def finer_options(self, factor):
+        """The options that make this formulation's own approximation of the equations ``factor`` times finer,
+        beside the integrator's tolerance (for the companion run of :mod:`.global_error`): none for a formulation
+        that holds the equations to the tolerance (the base class)."""
+        return {}
+
     def __init__(self, dyn, *, angles, refs, **options):
         unknown = sorted(set(options) - set(self.defaults))
         if unknown:

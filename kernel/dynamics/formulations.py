@@ -433,6 +433,11 @@ class PenaltyFormulation(_IndexOne):
             iterations = (int(self.options["max_iter"]), float(self.options["tol"])) if self.iterate else (1, 0.0)
             self._setup_fast((xi * om, om), (1.0 / self.alpha, *iterations))
 
+    def finer_options(self, factor):
+        """The joints' compliance is 1/α: ``factor`` times the penalty makes it that much smaller (the motion's
+        departure from the rigid joints' is first order in it)."""
+        return {"penalty": float(self.options["penalty"]) * factor}
+
     def accelerations(self, ev, t, q, v):
         """(v̇, power of the driving constraints), with λ from the penalty α and the damped Φ, Φ̇."""
         dyn = self.dyn

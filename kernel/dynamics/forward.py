@@ -48,6 +48,7 @@ from .equations import Dynamics
 from .conditioning import ABSOLUTE_FORMULATIONS, check_mass, check_steps
 from .contract import SCIPY_INTEGRATORS, default_dt
 from .formulations import FORMULATIONS, get_formulation
+from .global_error import estimate_global_error
 from .integrators import REGISTRY
 from .invariants import FIXED_STEP, Accuracy, Bodies, CompliantContact, check_motion, free_system
 from .mass import accelerations_to_qdd, body_state, cross, frames_state, rates_from_velocities, refuse_massless
@@ -233,7 +234,7 @@ def check_settings(times, rtol, atol, dt):
 
 
 def simulate(model, t_end=1.0, steps=100, *, formulation=None, integrator=None, rtol=None,
-             atol=None, dt=None, t_start=0.0, options=None, times=None):
+             atol=None, dt=None, t_start=0.0, options=None, times=None, estimate_error=True):
     """Forward dynamics of a mechanism under its forces (and drivers, if any).
 
     Parameters
@@ -260,6 +261,9 @@ def simulate(model, t_end=1.0, steps=100, *, formulation=None, integrator=None, 
         None: 1e-8 and 1e-10 (:data:`DEFAULT_RTOL`, :data:`DEFAULT_ATOL`).
     dt : step of the fixed-step methods (s), in (0, span]; default min(output interval, 1 ms).
     options : formulation options (e.g. ``{"alpha": 5, "beta": 5}`` for ``baumgarte``).
+    estimate_error : True: the run is run again at a coarser setting (ten times the tolerances, twice
+        the step) and the two compared, its global error estimated from their difference and
+        checked (``motion.error``, :mod:`.global_error`); False: not (half the cost or less).
 
     Returns
     -------
@@ -291,7 +295,7 @@ def simulate(model, t_end=1.0, steps=100, *, formulation=None, integrator=None, 
         (:mod:`.conditioning`), naming the motion and what to do.
     """
     return run(model, t_end, steps, formulation=formulation, integrator=integrator, rtol=rtol, atol=atol, dt=dt,
-               t_start=t_start, options=options, times=times)[0]
+               t_start=t_start, options=options, times=times, estimate_error=estimate_error)[0]
 
 
 def tree_formulation(model, dyn, model_options):
@@ -311,7 +315,7 @@ def tree_formulation(model, dyn, model_options):
 
 
 def run(model, t_end=1.0, steps=100, *, formulation=None, integrator=None, rtol=None,
-        atol=None, dt=None, t_start=0.0, options=None, times=None):
+        atol=None, dt=None, t_start=0.0, options=None, times=None, estimate_error=True):
     """:func:`simulate`, returning (Motion, :class:`~.formulations.DynamicsResult`) (counters included).
 
     The result also carries ``integrator`` (the one that ran, never None), ``formulation``,
@@ -362,9 +366,10 @@ def run(model, t_end=1.0, steps=100, *, formulation=None, integrator=None, rtol=
     slow = check_steps(dyn, q0, v0, times, refs, integrator=integrator, atol=atol,
                        absolute=cls.name in ABSOLUTE_FORMULATIONS, mass=mass,
                        estimate=choice.estimate if choice is not None else None, where=where)
-    refs0 = np.array(refs, float, copy=True)
+    refs0, angles0 = np.array(refs, float, copy=True), angles.copy()
+    form_options = {**model_options.get(cls.name, {}), **(options or {})}
     if form is None:
-        form = cls(dyn, angles=angles, refs=refs, **{**model_options.get(cls.name, {}), **(options or {})})
+        form = cls(dyn, angles=angles, refs=refs, **form_options)
     result = form.solve(times, q0, v0, integrator=integrator, rtol=rtol, atol=atol, dt=dt)
     if slow and not result.success and result.message:  # the failure's probable cause, as diagnosed at the start
         result.message = f"{result.message} (probably: {slow})"
@@ -386,6 +391,14 @@ def run(model, t_end=1.0, steps=100, *, formulation=None, integrator=None, rtol=
         penalty = (form.alpha, form.options.get("omega", 10.0), form.options.get("xi", 1.0))
     report = check_run(dyn, motion, result, formulation=cls.name, integrator=integrator, rtol=rtol, atol=atol, dt=dt,
                        penalty=penalty, stability_steps=lambda: _stability_steps(dyn, q0, v0, times, refs0))
+    if estimate_error:
+        def make_form(factor):  # afresh at the initial state, its own approximation factor times finer
+            return cls(dyn, angles=angles0.copy(), refs=refs0.copy(), **{**form_options, **form.finer_options(factor)})
+
+        estimate_global_error(report, model, make_form, times, q0, v0, integrator, result, motion, Bodies.of(dyn),
+                              finer_options=form.finer_options)
+    else:
+        report.skipped.append("motion.error: not asked for (estimate_error=False)")
     result.invariants = report
     motion.events.extend(report.events())
     return motion, result

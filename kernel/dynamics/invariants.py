@@ -325,7 +325,8 @@ class Invariant:
     Attributes
     ----------
     name : ``energy``, ``violation.position``, ``violation.velocity``, ``momentum.linear``,
-        ``momentum.angular``, ``contacts.friction``, ``steps``, ``steps.resolution`` or ``steps.error``
+        ``momentum.angular``, ``contacts.friction``, ``steps``, ``steps.resolution``, ``steps.error`` or
+        ``motion.error`` (the global error, :mod:`.global_error`)
     description : what is compared, in words
     unit : unit of ``max_drift`` and ``allowed``
     max_drift : the largest |drift| (for ``steps``: the steps taken)
@@ -370,6 +371,10 @@ class Invariant:
             return (f"{self.description}: C N (h ω)^q = {self.max_drift:.3g}, above {self.allowed:.3g} — the step "
                     f"does not resolve the motion: its fastest part is off by about that share of its amplitude "
                     f"(in phase, damping or growth), which the energy check cannot judge; {what}")
+        if self.name == "motion.error":
+            return (f"{self.description}: {self.max_drift:.3g} m at t = {self.time:.6g} s, beyond the "
+                    f"{self.allowed:.3g} m the tolerance warrants from t = {self.first_time:.6g} s — the motion "
+                    f"amplifies the steps' errors, or the step does not resolve it; {what}")
         label = _SCALES.get(self.name, "scale")
         rel = (f" ({100 * self.max_drift / self.scale:.2g}% of the run's {label} {self.scale:.3g} {self.unit})"
                if self.scale > 0 and np.isfinite(self.max_drift) else "")
@@ -406,6 +411,10 @@ _ADVICE = {
                         "its energy), or an error-controlled integrator, which limits its steps by the contacts",
     "steps.error": "take a smaller step dt (the description says which), or a variable-step method (DOP853; Radau "
                    "for a stiff model), whose error control resolves the motion",
+    "motion.error": "the frames from that time on are not the equations' motion to the tolerance: tighten rtol/atol "
+                    "(or the step dt) until the estimate falls within it; a chaotic motion (a tumbling arm, a "
+                    "double pendulum) is determined for a while only, however tight: trust its statistics, not its "
+                    "positions, beyond that time",
     "steps": "try an implicit integrator (Radau, BDF) or --formulation index3 for a stiff model, or look for a "
              "singular configuration near the time the run slowed down",
 }

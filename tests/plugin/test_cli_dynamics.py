@@ -76,13 +76,25 @@ def test_dynamic_run_reports_what_ran_and_what_was_checked(tmp_path, capsys):
     assert report["counters"]["steps"] > 0 and report["counters"]["evaluations"] > report["counters"]["steps"]
     inv = report["invariants"]
     assert inv["ok"] is True
-    assert [c["name"] for c in inv["checks"]] == ["energy", "violation.position", "violation.velocity", "steps"]
+    assert [c["name"] for c in inv["checks"]] == ["energy", "violation.position", "violation.velocity", "steps",
+                                                  "motion.error"]
     assert all(c["max_drift"] <= c["allowed"] and c["broken"] is False for c in inv["checks"])
     assert any(e["kind"] == "stats" for e in report["events"])
     assert report["outputs"] == [str(out_csv)] and len(rows(out_csv)) == 22
     compiled = " (compiled loop)" if report["compiled_loop"] else ""
     assert f"ran: semi-recursive / DOP853{compiled}, rtol 1e-08, atol 1e-10:" in err
-    assert "checked: energy:" in err and "not checked: momentum" in err
+    assert "checked: energy:" in err and "motion.error:" in err and "not checked: momentum" in err
+
+
+def test_a_dynamic_run_can_leave_out_the_global_error_estimate_and_says_so(capsys):
+    code, out, err = run_cli([PENDULUM, "--analysis", "dynamic", "--t-end", 1, "--steps", 10, "--json",
+                              "--no-error-estimate"], capsys)
+    assert code == 0, err
+    inv = json.loads(out)["invariants"]
+    assert "motion.error" not in [c["name"] for c in inv["checks"]]
+    assert any(s.startswith("motion.error: not asked for") for s in inv["skipped"])
+    code, out, err = run_cli([PENDULUM, "--no-error-estimate"], capsys)
+    assert code != 0 and "--no-error-estimate applies to dynamic runs" in err
 
 
 @pytest.mark.skipif(not __import__("cadmotion.kernel.dynamics.fast", fromlist=["available"]).available(),
