@@ -65,7 +65,7 @@ def main():
     model = compile_model(spec)
     settings = dict(spec.settings)
     t_end, steps = settings.get("t_end", 4.0), int(settings.get("steps", 200))
-    kw = dict(formulation=FORMULATION, integrator=INTEGRATOR, rtol=RTOL, atol=ATOL)
+    kw = dict(formulation=FORMULATION, integrator=INTEGRATOR, rtol=RTOL, atol=ATOL, estimate_error=False)
     run(model, 0.01, 1, **kw)  # load (or compile, the first time on a machine) the compiled code
     build = time.perf_counter() - t0
     walls = []

@@ -94,13 +94,13 @@ def main():
         with Stopwatch() as sw_build:
             model = compile_model(chain_spec(N))
             run(model, 0.01, 1, formulation=FORMULATION, integrator=INTEGRATOR, rtol=TOL, atol=TOL, dt=DT,
-                options=OPTIONS)  # warm up
+                options=OPTIONS, estimate_error=False)  # warm up
         times = [0.0, P2["t_probe"], P2["t_end"]]
 
         def run_once():
             t0 = time.perf_counter()
             motion, res = run(model, times=times, formulation=FORMULATION, integrator=INTEGRATOR, rtol=TOL, atol=TOL,
-                              dt=DT, options=OPTIONS)
+                              dt=DT, options=OPTIONS, estimate_error=False)
             return time.perf_counter() - t0, (motion, res)
 
         wall, walls, (motion, res) = timed_runs(run_once)

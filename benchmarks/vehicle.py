@@ -88,7 +88,7 @@ def bench(name, formulation, t_end, loop="compiled"):
     model = compile_model(spec)
     steps = int(round(t_end / dict(spec.settings).get("t_end", t_end) * dict(spec.settings).get("steps", 250)))
     options = {"compiled_loop": loop == "compiled"} if "compiled_loop" in AVAILABLE[formulation].defaults else None
-    kw = dict(formulation=formulation, integrator="RK4", dt=DT, options=options)
+    kw = dict(formulation=formulation, integrator="RK4", dt=DT, options=options, estimate_error=False)
     t0 = time.perf_counter()
     run(model, 0.01, 1, **kw)  # load (or compile, the first time on a machine) the compiled code
     build = time.perf_counter() - t0
