@@ -33,7 +33,7 @@ took the run's steps gives no estimate.
 Where the motion amplifies errors so much that the run and its companion are both far off (a chaotic motion at a
 loose tolerance: the errors saturate at the size of the motion instead of scaling with the setting), they can be
 closer to each other than to the equations' motion: the double pendulum sample at rtol = atol = 1e-4 over 10 s is
-0.96 m off a run at 1e-12, its companion at 1e-5 0.26 m off it. So an estimate that comes within
+0.96 m off a run at 1e-12, and its companion at 1e-5 only 0.24 m from it. So an estimate that comes within
 :data:`SECOND_LOOK` (4) of its allowance without passing it is taken again from a second companion one setting
 finer still (a hundredth of the tolerances, a quarter of the step), and the larger of the two is kept; a run
 comfortably inside or beyond its allowance pays for one companion only.
@@ -93,14 +93,14 @@ from .invariants import Invariant
 from .mass import rotation
 
 __all__ = ["Companion", "companion_setting", "pose_error", "motion_sizes", "allowances", "check_global_error",
-           "estimate_global_error", "TOL_FACTOR",
-           "STEP_FACTOR", "ACCUMULATION", "FIXED_SHARE", "VISIBLE_SHARE", "SECOND_LOOK"]
+           "estimate_global_error", "TOL_FACTOR", "STEP_FACTOR", "ACCUMULATION", "FIXED_SHARE", "VISIBLE_SHARE",
+           "SECOND_LOOK"]
 
 #: the companion's tolerances are the run's divided by this (rtol and atol)
 TOL_FACTOR = 10.0
 #: the companion's step is the run's divided by this (fixed-step methods)
 STEP_FACTOR = 2.0
-#: the global error an error-controlled run may reach, per unit of rtol L + atol and of 1 + ω T
+#: the global error an error-controlled run may reach, per unit of rtol L + atol and of 1 + ω T / 2π
 ACCUMULATION = 100.0
 #: the share of a part's motion the global error may reach (fixed-step runs; the cap of error-controlled ones)
 FIXED_SHARE = 0.1
