@@ -18,7 +18,8 @@ cadmotion runs each sample as a user would, ``run(model, t_end, steps)`` with th
 itself, with ``method = "compliant"`` (Hunt–Crossley / Hertz, regularised Coulomb) and ``"unilateral"``
 (impacts and Coulomb stick/slip as events), over the same span for both (the block 1 s in 100 output
 frames, the ball 2 s in 400). Wall time: the median of ``CM_REPEAT`` runs (default 3) after one warm-up
-run; it includes forming the output frames (the peers' timed runs record nothing). The block's error
+run; it includes forming the output frames (the peers' timed runs record nothing), not the companion run of the
+global error estimate (``estimate_error=False``: the peers estimate none). The block's error
 comes from the last of them, the ball's from one more run with output frames every 0.1 ms (the compliant
 ball's impact time is its first frame in contact; a unilateral impact is an event with its time). The
 peers' scripts run with the interpreter of ``PEERS_VENV`` (default ``/tmp/peers-venv``, see
@@ -77,7 +78,7 @@ def timed(m, t_end, steps):
     walls = []
     for _ in range(REPEAT):
         t0 = time.perf_counter()
-        motion, result = run(m, t_end, steps)
+        motion, result = run(m, t_end, steps, estimate_error=False)  # the integration, as the peers run it
         walls.append(time.perf_counter() - t0)
     return statistics.median(walls), f"{result.formulation}/{result.integrator}", motion
 
