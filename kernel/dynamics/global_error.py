@@ -54,18 +54,19 @@ The allowance
 Part by part: with L its motion (m, the largest |r_c(t) − r_c(t0)| + ρ θ(t, t0) over the frames), ω the
 motion's rate (1/s, :attr:`.invariants.InvariantReport.rate`) and T the span (s). A run that does not amplify
 errors accumulates its steps' errors about linearly in time — the phase of an oscillation drifts, its
-amplitude does not grow — so an error-controlled run is allowed
+amplitude does not grow — so an error-controlled run is allowed what its tolerance warrants,
 
-    A = max(ACCUMULATION (rtol L + atol) (1 + ω T / 2π), VISIBLE_SHARE L),   at most FIXED_SHARE L + ACCUMULATION atol,
+    A = max(min(ACCUMULATION (rtol L + atol) (1 + ω T / 2π), LOOSEST_SHARE L), VISIBLE_SHARE L + ACCUMULATION atol),
 
 with :data:`ACCUMULATION` = 100 (two orders of magnitude over the tolerance per period of the motion, as the
-step count's :data:`.invariants.STEP_FACTOR` over its estimate), and a fixed-step run, which asks for no
-tolerance, FIXED_SHARE L + ACCUMULATION atol (:data:`FIXED_SHARE` = 0.1, the share
-:data:`.invariants.STEP_ERROR_ALLOWED` allows its phase; atol is then the projection / Newton tolerance).
-The floor :data:`VISIBLE_SHARE` L (a thousandth of the part's motion: what a drawing or an animation of it
-resolves) keeps a chaotic motion run at a tight tolerance from being called wrong for errors no one could see:
-the double pendulum sample over 10 s at rtol 1e-10 is 1.5e-6 m off a run at 1e-13 (on a 4.25 m motion), far
-beyond 1e-10 L per period and far below what matters; the report still shows the estimate.
+step count's :data:`.invariants.STEP_FACTOR` over its estimate) and at most :data:`LOOSEST_SHARE` = 0.1 of the
+motion however loose the tolerance, but never less than :data:`VISIBLE_SHARE` L (a thousandth of the part's
+motion: what a drawing or an animation of it resolves). The floor keeps a chaotic motion run at a tight
+tolerance from being called wrong for errors no one could see: the double pendulum sample over 10 s at rtol
+1e-10 is 1.5e-6 m off a run at 1e-13 (on a 4.25 m motion), far beyond 1e-10 L per period and far below what
+matters; the report still shows the estimate. A fixed-step run asks for no tolerance: it is allowed that floor,
+VISIBLE_SHARE L + ACCUMULATION atol (atol then the projection / Newton tolerance).
+
 Part by part, because one part's motion says nothing of another's accuracy: a finger sliding 6 m off the
 Panda's hand (its limits left out) must not let the arm's links be 0.8 m off. Beyond it, ``motion.error`` is
 broken at the first frame beyond, naming the part: the motion is not determined to the tolerance from there
@@ -78,7 +79,9 @@ first order in it. Its companion also takes ten times the penalty (:meth:`.contr
 so that departure is in the estimate too. What it does not see: an error both runs share — the same wrong
 equation (the model's), an event located to a time tolerance that does not scale with rtol.
 ``motion.error`` is skipped (``InvariantReport.skipped`` says why) when the run stopped early, when the
-companion stopped where the run did not (the companion's reason given), or when ``estimate_error=False``.
+companion stopped where the run did not (the companion's reason given), when the run took
+:data:`.conditioning.SLOW_STEPS` steps or more (a run of hours is not doubled unasked: its companion would take
+more steps still), or when ``estimate_error=False``.
 """
 
 from __future__ import annotations
@@ -88,12 +91,13 @@ from typing import Optional
 
 import numpy as np
 
+from .conditioning import SLOW_STEPS
 from .integrators import REGISTRY
 from .invariants import Invariant
 from .mass import rotation
 
 __all__ = ["Companion", "companion_setting", "pose_error", "motion_sizes", "allowances", "check_global_error",
-           "estimate_global_error", "TOL_FACTOR", "STEP_FACTOR", "ACCUMULATION", "FIXED_SHARE", "VISIBLE_SHARE",
+           "estimate_global_error", "TOL_FACTOR", "STEP_FACTOR", "ACCUMULATION", "LOOSEST_SHARE", "VISIBLE_SHARE",
            "SECOND_LOOK"]
 
 #: the companion's tolerances are the run's divided by this (rtol and atol)
@@ -102,13 +106,13 @@ TOL_FACTOR = 10.0
 STEP_FACTOR = 2.0
 #: the global error an error-controlled run may reach, per unit of rtol L + atol and of 1 + ω T / 2π
 ACCUMULATION = 100.0
-#: the share of a part's motion the global error may reach (fixed-step runs; the cap of error-controlled ones)
-FIXED_SHARE = 0.1
+#: the share of a part's motion an error-controlled run's global error may reach however loose its tolerance
+LOOSEST_SHARE = 0.1
 #: a first estimate within this factor of its allowance (and not beyond) is looked at again from a second companion
 #: one setting finer again (module docstring)
 SECOND_LOOK = 4.0
-#: the share of a part's motion below which an error-controlled run's global error is near enough, whatever its
-#: tolerance warrants (the floor of its allowance)
+#: the share of a part's motion below which a run's global error is near enough, whatever its tolerance warrants
+#: (the floor of an error-controlled run's allowance; a fixed-step run's allowance)
 VISIBLE_SHARE = 1e-3
 
 
@@ -194,11 +198,11 @@ def motion_sizes(motion, bodies):
 
 def allowances(sizes, *, rtol, atol, fixed_step, rate, span):
     """(k,) m: the global error each part may reach (module docstring, "The allowance")."""
-    cap = FIXED_SHARE * sizes + ACCUMULATION * atol
+    visible = VISIBLE_SHARE * sizes + ACCUMULATION * atol
     if fixed_step:
-        return cap
+        return visible
     warranted = ACCUMULATION * (rtol * sizes + atol) * (1.0 + rate * span / (2 * np.pi))
-    return np.minimum(np.maximum(warranted, VISIBLE_SHARE * sizes), cap)
+    return np.maximum(np.minimum(warranted, LOOSEST_SHARE * sizes), visible)
 
 
 def check_global_error(motion, companion_motion, companion, bodies, *, rtol, atol, fixed_step, rate):
@@ -233,6 +237,11 @@ def estimate_global_error(report, model, make_form, times, q0, v0, integrator, r
     if not motion.complete or motion.nt < 2 or not len(bodies.names):
         report.skipped.append("motion.error: " + ("no moving part" if motion.nt >= 2 and motion.complete
                                                   else "the run stopped early"))
+        return
+    if result.nsteps >= SLOW_STEPS:
+        report.skipped.append(f"motion.error: the run took {result.nsteps} steps; a companion at a tenth of its "
+                              f"tolerances would take more (it is left to you: run again at a tenth of them and "
+                              f"compare)")
         return
     rtol, atol = result.rtol, result.atol
     if result.loop_tol is not None:
