@@ -122,7 +122,7 @@ class Companion:
 
     Attributes
     ----------
-    rtol, atol : its tolerances (None for a fixed-step method)
+    rtol, atol : its tolerances (a fixed-step method's: the run's own, of its projections and Newton iterations)
     dt : its step (s; None for an error-controlled method)
     factor : the setting's factor c (> 1 coarser, < 1 finer)
     exponent : s, the error's exponent in the setting (1 for a tolerance, the global order p for a step)
@@ -143,16 +143,16 @@ class Companion:
 
     def kwargs(self):
         """The keyword arguments of the companion's :meth:`.contract.Formulation.solve` (bar the integrator)."""
-        return dict(rtol=self.rtol, atol=self.atol) if self.dt is None else dict(dt=self.dt)
+        return dict(rtol=self.rtol, atol=self.atol, dt=self.dt)
 
 
 def companion_setting(integrator, rtol, atol, dt, depth=1):
     """The companion of a run (module docstring): the tolerances ``rtol``, ``atol`` the integrator ran at divided by
     :data:`TOL_FACTOR` ** ``depth``, or the step ``dt`` (s) of a fixed-step method by :data:`STEP_FACTOR` ** depth."""
     info = REGISTRY[integrator]
-    if info.fixed_step:
+    if info.fixed_step:  # (its tolerances, the projection's and Newton's, kept)
         c = STEP_FACTOR ** -depth
-        return Companion(None, None, dt * c, c, max(info.error_order - 1, 1), f"the step {dt * c:.3g} s")
+        return Companion(rtol, atol, dt * c, c, max(info.error_order - 1, 1), f"the step {dt * c:.3g} s")
     rtol, atol, c = float(np.max(rtol)), float(np.max(atol)), TOL_FACTOR ** -depth
     return Companion(rtol * c, atol * c, None, c, 1.0, f"rtol {rtol * c:.3g}, atol {atol * c:.3g}")
 
