@@ -124,7 +124,7 @@ class Companion:
     ----------
     rtol, atol : its tolerances (a fixed-step method's: the run's own, of its projections and Newton iterations)
     dt : its step (s; None for an error-controlled method)
-    factor : the setting's factor c (> 1 coarser, < 1 finer)
+    factor : the setting's factor c (< 1: finer than the run; a fixed step's, from the two runs' step counts)
     exponent : s, the error's exponent in the setting (1 for a tolerance, the global order p for a step)
     how : the setting in words, for the report
     """
