@@ -149,4 +149,9 @@ def test_a_stiff_mode_the_motion_does_not_excite_does_not_flag_a_right_run(build
                          motion.position[:, motion.parts.index("b"), 0] - 1.0])
     assert np.max(np.abs(x - expected)) < 0.05 * np.max(np.abs(expected))
     checks = {c.name: c for c in result.invariants.checks}
-    assert result.invariants.ok and checks["steps.error"].max_drift < checks["steps.error"].allowed
+    assert not [c.name for c in result.invariants.broken if c.name != "motion.error"]
+    assert checks["steps.error"].max_drift < checks["steps.error"].allowed
+    # the global error estimate sees the slow mode's phase error at h = T/40 (2-3 % of the motion, beyond a fixed
+    # step's hundredth), within a factor 2 of the modal solution's
+    true = float(np.max(np.abs(x - expected)))
+    assert true / 2 < checks["motion.error"].max_drift < 2 * true
