@@ -198,6 +198,13 @@ class DynamicsResult:
     #: Events of the run itself (impacts and contact switches of unilateral contacts), in time order
     events: list = field(default_factory=list)
 
+    def ran_tolerances(self, rtol, atol):
+        """(rtol, atol) as the integrator ran them, given those it was asked for: capped at :attr:`loop_tol` where
+        closed loops tightened them."""
+        if self.loop_tol is None:
+            return rtol, atol
+        return np.minimum(rtol, self.loop_tol), np.minimum(atol, self.loop_tol)
+
 
 def _check_option(formulation, key, default, value):
     """An option's value of the kind of its default (a boolean for a switch, a number for a number,

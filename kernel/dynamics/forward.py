@@ -432,9 +432,7 @@ def check_run(dyn, motion, result, *, formulation, integrator, rtol, atol, dt=No
     The tolerances are those the integrator ran with (``result.loop_tol``: closed loops may have
     tightened them); the step count includes the singular-configuration crossings' index-3 steps.
     """
-    rtol_run, atol_run = rtol, atol
-    if result.loop_tol is not None:
-        rtol_run, atol_run = np.minimum(rtol_run, result.loop_tol), np.minimum(atol_run, result.loop_tol)
+    rtol_run, atol_run = result.ran_tolerances(rtol, atol)
     # the compliant contacts' step limit (:meth:`.contract.Formulation._step_limit`): scipy's methods take it as
     # max_step after every step (LSODA by being made again where it halves or doubles), the compiled DOP853 loop
     # too, the compiled Radau loop not

@@ -250,9 +250,7 @@ def estimate_global_error(report, model, make_form, times, q0, v0, integrator, r
                               f"tolerances would take more (it is left to you: run again at a tenth of them and "
                               f"compare)")
         return
-    rtol, atol = result.rtol, result.atol
-    if result.loop_tol is not None:
-        rtol, atol = np.minimum(rtol, result.loop_tol), np.minimum(atol, result.loop_tol)
+    rtol, atol = result.ran_tolerances(result.rtol, result.atol)
     check = None
     for depth in (1, 2):
         found = _companion_check(model, make_form, times, q0, v0, integrator, result, motion, bodies, rtol, atol,
