@@ -53,13 +53,14 @@ import numpy as np
 
 from ...errors import MechanismError
 
+#: the index permutations of a × b = a[P1] b[P2] − a[P2] b[P1] over the last axis
+_P1, _P2 = np.array([1, 2, 0]), np.array([2, 0, 1])
+
+
 def cross(a, b):
-    """a × b over the last axis (numpy's ``cross`` is slow on small arrays)."""
-    out = np.empty(a.shape if a.shape == b.shape else np.broadcast_shapes(a.shape, b.shape))
-    out[..., 0] = a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1]
-    out[..., 1] = a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2]
-    out[..., 2] = a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]
-    return out
+    """a × b over the last axis, broadcast (numpy's ``cross`` is slow on small arrays; ``take`` with the
+    component permutations is a third of the time of component-wise slices for a few vectors)."""
+    return a.take(_P1, axis=-1) * b.take(_P2, axis=-1) - a.take(_P2, axis=-1) * b.take(_P1, axis=-1)
 
 
 __all__ = ["MassProperties", "compile_mass", "refuse_massless", "BodyState", "body_state", "rotation",
@@ -235,33 +236,45 @@ def refuse_massless(mass, formulation, where=None):
              "massless link that its joints carry, such as the middle link of a two-axis joint)")
 
 
+def _rotation_map():
+    """(T (16, 9), E (4, 12)): A(p) + I as the quadratic form (p pᵀ).reshape(16) @ T, and E(p) as the linear
+    map p @ E, of the formulas of :func:`rotation` and :func:`E_matrix`."""
+    T = np.zeros((4, 4, 3, 3))
+    T[0, 0] = 2 * np.eye(3)  # 2 e0² I
+    for a in range(3):
+        for b in range(3):
+            T[a + 1, b + 1, a, b] += 2  # 2 e eᵀ
+    for c in range(3):  # 2 e0 ẽ, ẽ x = e × x
+        unit = np.eye(3)[c]
+        T[0, c + 1] += 2 * np.array([np.cross(unit, x) for x in np.eye(3)]).T
+    # E = [−e, ẽ + e0 I]: the rows [−e1, e0, −e3, e2], [−e2, e3, e0, −e1], [−e3, −e2, e1, e0]
+    E = np.zeros((4, 3, 4))
+    for row, entries in enumerate((((1, -1), (0, 1), (3, -1), (2, 1)), ((2, -1), (3, 1), (0, 1), (1, -1)),
+                                   ((3, -1), (2, -1), (1, 1), (0, 1)))):
+        for col, (k, sign) in enumerate(entries):
+            E[k, row, col] = sign
+    return T.reshape(16, 9), E.reshape(4, 12)
+
+
+_ROT_T, _E_MAP = _rotation_map()
+_I9 = np.eye(3).reshape(9)
+
+
 def rotation(p):
-    """A(p) for Euler parameters p (..., 4), exactly the kernel's formula
+    """A(p) for Euler parameters p (..., 4), the kernel's formula
     A = (2 e0² − 1) I + 2 (e eᵀ + e0 ẽ) (so it matches the generated constraint code
-    also off the unit sphere). Returns (..., 3, 3)."""
-    e0, e1, e2, e3 = p[..., 0], p[..., 1], p[..., 2], p[..., 3]
-    A = np.empty(p.shape[:-1] + (3, 3))
-    d = 2 * e0 * e0 - 1
-    A[..., 0, 0] = d + 2 * e1 * e1
-    A[..., 1, 1] = d + 2 * e2 * e2
-    A[..., 2, 2] = d + 2 * e3 * e3
-    A[..., 0, 1] = 2 * (e1 * e2 - e0 * e3)
-    A[..., 1, 0] = 2 * (e1 * e2 + e0 * e3)
-    A[..., 0, 2] = 2 * (e1 * e3 + e0 * e2)
-    A[..., 2, 0] = 2 * (e1 * e3 - e0 * e2)
-    A[..., 1, 2] = 2 * (e2 * e3 - e0 * e1)
-    A[..., 2, 1] = 2 * (e2 * e3 + e0 * e1)
-    return A
+    also off the unit sphere; as a quadratic form in p, summed in another order: to round-off). Returns (..., 3, 3)."""
+    p = np.asarray(p, float)
+    lead = p.shape[:-1]
+    P = p.reshape(-1, 4)
+    A = (P[:, :, None] * P[:, None, :]).reshape(-1, 16) @ _ROT_T - _I9
+    return A.reshape(lead + (3, 3))
 
 
 def E_matrix(p):
     """E(p) (..., 3, 4) with ω = 2 E ṗ (world angular velocity)."""
-    e0, e1, e2, e3 = p[..., 0], p[..., 1], p[..., 2], p[..., 3]
-    E = np.empty(p.shape[:-1] + (3, 4))
-    E[..., 0, 0], E[..., 0, 1], E[..., 0, 2], E[..., 0, 3] = -e1, e0, -e3, e2
-    E[..., 1, 0], E[..., 1, 1], E[..., 1, 2], E[..., 1, 3] = -e2, e3, e0, -e1
-    E[..., 2, 0], E[..., 2, 1], E[..., 2, 2], E[..., 2, 3] = -e3, -e2, e1, e0
-    return E
+    p = np.asarray(p, float)
+    return (p.reshape(-1, 4) @ _E_MAP).reshape(p.shape[:-1] + (3, 4))
 
 
 def skew(a):

@@ -49,6 +49,7 @@ import scipy.linalg as sla
 import scipy.sparse as sps
 from scipy.sparse.linalg import splu
 
+from ..lapack import cho_factor, cho_solve
 from .contract import Formulation, _Failure, step_too_large
 from .index3 import Index3Formulation
 from .mass import cross, skew
@@ -626,7 +627,7 @@ class SemiRecursiveFormulation(Formulation):
 
 def _spd_solve(A, b, t):
     try:
-        return sla.cho_solve(sla.cho_factor(A, check_finite=False), b, check_finite=False)
+        return cho_solve(cho_factor(A), b)  # the bare LAPACK wrappers: scipy's checks cost more than a small solve
     except (np.linalg.LinAlgError, ValueError):
         raise _Failure(f"the reduced mass matrix is singular at t = {t:.6g} s (the closure equations leave "
                        "no independent coordinates, or a lock-up)") from None

@@ -343,6 +343,12 @@ def _mv(A, x):
     return np.einsum("nij,nj->ni", A, x)
 
 
+_EYE = np.eye(3)
+#: the joint frames a column's axis can be in: the parent's marker Mi, the child's Mj, Mi after the planar joint's
+#: translation (:meth:`TreeKinematics.poses` gives each as (R (nj, 3, 3), r (nj, 3)), world)
+_FRAME_KEYS = ("i", "j", "pre")
+
+
 def _rz(theta):
     """Rz(θ) (n, 3, 3) for angles θ (n,)."""
     c, s = np.cos(theta), np.sin(theta)
@@ -375,10 +381,10 @@ _QT, _QC = _quaternion_map()
 def _quaternions(R):
     """Unit quaternions (n, 4) of rotation matrices (n, 3, 3) (Shepperd: the row of K = 4 q qᵀ
     with the largest diagonal entry, so never dividing by a small number)."""
-    K = (R.reshape(-1, 9) @ _QT + _QC).reshape(-1, 4, 4)
-    k = np.argmax(K[:, [0, 1, 2, 3], [0, 1, 2, 3]], axis=1)
-    q = K[np.arange(len(K)), k]
-    return q / np.linalg.norm(q, axis=1)[:, None]
+    K = R.reshape(-1, 9) @ _QT + _QC
+    k = np.argmax(K[:, ::5], axis=1)
+    q = K.reshape(-1, 4, 4)[np.arange(len(K)), k]
+    return q / np.sqrt(np.einsum("ij,ij->i", q, q))[:, None]
 
 
 def _qz(theta):
@@ -475,6 +481,20 @@ class TreeKinematics:
         self.col_ref = np.array(where)
         self.col_parent = self.parent[self.col_joint]
         self.col_child = self.child[self.col_joint]
+        # where :meth:`columns` takes each column's axes and point: rows of [RMi; RMj; RPre; I] and
+        # [rMi; rMj; rPre; r of the parts]
+        #: the joint frames the columns are taken in (of "i", "j", "pre"; :meth:`poses` computes only these)
+        self._col_frames = tuple(key for key in _FRAME_KEYS if key in where)
+        base = {key: n * nj for n, key in enumerate(self._col_frames)}
+        world = len(self._col_frames) * nj
+        self._col_Rsrc = np.array([base[w] + k if w in base else world for w, k in zip(where, owners)], int)
+        self._col_rsrc = np.array([base[w] + k if w in base else world + self.child[k]
+                                   for w, k in zip(where, owners)], int)
+        self._col_rot = (self.col_kind == ROT)[:, None]
+        # the parent (PARENT columns, ground none) or child (CHILD) whose velocity carries each column (:meth:`bias`)
+        owner = np.where(self.col_frame == CHILD, self.col_child,
+                         np.where(self.col_frame == PARENT, self.col_parent, -1))
+        self._col_carrier = np.where(owner >= 0, owner, nmov)
         # quaternion coordinate blocks (spherical and free): (joint, zq address of p, z address of ω)
         sph = [(k, tj.zq_adr, tj.z_adr) for k, tj in enumerate(J) if tj.type == "spherical"]
         fre = [(k, tj.zq_adr + 3, tj.z_adr + 3) for k, tj in enumerate(J) if tj.type == "free"]
@@ -496,16 +516,21 @@ class TreeKinematics:
         self.R_pi, self.R_cj, self.R_jc = rotation(p_pi), rotation(p_cj), rotation(self.p_jc)
         self.R0, self.R_root = rotation(self.p0), rotation(self.p_root)
         self.R0jc = rotation(self._p0jc)
+        # X_W_Mi (the root's pose then Mi) of a joint whose parent is ground, X_P_Mi of the others: poses composes
+        # from these, so a joint hanging from ground needs no root pose prepended at each call
+        root = self.parent < 0
+        self._eyes = np.tile(_EYE, (nj, 1, 1))
+        self._R_wpi = np.where(root[:, None, None], _mm(self.R_root, self.R_pi), self.R_pi)
+        self._r_wpi = np.where(root[:, None], self.r_root + _mv(self.R_root, self.r_pi), self.r_pi)
         #: the body quaternions' signs follow the last poses computed (the model's q0 at first)
         self._p_ref = pw[:nmov].copy()
 
     # ---------------------------------------------------------------- positions
     def _pre_post(self, zq):
         """Per joint Pre(z) (R, r) and Post(z) (R) of X(z) = Pre X0 Post, rotation matrices."""
-        nj = self.nj
-        R_pre = np.tile(np.eye(3), (nj, 1, 1))
-        r_pre = np.zeros((nj, 3))
-        R_post = R_pre.copy() if self._universal else None
+        R_pre = self._eyes.copy()
+        r_pre = np.zeros((self.nj, 3))
+        R_post = self._eyes.copy() if self._universal else None
         for t, (k, a) in self._present:
             if t == "revolute":
                 R_pre[k] = _rz(zq[a])
@@ -528,29 +553,24 @@ class TreeKinematics:
 
     def poses(self, zq):
         """Body poses from the relative coordinates: (p (nmov, 4), r (nmov, 3)) of every moving
-        part's frame (world; p continues the sign of the last poses), and the per-joint world
-        frames used by :meth:`columns` (``frames["R"]``: the parts' rotation matrices)."""
+        part's frame (world; p continues the sign of the last poses), and ``frames``:
+        ``frames["R"]`` the parts' rotation matrices, and the per-joint world frames :meth:`columns` takes
+        (of :data:`_FRAME_KEYS`, those its columns use)."""
         R_pre, r_pre, R_post = self._pre_post(zq)
-        # X_P_C = X_P_Mi Pre X0 Post X_Mj_C
-        Rpp = _mm(self.R_pi, R_pre)
-        rpp = self.r_pi + _mv(self.R_pi, r_pre)  # X_P_(Mi after Pre)
+        # X_P_C = X_P_Mi Pre X0 Post X_Mj_C (X_W_C for a joint hanging from ground)
+        Rpp = _mm(self._R_wpi, R_pre)
+        rpp = self._r_wpi + _mv(self._R_wpi, r_pre)  # X_P_(Mi after Pre)
         if self._universal:
             R = _mm(_mm(Rpp, self.R0), _mm(R_post, self.R_jc))
             r = rpp + _mv(Rpp, self.r0 + _mv(self.R0, _mv(R_post, self.r_jc)))
         else:
             R = _mm(Rpp, self.R0jc)
             r = rpp + _mv(Rpp, self._r0jc)
-        free = self.is_free
         k, a = self._by_type["free"]
         if len(k):
             P = zq[a[:, None] + 3 + np.arange(4)]
             R[k] = rotation(P / np.linalg.norm(P, axis=1)[:, None])
             r[k] = zq[a[:, None] + np.arange(3)]
-        # joints hanging from ground: prepend the ground part's pose
-        g = (self.parent < 0) & ~free
-        if np.any(g):
-            r[g] = self.r_root[g] + _mv(self.R_root[g], r[g])
-            R[g] = _mm(self.R_root[g], R[g])
         # compose along the paths: X_W_C = X_W_P X_P_C (pointer jumping over the tree)
         nmov = self.nmov
         JR, jr = np.empty((nmov, 3, 3)), np.empty((nmov, 3))
@@ -566,13 +586,18 @@ class TreeKinematics:
         jp = _quaternions(JR)
         jp[np.sum(jp * self._p_ref, axis=1) < 0] *= -1.0
         self._p_ref = jp
-        # world frames per joint: parent's pose (root pose for ground), Mi after Pre
+        # world frames per joint: parent's pose (the identity for ground: the root's pose is in Rpp), Mi after Pre
         par = self.parent
-        RP = np.where((par >= 0)[:, None, None], JR[np.maximum(par, 0)], self.R_root)
-        rP = np.where((par >= 0)[:, None], jr[np.maximum(par, 0)], self.r_root)
-        RC, rC = JR[self.child], jr[self.child]
-        frames = dict(R=JR, RMi=_mm(RP, self.R_pi), rMi=rP + _mv(RP, self.r_pi), RPre=_mm(RP, Rpp),
-                      rPre=rP + _mv(RP, rpp), RMj=_mm(RC, self.R_cj), rMj=rC + _mv(RC, self.r_cj))
+        RP = np.where((par >= 0)[:, None, None], JR[np.maximum(par, 0)], _EYE)
+        rP = np.where((par >= 0)[:, None], jr[np.maximum(par, 0)], 0.0)
+        frames = {"R": JR}
+        if "i" in self._col_frames:
+            frames["i"] = (_mm(RP, self._R_wpi), rP + _mv(RP, self._r_wpi))
+        if "pre" in self._col_frames:
+            frames["pre"] = (_mm(RP, Rpp), rP + _mv(RP, rpp))
+        if "j" in self._col_frames:
+            RC, rC = JR[self.child], jr[self.child]
+            frames["j"] = (_mm(RC, self.R_cj), rC + _mv(RC, self.r_cj))
         return jp, jr, frames
 
     def absolute(self, zq):
@@ -583,24 +608,11 @@ class TreeKinematics:
 
     def columns(self, frames, jr):
         """The columns b_c (nz, 6) = [lin; ang] in world axes (see the module docstring)."""
-        ref = self.col_ref
-        j = self.col_joint
-        Rax = np.empty((len(j), 3, 3))
-        pt = np.zeros((len(j), 3))
-        for key, Rk, rk in (("i", "RMi", "rMi"), ("j", "RMj", "rMj"), ("pre", "RPre", "rPre")):
-            m = ref == key
-            Rax[m] = frames[Rk][j[m]]
-            pt[m] = frames[rk][j[m]]
-        w = ref == "w"
-        Rax[w] = np.eye(3)
-        pt[w] = jr[self.col_child[w]]
+        keys = self._col_frames
+        Rax = np.concatenate([frames[key][0] for key in keys] + [_EYE[None]])[self._col_Rsrc]
+        pt = np.concatenate([frames[key][1] for key in keys] + [jr])[self._col_rsrc]
         u = _mv(Rax, self.col_axis)
-        b = np.zeros((len(j), 6))
-        rot = self.col_kind == ROT
-        b[rot, :3] = cross(pt[rot], u[rot])
-        b[rot, 3:] = u[rot]
-        b[~rot, :3] = u[~rot]
-        return b
+        return np.concatenate([np.where(self._col_rot, cross(pt, u), u), np.where(self._col_rot, u, 0.0)], axis=1)
 
     def velocities(self, b, zd):
         """Z (nmov, 6) = R ż: every body's [v_O, ω] (m/s, rad/s, world) from the columns b (nz, 6)."""
@@ -608,12 +620,7 @@ class TreeKinematics:
 
     def bias(self, Z, b, zd):
         """Ṙ ż (nmov, 6): the bodies' [v̇_O, ω̇] when z̈ = 0; ḃ_c = Z_F ×ₘ b_c summed down the paths."""
-        ZF = np.zeros((len(b), 6))
-        par = self.col_parent
-        m = (self.col_frame == PARENT) & (par >= 0)
-        ZF[m] = Z[par[m]]
-        m = self.col_frame == CHILD
-        ZF[m] = Z[self.col_child[m]]
+        ZF = np.concatenate([Z, np.zeros((1, 6))])[self._col_carrier]
         return self.path @ (motion_cross(ZF, b) * zd[:, None])
 
     def rates(self, zq, zd):
