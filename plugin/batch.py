@@ -4,14 +4,15 @@
                     [--t-end T] [--steps N] [--parametrization P]
                     [--analysis kinematic|dynamic|inverse] [--drive NAME=EXPR ...]
                     [--gravity GX,GY,GZ] [--formulation F] [--integrator I]
-                    [--rtol R] [--atol A] [--dt DT] [--accept-violations]
-                    [--scheduler tcp://host:port] [--quiet]
+                    [--rtol R] [--atol A] [--dt DT] [--no-error-estimate]
+                    [--accept-violations] [--scheduler tcp://host:port] [--quiet]
 
 Analysis
     Every item is solved as ``cadmotion run MODEL`` with the same flags solves it (one
     code path, :mod:`cadmotion.plugin.run_analysis`): ``--analysis``, ``--drive`` (applied
     to every model; a model without that joint fails, the others run), ``--gravity`` and,
-    for ``dynamic``, ``--formulation``, ``--integrator``, ``--rtol``, ``--atol``, ``--dt``.
+    for ``dynamic``, ``--formulation``, ``--integrator``, ``--rtol``, ``--atol``, ``--dt``,
+    ``--no-error-estimate``.
     A dynamic run that breaks an invariant (energy balance, constraint violation, ...)
     writes its outputs and is ``failed`` at stage ``check`` unless ``--accept-violations``
     is given; the report lists the broken invariants either way (``invariants_broken``).
@@ -147,6 +148,8 @@ class BatchOptions:
     formulation, integrator, rtol, atol, dt : a dynamic run's settings (None: the kernel's).
     accept_violations : a broken invariant still counts the item ok.
     free_dof : ``refuse`` or ``minimal``, as ``cadmotion run --free-dof`` (kinematic runs).
+    estimate_error : False: dynamic runs skip the companion run that estimates their global error
+        (``cadmotion run --no-error-estimate``).
     """
 
     formats: Tuple[str, ...]
@@ -163,13 +166,14 @@ class BatchOptions:
     dt: Optional[float] = None
     accept_violations: bool = False
     free_dof: str = "refuse"
+    estimate_error: bool = True
 
     def result_settings(self):
         """The settings beyond t_end, steps, parametrization that change an item's result or
         status, only those not at their default (so older state files keep their hashes)."""
         default = BatchOptions(formats=())
         names = ("analysis", "drive", "gravity", "formulation", "integrator", "rtol", "atol", "dt",
-                 "accept_violations", "free_dof")
+                 "accept_violations", "free_dof", "estimate_error")
         return {n: getattr(self, n) for n in names if getattr(self, n) != getattr(default, n)}
 
 
@@ -211,6 +215,9 @@ def add_arguments(parser):
     parser.add_argument("--dt", type=_float, default=None, help="step of the fixed-step dynamics integrators, s")
     parser.add_argument("--accept-violations", action="store_true",
                         help="a dynamic run that breaks an invariant counts as ok (the report still lists them)")
+    parser.add_argument("--no-error-estimate", dest="estimate_error", action="store_false",
+                        help="as for `cadmotion run`: dynamic runs skip the second run at a tenth of the tolerances "
+                             "(half the step) that estimates their global error")
     parser.add_argument("--free-dof", choices=["refuse", "minimal"], default="refuse",
                         help="as for `cadmotion run`: refuse models whose drivers leave degrees of freedom free "
                              "(default) or move the free coordinates minimally (kinematic runs)")
@@ -226,7 +233,8 @@ def run(args):
                        scheduler=args.scheduler, progress=not args.quiet, analysis=args.analysis,
                        drive=args.drive, gravity=args.gravity, formulation=args.formulation,
                        integrator=args.integrator, rtol=args.rtol, atol=args.atol, dt=args.dt,
-                       accept_violations=args.accept_violations, free_dof=args.free_dof)
+                       accept_violations=args.accept_violations, free_dof=args.free_dof,
+                       estimate_error=args.estimate_error)
     if not args.quiet:
         print(summary(report), file=sys.stderr)
     return report["exit_code"]
@@ -482,7 +490,7 @@ def _run_item(item, options, out_dir, cancel):
     from ..importers import load
     from ..kernel import compile_model
     from .run_analysis import (DEFAULT_STEPS, DEFAULT_T_END, DYNAMICS_OPTIONS, broken_invariants, run_analysis,
-                               time_span, with_overrides)
+                               run_invariants, time_span, with_overrides)
     from .writers import write_outputs
 
     cancelled = _cancel_check(cancel)
@@ -525,10 +533,13 @@ def _run_item(item, options, out_dir, cancel):
             result["dof"], result["dof_driven"] = _mobility(model)
             motion, dyn = run_analysis(model, options.analysis, t_end, steps, progress=progress,
                                        free_dof=options.free_dof,
+                                       solver_options=None if options.estimate_error else {"estimate_error": False},
                                        **{k: getattr(options, k) for k in DYNAMICS_OPTIONS})
             lap("solve")
             broken = broken_invariants(dyn, motion)
             result["invariants_broken"] = [c.name for c in broken]
+            checked = run_invariants(motion, dyn)
+            result["invariants_checked"] = [c.name for c in checked.checks] if checked is not None else []
             if dyn is not None:
                 result.update(formulation=dyn.formulation, integrator=dyn.integrator)
             result.update(frames=int(motion.nt), complete=bool(motion.complete))
@@ -873,6 +884,9 @@ def _check_analysis_options(options):
             cls.check_integrator(options.integrator)
     if options.free_dof not in ("refuse", "minimal"):
         raise CadmotionError(f"--free-dof {options.free_dof!r}: expected refuse or minimal", where="--free-dof")
+    if not options.estimate_error and options.analysis != "dynamic":
+        raise CadmotionError(f"--no-error-estimate applies to dynamic runs; this is a {options.analysis} batch",
+                             where="--no-error-estimate", hint="add --analysis dynamic, or leave the flag out")
     if options.free_dof != "refuse" and options.analysis != "kinematic":
         raise CadmotionError(f"--free-dof {options.free_dof} applies to the kinematic analysis, not to "
                              f"{options.analysis}", where="--free-dof")
@@ -885,7 +899,7 @@ def _check_analysis_options(options):
 def run_batch(in_dir, out_dir, formats=DEFAULT_FORMATS, *, jobs=None, force=False, t_end=None, steps=None,
               parametrization="euler-parameters", scheduler=None, progress=True, analysis="kinematic",
               drive=(), gravity=None, formulation=None, integrator=None, rtol=None, atol=None, dt=None,
-              accept_violations=False, free_dof="refuse"):
+              accept_violations=False, free_dof="refuse", estimate_error=True):
     """Run every model under ``in_dir``; write outputs, ``report.json`` and the state file.
 
     Parameters
@@ -897,7 +911,7 @@ def run_batch(in_dir, out_dir, formats=DEFAULT_FORMATS, *, jobs=None, force=Fals
     force : run items whose inputs did not change as well.
     t_end, steps : override every model's ``[simulation]`` settings (s; output intervals).
     parametrization : orientation coordinates.
-    analysis, drive, gravity, formulation, integrator, rtol, atol, dt, accept_violations, free_dof :
+    analysis, drive, gravity, formulation, integrator, rtol, atol, dt, accept_violations, free_dof, estimate_error :
         as the flags of ``cadmotion run`` (see :class:`BatchOptions`).
     scheduler : address of a Dask distributed scheduler (``tcp://host:port``), or None.
     progress : show a progress bar when standard error is a terminal.
@@ -913,6 +927,7 @@ def run_batch(in_dir, out_dir, formats=DEFAULT_FORMATS, *, jobs=None, force=Fals
         apply ``reason``, ``previous``, ``stage``, ``message``, ``timings``, ``dof``,
         ``dof_driven``, ``frames``, ``t_end``, ``steps``, ``complete``, ``outputs``
         (relative to out_dir), ``warnings``, ``events``, ``invariants_broken``,
+        ``invariants_checked`` (the names of the checks the run made of itself),
         ``formulation`` and ``integrator`` (dynamic runs), ``finished``.
 
     Local runs start worker processes with the "spawn" method, so a script that calls
@@ -931,7 +946,8 @@ def run_batch(in_dir, out_dir, formats=DEFAULT_FORMATS, *, jobs=None, force=Fals
                            analysis=analysis, drive=tuple(drive or ()),
                            gravity=None if gravity is None else tuple(float(g) for g in gravity),
                            formulation=formulation, integrator=integrator, rtol=rtol, atol=atol, dt=dt,
-                           accept_violations=bool(accept_violations), free_dof=free_dof)
+                           accept_violations=bool(accept_violations), free_dof=free_dof,
+                           estimate_error=bool(estimate_error))
     _check_analysis_options(options)
     if options.t_end is not None and options.t_end <= 0:
         raise CadmotionError(f"--t-end must be positive, got {options.t_end}")

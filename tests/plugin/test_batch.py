@@ -199,6 +199,32 @@ def test_dynamic_batch_runs_every_dynamics_sample_as_run_does(tmp_path):
     assert single.read_text() == (out / "double_pendulum.csv").read_text()
 
 
+def test_no_error_estimate_skips_the_companion_run_and_is_a_different_input(tmp_path):
+    """A dynamic batch checks each run's global error (motion.error) by default; --no-error-estimate
+    leaves that check out, as `cadmotion run --no-error-estimate` does, and an item run both ways is
+    run again (the setting changes its result), never skipped as unchanged."""
+    src, out = tmp_path / "in", tmp_path / "out"
+    src.mkdir()
+    shutil.copy(SAMPLES / "dynamics" / "double_pendulum.cadmotion.toml", src)
+    flags = ["--to", "csv", "--jobs", "1", "--analysis", "dynamic", "--t-end", "0.1", "--steps", "5"]
+    rc, err = _batch([src, "-o", out, *flags])
+    report, items = _report(out)
+    assert rc == 0, err
+    assert "motion.error" in items["double_pendulum"]["invariants_checked"]
+    rc, err = _batch([src, "-o", out, *flags, "--no-error-estimate"])
+    report, items = _report(out)
+    assert rc == 0 and items["double_pendulum"]["status"] == "ok", err
+    checked = items["double_pendulum"]["invariants_checked"]
+    assert "motion.error" not in checked and "violation.position" in checked
+    assert report["options"]["estimate_error"] is False
+
+
+def test_no_error_estimate_is_refused_outside_dynamic_batches(tmp_path):
+    with pytest.raises(Exception, match="--no-error-estimate applies to dynamic runs"):
+        batch.run_batch(SAMPLES, tmp_path / "o", "csv", estimate_error=False)
+    assert not (tmp_path / "o").exists()
+
+
 def test_drive_applies_to_every_model_and_a_failed_item_does_not_stop_the_others(tmp_path):
     """--drive crank_pivot=pi*t: the slider-crank's crank turns pi*t from its initial angle
     (the driver's own definition); the four-bar has no such joint and fails, naming it."""
