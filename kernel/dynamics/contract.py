@@ -51,10 +51,13 @@ Contract (subclasses of :class:`Formulation`, like scipy's ``OdeSolver``)
                           set, ``angles`` the kernel :class:`~cadmotion.kernel.system.AngleState`
                           and ``refs`` the force elements' angle references (both mutated as
                           steps are accepted).
-``solve(times, q0, v0, *, integrator, rtol, atol, dt) -> DynamicsResult``
+``solve(times, q0, v0, *, integrator, rtol, atol, dt, max_steps) -> DynamicsResult``
                           q0, v0 consistent. ``times[0]`` is the initial time. Never raises
                           for a numerical failure: returns ``success=False`` with the frames
-                          computed so far and a message naming the time.
+                          computed so far and a message naming the time. ``max_steps``
+                          (None: no limit) is a budget of accepted steps: past it the run
+                          stops the same way (checked per step, at the frames in the
+                          compiled loops).
 ODE formulations implement ``initial_state(t, q, v) -> y``, ``rhs(t, y) -> ẏ``,
 ``accept(t, y) -> y or None`` (after each accepted step; may return a corrected state)
 and ``unpack(t, y) -> (q, v, work)``; the base class ``solve`` drives the integrators.
@@ -375,12 +378,13 @@ class Formulation:
         return min(limit, self.dyn.forces.step_limit(bs, self.refs))
 
     # ------------------------------------------------------------------ driver
-    def solve(self, times, q0, v0, *, integrator="DOP853", rtol=1e-8, atol=1e-10, dt=None):
-        """Integrate from (q0, v0) at times[0] and report at every time (see the contract)."""
+    def solve(self, times, q0, v0, *, integrator="DOP853", rtol=1e-8, atol=1e-10, dt=None, max_steps=None):
+        """Integrate from (q0, v0) at times[0] and report at every time (see the contract); ``max_steps``: a
+        budget of accepted steps, past which the run stops (unsuccessful, its frames so far kept)."""
         self.check_integrator(integrator)
         times = np.asarray(times, float)
         nt = len(times)
-        rec = _Recorder(self, nt)
+        rec = _Recorder(self, nt, max_steps)
         if self.dyn.has_loops and max(np.max(rtol), np.max(atol)) > LOOP_TOL:
             rtol, atol = np.minimum(rtol, LOOP_TOL), np.minimum(atol, LOOP_TOL)
             rec.loop_tol = LOOP_TOL
@@ -523,7 +527,7 @@ class Formulation:
                 y, t = y_new, t_new
                 if not np.all(np.isfinite(y)):
                     rec.fail(t, f"the solution became NaN/inf at t = {t:.6g} s" + step_too_large(h))
-                rec.nsteps += 1
+                rec.took_steps(1, t)
                 new = self._accept_checked(t, y, rec)
                 if isinstance(new, _Restart):
                     new = new.y
@@ -619,7 +623,7 @@ class Formulation:
                 if k < nt:
                     solver = make(t_x, y_x)
                 continue
-            rec.nsteps += 1
+            rec.took_steps(1, t_new)
             need_out = k < nt and times[k] <= t_new + 1e-12 * max(1.0, abs(t_new))
             sol = solver.dense_output() if need_out else None
             y_acc = solver.y
@@ -904,9 +908,10 @@ def default_dt(times):
 class _Recorder:
     """Collects output frames; ``fail`` ends the run keeping what was recorded."""
 
-    def __init__(self, form, nt):
+    def __init__(self, form, nt, max_steps=None):
         self.form = form
         self.nt = nt
+        self.max_steps = max_steps
         self.t, self.q, self.v, self.w, self.angles, self.refs, self.meas = [], [], [], [], [], [], []
         self.success = True
         self.message = ""
@@ -918,9 +923,20 @@ class _Recorder:
         self.loop_tol = None
         self.restarts = 0
 
+    def took_steps(self, n, t):
+        """Count n accepted steps, the last ending at t (s); past the budget (``max_steps``) the run stops there."""
+        self.nsteps += n
+        if self.max_steps is not None and self.nsteps > self.max_steps:
+            self.fail(t, f"the budget of {self.max_steps} steps was spent at t = {t:.6g} s")
+
     def record(self, t, y, accepted=True, unpack=None, output_state=False):
         """One output frame of the state y at t (s); ``output_state``: y is already the frame's
-        state (a compiled loop projected it as :meth:`Formulation.output_state` does)."""
+        state (a compiled loop projected it as :meth:`Formulation.output_state` does). A run past its step
+        budget (:meth:`took_steps`; the compiled loops count theirs in chunks) stops after the frame."""
+        self._record(t, y, accepted, unpack, output_state)
+        self.took_steps(0, t)
+
+    def _record(self, t, y, accepted, unpack, output_state):
         form = self.form
         if not output_state:
             y = form.output_state(t, y)

@@ -316,7 +316,7 @@ class EventDriver:
                 rec.fail(t0, f"the integrator {integrator} failed after t = {t0:.6g} s: {message}")
             if not np.all(np.isfinite(solver.y)):
                 rec.fail(t0, f"the solution became NaN/inf after t = {t0:.6g} s")
-            rec.nsteps += 1
+            rec.took_steps(1, solver.t)
             t1 = solver.t
             sol = solver.dense_output()
             v1 = self.values(t1, solver.y, kinds)

@@ -255,9 +255,10 @@ class Index3Formulation(Formulation):
     defaults = {"rho_inf": 0.9, "tol": None, "max_iter": 12, "project_velocities": "output", "newton": "full",
                 "jacobian": "step"}
 
-    def solve(self, times, q0, v0, *, integrator="generalized-alpha", rtol=1e-8, atol=1e-10, dt=None):
+    def solve(self, times, q0, v0, *, integrator="generalized-alpha", rtol=1e-8, atol=1e-10, dt=None, max_steps=None):
         """Integrate from consistent (q0, v0) to ``times`` (s) with generalised-α or HHT steps of ``dt``
-        (s; default from the output interval); a :class:`~.contract.DynamicsResult` (the contract)."""
+        (s; default from the output interval); a :class:`~.contract.DynamicsResult` (the contract; ``max_steps``
+        as there)."""
         self.check_integrator(integrator)
         if self.options["newton"] not in ("full", "mass"):
             raise SolverError(f"index3: newton must be 'full' or 'mass', got {self.options['newton']!r}")
@@ -275,7 +276,7 @@ class Index3Formulation(Formulation):
             raise SolverError(f"index3: max_iter must be at least 1, got {self.options['max_iter']!r}")
         times = np.asarray(times, float)
         nt = len(times)
-        rec = _Recorder(self, nt)
+        rec = _Recorder(self, nt, max_steps)
         t = times[0]
         q = np.array(q0, float)
         self.prepare(t, q)
@@ -316,7 +317,7 @@ class Index3Formulation(Formulation):
                     t = t + h
                     q, qd, qdd, a, lam = q1, qd1, qdd1, a1, lam1
                     self._update_windings(q)
-                    rec.nsteps += 1
+                    rec.took_steps(1, t)
                 qd_out = self._project_qd(q, qd, t, fresh=True) if self.options["project_velocities"] else qd
                 self._y_out = (q, qd_out, work)
                 rec.record(t_out, None)
