@@ -76,8 +76,9 @@ def test_a_box_sliding_to_rest_on_a_compliant_floor_stops_where_the_closed_form_
     # atol the default 1e-10. Before: BDF "step size collapse" at t = 0.387 s (complete False) at rtol 1e-4 (at 1e-6
     # with atol 1e-8: 0.382 s), at 1e-10 not done in 20 min (now 13 s); Radau at 1e-10 (atol 1e-12) 2.3 M
     # evaluations (now 29,000 at atol 1e-10)
+    # (the global error estimate left out: the closed form is the check)
     motion = simulate(box, times=np.linspace(0.0, 0.6, 61), formulation="projection", integrator=integrator,
-                      rtol=rtol)
+                      rtol=rtol, estimate_error=False)
     _check_stop(motion)
 
 
@@ -87,7 +88,7 @@ def test_the_numpy_right_hand_side_stops_the_box_with_radau_in_few_evaluations(b
     from cadmotion.kernel.dynamics.forward import run
 
     motion, result = run(box, times=np.linspace(0.0, 0.6, 61), formulation="projection", integrator="Radau",
-                         rtol=1e-6, atol=1e-8, options={"fast": False})
+                         rtol=1e-6, atol=1e-8, options={"fast": False}, estimate_error=False)
     _check_stop(motion)
     assert result.nfev < 40_000
 

@@ -298,7 +298,8 @@ def test_damping_form_runs_in_index3_and_dissipates():
     del data["contacts"][0]["restitution"]
     data["contacts"][0]["damping"] = 5e5  # N s/m^2.5: α = 0.05 s/m, e ≈ 1 − (2/3) α v ≈ 0.85 at 4.4 m/s
     model = compile_model(parse_model(data, source="ball.toml"))
-    m = simulate(model, t_end=0.8, steps=160, formulation="index3", dt=2e-4)
+    # (4,000 steps; the estimate's companion, 8,000 more, is left out: the balance below is the check)
+    m = simulate(model, t_end=0.8, steps=160, formulation="index3", dt=2e-4, estimate_error=False)
     assert m.complete, m.message
     W = m.extra["work.nonconservative"]
     assert W[-1] < -0.05 * M * G * H0  # the damper took energy at the impact

@@ -118,7 +118,8 @@ def test_compiled_penalty_formulations_solve_the_penalty_matrix_of_the_numpy_pat
     redundant rows (planar linkages built in 3-D). Reference: the numpy path (``fast=False``),
     which factors the penalty matrix itself."""
     mdl = model(sample)
-    kw = dict(formulation=formulation, rtol=1e-10, atol=1e-10)
+    # (the global error estimate left out: the two paths are compared with each other)
+    kw = dict(formulation=formulation, rtol=1e-10, atol=1e-10, estimate_error=False)
     a, ra = run(mdl, 1.0, 20, options={"fast": True}, **kw)
     b, rb = run(mdl, 1.0, 20, options={"fast": False}, **kw)
     assert a.complete and b.complete, (a.message, b.message)

@@ -14,6 +14,10 @@ compiled one of kernel/dynamics/fast_tree.py (numba) and the numpy one (FreeCAD'
 numba). The compiled evaluation, projection onto the closure and singularity measure equal the
 numpy ones to round-off (relative 1e-11) on a chain with every tree joint type and a free base, the redundant
 four-bar and the N-four-bar; on the compiled path the runs step in the compiled loops.
+
+The runs here leave out the global error estimate (``estimate_error=False``): each is checked against its
+reference directly, and the estimate, which would run each a second time, is tested in test_global_error.py and
+on every sample by test_dynamics_invariants.py.
 """
 
 import math
@@ -26,9 +30,9 @@ from cadmotion.errors import MechanismError, ModelFileError
 from cadmotion.importers import load
 from cadmotion.importers.modelfile import parse_model
 from cadmotion.kernel import compile_model
-from cadmotion.kernel.dynamics import simulate
+from cadmotion.kernel.dynamics import forward
 from cadmotion.kernel.dynamics.formulations import FORMULATIONS
-from cadmotion.kernel.dynamics.forward import prepare, run
+from cadmotion.kernel.dynamics.forward import prepare
 from cadmotion.kernel.dynamics.mass import E_matrix
 from cadmotion.kernel.dynamics.tree import TreeKinematics, build_tree
 
@@ -39,6 +43,16 @@ except ModuleNotFoundError:  # pragma: no cover - Python < 3.11
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples" / "dynamics"
 FORM = "semi-recursive"
+
+
+def run(*args, **kwargs):
+    """:func:`.forward.run` without the global error estimate (the module docstring)."""
+    return forward.run(*args, estimate_error=False, **kwargs)
+
+
+def simulate(*args, **kwargs):
+    """:func:`.forward.simulate` without the global error estimate (the module docstring)."""
+    return forward.simulate(*args, estimate_error=False, **kwargs)
 
 
 @pytest.fixture(params=["compiled", "numpy"], autouse=True)

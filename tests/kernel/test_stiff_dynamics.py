@@ -133,7 +133,8 @@ def test_a05_implicit_converges_to_the_explicit_solution(a05, a05_explicit):
     for integrator in ("generalized-alpha", "HHT"):
         err = []
         for dt in (1e-2, 5e-3):
-            m = simulate(a05, 10.0, 100, formulation="index3", integrator=integrator, dt=dt)
+            m = simulate(a05, 10.0, 100, formulation="index3", integrator=integrator, dt=dt,
+                         estimate_error=False)  # (the convergence to the reference is the check)
             assert m.complete, m.message
             z = m.position[:, m.part_index("slider"), 2]
             err.append(max(np.max(np.abs(z - z_ref)), np.max(np.abs(m.coordinate("hinge_a.angle") - th_ref))))
