@@ -48,7 +48,7 @@ from .equations import Dynamics
 from .conditioning import ABSOLUTE_FORMULATIONS, check_mass, check_steps
 from .contract import SCIPY_INTEGRATORS, default_dt
 from .formulations import FORMULATIONS, get_formulation
-from .global_error import estimate_global_error
+from .global_error import Rerun, estimate_global_error
 from .integrators import REGISTRY
 from .invariants import FIXED_STEP, Accuracy, Bodies, CompliantContact, check_motion, free_system
 from .mass import accelerations_to_qdd, body_state, cross, frames_state, rates_from_velocities, refuse_massless
@@ -397,8 +397,8 @@ def run(model, t_end=1.0, steps=100, *, formulation=None, integrator=None, rtol=
         def make_form(factor):  # afresh at the initial state, its own approximation factor times finer
             return cls(dyn, angles=angles0.copy(), refs=refs0.copy(), **{**form_options, **form.finer_options(factor)})
 
-        estimate_global_error(report, model, make_form, times, q0, v0, integrator, result, motion, Bodies.of(dyn),
-                              finer_options=form.finer_options)
+        estimate_global_error(report, Rerun(model, make_form, form.finer_options, times, q0, v0, integrator), result,
+                              motion, Bodies.of(dyn))
     else:
         report.skipped.append("motion.error: not asked for (estimate_error=False)")
     result.invariants = report

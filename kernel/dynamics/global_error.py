@@ -95,7 +95,7 @@ more steps still), or when ``estimate_error=False``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 
@@ -104,7 +104,7 @@ from .integrators import REGISTRY
 from .invariants import Invariant
 from .mass import rotation
 
-__all__ = ["Companion", "companion_setting", "pose_error", "motion_sizes", "allowances", "check_global_error",
+__all__ = ["Companion", "Rerun", "companion_setting", "pose_error", "motion_sizes", "allowances", "check_global_error",
            "estimate_global_error", "TOL_FACTOR", "STEP_FACTOR", "ACCUMULATION", "LOOSEST_SHARE", "VISIBLE_SHARE",
            "FIXED_SHARE", "SECOND_LOOK", "COMPANION_STEPS"]
 
@@ -237,16 +237,37 @@ def check_global_error(motion, companion_motion, companion, bodies, *, rtol, ato
                      float(t[bad[0]]) if bad.size else None, float(sizes[b]))
 
 
-def estimate_global_error(report, model, make_form, times, q0, v0, integrator, result, motion, bodies,
-                          finer_options=None):
+@dataclass(frozen=True)
+class Rerun:
+    """What it takes to run a motion again at a finer setting.
+
+    Attributes
+    ----------
+    model : the compiled Model (the companion's frames become a Motion of it)
+    make_form : ``make_form(factor)`` builds the run's formulation afresh at its initial state, its own approximation
+        ``factor`` times finer (:meth:`.contract.Formulation.finer_options`)
+    finer_options : ``finer_options(factor)``, those options by name (for the report), or None
+    times : the output times (s)
+    q0, v0 : the initial state
+    integrator : the integrator the run took
+    """
+
+    model: object
+    make_form: Callable
+    finer_options: Optional[Callable]
+    times: np.ndarray
+    q0: np.ndarray
+    v0: np.ndarray
+    integrator: str
+
+
+def estimate_global_error(report, rerun, result, motion, bodies):
     """Run the companion of a run (module docstring; the second one where the first's estimate comes within
     :data:`SECOND_LOOK` of its allowance) and add ``motion.error`` to its :class:`~.invariants.InvariantReport`
     (or say in ``report.skipped`` why there is none).
 
-    ``model`` is the compiled Model; ``make_form(factor)`` builds the run's formulation afresh at its initial
-    state, its own approximation ``factor`` times finer (:meth:`.contract.Formulation.finer_options`, which
-    ``finer_options(factor)`` gives, to name them); ``result`` and ``motion`` are the run's
-    (:class:`~.contract.DynamicsResult`, Motion)."""
+    ``rerun`` is how the run is run again (:class:`Rerun`); ``result`` and ``motion`` are the run's
+    (:class:`~.contract.DynamicsResult`, Motion); ``bodies`` its moving parts' mass properties."""
     if not motion.complete or motion.nt < 2 or not len(bodies.names):
         report.skipped.append("motion.error: " + ("no moving part" if motion.nt >= 2 and motion.complete
                                                   else "the run stopped early"))
@@ -259,8 +280,7 @@ def estimate_global_error(report, model, make_form, times, q0, v0, integrator, r
     rtol, atol = result.ran_tolerances(result.rtol, result.atol)
     check = None
     for depth in (1, 2):
-        found = _companion_check(model, make_form, times, q0, v0, integrator, result, motion, bodies, rtol, atol,
-                                 depth, finer_options, report.rate)
+        found = _companion_check(rerun, result, motion, bodies, rtol, atol, depth, report.rate)
         if isinstance(found, str):  # why there is no estimate at this depth
             if check is None:
                 report.skipped.append(f"motion.error: {found}")
@@ -272,26 +292,27 @@ def estimate_global_error(report, model, make_form, times, q0, v0, integrator, r
         report.checks.append(check)
 
 
-def _companion_check(model, make_form, times, q0, v0, integrator, result, motion, bodies, rtol, atol, depth,
-                     finer_options, rate):
+def _companion_check(rerun, result, motion, bodies, rtol, atol, depth, rate):
     """``motion.error`` from the companion at ``depth`` (:func:`companion_setting`), or why there is none (str)."""
     from dataclasses import replace
 
     from ...errors import CadmotionError
     from ..kinematics import _motion
 
+    integrator = rerun.integrator
     fixed = REGISTRY[integrator].fixed_step
     companion = companion_setting(integrator, rtol, atol, result.dt, depth)
-    finer = finer_options(TOL_FACTOR ** depth) if finer_options is not None else {}
+    finer = rerun.finer_options(TOL_FACTOR ** depth) if rerun.finer_options is not None else {}
     if finer:
         named = ", ".join(f"{k} {v:.3g}" for k, v in finer.items())
         companion = replace(companion, how=f"{companion.how} with {named}")
     try:
-        other = make_form(TOL_FACTOR ** depth).solve(times, q0, v0, integrator=integrator, **companion.kwargs(),
-                                                     max_steps=COMPANION_STEPS * max(result.nsteps, 100))
+        other = rerun.make_form(TOL_FACTOR ** depth).solve(rerun.times, rerun.q0, rerun.v0, integrator=integrator,
+                                                           **companion.kwargs(),
+                                                           max_steps=COMPANION_STEPS * max(result.nsteps, 100))
     except (CadmotionError, ArithmeticError, np.linalg.LinAlgError, ValueError) as exc:
         return f"the companion run at {companion.how} failed: {exc}"
-    if not other.success or len(other.t) < len(times):
+    if not other.success or len(other.t) < len(rerun.times):
         return f"the companion run at {companion.how} stopped: {other.message or 'before the end'}"
     if fixed:  # the steps it took, not the step asked (the parts' turns cut the steps)
         factor = other.nsteps / max(result.nsteps, 1)
@@ -300,5 +321,5 @@ def _companion_check(model, make_form, times, q0, v0, integrator, result, motion
         companion = replace(companion, factor=1.0 / factor)
     zeros = np.zeros_like(other.q)
     measures = other.measures if other.measures is not None else np.zeros((len(other.t), 0))
-    twin = _motion(model, other.t, other.q, zeros, zeros, measures, [])
+    twin = _motion(rerun.model, other.t, other.q, zeros, zeros, measures, [])
     return check_global_error(motion, twin, companion, bodies, rtol=rtol, atol=atol, fixed_step=fixed, rate=rate)
