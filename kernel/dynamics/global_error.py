@@ -306,12 +306,17 @@ def _companion_check(rerun, result, motion, bodies, rtol, atol, depth, rate):
     if finer:
         named = ", ".join(f"{k} {v:.3g}" for k, v in finer.items())
         companion = replace(companion, how=f"{companion.how} with {named}")
+    budget = COMPANION_STEPS * max(result.nsteps, 100)
     try:
         other = rerun.make_form(TOL_FACTOR ** depth).solve(rerun.times, rerun.q0, rerun.v0, integrator=integrator,
-                                                           **companion.kwargs(),
-                                                           max_steps=COMPANION_STEPS * max(result.nsteps, 100))
+                                                           **companion.kwargs(), max_steps=budget)
     except (CadmotionError, ArithmeticError, np.linalg.LinAlgError, ValueError) as exc:
         return f"the companion run at {companion.how} failed: {exc}"
+    if not other.success and other.nsteps > budget:
+        return (f"the companion run at {companion.how} would take more than {COMPANION_STEPS:g} times the run's "
+                f"{result.nsteps} steps (stopped at t = {other.t_fail:.6g} s of {rerun.times[-1]:.6g} s): the finer "
+                f"setting costs far more than the run (round-off, or a stiffer approximation at it); run again at "
+                f"a tenth of the tolerances yourself to compare")
     if not other.success or len(other.t) < len(rerun.times):
         return f"the companion run at {companion.how} stopped: {other.message or 'before the end'}"
     if fixed:  # the steps it took, not the step asked (the parts' turns cut the steps)
