@@ -55,9 +55,10 @@ Contract (subclasses of :class:`Formulation`, like scipy's ``OdeSolver``)
                           q0, v0 consistent. ``times[0]`` is the initial time. Never raises
                           for a numerical failure: returns ``success=False`` with the frames
                           computed so far and a message naming the time. ``max_steps``
-                          (None: no limit) is a budget of accepted steps: past it the run
-                          stops the same way (checked per step, at the frames in the
-                          compiled loops).
+                          (None: no limit) is a budget of the accepted steps of the Python
+                          and scipy loops: past it the run stops the same way. A compiled
+                          loop, which integrates a span in one call at microseconds a step,
+                          is not cut (its steps are counted, the work is done).
 ODE formulations implement ``initial_state(t, q, v) -> y``, ``rhs(t, y) -> ẏ``,
 ``accept(t, y) -> y or None`` (after each accepted step; may return a corrected state)
 and ``unpack(t, y) -> (q, v, work)``; the base class ``solve`` drives the integrators.
@@ -931,12 +932,7 @@ class _Recorder:
 
     def record(self, t, y, accepted=True, unpack=None, output_state=False):
         """One output frame of the state y at t (s); ``output_state``: y is already the frame's
-        state (a compiled loop projected it as :meth:`Formulation.output_state` does). A run past its step
-        budget (:meth:`took_steps`; the compiled loops count theirs in chunks) stops after the frame."""
-        self._record(t, y, accepted, unpack, output_state)
-        self.took_steps(0, t)
-
-    def _record(self, t, y, accepted, unpack, output_state):
+        state (a compiled loop projected it as :meth:`Formulation.output_state` does)."""
         form = self.form
         if not output_state:
             y = form.output_state(t, y)

@@ -126,6 +126,7 @@ VISIBLE_SHARE = 1e-3
 FIXED_SHARE = 1e-2
 #: a companion may take this many times the run's steps (and this many times 100 at least): where a finer setting
 #: costs more (round-off or a stiffer approximation at it), it stops there and the estimate is left out, saying why
+#: (the Python and scipy loops' steps; a compiled loop's, microseconds each, are not cut)
 COMPANION_STEPS = 10
 
 

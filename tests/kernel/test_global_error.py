@@ -138,27 +138,30 @@ def test_a_run_of_very_many_steps_is_not_doubled_unasked_and_the_report_says_so(
 def test_a_companion_that_costs_far_more_than_the_run_is_stopped_at_its_budget_and_the_report_says_so(
         pendulum, monkeypatch):
     """A companion may take :data:`.global_error.COMPANION_STEPS` times the run's steps (10; here lowered to 0.5,
-    below the 1.33 DOP853 needs at a tenth of the tolerance): past that it stops and the estimate is left out,
-    naming the budget — a finer setting that costs a hundred times the run (round-off at it) is not paid for."""
+    below the 1.58 RK45 needs at a tenth of the tolerance): past that it stops and the estimate is left out,
+    naming the budget — a finer setting that costs a hundred times the run (round-off at it) is not paid for.
+    (RK45: scipy's loop, whose steps are counted one by one; a compiled loop's are not cut.)"""
     from cadmotion.kernel.dynamics import global_error
 
     monkeypatch.setattr(global_error, "COMPANION_STEPS", 0.5)
-    motion, result = run(pendulum, SPAN, FRAMES, rtol=1e-8, atol=1e-10)
+    motion, result = run(pendulum, SPAN, FRAMES, integrator="RK45", rtol=1e-8, atol=1e-10)
     assert motion.complete and not [c for c in result.invariants.checks if c.name == "motion.error"]
     (why,) = [s for s in result.invariants.skipped if s.startswith("motion.error")]
     assert "would take more than 0.5 times the run's" in why and "stopped at t =" in why, why
 
 
 def test_a_run_stops_where_it_spends_its_step_budget_and_keeps_its_frames(pendulum):
-    """``Formulation.solve(max_steps=n)``: unsuccessful after n accepted steps, the frames before kept."""
+    """``Formulation.solve(max_steps=n)``: unsuccessful after n accepted steps of scipy's RK45, the frames before
+    kept."""
     from cadmotion.kernel.dynamics.forward import prepare
     from cadmotion.kernel.dynamics.formulations import get_formulation
 
     dyn, q0, v0, angles, refs = prepare(pendulum, 0.0)
     times = np.linspace(0.0, SPAN, FRAMES + 1)
-    full = get_formulation("projection")(dyn, angles=angles.copy(), refs=refs.copy()).solve(times, q0, v0)
+    full = get_formulation("projection")(dyn, angles=angles.copy(), refs=refs.copy()).solve(
+        times, q0, v0, integrator="RK45")
     cut = get_formulation("projection")(dyn, angles=angles.copy(), refs=refs.copy()).solve(
-        times, q0, v0, max_steps=full.nsteps // 2)
+        times, q0, v0, integrator="RK45", max_steps=full.nsteps // 2)
     assert full.success and not cut.success and "budget" in cut.message
     assert 1 < len(cut.t) < len(times)
     np.testing.assert_allclose(cut.q, full.q[:len(cut.t)], rtol=0, atol=1e-12)
