@@ -415,7 +415,6 @@ class TreeKinematics:
         self.parent = np.array([tj.parent for tj in J], int)
         self.child = np.array([tj.child for tj in J], int)
         self.type = [tj.type for tj in J]
-        self.is_free = np.array([t == "free" for t in self.type], bool)
         # markers: X_P_Mi (parent side), X_C_Mj (child side)
         p_pi, r_pi = np.tile([1.0, 0, 0, 0], (nj, 1)), np.zeros((nj, 3))
         p_cj, r_cj = np.tile([1.0, 0, 0, 0], (nj, 1)), np.zeros((nj, 3))
@@ -481,9 +480,9 @@ class TreeKinematics:
         self.col_ref = np.array(where)
         self.col_parent = self.parent[self.col_joint]
         self.col_child = self.child[self.col_joint]
-        # where :meth:`columns` takes each column's axes and point: rows of [RMi; RMj; RPre; I] and
-        # [rMi; rMj; rPre; r of the parts]
-        #: the joint frames the columns are taken in (of "i", "j", "pre"; :meth:`poses` computes only these)
+        #: the joint frames the columns are taken in (of "i", "j", "pre"; :meth:`poses` computes only these); a
+        #: column's axes and point are rows _col_Rsrc of [R of these frames, stacked; I] and _col_rsrc of
+        #: [r of these frames, stacked; r of the parts] (:meth:`columns`)
         self._col_frames = tuple(key for key in _FRAME_KEYS if key in where)
         base = {key: n * nj for n, key in enumerate(self._col_frames)}
         world = len(self._col_frames) * nj
