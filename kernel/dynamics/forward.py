@@ -17,7 +17,8 @@ Stages (each a plain function of the model and the values before it):
                          (:func:`.stiffness.default_method`: when the linearised model is
                          stiff for the output interval projection / Radau where the compiled
                          Radau loop runs (numba, nothing of ẏ in Python), else index3 /
-                         generalized-alpha; when it is not stiff, semi-recursive / DOP853
+                         generalized-alpha, its step halved where the run's global error
+                         estimate asks (:func:`_refined`); when it is not stiff, semi-recursive / DOP853
                          for joints that form an open tree (recursive beyond 64 joints deep),
                          else projection / DOP853), named
                          with its reason in the run's notes
@@ -48,7 +49,7 @@ from .equations import Dynamics
 from .conditioning import ABSOLUTE_FORMULATIONS, check_mass, check_steps
 from .contract import SCIPY_INTEGRATORS, default_dt
 from .formulations import FORMULATIONS, get_formulation
-from .global_error import Rerun, estimate_global_error
+from .global_error import REFINE_SHARE, TOL_FACTOR, Rerun, companion_setting, estimate_global_error, refinement
 from .integrators import REGISTRY
 from .invariants import FIXED_STEP, Accuracy, Bodies, CompliantContact, check_motion, free_system
 from .mass import accelerations_to_qdd, body_state, cross, frames_state, rates_from_velocities, refuse_massless
@@ -373,37 +374,77 @@ def run(model, t_end=1.0, steps=100, *, formulation=None, integrator=None, rtol=
     if form is None:
         form = cls(dyn, angles=angles, refs=refs, **form_options)
     result = form.solve(times, q0, v0, integrator=integrator, rtol=rtol, atol=atol, dt=dt)
-    if slow and not result.success and result.message:  # the failure's probable cause, as diagnosed at the start
-        result.message = f"{result.message} (probably: {slow})"
-    if choice is not None:
-        result.notes.insert(0, f"{cls.name} / {integrator} chosen for the model: {choice.reason}")
-    elif tree_note is not None:
-        result.notes.insert(0, tree_note)
-    result.formulation, result.integrator = cls.name, integrator
-    result.rtol, result.atol = rtol, atol
-    if integrator in FIXED_STEP:
-        result.dt = float(dt) if dt is not None else default_dt(times)
-    motion = to_motion(dyn, result, formulation=cls.name, integrator=integrator, fast=getattr(form, "_fast", None))
-    if dyn.assembly_message:  # as the kinematics reports it
-        motion.events.insert(0, Event("assembly", float(times[0]), dyn.assembly_message))
-    if slow:  # the warning of :func:`.conditioning.check_steps`, kept with the run
-        motion.events.append(Event("conditioning", float(times[0]), slow))
-    penalty = None
-    if cls.name == "penalty" and getattr(form, "alpha", 0) > 0:
-        penalty = (form.alpha, form.options.get("omega", 10.0), form.options.get("xi", 1.0))
-    report = check_run(dyn, motion, result, formulation=cls.name, integrator=integrator, rtol=rtol, atol=atol, dt=dt,
-                       penalty=penalty, stability_steps=lambda: _stability_steps(dyn, q0, v0, times, refs0))
+
+    def finish(form, result, dt):  # stages 6 and 7 for a solve at the step dt (s; None: error-controlled)
+        if slow and not result.success and result.message:  # the failure's probable cause, as diagnosed at the start
+            result.message = f"{result.message} (probably: {slow})"
+        if choice is not None:
+            result.notes.insert(0, f"{cls.name} / {integrator} chosen for the model: {choice.reason}")
+        elif tree_note is not None:
+            result.notes.insert(0, tree_note)
+        result.formulation, result.integrator = cls.name, integrator
+        result.rtol, result.atol = rtol, atol
+        if integrator in FIXED_STEP:
+            result.dt = float(dt) if dt is not None else default_dt(times)
+        motion = to_motion(dyn, result, formulation=cls.name, integrator=integrator,
+                           fast=getattr(form, "_fast", None))
+        if dyn.assembly_message:  # as the kinematics reports it
+            motion.events.insert(0, Event("assembly", float(times[0]), dyn.assembly_message))
+        if slow:  # the warning of :func:`.conditioning.check_steps`, kept with the run
+            motion.events.append(Event("conditioning", float(times[0]), slow))
+        penalty = None
+        if cls.name == "penalty" and getattr(form, "alpha", 0) > 0:
+            penalty = (form.alpha, form.options.get("omega", 10.0), form.options.get("xi", 1.0))
+        checks = check_run(dyn, motion, result, formulation=cls.name, integrator=integrator, rtol=rtol, atol=atol,
+                           dt=dt, penalty=penalty, stability_steps=lambda: _stability_steps(dyn, q0, v0, times, refs0))
+        return motion, checks
+
+    motion, checks = finish(form, result, dt)
     if estimate_error:
         def make_form(factor):  # afresh at the initial state, its own approximation factor times finer
             return cls(dyn, angles=angles0.copy(), refs=refs0.copy(), **{**form_options, **form.finer_options(factor)})
 
-        estimate_global_error(report, Rerun(model, make_form, form.finer_options, times, q0, v0, integrator), result,
-                              motion, Bodies.of(dyn))
+        rerun = Rerun(model, make_form, form.finer_options, times, q0, v0, integrator)
+        bodies = Bodies.of(dyn)
+        estimate_global_error(checks, rerun, result, motion, bodies)
+        if choice is not None and choice.dt is not None:  # an automatic fixed step answers for its own accuracy
+            motion, result, checks = _refined(rerun, finish, bodies, (motion, result, checks))
     else:
-        report.skipped.append("motion.error: not asked for (estimate_error=False)")
-    result.invariants = report
-    motion.events.extend(report.events())
+        checks.skipped.append("motion.error: not asked for (estimate_error=False)")
+    result.invariants = checks
+    motion.events.extend(checks.events())
     return motion, result
+
+
+def _refined(rerun, finish, bodies, ran):
+    """(motion, result, checks) of an automatic fixed-step run (``ran``, with its ``motion.error``) at the step its
+    estimate asks for (:func:`.global_error.refinement`): the step halved until the estimate comes within
+    :data:`.global_error.REFINE_SHARE` of its allowance, each finer run being the companion already run at that
+    step where there is one (:meth:`.global_error.Rerun.solve`). ``finish(form, result, dt)`` makes a solve's motion
+    and checks. The result's notes say how far the step was halved, and why."""
+    motion, result, checks = ran
+    first_dt, halved, said = result.dt, 0, []
+    while True:
+        estimate = next((c for c in checks.checks if c.name == "motion.error"), None)
+        more = 0 if estimate is None else refinement(estimate, rerun.integrator, halved)
+        if not more:
+            break
+        said.append(f"{estimate.max_drift / estimate.allowed:.2g} of its allowance at {result.dt:.3g} s")
+        rtol, atol = result.ran_tolerances(result.rtol, result.atol)
+        companion = companion_setting(rerun.integrator, rtol, atol, result.dt, more)
+        form, finer = rerun.solve(TOL_FACTOR ** more, **companion.kwargs())
+        if not finer.success:  # the step as it was, with its estimate
+            said.append(f"the run at {companion.dt:.3g} s stopped: {finer.message}")
+            break
+        halved += more
+        result = finer
+        motion, checks = finish(form, result, companion.dt)
+        estimate_global_error(checks, rerun, result, motion, bodies)
+    if said:
+        result.notes.append(f"the automatic step {first_dt:.3g} s halved {halved} time(s) to {result.dt:.3g} s: "
+                            f"the global error estimated {'; '.join(said)} (an automatic step is kept within "
+                            f"{REFINE_SHARE:.2g} of it)")
+    return motion, result, checks
 
 
 def formulation_options(spec):

@@ -66,8 +66,9 @@ tolerance from being called wrong for errors no one could see: the double pendul
 1e-10 is 1.5e-6 m off a run at 1e-13 (on a 4.25 m motion), far beyond 1e-10 L per period and far below what
 matters; the report still shows the estimate. A fixed-step run asks for no tolerance: it is allowed
 :data:`FIXED_SHARE` L + ACCUMULATION atol (a hundredth of the part's motion; atol then the projection / Newton
-tolerance) — what a fixed step chosen for speed may cost: the generalized-α step the automatic choice takes for the
-flyball governor without numba (10 ms) is 1.6e-3 m off a Radau run at 1e-11 on the slider's 0.44 m, 0.4 %. A tenth
+tolerance) — what a fixed step chosen for speed may cost: the generalized-α step of 10 ms the automatic choice first
+takes for the flyball governor without numba is 4.2e-3 m off a Radau run at 1e-11 on the slider's 0.44 m, 0.94 %
+(and is then halved: "An automatic step", below). A tenth
 (the share :data:`.invariants.STEP_ERROR_ALLOWED` allows a fixed step's phase) let the penalty formulation's RK4
 stand 4.3 mm off on a tumbling arm; a hundredth still does (0.4 % of its metre), a thousandth would flag the
 automatic choice's own step above.
@@ -77,6 +78,20 @@ Panda's hand (its limits left out) must not let the arm's links be 0.8 m off. Be
 broken at the first frame beyond, naming the part: the motion is not determined to the tolerance from there
 on (tighten the tolerance or the step; a chaotic motion no setting determines for long — its statistics may
 still be right).
+
+An automatic step
+-----------------
+A fixed step the automatic choice took (:func:`.stiffness.default_method`: index-3 generalized-α where the compiled
+Radau loop does not run) answers for its own accuracy: where its estimate comes within :data:`REFINE_SHARE` (a
+quarter) of its allowance, or beyond, the step is halved as often as e ∝ h^p asks (:func:`refinement`; at most
+:data:`MAX_HALVINGS` times), and the finer run is the result, estimated in turn. Each finer run is a companion
+already run where there is one (:meth:`Rerun.solve`): a run halved once costs what its estimate did (the run, its
+companion at half the step, and the second look at a quarter, which is the finer run's companion). Measured
+(``tests/kernel/test_automatic_step.py``, two discs on a soft and a stiff spring against their closed form): over
+8 s the 10 ms step was 2.4 times beyond its allowance and reported broken; halved twice it is 0.15 of it, the
+estimate equal to the closed form's error to three digits. The flyball governor: 5 ms, 1.0e-3 m off on the
+slider (0.24 of its allowance), in the time its estimate took before. A step the user sets is kept, and its
+estimate reported.
 
 A formulation that holds the joints only approximately by design makes its own error beside the integrator's: the
 penalty formulation's joints have a compliance 1/α, and the motion departs from the rigid joints' by an amount
@@ -94,7 +109,7 @@ more steps still), or when ``estimate_error=False``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 import numpy as np
@@ -106,7 +121,7 @@ from .mass import rotation
 
 __all__ = ["Companion", "Rerun", "companion_setting", "pose_error", "motion_sizes", "allowances", "check_global_error",
            "estimate_global_error", "TOL_FACTOR", "STEP_FACTOR", "ACCUMULATION", "LOOSEST_SHARE", "VISIBLE_SHARE",
-           "FIXED_SHARE", "SECOND_LOOK", "COMPANION_STEPS"]
+           "FIXED_SHARE", "SECOND_LOOK", "COMPANION_STEPS", "REFINE_SHARE", "MAX_HALVINGS", "refinement"]
 
 #: the companion's tolerances are the run's divided by this (rtol and atol)
 TOL_FACTOR = 10.0
@@ -124,6 +139,11 @@ SECOND_LOOK = 4.0
 VISIBLE_SHARE = 1e-3
 #: the share of a part's motion a fixed-step run's global error may reach (it asks for no tolerance)
 FIXED_SHARE = 1e-2
+#: an automatic fixed step (:func:`.stiffness.default_method`) whose estimate comes within this share of its
+#: allowance is made finer (:func:`refinement`): a model a little faster than the one it was measured on stays inside
+REFINE_SHARE = 1.0 / SECOND_LOOK
+#: ... by at most this many halvings (a step an eighth of the automatic one)
+MAX_HALVINGS = 3
 #: a companion may take this many times the run's steps (and this many times 100 at least): where a finer setting
 #: costs more (round-off or a stiffer approximation at it), it stops there and the estimate is left out, saying why
 #: (the Python and scipy loops' steps; a compiled loop's, microseconds each, are not cut)
@@ -169,6 +189,19 @@ def companion_setting(integrator, rtol, atol, dt, depth=1):
         return Companion(rtol, atol, dt * c, c, max(info.error_order - 1, 1), f"the step {dt * c:.3g} s")
     rtol, atol, c = float(np.max(rtol)), float(np.max(atol)), TOL_FACTOR ** -depth
     return Companion(rtol * c, atol * c, None, c, 1.0, f"rtol {rtol * c:.3g}, atol {atol * c:.3g}")
+
+
+def refinement(check, integrator, halved=0):
+    """How many times to halve an automatic fixed step of ``integrator`` already halved ``halved`` times, for its
+    estimate ``check`` (``motion.error``) to come within :data:`REFINE_SHARE` of its allowance: as many halvings as
+    e ∝ h^p asks (p the global order), at least one, at most :data:`MAX_HALVINGS` in all; 0 where the step stands
+    (within the share, or halved as far as it goes)."""
+    ratio = check.max_drift / check.allowed if check.allowed > 0 else np.inf
+    if ratio <= REFINE_SHARE or halved >= MAX_HALVINGS:
+        return 0
+    order = max(REGISTRY[integrator].error_order - 1, 1)
+    need = np.log2(ratio / REFINE_SHARE) / order if np.isfinite(ratio) else np.inf
+    return int(min(max(np.ceil(need), 1), MAX_HALVINGS - halved))
 
 
 def _frame_poses(motion, bodies, idx):
@@ -251,6 +284,7 @@ class Rerun:
     times : the output times (s)
     q0, v0 : the initial state
     integrator : the integrator the run took
+    solved : the runs made so far, by their setting (:meth:`solve`)
     """
 
     model: object
@@ -260,6 +294,21 @@ class Rerun:
     q0: np.ndarray
     v0: np.ndarray
     integrator: str
+    solved: dict = field(default_factory=dict, compare=False)
+
+    def solve(self, factor, *, max_steps=None, **setting):
+        """(formulation, :class:`~.contract.DynamicsResult`): the motion run again on ``make_form(factor)`` at
+        ``setting`` (``rtol``, ``atol``, ``dt``), or the run made before at the same setting and options where it
+        succeeded (a companion at a quarter of the step is the next companion of a run at half the step)."""
+        finer = self.finer_options(factor) if self.finer_options is not None else {}
+        key = (tuple(sorted(finer.items())), tuple(sorted(setting.items())))
+        found = self.solved.get(key)
+        if found is None or not found[1].success:
+            form = self.make_form(factor)
+            found = form, form.solve(self.times, self.q0, self.v0, integrator=self.integrator, max_steps=max_steps,
+                                     **setting)
+            self.solved[key] = found
+        return found
 
 
 def estimate_global_error(report, rerun, result, motion, bodies):
@@ -309,8 +358,7 @@ def _companion_check(rerun, result, motion, bodies, rtol, atol, depth, rate):
         companion = replace(companion, how=f"{companion.how} with {named}")
     budget = COMPANION_STEPS * max(result.nsteps, 100)
     try:
-        other = rerun.make_form(TOL_FACTOR ** depth).solve(rerun.times, rerun.q0, rerun.v0, integrator=integrator,
-                                                           **companion.kwargs(), max_steps=budget)
+        other = rerun.solve(TOL_FACTOR ** depth, max_steps=budget, **companion.kwargs())[1]
     except (CadmotionError, ArithmeticError, np.linalg.LinAlgError, ValueError) as exc:
         return f"the companion run at {companion.how} failed: {exc}"
     if not other.success and other.nsteps > budget:

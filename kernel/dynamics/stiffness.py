@@ -246,7 +246,8 @@ def default_method(dyn, q, v, t, refs, times, *, threshold=100.0, compiled_radau
     ``projection`` / ``Radau`` at :data:`STIFF_RTOL`, :data:`STIFF_ATOL` if ``compiled_radau``
     (the caller's word that Radau runs in the compiled loop with the analytic Jacobian,
     :mod:`._radau`: error-controlled, it keeps the invariants to the tolerance), else
-    ``index3`` / ``generalized-alpha`` with the estimate's step (fixed steps, second order);
+    ``index3`` / ``generalized-alpha`` with the estimate's step (fixed steps, second order; halved by the run where its
+    global error estimate asks, :mod:`.global_error`);
     when it is not, ``relative`` / ``DOP853`` where ``relative`` is a (formulation, reason) pair (the
     caller's word that the joints form an open tree that this relative-coordinate formulation takes,
     :func:`.forward.tree_formulation`), else ``projection`` / ``DOP853`` (dt None). Returns a
