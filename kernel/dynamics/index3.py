@@ -44,8 +44,9 @@
 
 With numba, the residual (body kinematics, forces, M_q q̈ − Q_q) and the Newton matrix are
 compiled (:mod:`.index3_kernels`, the force kernels of the compiled right-hand side);
-without it the same equations run on numpy. Torque and force expressions are evaluated in
-Python between the compiled calls.
+without it the same equations run on numpy, vectorised over the bodies and force elements
+(:mod:`.index3_numpy`; the forces from :meth:`.forces.ForceElements.evaluate`). Torque and
+force expressions are evaluated in Python between the compiled calls.
 """
 
 from __future__ import annotations
@@ -94,8 +95,11 @@ class QForm:
 
     def __init__(self, dyn, refs):
         from . import index3_kernels  # numba (if present) is imported on first use, not with the package
+        from . import index3_numpy
 
-        self._k = IK = index3_kernels
+        IK = index3_kernels
+        # the compiled kernels, or without numba the same equations vectorised over the bodies (not Python loops)
+        self._k = IK if IK.HAVE_NUMBA else index3_numpy
         self.dyn = dyn
         self.refs = refs
         model = dyn.model

@@ -22,6 +22,7 @@ from cadmotion.importers.modelfile import read_model_file
 from cadmotion.kernel import compile_model
 from cadmotion.kernel.dynamics import simulate
 from cadmotion.kernel.dynamics.equations import Dynamics
+from cadmotion.kernel.dynamics.force_jacobians import HAVE_NUMBA
 from cadmotion.kernel.dynamics.forward import prepare, run
 from cadmotion.kernel.dynamics.mass import body_state, rotation
 
@@ -223,6 +224,30 @@ def _displaced(mdl, mass, q, b, k, eps):
     Q[b, 3:] = _quat_mul(_quat_exp(dth), Q[b, 3:])
     Q[b, :3] = rc - rotation(Q[b, 3:]) @ mass.body_com[b]
     return Q.reshape(-1)
+
+
+@pytest.mark.skipif(not HAVE_NUMBA, reason="compares with the compiled kernels")
+@pytest.mark.parametrize("kind", sorted(ELEMENTS))
+def test_index3_numpy_kernels_equal_the_compiled_ones(build, kind):
+    """Without numba (FreeCAD's Python) index3 evaluates its residual and Newton matrix with numpy over all bodies at
+    once (``index3_numpy``, the forces from ``ForceElements``) instead of the kernels' loops: the same numbers to
+    round-off, at a state where every term works (velocities, accelerations, normalisation multipliers, both step
+    coefficients)."""
+    from cadmotion.kernel.dynamics import index3_numpy
+    from cadmotion.kernel.dynamics.index3 import QForm
+
+    mdl = _element_model(build, ELEMENTS[kind])
+    dyn, q0, v0, angles, refs = prepare(mdl)
+    compiled, vectorised = QForm(dyn, refs), QForm(dyn, refs)
+    vectorised._k, vectorised.compiled = index3_numpy, False  # as without numba: the forces of ForceElements too
+    rng = np.random.default_rng(7)
+    qd, qdd, lam = rng.normal(size=dyn.nq), rng.normal(size=dyn.nq), rng.normal(size=dyn.nmov)
+    R0, R1 = compiled.residual(q0, qd, qdd, 0.3)[0], vectorised.residual(q0, qd, qdd, 0.3)[0]
+    assert np.max(np.abs(R0 - R1)) <= 1e-12 * np.max(np.abs(R0))
+    S0, S1 = compiled.matrix(q0, qd, 0.3, lam, 0.4, 0.7), vectorised.matrix(q0, qd, 0.3, lam, 0.4, 0.7)
+    assert np.max(np.abs(S0 - S1)) <= 1e-12 * np.max(np.abs(S0))
+    M0, M1 = compiled.matrix(q0, qd, 0.3, lam, 0.0, 0.0), vectorised.matrix(q0, qd, 0.3, lam, 0.0, 0.0)
+    assert np.max(np.abs(M0 - M1)) <= 1e-12 * np.max(np.abs(M0))
 
 
 @pytest.mark.parametrize("kind", sorted(ELEMENTS))
