@@ -711,7 +711,10 @@ class ForceElements:
         joint axis from expressions are not included.
         """
         from . import force_jacobians as fj
+        from .force_jacobians_numpy import spring_tangent as vectorised_springs
 
+        # without numba the springs' loop would run as Python: the same equations over all springs at once
+        spring_tangent = fj.spring_tangent if fj.HAVE_NUMBA else vectorised_springs
         A, rc, w, vc = bs.A, bs.rc, bs.w, bs.vc
         out = []
 
@@ -721,8 +724,7 @@ class ForceElements:
         s = self.springs
         if s is not None:
             Kb, Db = blocks(len(s["ia"]))
-            fj.spring_tangent(A, rc, w, vc, s["ia"], s["ib"], s["da"], s["db"], s["k"], s["c"], s["l0"], s["F0"],
-                              Kb, Db)
+            spring_tangent(A, rc, w, vc, s["ia"], s["ib"], s["da"], s["db"], s["k"], s["c"], s["l0"], s["F0"], Kb, Db)
             out.append((s["ia"], s["ib"], Kb, Db))
         law = self.axis_law(bs, t, refs)
         if law is not None:

@@ -250,6 +250,30 @@ def test_index3_numpy_kernels_equal_the_compiled_ones(build, kind):
     assert np.max(np.abs(M0 - M1)) <= 1e-12 * np.max(np.abs(M0))
 
 
+def test_the_springs_vectorised_tangent_equals_the_kernels_loops():
+    """Without numba the spring-dampers' tangent is taken over all springs at once (``force_jacobians_numpy``):
+    the kernel's numbers to round-off for springs between moving bodies at random poses and velocities, and for one
+    whose points coincide (the zero-length limit)."""
+    from cadmotion.kernel.dynamics import force_jacobians, force_jacobians_numpy
+
+    rng = np.random.default_rng(3)
+    p = rng.normal(size=(4, 4))
+    A = np.ascontiguousarray(rotation(p / np.linalg.norm(p, axis=1)[:, None]))
+    rc, w, vc = rng.normal(size=(4, 3)), rng.normal(size=(4, 3)), rng.normal(size=(4, 3))
+    rc[3] = rc[0]
+    ia, ib = np.array([0, 1, 2, 3, 0]), np.array([1, 2, 3, 0, 3])
+    da, db = rng.normal(size=(5, 3)), rng.normal(size=(5, 3))
+    da[4] = db[4] = 0.0  # the last spring joins the coinciding centres of bodies 0 and 3
+    k, c, l0, F0 = rng.uniform(1, 5, 5), rng.uniform(0, 2, 5), rng.uniform(0, 1, 5), rng.normal(size=5)
+    loops = np.zeros((5, 2, 2, 6, 6)), np.zeros((5, 2, 2, 6, 6))
+    vectorised = np.zeros((5, 2, 2, 6, 6)), np.zeros((5, 2, 2, 6, 6))
+    force_jacobians.spring_tangent(A, rc, w, vc, ia, ib, da, db, k, c, l0, F0, *loops)
+    force_jacobians_numpy.spring_tangent(A, rc, w, vc, ia, ib, da, db, k, c, l0, F0, *vectorised)
+    for mine, theirs in zip(vectorised, loops):
+        assert np.max(np.abs(theirs[4])) > 0.1
+        assert np.max(np.abs(mine - theirs)) <= 1e-14 * np.max(np.abs(theirs))
+
+
 @pytest.mark.parametrize("kind", sorted(ELEMENTS))
 def test_force_tangent_matches_finite_differences(build, kind):
     mdl = _element_model(build, ELEMENTS[kind])
