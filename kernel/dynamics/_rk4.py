@@ -24,7 +24,8 @@ import math
 import numpy as np
 
 from . import _kernels as K
-from ._dop853 import DONE, NAN_STATE, NOT_FINITE, PROBES, S_PROBED, SINGULAR, finish, next_step_probes, strided
+from ._dop853 import DONE, NAN_STATE, NOT_FINITE, S_PROBED, SINGULAR, finish
+from ._singular_probes import PROBES, next_step_probes, strided
 from . import integrators
 from ..numba_cache import numba
 

@@ -48,7 +48,7 @@ from . import _kernels as K
 from .layout import Field as F
 from ._aba_kernels import factor as aba_factor
 from ._aba_kernels import solve as aba_solve
-from ._dop853 import CLEAR, PROBES, clear_of_singular
+from ._singular_probes import CLEAR, PROBES, clear_of_singular
 
 _JIT = dict(cache=True, nogil=True, fastmath=False)
 #: the small helpers called many times an evaluation: inlined into their callers, where a call with array

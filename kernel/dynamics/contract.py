@@ -712,14 +712,14 @@ class Formulation:
 
     def _strides_singular(self, t, h, y, y_new, f, f_new, interpolant=None):
         """True if the step from (t, y) to (t + h, y_new) passes through a singular
-        configuration (:func:`._dop853.strides_singular`, on the cubic Hermite interpolant of
+        configuration (:func:`._singular_probes.strided`, on the cubic Hermite interpolant of
         y, f = ẏ(t), y_new, f_new = ẏ(t + h); or, for an integrator that keeps no ẏ (BDF, LSODA),
         on ``interpolant()``, the step's dense output). A step that starts where the last one judged
         here ended also sees that step's last interior probe (a V whose bottom is at the step
         boundary)."""
         if not self.dyn.has_loops:
             return False
-        from ._dop853 import PROBES, strided
+        from ._singular_probes import PROBES, python_function, strided
 
         sol = interpolant() if interpolant is not None else None
         s = np.empty(len(PROBES))
@@ -734,7 +734,7 @@ class Formulation:
         if not abs(t_end - t) <= 1e-12 * max(1.0, abs(t)):
             s_before, h_before = -1.0, 0.0
         # five numbers: Python, not a compile
-        strides = bool(strided.py_func(s, math.sqrt(self.singular_zone), s_before, h_before / h))
+        strides = bool(python_function(strided)(s, math.sqrt(self.singular_zone), s_before, h_before / h))
         self._probes_before = (np.nan, -1.0, 0.0) if strides else (t + h, s[-2], h)
         return strides
 

@@ -90,7 +90,7 @@ def _source(parametrization):
             'Do not edit."""', *library.generated_imports(),
             f"from {absolute} import groups, groups_in, measures_in, expressions, windings as library_windings",
             f"from cadmotion.kernel.dynamics._tree_kernels import {', '.join(T.HELPERS)}",
-            "from cadmotion.kernel.dynamics._dop853 import CLEAR",
+            "from cadmotion.kernel.dynamics._singular_probes import CLEAR",
             f"KT = {len(K.COMMON)}"]
     body = "".join(library.JIT + inspect.getsource(fn) for fn in T.TEMPLATES)
     # the tree templates last: their rhs, project, measure_rows and probe_step replace the integrators' own

@@ -272,11 +272,13 @@ def _compiled_sources():
     """The text of every module a generated module compiles from, this one last (read once per
     process: reading and tokenising them took ~0.7 ms, a sixtieth of a P1 run)."""
     from .. import _kinematics_kernels, _program_kernels
-    from . import _contact_kernels, _dop853, _frames, _kernels, _radau, _rk4, force_jacobians, layout, tyres
+    from . import _contact_kernels, _dop853, _frames, _kernels, _radau, _rk4, _singular_probes, force_jacobians, layout
+    from . import tyres
 
     # _frames, _kinematics_kernels and _program_kernels too: _kernels calls (and numba inlines) their functions;
     # layout: the arrays' order, compiled into _kernels' indices
-    return tuple(inspect.getsource(m) for m in (_kernels, layout, _dop853, _radau, _rk4, force_jacobians, tyres,
+    return tuple(inspect.getsource(m) for m in (_kernels, layout, _dop853, _singular_probes, _radau, _rk4,
+                                                 force_jacobians, tyres,
                                                  _contact_kernels, _frames, _kinematics_kernels,
                                                  _program_kernels)) + (Path(__file__).read_text(),)
 
