@@ -15,6 +15,8 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass
 
+from .blas_threads import single_blas_thread
+
 __all__ = ["ANALYSES", "DYNAMICS_OPTIONS", "DEFAULT_T_END", "DEFAULT_STEPS", "time_span", "with_overrides",
            "run_spec", "RunResult",
            "run_analysis", "outcome", "broken_invariants", "run_invariants", "EXIT_INVARIANT", "EXIT_STOPPED",
@@ -139,6 +141,15 @@ def run_analysis(model, analysis, t_end, steps, *, progress=None, formulation=No
 
         raise CadmotionError(f"--resolve-penetration applies to the dynamic analysis, not to {analysis}",
                              hint="contacts act in dynamic runs only")
+    with single_blas_thread():  # small matrices: BLAS threads only fight over the cores
+        return _solve(model, analysis, t_end, steps, progress=progress, free_dof=free_dof,
+                      solver_options=solver_options, resolve_penetration=resolve_penetration,
+                      settings=dict(formulation=formulation, integrator=integrator, rtol=rtol, atol=atol, dt=dt))
+
+
+def _solve(model, analysis, t_end, steps, *, progress, free_dof, solver_options, resolve_penetration, settings):
+    """:func:`run_analysis` once its arguments are checked; ``settings`` the dynamic run's formulation,
+    integrator, rtol, atol and dt (None: the kernel's choice)."""
     if analysis == "dynamic":
         from ..kernel.dynamics.forward import run as run_dynamics
 
@@ -149,13 +160,12 @@ def run_analysis(model, analysis, t_end, steps, *, progress=None, formulation=No
             model, separated = resolve_initial_penetration(model)
 
         options = dict(solver_options or {})
-        options.update({k: v for k, v in dict(formulation=formulation, integrator=integrator, rtol=rtol, atol=atol,
-                                              dt=dt).items() if v is not None})
+        options.update({k: v for k, v in settings.items() if v is not None})
         motion, result = run_dynamics(model, t_end, steps, **options)
         if separated:
             result.notes.insert(0, "parts that started inside each other were moved apart (least change of the "
                                    "pose, joints kept): " + "; ".join(s.message() for s in separated))
-        if dt is not None and result.dt is None:
+        if settings["dt"] is not None and result.dt is None:
             warnings.warn(f"--dt is used by the fixed-step integrators (RK4, generalized-alpha, HHT); "
                           f"{result.integrator} chose its own steps from --rtol and --atol", stacklevel=2)
         return motion, result
