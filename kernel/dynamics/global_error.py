@@ -301,7 +301,9 @@ class Rerun:
         ``setting`` (``rtol``, ``atol``, ``dt``), or the run made before at the same setting and options where it
         succeeded (a companion at a quarter of the step is the next companion of a run at half the step)."""
         finer = self.finer_options(factor) if self.finer_options is not None else {}
-        key = (tuple(sorted(finer.items())), tuple(sorted(setting.items())))
+        key = (tuple(sorted(finer.items())),
+               tuple((name, None if value is None else tuple(np.ravel(value).tolist()))  # per-component tolerances too
+                     for name, value in sorted(setting.items())))
         found = self.solved.get(key)
         if found is None or not found[1].success:
             form = self.make_form(factor)
