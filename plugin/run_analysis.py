@@ -167,7 +167,7 @@ def _solve(model, analysis, t_end, steps, *, progress, free_dof, solver_options,
                                    "pose, joints kept): " + "; ".join(s.message() for s in separated))
         if settings["dt"] is not None and result.dt is None:
             warnings.warn(f"--dt is used by the fixed-step integrators (RK4, generalized-alpha, HHT); "
-                          f"{result.integrator} chose its own steps from --rtol and --atol", stacklevel=2)
+                          f"{result.integrator} chose its own steps from --rtol and --atol", stacklevel=3)
         return motion, result
     if analysis == "inverse":
         from ..kernel.dynamics import inverse_dynamics
