@@ -4,7 +4,7 @@ numpy's and scipy's BLAS and LAPACK (OpenBLAS in pip's wheels and in Debian's nu
 thread per core for every call. On matrices of tens to a few hundred rows the threads cost more than they save,
 and where the cores are busy — the other workers of a batch, the user's other programs — they wait for each
 other: on the shared 2-core machine a 30 × 30 ``eigvalsh`` took 0.83 ms with OpenBLAS's threads and 0.022 ms on
-one, and a two-worker ``cadmotion batch`` of six closed-loop samples on the numpy path 27.4 s against 15.8 s
+one, and a two-worker ``cadmotion batch`` of six closed-loop samples on the numpy path 28.9 s against 15.7 s
 (``benchmarks/README.md``, "BLAS threads"). So a run (:func:`.run_analysis.run_analysis`, which every front end
 calls) takes one thread, through threadpoolctl, unless the user's environment says how many BLAS should take.
 """

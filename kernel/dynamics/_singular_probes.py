@@ -1,7 +1,8 @@
 """Does a step pass through a singular configuration? The probes of its measure, judged (numba optional).
 
-The measure of a closed loop's constraint Jacobian (the square root of its smallest pivot ratio) falls linearly
-to zero at a singular configuration and rises after it, a V in time. A step is probed at :data:`PROBES` and
+The measure of a closed loop's constraint Jacobian (the square root of its smallest pivot ratio in the compiled
+loops, of the smallest eigenvalue of the Jacobi-scaled J W Jᵀ in the Python ones) falls linearly to zero at a
+singular configuration and rises after it, a V in time. A step is probed at :data:`PROBES` and
 :func:`strided` tells from five numbers whether the bottom of a V lies inside it; :func:`clear_of_singular` when
 the probes inside a step can be skipped. The compiled loops (:mod:`._dop853`, :mod:`._rk4`, the tree module) call
 these compiled; the Python loops (:meth:`.contract.Formulation._strides_singular`) call them as Python, which
@@ -22,7 +23,8 @@ def python_function(fn):
     return getattr(fn, "py_func", fn)
 
 
-#: fractions of a step at which :func:`strides_singular` probes the measure
+#: fractions of a step at which the measure is probed (:func:`._dop853.strides_singular`,
+#: :meth:`.contract.Formulation._strides_singular`)
 PROBES = (0.0, 0.25, 0.5, 0.75, 1.0)
 #: two neighbouring probes hold the bottom of a V between them when :func:`v_ratio` is below this:
 #: 1 for a V that reaches zero between them (wherever it falls), larger for a rounded minimum;

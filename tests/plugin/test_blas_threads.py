@@ -1,5 +1,5 @@
 """A run takes one BLAS thread (plugin/blas_threads.py): its matrices are small, and BLAS's threads only fight over
-the cores for them (a two-worker batch on the numpy path: 27 s against 16 s, ``benchmarks/README.md``)."""
+the cores for them (a two-worker batch on the numpy path: 29 s against 16 s, ``benchmarks/README.md``)."""
 from pathlib import Path
 
 import pytest
