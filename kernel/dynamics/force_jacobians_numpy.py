@@ -14,19 +14,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from .mass import cross, skew
+
 __all__ = ["spring_tangent"]
 
 #: σ_j of the element's two bodies: −1 for the first part a, +1 for the second b
 SIGN = np.array([-1.0, 1.0])
-
-
-def _skew(a):
-    """[a]× (..., 3, 3) of vectors a (..., 3)."""
-    out = np.zeros(a.shape + (3,))
-    out[..., 0, 1], out[..., 0, 2] = -a[..., 2], a[..., 1]
-    out[..., 1, 0], out[..., 1, 2] = a[..., 2], -a[..., 0]
-    out[..., 2, 0], out[..., 2, 1] = -a[..., 1], a[..., 0]
-    return out
 
 
 def spring_tangent(A, rc, w, vc, ia, ib, da, db, k, c, l0, F0, Kb, Db):
@@ -39,11 +32,11 @@ def spring_tangent(A, rc, w, vc, ia, ib, da, db, k, c, l0, F0, Kb, Db):
     s = np.stack([np.einsum("eij,ej->ei", A[ia], da), np.einsum("eij,ej->ei", A[ib], db)], 1)  # arms (n, 2, 3)
     P = rc[body] + s
     d = P[:, 1] - P[:, 0]
-    vP = vc[body] + np.cross(w[body], s)
+    vP = vc[body] + cross(w[body], s)
     vr = vP[:, 1] - vP[:, 0]
     G = np.zeros((n, 2, 3, 6))
     G[:, :, :, :3] = np.eye(3)
-    G[:, :, :, 3:] = -_skew(s)
+    G[:, :, :, 3:] = -skew(s)
     Gt = np.swapaxes(G, 2, 3)  # (n, 2, 6, 3)
     sig2 = SIGN[:, None] * SIGN[None, :]  # σ_j σ_k (2, 2)
     l = np.linalg.norm(d, axis=1)
@@ -63,13 +56,13 @@ def spring_tangent(A, rc, w, vc, ia, ib, da, db, k, c, l0, F0, Kb, Db):
     vPp = np.einsum("ei,eij->ej", vr, Pp)
     uG = np.einsum("ei,ekic->ekc", u, G)  # uᵀ G_k (n, 2, 6)
     a2 = np.einsum("ei,ekic->ekc", vPp, G)
-    WS = _skew(w[body]) @ _skew(s)  # [ω_k][s_k] (n, 2, 3, 3)
+    WS = skew(w[body]) @ skew(s)  # [ω_k][s_k] (n, 2, 3, 3)
     a2[:, :, 3:] -= np.einsum("ei,ekij->ekj", u, WS)
     dfx = SIGN[None, :, None] * (-k[:, None, None] * uG - c[:, None, None] * a2)  # ∂f/∂x_k (n, 2, 6)
     dFx = u[:, None, :, None] * dfx[:, :, None, :] + (f[:, None, None, None] * SIGN[None, :, None, None]
                                                       * np.einsum("eij,ekjc->ekic", Pp, G))  # ∂F/∂x_k (n, 2, 3, 6)
     K = -SIGN[None, :, None, None, None] * np.einsum("ejri,ekic->ejkrc", Gt, dFx)
-    FS = _skew(f[:, None] * u)[:, None] @ _skew(s)  # [F][s_j] (n, 2, 3, 3)
+    FS = skew(f[:, None] * u)[:, None] @ skew(s)  # [F][s_j] (n, 2, 3, 3)
     for j in range(2):
         K[:, j, j, 3:, 3:] -= SIGN[j] * FS[:, j]
     Kb[line] += K
