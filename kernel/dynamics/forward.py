@@ -49,7 +49,7 @@ from .equations import Dynamics
 from .conditioning import ABSOLUTE_FORMULATIONS, check_mass, check_steps
 from .contract import SCIPY_INTEGRATORS, default_dt
 from .formulations import FORMULATIONS, get_formulation
-from .global_error import REFINE_SHARE, TOL_FACTOR, Rerun, companion_setting, estimate_global_error, refinement
+from .global_error import REFINE_SHARE, Rerun, estimate_global_error, refinement
 from .integrators import REGISTRY
 from .invariants import FIXED_STEP, Accuracy, Bodies, CompliantContact, check_motion, free_system
 from .mass import accelerations_to_qdd, body_state, cross, frames_state, rates_from_velocities, refuse_massless
@@ -430,9 +430,8 @@ def _refined(rerun, finish, bodies, ran):
         if not more:
             break
         said.append(f"{estimate.max_drift / estimate.allowed:.2g} of its allowance at {result.dt:.3g} s")
-        rtol, atol = result.ran_tolerances(result.rtol, result.atol)
-        companion = companion_setting(rerun.integrator, rtol, atol, result.dt, more)
-        form, finer = rerun.solve(TOL_FACTOR ** more, **companion.kwargs())
+        companion = rerun.companion(result, more)
+        form, finer = rerun.solve(companion)
         if not finer.success:  # the step as it was, with its estimate
             said.append(f"the run at {companion.dt:.3g} s stopped: {finer.message}")
             break

@@ -109,7 +109,7 @@ more steps still), or when ``estimate_error=False``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Optional
 
 import numpy as np
@@ -162,6 +162,8 @@ class Companion:
     factor : the setting's factor c (< 1: finer than the run; a fixed step's, from the two runs' step counts)
     exponent : s, the error's exponent in the setting (1 for a tolerance, the global order p for a step)
     how : the setting in words, for the report
+    depth : how many settings finer than the run (the formulation's own approximation is :data:`TOL_FACTOR` ** depth
+        times finer too, :meth:`Rerun.companion`)
     """
 
     rtol: Optional[float]
@@ -170,6 +172,7 @@ class Companion:
     factor: float
     exponent: float
     how: str
+    depth: int = 1
 
     @property
     def scale(self):
@@ -187,9 +190,9 @@ def companion_setting(integrator, rtol, atol, dt, depth=1):
     info = REGISTRY[integrator]
     if info.fixed_step:  # (its tolerances, the projection's and Newton's, kept)
         c = STEP_FACTOR ** -depth
-        return Companion(rtol, atol, dt * c, c, max(info.error_order - 1, 1), f"the step {dt * c:.3g} s")
+        return Companion(rtol, atol, dt * c, c, max(info.error_order - 1, 1), f"the step {dt * c:.3g} s", depth)
     rtol, atol, c = float(np.max(rtol)), float(np.max(atol)), TOL_FACTOR ** -depth
-    return Companion(rtol * c, atol * c, None, c, 1.0, f"rtol {rtol * c:.3g}, atol {atol * c:.3g}")
+    return Companion(rtol * c, atol * c, None, c, 1.0, f"rtol {rtol * c:.3g}, atol {atol * c:.3g}", depth)
 
 
 def refinement(check, integrator, halved=0):
@@ -297,21 +300,37 @@ class Rerun:
     integrator: str
     solved: dict = field(default_factory=dict, compare=False)
 
-    def solve(self, factor, *, max_steps=None, **setting):
-        """(formulation, :class:`~.contract.DynamicsResult`): the motion run again on ``make_form(factor)`` at
-        ``setting`` (``rtol``, ``atol``, ``dt``), or the run made before at the same setting and options where it
+    def companion(self, result, depth):
+        """The :class:`Companion` of ``result`` (a run of this motion) ``depth`` settings finer:
+        :func:`companion_setting` at the tolerances it ran at and its step, ``how`` naming the formulation's own
+        finer options."""
+        rtol, atol = result.ran_tolerances(result.rtol, result.atol)
+        companion = companion_setting(self.integrator, rtol, atol, result.dt, depth)
+        finer = self._finer(depth)
+        if finer:
+            named = ", ".join(f"{k} {v:.3g}" for k, v in finer.items())
+            companion = replace(companion, how=f"{companion.how} with {named}")
+        return companion
+
+    def solve(self, companion, *, max_steps=None):
+        """(formulation, :class:`~.contract.DynamicsResult`): the motion run again at ``companion``'s setting on
+        ``make_form(TOL_FACTOR ** companion.depth)``, or the run made before at the same setting and options where it
         succeeded (a companion at a quarter of the step is the next companion of a run at half the step)."""
-        finer = self.finer_options(factor) if self.finer_options is not None else {}
-        key = (tuple(sorted(finer.items())),
+        setting = companion.kwargs()
+        key = (tuple(sorted(self._finer(companion.depth).items())),
                tuple((name, None if value is None else tuple(np.ravel(value).tolist()))  # per-component tolerances too
                      for name, value in sorted(setting.items())))
         found = self.solved.get(key)
         if found is None or not found[1].success:
-            form = self.make_form(factor)
+            form = self.make_form(TOL_FACTOR ** companion.depth)
             found = form, form.solve(self.times, self.q0, self.v0, integrator=self.integrator, max_steps=max_steps,
                                      **setting)
             self.solved[key] = found
         return found
+
+    def _finer(self, depth):
+        """The formulation's options ``TOL_FACTOR ** depth`` times finer, by name ({} for none)."""
+        return self.finer_options(TOL_FACTOR ** depth) if self.finer_options is not None else {}
 
 
 def estimate_global_error(report, rerun, result, motion, bodies):
@@ -364,22 +383,15 @@ def supersede_step_error(report):
 
 
 def _companion_check(rerun, result, motion, bodies, rtol, atol, depth, rate):
-    """``motion.error`` from the companion at ``depth`` (:func:`companion_setting`), or why there is none (str)."""
-    from dataclasses import replace
-
+    """``motion.error`` from the companion at ``depth`` (:meth:`Rerun.companion`), or why there is none (str)."""
     from ...errors import CadmotionError
     from ..kinematics import _motion
 
-    integrator = rerun.integrator
-    fixed = REGISTRY[integrator].fixed_step
-    companion = companion_setting(integrator, rtol, atol, result.dt, depth)
-    finer = rerun.finer_options(TOL_FACTOR ** depth) if rerun.finer_options is not None else {}
-    if finer:
-        named = ", ".join(f"{k} {v:.3g}" for k, v in finer.items())
-        companion = replace(companion, how=f"{companion.how} with {named}")
+    fixed = REGISTRY[rerun.integrator].fixed_step
+    companion = rerun.companion(result, depth)
     budget = COMPANION_STEPS * max(result.nsteps, 100)
     try:
-        other = rerun.solve(TOL_FACTOR ** depth, max_steps=budget, **companion.kwargs())[1]
+        other = rerun.solve(companion, max_steps=budget)[1]
     except (CadmotionError, ArithmeticError, np.linalg.LinAlgError, ValueError) as exc:
         return f"the companion run at {companion.how} failed: {exc}"
     if not other.success and other.nsteps > budget:
