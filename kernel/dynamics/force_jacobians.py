@@ -43,9 +43,10 @@ elements) are not included (their derivative is left to the Newton iteration).
 The kernels are plain loops over elements, compiled by numba when it is available (cached)
 and run as Python otherwise; they are the implementation used by the index-3 Newton matrix
 (:mod:`.index3`), :meth:`.forces.ForceElements.tangent` and the stiffness estimate
-(:mod:`.stiffness`), but for the spring-dampers without numba, whose tangent is then taken
-over all springs at once by :mod:`.force_jacobians_numpy` (a test holds the two equal). The
-tests check them against finite differences of :meth:`.forces.ForceElements.evaluate`.
+(:mod:`.stiffness`) once compiled; without numba, or before they are compiled, the same
+tangents are taken over all elements at once by :mod:`.force_jacobians_numpy` (tests hold the
+two equal; :mod:`.stiff_kernels` chooses). The tests check them against finite differences of
+:meth:`.forces.ForceElements.evaluate`.
 """
 
 from __future__ import annotations

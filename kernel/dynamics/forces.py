@@ -701,20 +701,19 @@ class ForceElements:
             k[nr + j], c[nr + j] = -dq, -dqd
         return tau, k, c
 
-    def tangent_blocks(self, bs, t, refs):
+    def tangent_blocks(self, bs, t, refs, kernels=None):
         """The elements' stiffness K = −∂f/∂x and damping D = −∂f/∂v (:mod:`.force_jacobians`).
 
         Returns a list of (ia, ib, Kb, Db), one item per element kind present: body indices
         (n,) of the first and second part, and blocks (n, 2, 2, 6, 6) — [element, body row
         (0: first part), body column, 6 × 6] over each body's [com displacement (m), rotation
         (rad)] and [com velocity (m/s), angular velocity (rad/s)], world axes. Forces along a
-        joint axis from expressions are not included.
+        joint axis from expressions are not included. ``kernels``: the compiled kernels or their
+        numpy twins (:mod:`.stiff_kernels`; None: :func:`.stiff_kernels.choose`).
         """
-        from . import force_jacobians as fj
-        from .force_jacobians_numpy import spring_tangent as vectorised_springs
+        from . import stiff_kernels
 
-        # without numba the springs' loop would run as Python: the same equations over all springs at once
-        spring_tangent = fj.spring_tangent if fj.HAVE_NUMBA else vectorised_springs
+        kernels = kernels or stiff_kernels.choose()
         A, rc, w, vc = bs.A, bs.rc, bs.w, bs.vc
         out = []
 
@@ -724,24 +723,25 @@ class ForceElements:
         s = self.springs
         if s is not None:
             Kb, Db = blocks(len(s["ia"]))
-            spring_tangent(A, rc, w, vc, s["ia"], s["ib"], s["da"], s["db"], s["k"], s["c"], s["l0"], s["F0"], Kb, Db)
+            kernels.spring_tangent(A, rc, w, vc, s["ia"], s["ib"], s["da"], s["db"], s["k"], s["c"], s["l0"], s["F0"],
+                                   Kb, Db)
             out.append((s["ia"], s["ib"], Kb, Db))
         law = self.axis_law(bs, t, refs)
         if law is not None:
             a = self.angle
             Kb, Db = blocks(len(a["ia"]))
-            fj.axis_tangent(A, w, a["ia"], a["ib"], a["Ri"], a["Rj"], law[0], law[1], law[2], Kb, Db)
+            kernels.axis_tangent(A, w, a["ia"], a["ib"], a["Ri"], a["Rj"], law[0], law[1], law[2], Kb, Db)
             out.append((a["ia"], a["ib"], Kb, Db))
         b = self.ball
         if b is not None:
             Kb, Db = blocks(len(b["ia"]))
-            fj.ball_tangent(A, b["ia"], b["ib"], b["Ri"], b["Rj"], b["k"], b["c"], Kb, Db)
+            kernels.ball_tangent(A, b["ia"], b["ib"], b["Ri"], b["Rj"], b["k"], b["c"], Kb, Db)
             out.append((b["ia"], b["ib"], Kb, Db))
         bu = self.bushing
         if bu is not None:
             Kb, Db = blocks(len(bu["ia"]))
-            fj.bushing_tangent(A, rc, w, vc, bu["ia"], bu["ib"], bu["da"], bu["db"], bu["Ra"], bu["Rb"], bu["Kt"],
-                               bu["Ct"], bu["Kr"], bu["Cr"], Kb, Db)
+            kernels.bushing_tangent(A, rc, w, vc, bu["ia"], bu["ib"], bu["da"], bu["db"], bu["Ra"], bu["Rb"],
+                                    bu["Kt"], bu["Ct"], bu["Kr"], bu["Cr"], Kb, Db)
             out.append((bu["ia"], bu["ib"], Kb, Db))
         if self.tyres is not None:
             out.append(self.tyres.tangent_blocks(bs))

@@ -42,11 +42,13 @@
                 ``False`` reports the raw velocities. Second order otherwise. Fixed step
                 ``dt`` (halved on Newton failure; the run's notes count the halvings).
 
-With numba, the residual (body kinematics, forces, M_q q̈ − Q_q) and the Newton matrix are
-compiled (:mod:`.index3_kernels`, the force kernels of the compiled right-hand side);
-without it the same equations run on numpy, vectorised over the bodies and force elements
-(:mod:`.index3_numpy`; the forces from :meth:`.forces.ForceElements.evaluate`). Torque and
-force expressions are evaluated in Python between the compiled calls.
+With numba, once compiled, the residual (body kinematics, forces, M_q q̈ − Q_q) and the Newton
+matrix are compiled code (:mod:`.index3_kernels`, the force kernels of the compiled right-hand
+side); without numba, and until the background warm-up has compiled them, the same equations
+run on numpy, vectorised over the bodies and force elements (:mod:`.index3_numpy`,
+:mod:`.force_jacobians_numpy`; the forces from :meth:`.forces.ForceElements.evaluate`;
+:mod:`.stiff_kernels` chooses, and the run's notes say which). Torque and force expressions
+are evaluated in Python between the compiled calls.
 """
 
 from __future__ import annotations
@@ -94,12 +96,11 @@ class QForm:
     """
 
     def __init__(self, dyn, refs):
-        from . import index3_kernels  # numba (if present) is imported on first use, not with the package
-        from . import index3_numpy
+        from . import stiff_kernels  # numba (if present) is imported on first use, not with the package
 
-        IK = index3_kernels
-        # the compiled kernels, or without numba the same equations vectorised over the bodies (not Python loops)
-        self._k = IK if IK.HAVE_NUMBA else index3_numpy
+        # the compiled kernels once compiled, else the same equations vectorised over the bodies (not Python loops)
+        self.kernels = stiff_kernels.choose()
+        self._k = self.kernels.index3
         self.dyn = dyn
         self.refs = refs
         model = dyn.model
@@ -107,7 +108,7 @@ class QForm:
         self.fe = fe
         nmov, nb = dyn.nmov, model.nb
         self.nmov, self.nq = nmov, dyn.nq
-        self.compiled = IK.HAVE_NUMBA and not fe.unilateral  # contacts: evaluated by ForceElements
+        self.compiled = self.kernels.compiled and not fe.unilateral  # contacts: evaluated by ForceElements
         self.q_fixed = np.ascontiguousarray(model.q_fixed, float)
         self.com_all = np.ascontiguousarray(dyn.mass.body_com_all, float)
         self.Jb = np.ascontiguousarray(dyn.mass.body_inertia, float)
@@ -196,7 +197,7 @@ class QForm:
         return self.R.copy(), float(power)
 
     def _element_blocks(self, t):
-        return self.fe.tangent_blocks(self.bs, t, self.refs)
+        return self.fe.tangent_blocks(self.bs, t, self.refs, self.kernels)
 
     def blocks(self, q, qd, t, lam_norm, c_k, c_d, with_forces=True):
         """(diag (nmov, 7, 7), [(ia, ib, offd (n, 2, 2, 7, 7))]) of the Newton matrix."""
@@ -286,6 +287,9 @@ class Index3Formulation(Formulation):
         self.prepare(t, q)
         if self.qf.compiled:
             rec.notes.append("index3: compiled residual and Newton matrix")
+        elif not self.qf.kernels.compiled:
+            rec.notes.append("index3: residual and Newton matrix in numpy (the compiled kernels are not compiled yet, "
+                             "or numba is not installed)")
         qd = self.dyn.qd(self._bs(q), np.asarray(v0, float))
         qdd, lam = self._consistent_acc(q, qd, t)
         a = qdd.copy()

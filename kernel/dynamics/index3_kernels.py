@@ -24,7 +24,8 @@ equations (Φqᵀλ)_q, the change of C and of the inertia with q under the resi
 terms of order c_k × (reaction or inertia load), which only slow the convergence of the
 Newton iteration, never change its solution.
 
-With numba the kernels are compiled (cached); without it they run as Python loops.
+With numba the kernels are compiled (cached); without it, and until they are compiled, their numpy twins
+(:mod:`.index3_numpy`) run instead (:mod:`.stiff_kernels` chooses).
 """
 
 from __future__ import annotations

@@ -2,9 +2,9 @@
 
 The same equations (see :mod:`.index3_kernels` for them), the same arrays and signatures, for Python without
 numba (FreeCAD's interpreter), where the kernels' loops would run one body and one element at a time as Python:
-on the flyball governor's index-3 run (1,000 steps) the loops took most of its 4.8 s. Used by
-:class:`.index3.QForm` when numba is missing; equal to the compiled kernels to round-off (the sums are taken in
-another order).
+on the flyball governor's index-3 run (1,000 steps) the loops took most of its 4.8 s; and for a run whose kernels
+are not compiled yet, which would otherwise wait ≈ 10 s for numba. Used by :class:`.index3.QForm` in those cases
+(:mod:`.stiff_kernels` chooses); equal to the compiled kernels to round-off (the sums are taken in another order).
 
 Shapes: nb bodies (the moving ones first, nmov of them), q and q̇ (7 nmov,), [r, p] per moving body; q_fixed
 (7 (nb − nmov),) the fixed bodies' [r, p]. Units: m, rad, kg, N, as in :mod:`.index3_kernels`.

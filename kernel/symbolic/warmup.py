@@ -87,10 +87,12 @@ def _job(item):
     from .codegen import ready_marker
 
     kind, _, rest = item.partition(":")
-    if kind == "module":  # compiled dynamics (dynamics.library, .fast_tree), a kinematic step (kinematics_fast)
+    if kind == "module":  # compiled dynamics (dynamics.library, .fast_tree, .stiff_kernels), a kinematic step
         path = Path(rest)
         if path.name.startswith("kinematics-"):
             from ..kinematics_fast import compile_module as compile_fn
+        elif path.name.startswith("stiff-kernels"):  # index-3 and the force tangents (dynamics.stiff_kernels)
+            from ..dynamics.stiff_kernels import compile_kernels as compile_fn
         else:
             from ..dynamics.library import compile_module
             from ..dynamics.fast_tree import PREFIX, compile_tree_module

@@ -265,3 +265,55 @@ def test_dynamics_without_the_librarys_marker_runs_numpy_and_leaves_one_library_
     finally:
         for m, content in saved.items():
             m.write_bytes(content)
+
+
+PROBE_INDEX3 = textwrap.dedent("""
+    import json, sys
+    from cadmotion.importers import load
+    from cadmotion.kernel import compile_model
+    from cadmotion.kernel.dynamics import force_jacobians, index3_kernels
+    from cadmotion.kernel.dynamics.forward import run
+    m, res = run(compile_model(load(sys.argv[1])), 0.2, 4, formulation="index3", dt=1e-2, estimate_error=False)
+    fns = [getattr(mod, f) for mod in (index3_kernels, force_jacobians)
+           for f in ("body_kinematics", "residual", "body_blocks", "element_blocks", "spring_tangent")
+           if hasattr(mod, f)]
+    print(json.dumps({"notes": res.notes, "compiled_here": sum(len(f.stats.cache_misses) for f in fns),
+                      "loaded": sum(len(f.stats.cache_hits) for f in fns), "last": m.position[:, -1].tolist()}))
+""")
+GOVERNOR = DOUBLE_PENDULUM.parent / "flyball_governor.cadmotion.toml"
+
+
+def test_index3_without_its_kernels_marker_runs_the_numpy_twins_and_the_warm_up_compiles_them():
+    """A stiff run on index-3 whose kernels (kernel/dynamics/stiff_kernels.py) have no ready marker (a fresh
+    install) does not wait ≈ 10 s for numba: it runs their numpy twins and says so, and compiles nothing. The
+    warm-up (here in the foreground) compiles them and writes the marker; the next run loads their machine code
+    (nothing compiled in it) and gives the same motion to round-off. As the library's test above, on the session's
+    numba folder with the marker taken away and put back."""
+    from cadmotion.kernel.dynamics import stiff_kernels
+    from cadmotion.kernel.numba_cache import numba_cache_folder
+
+    env = dict(os.environ, CADMOTION_WARMUP="0")
+    env.pop("CADMOTION_DYNAMICS_FAST", None)  # the session's "compile" (tests/conftest.py): a user's default here
+    env.pop("CADMOTION_BACKEND", None)
+    module = stiff_kernels.marker_module()
+    marker = module.with_suffix(".ready")
+    saved = marker.read_bytes() if marker.exists() else None
+    machine_code = numba_cache_folder()
+    try:
+        marker.unlink(missing_ok=True)
+        before = set(machine_code.rglob("*"))
+        first = _probe_dynamics(env, PROBE_INDEX3, GOVERNOR)
+        assert any(n.startswith("index3: residual and Newton matrix in numpy") for n in first["notes"])
+        assert first["compiled_here"] == 0 and first["loaded"] == 0
+        assert set(machine_code.rglob("*")) == before  # nothing was compiled by the run
+        proc = subprocess.run([sys.executable, "-m", "cadmotion.kernel.symbolic.warmup", f"module:{module}"],
+                              capture_output=True, text=True, env=env)
+        assert proc.returncode == 0, proc.stderr
+        assert marker.exists()
+        second = _probe_dynamics(env, PROBE_INDEX3, GOVERNOR)
+        assert "index3: compiled residual and Newton matrix" in second["notes"]
+        assert second["compiled_here"] == 0 and second["loaded"] > 0  # loaded for the types the run passes
+        assert np.max(np.abs(np.subtract(first["last"], second["last"]))) < 1e-12
+    finally:
+        if saved is not None:
+            marker.write_bytes(saved)

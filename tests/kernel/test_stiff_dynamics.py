@@ -160,13 +160,20 @@ def test_newton_with_the_mass_matrix_alone_halves_the_step(a05):
     assert res.nsteps == 2 and not any("halved" in n for n in res.notes)
 
 
-def test_index3_numpy_forces_give_the_compiled_solution(a05, monkeypatch):
-    from cadmotion.kernel.dynamics import index3_kernels
+@pytest.mark.skipif(not HAVE_NUMBA, reason="compares with the compiled kernels")
+def test_index3_on_the_numpy_twins_gives_the_compiled_solution(a05):
+    """A run whose kernels are not compiled yet (a fresh cache) or that has no numba takes the numpy twins of the
+    residual, the Newton matrix and the tangents, with the forces from ``ForceElements``: the compiled run's motion
+    to round-off, and the run's notes say which it ran on."""
+    from cadmotion.kernel.dynamics import stiff_kernels
 
-    a = simulate(a05, 0.2, 4, formulation="index3", dt=1e-2)
-    monkeypatch.setattr(index3_kernels, "HAVE_NUMBA", False)  # forces from ForceElements.evaluate
-    b = simulate(a05, 0.2, 4, formulation="index3", dt=1e-2)
+    with stiff_kernels.using(stiff_kernels.compiled()):
+        a, ra = run(a05, 0.2, 4, formulation="index3", dt=1e-2, estimate_error=False)
+    with stiff_kernels.using(stiff_kernels.twins()):
+        b, rb = run(a05, 0.2, 4, formulation="index3", dt=1e-2, estimate_error=False)
     assert np.max(np.abs(a.position - b.position)) < 1e-12
+    assert "index3: compiled residual and Newton matrix" in ra.notes
+    assert any(n.startswith("index3: residual and Newton matrix in numpy") for n in rb.notes)
 
 
 # ---------------------------------------------------------------------------- tangents
@@ -229,17 +236,20 @@ def _displaced(mdl, mass, q, b, k, eps):
 @pytest.mark.skipif(not HAVE_NUMBA, reason="compares with the compiled kernels")
 @pytest.mark.parametrize("kind", sorted(ELEMENTS))
 def test_index3_numpy_kernels_equal_the_compiled_ones(build, kind):
-    """Without numba (FreeCAD's Python) index3 evaluates its residual and Newton matrix with numpy over all bodies at
-    once (``index3_numpy``, the forces from ``ForceElements``) instead of the kernels' loops: the same numbers to
-    round-off, at a state where every term works (velocities, accelerations, normalisation multipliers, both step
-    coefficients)."""
-    from cadmotion.kernel.dynamics import index3_numpy
+    """Without numba (FreeCAD's Python), or before its kernels are compiled, index3 evaluates its residual and Newton
+    matrix with numpy over all bodies and elements at once (``index3_numpy``, ``force_jacobians_numpy``, the forces
+    from ``ForceElements``) instead of the kernels' loops: the same numbers to round-off, at a state where every
+    term works (velocities, accelerations, normalisation multipliers, both step coefficients)."""
+    from cadmotion.kernel.dynamics import stiff_kernels
     from cadmotion.kernel.dynamics.index3 import QForm
 
     mdl = _element_model(build, ELEMENTS[kind])
     dyn, q0, v0, angles, refs = prepare(mdl)
-    compiled, vectorised = QForm(dyn, refs), QForm(dyn, refs)
-    vectorised._k, vectorised.compiled = index3_numpy, False  # as without numba: the forces of ForceElements too
+    with stiff_kernels.using(stiff_kernels.compiled()):
+        compiled = QForm(dyn, refs)
+    with stiff_kernels.using(stiff_kernels.twins()):  # as without numba: the forces of ForceElements too
+        vectorised = QForm(dyn, refs)
+    assert compiled.compiled and not vectorised.compiled
     rng = np.random.default_rng(7)
     qd, qdd, lam = rng.normal(size=dyn.nq), rng.normal(size=dyn.nq), rng.normal(size=dyn.nmov)
     R0, R1 = compiled.residual(q0, qd, qdd, 0.3)[0], vectorised.residual(q0, qd, qdd, 0.3)[0]
@@ -272,6 +282,42 @@ def test_the_springs_vectorised_tangent_equals_the_kernels_loops():
     for mine, theirs in zip(vectorised, loops):
         assert np.max(np.abs(theirs[4])) > 0.1
         assert np.max(np.abs(mine - theirs)) <= 1e-14 * np.max(np.abs(theirs))
+
+
+def _random_frames(rng, n):
+    p = rng.normal(size=(n, 4))
+    return np.ascontiguousarray(rotation(p / np.linalg.norm(p, axis=1)[:, None]))
+
+
+@pytest.mark.skipif(not HAVE_NUMBA, reason="compares with the compiled kernels")
+def test_the_rotational_and_bushing_vectorised_tangents_equal_the_kernels_loops():
+    """The axis torques', 3-D rotational springs' and bushings' tangents over all elements at once
+    (``force_jacobians_numpy``) give the kernels' numbers to round-off: at random poses and velocities, and where
+    the two frames are turned 1e-3 rad and 0.05 rad apart (the series branch of c(θ) below 0.1 rad) or coincide."""
+    from cadmotion.kernel.dynamics import force_jacobians, force_jacobians_numpy
+
+    rng = np.random.default_rng(5)
+    A = _random_frames(rng, 4)
+    rc, w, vc = rng.normal(size=(4, 3)), rng.normal(size=(4, 3)), rng.normal(size=(4, 3))
+    ia, ib = np.array([0, 1, 2, 3, 0, 1]), np.array([1, 2, 3, 0, 3, 3])
+    Ri, Rj = _random_frames(rng, 6), _random_frames(rng, 6)
+    for e, angle in ((3, 1e-3), (4, 0.05), (5, 0.0)):  # frame j = frame i turned by `angle` about a random axis
+        axis = rng.normal(size=3)
+        turn = rotation(np.r_[math.cos(angle / 2), math.sin(angle / 2) * axis / np.linalg.norm(axis)])
+        Rj[e] = A[ib[e]].T @ A[ia[e]] @ Ri[e] @ turn
+    da, db = rng.normal(size=(6, 3)), rng.normal(size=(6, 3))
+    f = [rng.uniform(0.5, 3.0, size=6) for _ in range(3)]
+    v = [rng.uniform(0.5, 3.0, size=(6, 3)) for _ in range(4)]
+    cases = {"axis_tangent": (A, w, ia, ib, Ri, Rj, *f), "ball_tangent": (A, ia, ib, Ri, Rj, f[0], f[1]),
+             "bushing_tangent": (A, rc, w, vc, ia, ib, da, db, Ri, Rj, *v)}
+    for name, args in cases.items():
+        loops = np.zeros((6, 2, 2, 6, 6)), np.zeros((6, 2, 2, 6, 6))
+        vectorised = np.zeros((6, 2, 2, 6, 6)), np.zeros((6, 2, 2, 6, 6))
+        getattr(force_jacobians, name)(*args, *loops)
+        getattr(force_jacobians_numpy, name)(*args, *vectorised)
+        for mine, theirs in zip(vectorised, loops):
+            assert np.max(np.abs(theirs)) > 0.1, name
+            assert np.max(np.abs(mine - theirs)) <= 1e-13 * np.max(np.abs(theirs)), name
 
 
 @pytest.mark.parametrize("kind", sorted(ELEMENTS))
