@@ -18,7 +18,8 @@ Stages (each a plain function of the model and the values before it):
                          stiff for the output interval projection / Radau where the compiled
                          Radau loop runs (numba, nothing of ẏ in Python), else index3 /
                          generalized-alpha, its step halved where the run's global error
-                         estimate asks (:func:`_refined`); when it is not stiff, semi-recursive / DOP853
+                         estimate asks (:func:`_refined`, which also tightens an automatic
+                         tolerance whose run is beyond its allowance); when it is not stiff, semi-recursive / DOP853
                          for joints that form an open tree (recursive beyond 64 joints deep),
                          else projection / DOP853), named
                          with its reason in the run's notes
@@ -49,7 +50,8 @@ from .equations import Dynamics
 from .conditioning import ABSOLUTE_FORMULATIONS, check_mass, check_steps
 from .contract import SCIPY_INTEGRATORS, default_dt
 from .formulations import FORMULATIONS, get_formulation
-from .global_error import REFINE_SHARE, Rerun, estimate_global_error, refinement
+from .global_error import (COMPANION_STEPS, MAX_TIGHTENINGS, REFINE_SHARE, Rerun, estimate_global_error, refinement,
+                           tightening)
 from .integrators import REGISTRY
 from .invariants import FIXED_STEP, Accuracy, Bodies, CompliantContact, check_motion, free_system
 from .mass import accelerations_to_qdd, body_state, cross, frames_state, rates_from_velocities, refuse_massless
@@ -375,7 +377,8 @@ def run(model, t_end=1.0, steps=100, *, formulation=None, integrator=None, rtol=
         form = cls(dyn, angles=angles, refs=refs, **form_options)
     result = form.solve(times, q0, v0, integrator=integrator, rtol=rtol, atol=atol, dt=dt)
 
-    def finish(form, result, dt):  # stages 6 and 7 for a solve at the step dt (s; None: error-controlled)
+    def finish(form, result, dt, tolerances=None):  # stages 6 and 7 for a solve at the step dt (s; None:
+        # error-controlled) and the tolerances (rtol, atol) it ran at (None: the run's)
         if slow and not result.success and result.message:  # the failure's probable cause, as diagnosed at the start
             result.message = f"{result.message} (probably: {slow})"
         if choice is not None:
@@ -383,7 +386,7 @@ def run(model, t_end=1.0, steps=100, *, formulation=None, integrator=None, rtol=
         elif tree_note is not None:
             result.notes.insert(0, tree_note)
         result.formulation, result.integrator = cls.name, integrator
-        result.rtol, result.atol = rtol, atol
+        result.rtol, result.atol = (rtol, atol) if tolerances is None else tolerances
         if integrator in FIXED_STEP:
             result.dt = float(dt) if dt is not None else default_dt(times)
         motion = to_motion(dyn, result, formulation=cls.name, integrator=integrator,
@@ -395,8 +398,9 @@ def run(model, t_end=1.0, steps=100, *, formulation=None, integrator=None, rtol=
         penalty = None
         if cls.name == "penalty" and getattr(form, "alpha", 0) > 0:
             penalty = (form.alpha, form.options.get("omega", 10.0), form.options.get("xi", 1.0))
-        checks = check_run(dyn, motion, result, formulation=cls.name, integrator=integrator, rtol=rtol, atol=atol,
-                           dt=dt, penalty=penalty, stability_steps=lambda: _stability_steps(dyn, q0, v0, times, refs0))
+        checks = check_run(dyn, motion, result, formulation=cls.name, integrator=integrator, rtol=result.rtol,
+                           atol=result.atol, dt=dt, penalty=penalty,
+                           stability_steps=lambda: _stability_steps(dyn, q0, v0, times, refs0))
         return motion, checks
 
     motion, checks = finish(form, result, dt)
@@ -407,7 +411,7 @@ def run(model, t_end=1.0, steps=100, *, formulation=None, integrator=None, rtol=
         rerun = Rerun(model, make_form, form.finer_options, times, q0, v0, integrator)
         bodies = Bodies.of(dyn)
         estimate_global_error(checks, rerun, result, motion, bodies)
-        if choice is not None and choice.dt is not None:  # an automatic fixed step answers for its own accuracy
+        if choice is not None:  # an automatic step or tolerance answers for its own accuracy
             motion, result, checks = _refined(rerun, finish, bodies, (motion, result, checks))
     else:
         checks.skipped.append("motion.error: not asked for (estimate_error=False)")
@@ -417,33 +421,51 @@ def run(model, t_end=1.0, steps=100, *, formulation=None, integrator=None, rtol=
 
 
 def _refined(rerun, finish, bodies, ran):
-    """(motion, result, checks) of an automatic fixed-step run (``ran``, with its ``motion.error``) at the step its
-    estimate asks for (:func:`.global_error.refinement`): the step halved until the estimate comes within
-    :data:`.global_error.REFINE_SHARE` of its allowance, each finer run being the companion already run at that
-    step where there is one (:meth:`.global_error.Rerun.solve`). ``finish(form, result, dt)`` makes a solve's motion
-    and checks. The result's notes say how far the step was halved, and why."""
+    """(motion, result, checks) of an automatic run (``ran``, with its ``motion.error``) at the setting its estimate
+    asks for. A fixed step is halved until the estimate comes within :data:`.global_error.REFINE_SHARE` of its
+    allowance (:func:`.global_error.refinement`); the tolerances of an error-controlled run beyond its allowance are
+    tightened by factors of ten for it to come within that share (:func:`.global_error.tightening`). Each finer run
+    is the companion already run at that setting where there is one (:meth:`.global_error.Rerun.solve`).
+    ``finish(form, result, dt, tolerances)`` makes a solve's motion and checks. The result's notes say how far the
+    setting was taken, and why."""
     motion, result, checks = ran
-    first_dt, halved, said = result.dt, 0, []
+    fixed = REGISTRY[rerun.integrator].fixed_step
+    first, finer_by, said = _setting(result, fixed), 0, []
     while True:
         estimate = next((c for c in checks.checks if c.name == "motion.error"), None)
-        more = 0 if estimate is None else refinement(estimate, rerun.integrator, halved)
+        if estimate is None:
+            break
+        more = refinement(estimate, rerun.integrator, finer_by) if fixed else tightening(estimate, finer_by)
         if not more:
             break
-        said.append(f"{estimate.max_drift / estimate.allowed:.2g} of its allowance at {result.dt:.3g} s")
+        said.append(f"{estimate.max_drift / estimate.allowed:.2g} of its allowance at {_setting(result, fixed)}")
         companion = rerun.companion(result, more)
-        form, finer = rerun.solve(companion)
-        if not finer.success:  # the step as it was, with its estimate
-            said.append(f"the run at {companion.dt:.3g} s stopped: {finer.message}")
+        form, finer = rerun.solve(companion, max_steps=COMPANION_STEPS * max(result.nsteps, 100))
+        if not finer.success:  # the setting as it was, with its estimate (a finer run may not cost beyond a companion)
+            said.append(f"the run at {companion.how} stopped: {finer.message}")
             break
-        halved += more
+        finer_by += more
         result = finer
-        motion, checks = finish(form, result, companion.dt)
+        motion, checks = finish(form, result, companion.dt, None if fixed else (companion.rtol, companion.atol))
         estimate_global_error(checks, rerun, result, motion, bodies)
-    if said:
-        result.notes.append(f"the automatic step {first_dt:.3g} s halved {halved} time(s) to {result.dt:.3g} s: "
+    if said and fixed:
+        result.notes.append(f"the automatic step {first} halved {finer_by} time(s) to {_setting(result, fixed)}: "
                             f"the global error estimated {'; '.join(said)} (an automatic step is kept within "
                             f"{REFINE_SHARE:.2g} of it)")
+    elif said:
+        result.notes.append(f"the automatic tolerance {first} tightened {finer_by} time(s) tenfold to "
+                            f"{_setting(result, fixed)}: the global error estimated {'; '.join(said)} (an automatic "
+                            f"tolerance whose run is beyond its allowance is tightened toward {REFINE_SHARE:.2g} of "
+                            f"it, at most {MAX_TIGHTENINGS} times)")
     return motion, result, checks
+
+
+def _setting(result, fixed):
+    """A run's setting in words: its step (fixed-step methods) or the tolerances it ran at."""
+    if fixed:
+        return f"{result.dt:.3g} s"
+    rtol, atol = result.ran_tolerances(result.rtol, result.atol)
+    return f"rtol {float(np.max(rtol)):.3g}"
 
 
 def formulation_options(spec):

@@ -15,7 +15,7 @@ from scipy.special import ellipj, ellipk
 from cadmotion.importers.modelfile import parse_model
 from cadmotion.kernel import compile_model
 from cadmotion.kernel.dynamics.forward import run
-from cadmotion.kernel.dynamics.global_error import ACCUMULATION, FIXED_SHARE
+from cadmotion.kernel.dynamics.global_error import ACCUMULATION, FIXED_SHARE, REFINE_SHARE
 from cadmotion.kernel.rotations import quat_to_matrix
 
 G, M, L = 9.81, 1.0, 1.0
@@ -95,6 +95,42 @@ def test_a_fixed_step_run_is_allowed_a_hundredth_of_each_parts_motion(pendulum):
     assert check.scale == pytest.approx(2 * LC + RHO * math.pi, rel=0.05)  # it swings through the bottom, half a turn
     motion, result = run(pendulum, SPAN, FRAMES, integrator="RK4", dt=0.04)
     assert _check(result).broken and _true_error(motion) > _check(result).allowed
+
+
+def test_an_automatic_tolerance_whose_run_is_beyond_its_allowance_is_tightened_until_it_is_within(pendulum,
+                                                                                                   monkeypatch):
+    """The automatic choice's tolerance answers for its own accuracy, as its fixed step does: with the default
+    tolerances made a hundred times looser (rtol 1e-6), the run chosen for the pendulum is 4.5 times beyond its
+    allowance, and is tightened twice, tenfold each (as e ∝ tol asks for a quarter of the allowance), to a run
+    within a quarter of it against the closed form, the estimate within a factor of two of that error. The same
+    tolerance set by the user is kept, and flagged."""
+    from cadmotion.kernel.dynamics import forward
+
+    monkeypatch.setattr(forward, "DEFAULT_RTOL", 1e-6)
+    monkeypatch.setattr(forward, "DEFAULT_ATOL", 1e-8)
+    motion, result = run(pendulum, SPAN, FRAMES)
+    check, true = _check(result), _true_error(motion)
+    assert result.rtol == pytest.approx(1e-8) and result.atol == pytest.approx(1e-10)
+    (note,) = [n for n in result.notes if n.startswith("the automatic tolerance")]
+    assert "rtol 1e-06 tightened 2 time(s) tenfold to rtol 1e-08" in note
+    assert not check.broken and true <= REFINE_SHARE * check.allowed
+    assert true / 2 <= check.max_drift <= 2 * true, (true, check.max_drift)
+    kept = run(pendulum, SPAN, FRAMES, formulation=result.formulation, integrator=result.integrator,
+               rtol=1e-6, atol=1e-8)[1]
+    assert kept.rtol == 1e-6 and _check(kept).broken
+    assert not any(n.startswith("the automatic tolerance") for n in kept.notes)
+
+
+@pytest.mark.parametrize("ratio, tightened, decades", [(0.9, 0, 0), (1.5, 0, 1), (4.5, 0, 2), (1e6, 0, 2),
+                                                       (4.5, 1, 1), (40.0, 2, 0), (float("inf"), 0, 2)])
+def test_an_automatic_tolerance_is_tightened_as_far_as_its_estimate_asks(ratio, tightened, decades):
+    """Beyond its allowance only, by as many factors of ten as e ∝ tol needs to reach a quarter of it, at least one,
+    at most MAX_TIGHTENINGS in all."""
+    from cadmotion.kernel.dynamics.global_error import MAX_TIGHTENINGS, tightening
+    from cadmotion.kernel.dynamics.invariants import Invariant
+
+    check = Invariant("motion.error", "", "m", ratio * 1e-3, time=0.0, allowed=1e-3)
+    assert MAX_TIGHTENINGS == 2 and tightening(check, tightened) == decades
 
 
 def test_a_motion_that_does_not_amplify_errors_keeps_its_estimate_within_the_tolerance():
