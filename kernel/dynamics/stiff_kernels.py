@@ -11,7 +11,7 @@ wait for the compiled library (:mod:`.library`). :func:`choose` picks:
 - with ``CADMOTION_DYNAMICS_FAST=compile`` or ``CADMOTION_BACKEND=numba``: the kernels, compiled in the run
   where they are not cached (:func:`.library.compiles_in_run`);
 - otherwise the kernels if they have been compiled (their ready marker, :func:`marker_module`, holds this
-  numba's version; it lives in numba's cache folder, which is named by the kernels' sources), else the twins,
+  numba's version; its name holds the digest of the kernels' sources), else the twins,
   and the background warm-up (:mod:`cadmotion.kernel.symbolic.warmup`, started when the process exits)
   compiles the kernels for the next run (:func:`compile_kernels`). A cache that cannot be written keeps no
   machine code: the twins, and no warm-up.
@@ -92,12 +92,14 @@ def choose():
 
 
 def marker_module():
-    """The path whose ``.ready`` sibling marks the kernels compiled: in numba's cache folder, which the
-    kernels' sources name (:mod:`cadmotion.kernel.numba_cache`); None where that folder cannot be written."""
-    from ..numba_cache import configure
+    """The path whose ``.ready`` sibling marks the kernels compiled: in the code cache beside the other generated
+    modules' markers, named by the digest that names numba's cache folder (:mod:`cadmotion.kernel.numba_cache`:
+    the kernels' sources and numba's version), so an edit or an upgrade is a new marker; None where numba's folder
+    cannot be written (no machine code is kept: the twins, without a warm-up)."""
+    from ..cache_folder import cache_dir
+    from ..numba_cache import configure, sources_digest
 
-    folder = configure()
-    return None if folder is None else Path(folder) / f"{PREFIX}.py"
+    return None if configure() is None else cache_dir() / f"{PREFIX}-{sources_digest()}.py"
 
 
 #: the small model :func:`compile_kernels` runs: two bodies on a revolute and a spherical joint, with one
