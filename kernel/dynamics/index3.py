@@ -65,6 +65,7 @@ from ...errors import SolverError
 from ..analysis import rank_info
 from ..linalg import DENSE_LIMIT
 from .contract import INDEX3_INTEGRATORS, Formulation, default_dt, _Failure, _Recorder, _Stop
+from . import stiff_kernels
 from .mass import velocities_from_rates
 
 __all__ = ["Index3Formulation", "QForm", "alpha_coefficients"]
@@ -96,8 +97,6 @@ class QForm:
     """
 
     def __init__(self, dyn, refs):
-        from . import stiff_kernels  # numba (if present) is imported on first use, not with the package
-
         # the compiled kernels once compiled, else the same equations vectorised over the bodies (not Python loops)
         self.kernels = stiff_kernels.choose()
         self._k = self.kernels.index3
@@ -299,6 +298,7 @@ class Index3Formulation(Formulation):
         h_target = dt if dt else default_dt(times)
         self._solve = None
         self.nhalve = 0
+        late = stiff_kernels.LateKernels.watch(self.qf.kernels, times)
         try:
             for k in range(1, nt):
                 t_out = times[k]
@@ -329,6 +329,12 @@ class Index3Formulation(Formulation):
                 qd_out = self._project_qd(q, qd, t, fresh=True) if self.options["project_velocities"] else qd
                 self._y_out = (q, qd_out, work)
                 rec.record(t_out, None)
+                if late is not None and k < nt - 1 and late.due(t_out):  # the kernels compiled during the run
+                    late, self._solve = None, None
+                    self.qf = QForm(self.dyn, self.refs)
+                    if self.qf.kernels.compiled:
+                        rec.notes.append(f"index3: on the compiled residual and Newton matrix from t = {t_out:.6g} s "
+                                         "(compiled in the background during the run)")
         except _Stop:
             pass
         if self.nhalve:

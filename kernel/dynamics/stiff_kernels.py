@@ -15,18 +15,28 @@ wait for the compiled library (:mod:`.library`). :func:`choose` picks:
   and the background warm-up (:mod:`cadmotion.kernel.symbolic.warmup`, started when the process exits)
   compiles the kernels for the next run (:func:`compile_kernels`). A cache that cannot be written keeps no
   machine code: the twins, and no warm-up.
+
+A long run does not stay on the twins to its end (≈ 3 times the kernels' time a step on the governor): where the
+run on the twins is predicted to outlast :data:`EARLY_WARMUP_S`, it starts the warm-up at once and goes on with the
+kernels from the first output frame after they are ready (:class:`LateKernels`; the run's notes say from when). The
+two evaluate the same equations to round-off, so the run is the one it would have been on either.
 """
 
 from __future__ import annotations
 
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, NamedTuple
 
-__all__ = ["StiffKernels", "choose", "compiled", "twins", "using", "marker_module", "compile_kernels", "PREFIX"]
+__all__ = ["StiffKernels", "choose", "compiled", "twins", "using", "kernels_ready", "marker_module", "compile_kernels",
+           "PREFIX", "LateKernels", "EARLY_WARMUP_S"]
 
 #: the name of the (never written) module file whose ``.ready`` marker says the kernels are compiled
 PREFIX = "stiff-kernels"
+#: a run predicted to spend more wall seconds than this on the twins starts compiling the kernels at once: they
+#: compile in 15–20 s on 2 cores beside the run, and then take the rest about three times faster
+EARLY_WARMUP_S = 30.0
 
 
 class StiffKernels(NamedTuple):
@@ -78,17 +88,26 @@ def choose():
 
     if _forced:
         return _forced[-1]
-    from .library import compiled_or_warm_up, compiles_in_run
-
     if not HAVE_NUMBA:
         return twins()
-    from ..symbolic.codegen import default_backend
+    from ..symbolic.codegen import default_backend, request_module_warmup
+    from .library import compiles_in_run
 
     if default_backend() != "numba":
         return twins()
-    if compiles_in_run() or compiled_or_warm_up(marker_module()):
+    if compiles_in_run() or kernels_ready():
         return compiled()
+    path = marker_module()
+    if path is not None:  # compiled by the warm-up before the library (seconds, not minutes)
+        request_module_warmup(path, first=True)
     return twins()
+
+
+def kernels_ready():
+    """True when the kernels have been compiled: their ready marker holds this numba's version."""
+    from .library import module_ready
+
+    return module_ready(marker_module())
 
 
 def marker_module():
@@ -143,3 +162,48 @@ def compile_kernels(path):
         Index3Formulation(dyn, angles=angles, refs=refs).solve([0.0, 0.01], q0, v0, dt=0.005)
         dyn.forces.tangent(dyn.evaluate(q0, np.asarray(v0, float), 0.0, refs, with_gamma=False).bs, 0.0, refs)
     return write_marker(Path(path).with_suffix(".ready"))
+
+
+class LateKernels:
+    """Watches a run on the twins that numba could speed up (see the module docstring); ``times`` are its output
+    times (s), ``clock`` returns wall seconds. :meth:`due` is asked at each output frame."""
+
+    def __init__(self, times, clock=time.perf_counter):
+        from .late_compiled import CHECK_EVERY_S
+
+        self.times = times
+        self.clock = clock
+        self.every = CHECK_EVERY_S
+        self.wall_start = self.last_look = clock()
+        self.warmup_started = False
+
+    @classmethod
+    def watch(cls, kernels, times):
+        """A watch for a run on ``kernels``, or None where there is nothing to wait for: the kernels themselves,
+        no numba, no cache to compile into, or no warm-up (``CADMOTION_WARMUP=0``)."""
+        import os
+
+        from ._frames import HAVE_NUMBA
+
+        if kernels.compiled or _forced or not HAVE_NUMBA or os.environ.get("CADMOTION_WARMUP", "1") == "0":
+            return None
+        return cls(times) if marker_module() is not None else None
+
+    def due(self, t):
+        """At the output frame at t (s): True when the run goes on with the compiled kernels from here (they are
+        ready); starts the warm-up first where the run is predicted to outlast :data:`EARLY_WARMUP_S`."""
+        from .late_compiled import predicted_wall_left
+
+        now = self.clock()
+        if not self.warmup_started:
+            if predicted_wall_left(now - self.wall_start, self.times[0], t, self.times[-1]) <= EARLY_WARMUP_S:
+                return False
+            from ..symbolic.codegen import request_module_warmup, start_warmup_now
+
+            request_module_warmup(marker_module())
+            start_warmup_now()
+            self.warmup_started = True
+        if now - self.last_look < self.every:
+            return False
+        self.last_look = now
+        return kernels_ready()

@@ -741,6 +741,7 @@ class StagedTemplate:
 
 _PENDING = set()
 _PENDING_MODULES = set()
+_FIRST_MODULES = set()
 
 
 def _request_warmup():
@@ -766,14 +767,18 @@ def _staged(template_name, parametrization):
     return staged
 
 
-def request_module_warmup(path):
+def request_module_warmup(path, first=False):
     """Have the background warm-up compile the generated module at ``path`` (a compiled
     right-hand side of :mod:`cadmotion.kernel.dynamics.fast`, which this run did not wait for);
-    its ready marker is ``path`` with the suffix ``.ready``. Off with ``CADMOTION_WARMUP=0``."""
+    its ready marker is ``path`` with the suffix ``.ready``. ``first``: before the modules asked for
+    without it (one that compiles in seconds, which a run may switch to, before the library's minutes).
+    Off with ``CADMOTION_WARMUP=0``."""
     if os.environ.get("CADMOTION_WARMUP", "1") != "0":
         with _LOCK:
             _request_warmup()
             _PENDING_MODULES.add(str(path))
+            if first:
+                _FIRST_MODULES.add(str(path))
 
 
 def start_warmup_now():
@@ -787,6 +792,7 @@ def start_warmup_now():
             _start_warmup()
             _PENDING.clear()
             _PENDING_MODULES.clear()
+            _FIRST_MODULES.clear()
     return pending
 
 
@@ -798,7 +804,8 @@ def _start_warmup():
     import sys
 
     items = [f"{n}:{p}" for n, p in sorted(_PENDING) if not numba_ready(n, p) and not warming(n, p)]
-    markers = [(path, Path(path).with_suffix(".ready")) for path in sorted(_PENDING_MODULES)]
+    markers = [(path, Path(path).with_suffix(".ready"))
+               for path in sorted(_PENDING_MODULES, key=lambda path: (path not in _FIRST_MODULES, path))]
     items += [f"module:{path}" for path, marker in markers if not marker_ready(marker) and not marker_busy(marker)]
     if not items:
         return

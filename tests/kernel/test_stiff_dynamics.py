@@ -176,6 +176,35 @@ def test_index3_on_the_numpy_twins_gives_the_compiled_solution(a05):
     assert any(n.startswith("index3: residual and Newton matrix in numpy") for n in rb.notes)
 
 
+@pytest.mark.skipif(not HAVE_NUMBA, reason="switches to the compiled kernels")
+def test_a_long_run_on_the_twins_goes_on_with_the_kernels_once_the_warm_up_has_compiled_them(a05, monkeypatch):
+    """A run that starts on the twins (the kernels not compiled yet) and is predicted to outlast EARLY_WARMUP_S
+    starts the warm-up at once, and takes the compiled kernels from the first output frame after they are ready
+    (here the warm-up is a stand-in that has them ready when started): the motion of a run on the kernels alone
+    to round-off, and the notes say from when. A run predicted to end sooner leaves the compile to its exit."""
+    from cadmotion.kernel.dynamics import late_compiled, stiff_kernels
+    from cadmotion.kernel.symbolic import codegen
+
+    ready = []
+    monkeypatch.delenv("CADMOTION_DYNAMICS_FAST", raising=False)  # a user's default: nothing compiled in the run
+    monkeypatch.delenv("CADMOTION_BACKEND", raising=False)
+    monkeypatch.setenv("CADMOTION_WARMUP", "1")
+    monkeypatch.setattr(codegen, "request_module_warmup", lambda path, first=False: None)
+    monkeypatch.setattr(codegen, "start_warmup_now", lambda: ready.append(True))
+    monkeypatch.setattr(stiff_kernels, "kernels_ready", lambda: bool(ready))
+    monkeypatch.setattr(late_compiled, "CHECK_EVERY_S", 0.0)
+    monkeypatch.setattr(stiff_kernels, "EARLY_WARMUP_S", 1e9)  # predicted to end sooner: stays on the twins
+    _, short = run(a05, 0.2, 4, formulation="index3", dt=1e-2, estimate_error=False)
+    assert not ready and any(n.startswith("index3: residual and Newton matrix in numpy") for n in short.notes)
+    monkeypatch.setattr(stiff_kernels, "EARLY_WARMUP_S", 0.0)
+    switched, rs = run(a05, 0.2, 4, formulation="index3", dt=1e-2, estimate_error=False)
+    assert ready and "index3: on the compiled residual and Newton matrix from t = 0.05 s (compiled in the " \
+                     "background during the run)" in rs.notes
+    with stiff_kernels.using(stiff_kernels.compiled()):
+        kernels, _ = run(a05, 0.2, 4, formulation="index3", dt=1e-2, estimate_error=False)
+    assert np.max(np.abs(switched.position - kernels.position)) < 1e-12
+
+
 # ---------------------------------------------------------------------------- tangents
 _PARTS = {
     "ground": {"fixed": True},
