@@ -58,7 +58,7 @@ def frame_axes(A, b, R):
 @jit
 def relative_rotation_vector(Wi, Wj):
     """Rotation vector φ (rad, |φ| ≤ π, in frame i's axes) of frame j relative to frame i, from
-    their world axes Wi, Wj (3, 3) — as :func:`.forces.rotation_vector` of Wiᵀ Wj."""
+    their world axes Wi, Wj (3, 3) — as :func:`.mass.rotation_vector` of Wiᵀ Wj."""
     R = np.zeros((3, 3))
     for i in range(3):
         for j in range(3):

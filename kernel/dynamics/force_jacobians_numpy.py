@@ -15,8 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .forces import rotation_vector
-from .mass import cross, skew
+from .mass import cross, rotation_vector, skew
 
 __all__ = ["spring_tangent", "axis_tangent", "ball_tangent", "bushing_tangent", "jl_inverse"]
 

@@ -71,7 +71,7 @@ from ...errors import ExpressionError, MechanismError
 from ..expressions import parse_expression
 from ..model import frame_matrix
 from ..symbolic.lazy import lazy
-from .mass import rotation
+from .mass import rotation, rotation_vector
 from .tyres import TYRE_PARAMS, Tyres, parse_tyre
 
 __all__ = ["ForceElements", "FORCE_TYPES"]
@@ -109,17 +109,6 @@ def _cross(a, b):
     out[..., 1] = a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2]
     out[..., 2] = a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]
     return out
-
-
-def rotation_vector(R):
-    """Rotation vectors φ (..., 3) of rotation matrices R (..., 3, 3), |φ| ≤ π."""
-    s = 0.5 * np.stack([R[..., 2, 1] - R[..., 1, 2], R[..., 0, 2] - R[..., 2, 0], R[..., 1, 0] - R[..., 0, 1]], -1)
-    c = 0.5 * (R[..., 0, 0] + R[..., 1, 1] + R[..., 2, 2] - 1.0)
-    ns = np.linalg.norm(s, axis=-1)
-    th = np.arctan2(ns, c)
-    small = ns < 1e-8
-    factor = np.where(small, 1.0 + ns**2 / 6.0, th / np.where(small, 1.0, ns))
-    return s * factor[..., None]
 
 
 def rotation_gradient(phi, g):

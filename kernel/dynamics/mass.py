@@ -64,7 +64,7 @@ def cross(a, b):
 
 
 __all__ = ["MassProperties", "compile_mass", "refuse_massless", "BodyState", "body_state", "rotation",
-           "point_mass_radius", "inertia_fault"]
+           "rotation_vector", "point_mass_radius", "inertia_fault"]
 
 #: radius (m) of the sphere whose inertia regularises a point mass
 point_mass_radius = 1e-3
@@ -269,6 +269,17 @@ def rotation(p):
     P = p.reshape(-1, 4)
     A = (P[:, :, None] * P[:, None, :]).reshape(-1, 16) @ _ROT_T - _I9
     return A.reshape(lead + (3, 3))
+
+
+def rotation_vector(R):
+    """Rotation vectors φ (..., 3) of rotation matrices R (..., 3, 3), |φ| ≤ π."""
+    s = 0.5 * np.stack([R[..., 2, 1] - R[..., 1, 2], R[..., 0, 2] - R[..., 2, 0], R[..., 1, 0] - R[..., 0, 1]], -1)
+    c = 0.5 * (R[..., 0, 0] + R[..., 1, 1] + R[..., 2, 2] - 1.0)
+    ns = np.linalg.norm(s, axis=-1)
+    th = np.arctan2(ns, c)
+    small = ns < 1e-8
+    factor = np.where(small, 1.0 + ns**2 / 6.0, th / np.where(small, 1.0, ns))
+    return s * factor[..., None]
 
 
 def E_matrix(p):

@@ -13,7 +13,7 @@ wait for the compiled library (:mod:`.library`). :func:`choose` picks:
 - otherwise the kernels if they have been compiled (their ready marker, :func:`marker_module`, holds this
   numba's version; its name holds the digest of the kernels' sources), else the twins,
   and the background warm-up (:mod:`cadmotion.kernel.symbolic.warmup`, started when the process exits)
-  compiles the kernels for the next run (:func:`compile_kernels`). A cache that cannot be written keeps no
+  compiles the kernels for the next run (:func:`.stiff_warmup.compile_kernels`). A cache that cannot be written keeps no
   machine code: the twins, and no warm-up.
 
 A long run does not stay on the twins to its end (≈ 3 times the kernels' time a step on the governor): where the
@@ -26,11 +26,10 @@ from __future__ import annotations
 
 import time
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Callable, NamedTuple
 
-__all__ = ["StiffKernels", "choose", "compiled", "twins", "using", "kernels_ready", "marker_module", "compile_kernels",
-           "PREFIX", "LateKernels", "EARLY_WARMUP_S"]
+__all__ = ["StiffKernels", "choose", "compiled", "twins", "using", "kernels_ready", "marker_module", "PREFIX",
+           "LateKernels", "EARLY_WARMUP_S"]
 
 #: the name of the (never written) module file whose ``.ready`` marker says the kernels are compiled
 PREFIX = "stiff-kernels"
@@ -119,49 +118,6 @@ def marker_module():
     from ..numba_cache import configure, sources_digest
 
     return None if configure() is None else cache_dir() / f"{PREFIX}-{sources_digest()}.py"
-
-
-#: the small model :func:`compile_kernels` runs: two bodies on a revolute and a spherical joint, with one
-#: element of each kind the tangents cover (and a torque expression), so every kernel meets its run's types
-WARMUP_MODEL = {
-    "gravity": [0, -9.81, 0],
-    "parts": {"ground": {"fixed": True},
-              "b1": {"position": [0.1, 0.2, 0.0], "mass": 1.5, "com": [0.3, 0.1, 0.05],
-                     "inertia": [0.02, 0.03, 0.04]},
-              "b2": {"position": [0.5, -0.1, 0.2], "mass": 2.0, "com": [0.1, 0.0, -0.05],
-                     "inertia": [0.03, 0.02, 0.04]}},
-    "joints": [{"name": "pivot", "type": "revolute", "parts": ["ground", "b1"], "origin": [0, 0, 0], "axis": [0, 0, 1]},
-               {"name": "ball", "type": "spherical", "parts": ["b1", "b2"], "origin": [0.5, 0.2, 0.1]}],
-    "forces": [{"name": "spring", "type": "spring-damper", "parts": ["b1", "b2"],
-                "points": [[0.4, 0.5, 0], [0.3, 0.1, 0.2]],
-                "stiffness": 80.0, "damping": 3.5, "free_length": 0.2},
-               {"name": "axis", "type": "rotational-spring-damper", "joint": "pivot", "stiffness": 5.0, "damping": 0.7},
-               {"name": "torque", "type": "torque", "joint": "pivot", "expression": "0.1*sin(t)"},
-               {"name": "ball", "type": "rotational-spring-damper", "joint": "ball", "stiffness": 4.0, "damping": 0.2},
-               {"name": "bushing", "type": "bushing", "parts": ["b1", "b2"],
-                "points": [[0.3, 0.3, 0.1], [0.35, 0.2, 0.05]],
-                "stiffness": 100.0, "damping": 1.0, "rotational_stiffness": 3.0, "rotational_damping": 0.1}],
-}
-
-
-def compile_kernels(path):
-    """Compile the kernels into numba's cache by running index-3 on :data:`WARMUP_MODEL` with them for two steps
-    and taking the stiffness estimate's tangent (so they meet the argument types a run passes), then write
-    ``path``'s ready marker (the background warm-up, :mod:`..symbolic.warmup`); True on success."""
-    import numpy as np
-
-    from ...importers.modelfile import parse_model
-    from ..model import compile_model
-    from ..symbolic.codegen import write_marker
-    from .forward import prepare
-    from .index3 import Index3Formulation
-
-    model = compile_model(parse_model(WARMUP_MODEL, source="<stiff-kernels warm-up>"))
-    dyn, q0, v0, angles, refs = prepare(model)
-    with using(compiled()):
-        Index3Formulation(dyn, angles=angles, refs=refs).solve([0.0, 0.01], q0, v0, dt=0.005)
-        dyn.forces.tangent(dyn.evaluate(q0, np.asarray(v0, float), 0.0, refs, with_gamma=False).bs, 0.0, refs)
-    return write_marker(Path(path).with_suffix(".ready"))
 
 
 class LateKernels:

@@ -92,7 +92,7 @@ def _job(item):
         if path.name.startswith("kinematics-"):
             from ..kinematics_fast import compile_module as compile_fn
         elif path.name.startswith("stiff-kernels"):  # index-3 and the force tangents (dynamics.stiff_kernels)
-            from ..dynamics.stiff_kernels import compile_kernels as compile_fn
+            from ..dynamics.stiff_warmup import compile_kernels as compile_fn
         else:
             from ..dynamics.library import compile_module
             from ..dynamics.fast_tree import PREFIX, compile_tree_module
