@@ -28,10 +28,11 @@ import numba
 
 from .cache_folder import cache_dir
 
-__all__ = ["numba", "sources_digest", "numba_cache_folder", "configure"]
+__all__ = ["numba", "sources_digest", "numba_cache_folder", "configure", "configured_digest"]
 
 _KERNEL = Path(__file__).resolve().parent
 _configured = None
+_configured_digest = None
 
 
 def sources_digest():
@@ -45,20 +46,23 @@ def sources_digest():
     return h.hexdigest()[:16]
 
 
-def numba_cache_folder():
-    """The folder numba's cache of cadmotion's compiled code goes to (see the module)."""
+def numba_cache_folder(digest=None):
+    """The folder numba's cache of cadmotion's compiled code goes to (see the module), named by ``digest``
+    (default: :func:`sources_digest`)."""
+    digest = digest or sources_digest()
     user = os.environ.get("NUMBA_CACHE_DIR")
     if user:
-        return Path(user) / f"cadmotion-{sources_digest()}"
-    return cache_dir() / "numba" / sources_digest()
+        return Path(user) / f"cadmotion-{digest}"
+    return cache_dir() / "numba" / digest
 
 
 def configure():
     """Point numba's cache at :func:`numba_cache_folder` (once per process); the folder, or None
     where it cannot be written (numba then keeps its own places)."""
-    global _configured
+    global _configured, _configured_digest
     if _configured is None:
-        folder = numba_cache_folder()
+        _configured_digest = sources_digest()
+        folder = numba_cache_folder(_configured_digest)
         try:
             folder.mkdir(parents=True, exist_ok=True)
             with tempfile.TemporaryFile(dir=folder):
@@ -71,6 +75,13 @@ def configure():
             numba.config.CACHE_DIR = str(folder)
             _configured = folder
     return _configured or None
+
+
+def configured_digest():
+    """The digest naming the folder :func:`configure` pointed numba at in this process (the sources as they were
+    when it ran: a file read and hashed once, not at every call)."""
+    configure()
+    return _configured_digest
 
 
 configure()

@@ -64,8 +64,8 @@ from scipy.sparse.linalg import splu
 from ...errors import SolverError
 from ..analysis import rank_info
 from ..linalg import DENSE_LIMIT
-from .contract import INDEX3_INTEGRATORS, Formulation, default_dt, _Failure, _Recorder, _Stop
 from . import stiff_kernels
+from .contract import INDEX3_INTEGRATORS, Formulation, default_dt, _Failure, _Recorder, _Stop
 from .mass import velocities_from_rates
 
 __all__ = ["Index3Formulation", "QForm", "alpha_coefficients"]

@@ -115,9 +115,9 @@ def marker_module():
     the kernels' sources and numba's version), so an edit or an upgrade is a new marker; None where numba's folder
     cannot be written (no machine code is kept: the twins, without a warm-up)."""
     from ..cache_folder import cache_dir
-    from ..numba_cache import configure, sources_digest
+    from ..numba_cache import configure, configured_digest
 
-    return None if configure() is None else cache_dir() / f"{PREFIX}-{sources_digest()}.py"
+    return None if configure() is None else cache_dir() / f"{PREFIX}-{configured_digest()}.py"
 
 
 class LateKernels:
