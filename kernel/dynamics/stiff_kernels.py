@@ -156,7 +156,7 @@ class LateKernels:
                 return False
             from ..symbolic.codegen import request_module_warmup, start_warmup_now
 
-            request_module_warmup(marker_module())
+            request_module_warmup(marker_module(), first=True)
             start_warmup_now()
             self.warmup_started = True
         if now - self.last_look < self.every:
